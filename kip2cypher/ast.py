@@ -1,0 +1,461 @@
+"""Typed, immutable AST for KIP v1.0-RC10.
+
+One class per construct of the spec. Every node carries its source ``span``
+(character offsets into the command text); spans are excluded from equality so
+that ``parse(print(ast)) == ast`` holds for the printer round trip.
+
+Conventions
+- Variable and handle names are stored without the leading ``?``.
+- Placeholder names are stored without the leading ``:``.
+- Literal values are AST nodes (``Literal``, ``ListLit``, ``ObjectLit``,
+  ``Placeholder``) so a placeholder may stand at any value position, also
+  nested inside objects and lists. ``values.resolve`` turns them into plain
+  Python/JSON values once the request's parameters are known.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Union
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """Half-open character range ``[start, end)`` in the command text."""
+
+    start: int = 0
+    end: int = 0
+
+
+NO_SPAN = Span()
+
+
+def _span() -> Span:
+    return field(default=NO_SPAN, compare=False, repr=False)
+
+
+# --------------------------------------------------------------------- values
+@dataclass(frozen=True, slots=True)
+class Literal:
+    """A JSON primitive: str, int, float, bool or None."""
+
+    value: Union[str, int, float, bool, None]
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class ListLit:
+    items: tuple["Value", ...]
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectLit:
+    """A JSON object; keys keep their textual order (duplicates are rejected by validation)."""
+
+    entries: tuple[tuple[str, "Value"], ...]
+    span: Span = _span()
+    # Where each key starts (parallel to ``entries``), for KIP_1002 positions; not compared.
+    key_spans: tuple[Span, ...] = field(default=(), compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Placeholder:
+    """``:name`` at a whole-value position, bound from the request's parameters."""
+
+    name: str
+    span: Span = _span()
+
+
+Value = Union[Literal, ListLit, ObjectLit, Placeholder]
+
+
+# ---------------------------------------------------------------- expressions
+@dataclass(frozen=True, slots=True)
+class Var:
+    """``?name`` — a query variable or an UPSERT local handle."""
+
+    name: str
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class DotPath:
+    """``?var.id`` / ``?var.attributes.k`` / ``?var.metadata`` …
+
+    ``path`` is the tuple of segments after the variable, e.g. ``("name",)``,
+    ``("attributes", "risk_level")``, ``("metadata",)``.
+    """
+
+    var: str
+    path: tuple[str, ...]
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Aggregate:
+    """``COUNT(?x)``, ``COUNT(DISTINCT ?x)``, ``SUM``, ``AVG``, ``MIN``, ``MAX``."""
+
+    func: str  # COUNT | SUM | AVG | MIN | MAX
+    arg: Union[Var, DotPath]
+    distinct: bool = False
+    span: Span = _span()
+
+
+Projection = Union[Var, DotPath, Aggregate]
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """``left op right`` with op one of ``== != < > <= >=``."""
+
+    op: str
+    left: "Operand"
+    right: "Operand"
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class BoolOp:
+    """``left && right`` / ``left || right``."""
+
+    op: str  # "&&" | "||"
+    left: "BoolExpr"
+    right: "BoolExpr"
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class NotExpr:
+    """``!expr``."""
+
+    operand: "BoolExpr"
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class FuncCall:
+    """A FILTER function: IN, IS_NULL, IS_NOT_NULL, CONTAINS, STARTS_WITH, ENDS_WITH, REGEX."""
+
+    name: str
+    args: tuple["Operand", ...]
+    span: Span = _span()
+
+
+Operand = Union[Var, DotPath, Literal, ListLit, Placeholder]
+BoolExpr = Union[Comparison, BoolOp, NotExpr, FuncCall, Var, DotPath, Literal, Placeholder]
+
+
+# -------------------------------------------------------------------- clauses
+@dataclass(frozen=True, slots=True)
+class ConceptClause:
+    """``?var {id: …}`` / ``{type: …, name: …}`` / ``{type: …}`` / ``{name: …}``.
+
+    ``var`` is None when the clause stands inline as an endpoint or identity.
+    """
+
+    var: Optional[str] = None
+    id: Optional[Value] = None
+    type: Optional[Value] = None
+    name: Optional[Value] = None
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Quantifier:
+    """``{m,n}`` → (m, n); ``{m,}`` → (m, None); ``{m}`` → (m, m)."""
+
+    min: int
+    max: Optional[int]
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class PredicatePattern:
+    """Literal predicate(s): ``"p"``, ``"a" | "b"``, ``"p"{1,5}``."""
+
+    names: tuple[str, ...]
+    quantifier: Optional[Quantifier] = None
+    span: Span = _span()
+
+
+Predicate = Union[PredicatePattern, Var]
+Endpoint = Union[Var, ConceptClause, "PropositionClause"]
+
+
+@dataclass(frozen=True, slots=True)
+class PropositionClause:
+    """``?var (id: …)`` or ``?var (subject, predicate, object)``.
+
+    Exactly one of ``id`` or the (subject, predicate, object) triple is set.
+    """
+
+    var: Optional[str] = None
+    id: Optional[Value] = None
+    subject: Optional[Endpoint] = None
+    predicate: Optional[Predicate] = None
+    object: Optional[Endpoint] = None
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Filter:
+    expr: BoolExpr
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class NotBlock:
+    items: tuple["WhereItem", ...]
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class OptionalBlock:
+    items: tuple["WhereItem", ...]
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class UnionBlock:
+    items: tuple["WhereItem", ...]
+    span: Span = _span()
+
+
+WhereItem = Union[ConceptClause, PropositionClause, Filter, NotBlock, OptionalBlock, UnionBlock]
+
+
+@dataclass(frozen=True, slots=True)
+class OrderKey:
+    expr: Projection
+    descending: bool = False
+    span: Span = _span()
+
+
+# ------------------------------------------------------------------------ KQL
+@dataclass(frozen=True, slots=True)
+class Find:
+    projections: tuple[Projection, ...]
+    where: tuple[WhereItem, ...]
+    order_by: tuple[OrderKey, ...] = ()
+    limit: Optional[Value] = None
+    cursor: Optional[Value] = None
+    span: Span = _span()
+
+
+# ------------------------------------------------------------------------ KML
+@dataclass(frozen=True, slots=True)
+class PropositionEntry:
+    """One ``("predicate", target) [WITH METADATA {…}]`` line of SET PROPOSITIONS.
+
+    ``target`` is a handle (``Var``), a ``ConceptClause`` ({type,name} or {id}),
+    or a ``PropositionClause`` ((id: …) or structural).
+    """
+
+    predicate: str
+    target: Endpoint
+    metadata: Optional[ObjectLit] = None
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class ConceptBlock:
+    handle: Optional[str]
+    identity: ConceptClause
+    expect_version: Optional[Value] = None
+    set_attributes: Optional[ObjectLit] = None
+    set_propositions: Optional[tuple[PropositionEntry, ...]] = None
+    metadata: Optional[ObjectLit] = None
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class PropositionBlock:
+    handle: Optional[str]
+    identity: PropositionClause
+    expect_version: Optional[Value] = None
+    set_attributes: Optional[ObjectLit] = None
+    metadata: Optional[ObjectLit] = None
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Upsert:
+    """One ``UPSERT { … } [WITH METADATA {…}]`` statement."""
+
+    blocks: tuple[Union[ConceptBlock, PropositionBlock], ...]
+    metadata: Optional[ObjectLit] = None
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Capsule:
+    """A KML command made of one or more UPSERT statements (Genesis has two)."""
+
+    upserts: tuple[Upsert, ...]
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateCall:
+    """``ADD(a, b)``, ``MUL(a, b)``, ``CLAMP(x, lo, hi)``, ``COALESCE(x, d)``."""
+
+    func: str
+    args: tuple["UpdateValue", ...]
+    span: Span = _span()
+
+
+UpdateValue = Union[Literal, ListLit, ObjectLit, Placeholder, DotPath, UpdateCall]
+
+
+@dataclass(frozen=True, slots=True)
+class Assignments:
+    """The body of ``SET ATTRIBUTES {…}`` / ``SET METADATA {…}`` in UPDATE."""
+
+    entries: tuple[tuple[str, UpdateValue], ...]
+    span: Span = _span()
+    key_spans: tuple[Span, ...] = field(default=(), compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Update:
+    target: str
+    set_attributes: Optional[Assignments]
+    set_metadata: Optional[Assignments]
+    where: tuple[WhereItem, ...]
+    limit: Optional[Value] = None
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class MergeConcept:
+    source: str
+    target: str
+    where: tuple[WhereItem, ...]
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteAttributes:
+    keys: tuple[str, ...]
+    target: str
+    where: tuple[WhereItem, ...]
+    span: Span = _span()
+    key_spans: tuple[Span, ...] = field(default=(), compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteMetadata:
+    keys: tuple[str, ...]
+    target: str
+    where: tuple[WhereItem, ...]
+    span: Span = _span()
+    key_spans: tuple[Span, ...] = field(default=(), compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class DeletePropositions:
+    target: str
+    where: tuple[WhereItem, ...]
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteConcept:
+    """``DELETE CONCEPT ?c DETACH WHERE {…}`` (DETACH is mandatory in the grammar)."""
+
+    target: str
+    where: tuple[WhereItem, ...]
+    span: Span = _span()
+
+
+# ----------------------------------------------------------------------- META
+@dataclass(frozen=True, slots=True)
+class DescribePrimer:
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class DescribeDomains:
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class DescribeConceptTypes:
+    limit: Optional[Value] = None
+    cursor: Optional[Value] = None
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class DescribeConceptType:
+    name: Value
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class DescribePropositionTypes:
+    limit: Optional[Value] = None
+    cursor: Optional[Value] = None
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class DescribePropositionType:
+    name: Value
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Search:
+    target: str  # "CONCEPT" | "PROPOSITION"
+    term: Value
+    with_type: Optional[Value] = None
+    mode: Optional[Value] = None
+    threshold: Optional[Value] = None
+    limit: Optional[Value] = None
+    span: Span = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class Export:
+    target: str
+    where: tuple[WhereItem, ...]
+    limit: Optional[Value] = None
+    cursor: Optional[Value] = None
+    span: Span = _span()
+
+
+Kql = Find
+Kml = Union[Capsule, Update, MergeConcept, DeleteAttributes, DeleteMetadata, DeletePropositions, DeleteConcept]
+Meta = Union[
+    DescribePrimer,
+    DescribeDomains,
+    DescribeConceptTypes,
+    DescribeConceptType,
+    DescribePropositionTypes,
+    DescribePropositionType,
+    Search,
+    Export,
+]
+Command = Union[Kql, Kml, Meta]
+
+KML_COMMANDS = (Capsule, Update, MergeConcept, DeleteAttributes, DeleteMetadata, DeletePropositions, DeleteConcept)
+META_COMMANDS = (
+    DescribePrimer,
+    DescribeDomains,
+    DescribeConceptTypes,
+    DescribeConceptType,
+    DescribePropositionTypes,
+    DescribePropositionType,
+    Search,
+    Export,
+)
+
+
+def command_kind(command: Command) -> str:
+    """``"KQL"``, ``"KML"`` or ``"META"`` — drives batch error rules and routing."""
+    if isinstance(command, Find):
+        return "KQL"
+    if isinstance(command, KML_COMMANDS):
+        return "KML"
+    return "META"

@@ -1,0 +1,32 @@
+"""Engine settings: every limit and switch, configurable and documented in docs/limits.md."""
+from __future__ import annotations
+
+import os
+import secrets
+from dataclasses import dataclass, field
+
+
+def _env_int(name: str, default: int) -> int:
+    return int(os.environ.get(name, default))
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Limits and behaviour switches of one Nexus (or of offline compilation)."""
+
+    #: Cap for unbounded path quantifiers ``{m,}`` and the largest allowed bound (KIP_4002 beyond).
+    max_hops: int = field(default_factory=lambda: _env_int("KIP2CYPHER_MAX_HOPS", 10))
+    #: Seconds a transaction may run before Neo4j terminates it (KIP_4001). 0 = server default.
+    query_timeout_s: float = field(default_factory=lambda: float(os.environ.get("KIP2CYPHER_QUERY_TIMEOUT_S", "30")))
+    #: Rows one command may return before KIP_4002 asks for LIMIT/CURSOR.
+    max_result_rows: int = field(default_factory=lambda: _env_int("KIP2CYPHER_MAX_RESULT_ROWS", 10000))
+    #: Commands in one batch (spec: at most 256 → KIP_4002).
+    max_batch: int = 256
+    #: Enforce instance_schema is_required (KIP_2002) and value types (KIP_2003).
+    strict_schema: bool = field(default_factory=lambda: os.environ.get("KIP2CYPHER_STRICT_SCHEMA", "0") == "1")
+    #: Optional prefix put before every generated statement, e.g. "CYPHER runtime=slotted".
+    cypher_prefix: str = field(default_factory=lambda: os.environ.get("KIP2CYPHER_CYPHER_PREFIX", ""))
+    #: Key that signs CURSOR tokens so a token from another query is rejected (KIP_1001).
+    cursor_secret: bytes = field(default_factory=lambda: os.environ.get("KIP2CYPHER_CURSOR_SECRET", "").encode() or secrets.token_bytes(32))
+    #: Application name sent as transaction metadata (visible in Neo4j's query log).
+    app_name: str = "kip2cypher"

@@ -1,0 +1,165 @@
+"""A small Cypher builder: the only way lowering code produces Cypher text.
+
+A statement is a sequence of *parts*. A plain ``str`` part is engine-authored
+template text (keywords, punctuation, engine-owned names) and is never derived
+from user input. Everything that comes from a KIP command goes through a typed
+part: ``Ident`` (a label, relationship type or property name — always
+backtick-quoted, inner backticks doubled), ``Var`` (a KIP variable) or
+``Param`` (a value — always a Cypher parameter). ``build()`` returns
+``(text, params)`` with deterministic parameter names ``p0, p1, …`` in order of
+first appearance, so the same command always compiles to the same text.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Union
+
+_PLAIN = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
+
+# Words Cypher treats specially; a variable spelled like one is quoted to stay unambiguous.
+RESERVED = frozenset(
+    """ALL AND ANY AS ASC ASCENDING BY CALL CASE CONTAINS COUNT CREATE DELETE DESC DESCENDING DETACH DISTINCT
+    ELSE END ENDS EXISTS FALSE FOREACH IN IS LIMIT MATCH MERGE NOT NULL ON OPTIONAL OR ORDER REMOVE RETURN SET
+    SKIP STARTS THEN TRUE UNION UNWIND WHEN WHERE WITH XOR YIELD COLLECT""".split()
+)
+
+
+def quote(name: str) -> str:
+    """Backtick-quote an identifier, doubling inner backticks: the injection-proof form."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+@dataclass(frozen=True, slots=True)
+class Ident:
+    """A label, relationship type or property key; rendered backtick-quoted."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Var:
+    """A KIP variable ``?name`` rendered as a Cypher variable.
+
+    Names starting with ``_`` are reserved for engine-internal variables (see
+    ``Internal``), so such KIP variables and reserved words are quoted together
+    with their ``?`` and can never collide with anything the engine introduces.
+    """
+
+    name: str
+
+    def render(self) -> str:
+        if _PLAIN.match(self.name) and self.name.upper() not in RESERVED:
+            return self.name
+        return quote("?" + self.name)
+
+
+@dataclass(frozen=True, slots=True)
+class Internal:
+    """An engine-internal variable (``_n0``, ``_rows`` …); never user text."""
+
+    name: str
+
+    def render(self) -> str:
+        return "_" + self.name
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    """A value sent as a Cypher parameter. ``name`` is optional; otherwise ``p<N>`` is assigned."""
+
+    value: Any
+    name: str = ""
+
+
+Part = Union[str, Ident, Var, Internal, Param, "Fragment"]
+
+
+@dataclass(slots=True)
+class Fragment:
+    """An ordered list of parts; fragments nest, so expressions compose without string splicing."""
+
+    parts: list[Part] = field(default_factory=list)
+
+    def add(self, *parts: Part) -> "Fragment":
+        self.parts.extend(parts)
+        return self
+
+    def __bool__(self) -> bool:
+        return bool(self.parts)
+
+
+def frag(*parts: Part) -> Fragment:
+    return Fragment(list(parts))
+
+
+def join(separator: str, items: Iterable[Part]) -> Fragment:
+    out = Fragment()
+    for index, item in enumerate(items):
+        if index:
+            out.parts.append(separator)
+        out.parts.append(item)
+    return out
+
+
+def prop(owner: Union[Var, Internal, str], key: str) -> Fragment:
+    """``owner.`key` `` — property access with a quoted key."""
+    return frag(owner, ".", Ident(key))
+
+
+def labels(*names: str) -> Fragment:
+    """``:`A`:`B` ``."""
+    return Fragment([part for name in names for part in (":", Ident(name))])
+
+
+class Statement:
+    """One Cypher statement built line by line; ``build()`` gives ``(text, params)``."""
+
+    def __init__(self) -> None:
+        self.lines: list[Fragment] = []
+
+    def line(self, *parts: Part) -> "Statement":
+        self.lines.append(Fragment(list(parts)))
+        return self
+
+    def extend(self, other: "Statement") -> "Statement":
+        self.lines.extend(other.lines)
+        return self
+
+    def build(self) -> tuple[str, dict[str, Any]]:
+        renderer = _Renderer()
+        text = "\n".join(renderer.render(line) for line in self.lines)
+        return text, renderer.params
+
+
+class _Renderer:
+    def __init__(self) -> None:
+        self.params: dict[str, Any] = {}
+        self._counter = 0
+
+    def _param_name(self, param: Param) -> str:
+        if param.name:
+            if param.name in self.params and self.params[param.name] is not param.value and self.params[param.name] != param.value:
+                raise ValueError(f"parameter {param.name} bound twice to different values")
+            return param.name
+        name = f"p{self._counter}"
+        self._counter += 1
+        while name in self.params:
+            name = f"p{self._counter}"
+            self._counter += 1
+        return name
+
+    def render(self, part: Part) -> str:
+        if isinstance(part, str):
+            return part
+        if isinstance(part, Fragment):
+            return "".join(self.render(p) for p in part.parts)
+        if isinstance(part, Ident):
+            return quote(part.name)
+        if isinstance(part, (Var, Internal)):
+            return part.render()
+        if isinstance(part, Param):
+            name = self._param_name(part)
+            self.params[name] = part.value
+            return "$" + name
+        raise TypeError(f"not a Cypher part: {part!r}")

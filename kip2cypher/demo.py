@@ -1,0 +1,70 @@
+"""`kip2cypher demo`: bootstrap, load a small capsule, run a few queries and show their Cypher."""
+from __future__ import annotations
+
+import json
+from typing import Callable
+
+from .compiler import compile_command
+from .errors import KipError
+
+DEMO_SCHEMA = """
+UPSERT {
+  CONCEPT ?drug_type { {type: "$ConceptType", name: "Drug"} SET ATTRIBUTES { description: "A medicinal substance." } }
+  CONCEPT ?symptom_type { {type: "$ConceptType", name: "Symptom"} SET ATTRIBUTES { description: "A sign of illness." } }
+  CONCEPT ?class_type { {type: "$ConceptType", name: "DrugClass"} SET ATTRIBUTES { description: "A class of drugs." } }
+  CONCEPT ?treats { {type: "$PropositionType", name: "treats"} SET ATTRIBUTES { description: "The drug relieves the symptom.", subject_types: ["Drug"], object_types: ["Symptom"] } }
+  CONCEPT ?has_side_effect { {type: "$PropositionType", name: "has_side_effect"} SET ATTRIBUTES { description: "The drug may cause the symptom.", subject_types: ["Drug"], object_types: ["Symptom"] } }
+  CONCEPT ?belongs_to_class { {type: "$PropositionType", name: "belongs_to_class"} SET ATTRIBUTES { description: "The drug is a member of the class.", subject_types: ["Drug"], object_types: ["DrugClass"] } }
+}
+WITH METADATA { source: "kip2cypher demo", author: "demo" }
+"""
+
+DEMO_DATA = """
+UPSERT {
+  CONCEPT ?headache { {type: "Symptom", name: "Headache"} }
+  CONCEPT ?fever { {type: "Symptom", name: "Fever"} }
+  CONCEPT ?stomach { {type: "Symptom", name: "Stomach Upset"} }
+  CONCEPT ?nsaid { {type: "DrugClass", name: "NSAID"} }
+  CONCEPT ?aspirin {
+    {type: "Drug", name: "Aspirin"}
+    SET ATTRIBUTES { risk_level: 2, aliases: ["ASA", "acetylsalicylic acid"] }
+    SET PROPOSITIONS { ("treats", ?headache) ("treats", ?fever) ("belongs_to_class", ?nsaid) ("has_side_effect", ?stomach) }
+  }
+  CONCEPT ?paracetamol {
+    {type: "Drug", name: "Paracetamol"}
+    SET ATTRIBUTES { risk_level: 1 }
+    SET PROPOSITIONS { ("treats", ?headache) ("treats", ?fever) }
+  }
+}
+WITH METADATA { source: "kip2cypher demo", confidence: 0.9 }
+"""
+
+DEMO_QUERIES = [
+    'FIND(?drug.name, ?drug.attributes.risk_level) WHERE { ?drug {type: "Drug"} (?drug, "treats", {type: "Symptom", name: "Headache"}) } ORDER BY ?drug.attributes.risk_level ASC',
+    'FIND(?drug.name) WHERE { ?drug {type: "Drug"} NOT { (?drug, "belongs_to_class", {name: "NSAID"}) } }',
+    'FIND(?drug.name, ?effect.name) WHERE { ?drug {type: "Drug"} OPTIONAL { (?drug, "has_side_effect", ?effect) } }',
+    'FIND(?pred, COUNT(?o)) WHERE { (?d {type: "Drug", name: "Aspirin"}, ?pred, ?o) }'.replace("?d {", "{"),
+    "DESCRIBE CONCEPT TYPES",
+]
+
+
+def run_demo(nexus, echo: Callable[[str], None]) -> None:
+    """Each step prints its KIP, the Cypher it compiles to, and the KIP response."""
+    echo(f"Neo4j {nexus.server_version()} at {nexus.uri}")
+    try:
+        applied = nexus.bootstrap()
+        echo(f"Bootstrapped Genesis: {json.dumps(applied['Genesis'])}")
+    except KipError as exc:
+        echo(f"Bootstrap failed: {json.dumps(exc.to_dict())}")
+        return
+    for title, command in (("Schema capsule", DEMO_SCHEMA), ("Data capsule", DEMO_DATA)):
+        echo(f"\n== {title}\n{command.strip()}")
+        echo(json.dumps(nexus.execute_kip(command), ensure_ascii=False))
+    for command in DEMO_QUERIES:
+        echo(f"\n== KIP\n{command}")
+        try:
+            for statement in compile_command(command):
+                echo(f"-- Cypher\n{statement['cypher']}\n-- parameters {json.dumps(statement['parameters'], ensure_ascii=False)}")
+        except KipError as exc:
+            echo(f"-- compile error {json.dumps(exc.to_dict())}")
+        echo("-- response\n" + json.dumps(nexus.execute_kip(command), ensure_ascii=False))

@@ -1,0 +1,102 @@
+"""The storage model (docs/storage-model.md): names, schema objects and value encoding.
+
+Every label, relationship type and property name the engine owns is defined
+here once; lowering modules import them rather than spelling them again.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+# ------------------------------------------------------------------ names
+CONCEPT = "KipConcept"
+PROPOSITION = "KipProposition"
+SUBJECT_REL = "KIP_SUBJECT"
+OBJECT_REL = "KIP_OBJECT"
+LINK_ID = "kip_id"  # property on the native predicate relationship: the proposition id
+
+CONCEPT_TYPE = "$ConceptType"
+PROPOSITION_TYPE = "$PropositionType"
+DOMAIN = "Domain"
+BELONGS_TO_DOMAIN = "belongs_to_domain"
+
+ATTR_PREFIX = "attr."
+META_PREFIX = "meta."
+VERSION_KEY = "_version"
+UPDATED_AT_KEY = "_updated_at"
+MERGED_FROM_KEY = "_merged_from"
+EMBEDDING = "kip_embedding"
+
+# Values Neo4j cannot hold natively are stored as this prefix + JSON text.
+JSON_MARKER = "\u001eKIPJSON\u001e"
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+# Schema objects, each created idempotently in a transaction of its own.
+SCHEMA_STATEMENTS = (
+    f"CREATE CONSTRAINT kip_concept_id IF NOT EXISTS FOR (n:{CONCEPT}) REQUIRE n.id IS UNIQUE",
+    f"CREATE CONSTRAINT kip_concept_type_name IF NOT EXISTS FOR (n:{CONCEPT}) REQUIRE (n.type, n.name) IS UNIQUE",
+    f"CREATE CONSTRAINT kip_proposition_id IF NOT EXISTS FOR (p:{PROPOSITION}) REQUIRE p.id IS UNIQUE",
+    f"CREATE CONSTRAINT kip_proposition_spo IF NOT EXISTS FOR (p:{PROPOSITION}) REQUIRE (p.subject, p.predicate, p.object) IS UNIQUE",
+    f"CREATE INDEX kip_concept_name IF NOT EXISTS FOR (n:{CONCEPT}) ON (n.name)",
+    f"CREATE INDEX kip_concept_type IF NOT EXISTS FOR (n:{CONCEPT}) ON (n.type)",
+    f"CREATE INDEX kip_proposition_predicate IF NOT EXISTS FOR (p:{PROPOSITION}) ON (p.predicate)",
+)
+
+
+def _native(value: Any) -> bool:
+    """True when Neo4j stores the value as is and returns it unchanged."""
+    if isinstance(value, bool) or isinstance(value, float):
+        return True
+    if isinstance(value, int):
+        return INT64_MIN <= value <= INT64_MAX
+    if isinstance(value, str):
+        return not value.startswith(JSON_MARKER)
+    if isinstance(value, list):
+        # Neo4j lists are homogeneous and hold no nulls; an empty list comes back as [].
+        if not value:
+            return True
+        kinds = {bool if isinstance(v, bool) else (int if isinstance(v, int) else type(v)) for v in value}
+        if len(kinds) != 1 or kinds.pop() not in (bool, int, float, str):
+            return False
+        return all(_native(v) for v in value)
+    return False
+
+
+def encode(value: Any) -> Any:
+    """A JSON value → what is stored in a Neo4j property (native when possible)."""
+    if _native(value):
+        return value
+    return JSON_MARKER + json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def decode(value: Any) -> Any:
+    """A stored property value → the JSON value that was written."""
+    if isinstance(value, str) and value.startswith(JSON_MARKER):
+        return json.loads(value[len(JSON_MARKER):])
+    return value
+
+
+def split_properties(props: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Node properties → (attributes, metadata), decoded, keys in sorted order for stable output."""
+    attributes: dict[str, Any] = {}
+    metadata: dict[str, Any] = {}
+    for key in sorted(props):
+        if key.startswith(ATTR_PREFIX):
+            attributes[key[len(ATTR_PREFIX):]] = decode(props[key])
+        elif key.startswith(META_PREFIX):
+            metadata[key[len(META_PREFIX):]] = decode(props[key])
+    return attributes, metadata
+
+
+def attr_key(name: str) -> str:
+    return ATTR_PREFIX + name
+
+
+def meta_key(name: str) -> str:
+    return META_PREFIX + name
+
+
+def encode_map(values: dict[str, Any], prefix: str) -> dict[str, Any]:
+    """A KIP attributes/metadata object → the property map to ``SET n += $map``."""
+    return {prefix + key: encode(value) for key, value in values.items()}
