@@ -17,6 +17,8 @@ import pytest
 
 REQUIRE = os.environ.get("KIP2CYPHER_REQUIRE_NEO4J") == "1"
 _TESTED_AGAINST: list[str] = []
+_SLOT_LOCKS: list = []
+_STARTED_CFG: list = []
 
 
 @dataclass
@@ -47,16 +49,50 @@ def _from_env() -> Optional[Neo4jServer]:
     return Neo4jServer(uri, auth, os.environ.get("NEO4J_DATABASE"), version or "?", "NEO4J_URI")
 
 
+_SLOTS = 8  # concurrent pytest sessions on one machine each get their own server
+
+
+def _claim_slot():
+    """Lock a slot so concurrent pytest sessions never wipe each other's data.
+
+    Slot 0 is the default local server (port 7687, default data home); slot i > 0 is a
+    private server on port 7687 + i with its own data directory, kept running for reuse.
+    """
+    import fcntl
+
+    from kip2cypher import localneo4j
+
+    lock_dir = localneo4j._cache_root() / "test-slots"
+    lock_dir.mkdir(parents=True, exist_ok=True)
+    for slot in range(_SLOTS):
+        handle = open(lock_dir / f"slot-{slot}.lock", "w")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
+            continue
+        return slot, handle
+    raise RuntimeError("all local Neo4j test slots are busy")
+
+
 def _from_launcher() -> tuple[Optional[Neo4jServer], bool, str]:
     from kip2cypher import localneo4j
 
+    slot, handle = _claim_slot()
+    _SLOT_LOCKS.append(handle)
     cfg = localneo4j.LocalConfig.from_env()
+    if slot:
+        cfg = localneo4j.LocalConfig(
+            port=cfg.port + slot, home=cfg.home.parent / f"{cfg.home.name}-slot{slot}", heap="1g", page_cache_mb=256, tx_timeout_s=cfg.tx_timeout_s
+        )
     was_up, _ = localneo4j.status(cfg)
     try:
         version = localneo4j.start(cfg)
     except localneo4j.LocalNeo4jError as exc:
         return None, False, str(exc)
-    return Neo4jServer(cfg.uri, None, None, version, "local launcher"), not was_up, ""
+    _STARTED_CFG.append(cfg)
+    # Only the default slot is stopped at the end; extra slots stay up for the next session.
+    return Neo4jServer(cfg.uri, None, None, version, f"local launcher (slot {slot})"), (not was_up and slot == 0), ""
 
 
 def _from_testcontainers():
@@ -95,7 +131,7 @@ def neo4j_server() -> Iterator[Neo4jServer]:
     if started_here and os.environ.get("KIP2CYPHER_KEEP_NEO4J") != "1":
         from kip2cypher import localneo4j
 
-        localneo4j.stop()
+        localneo4j.stop(_STARTED_CFG[-1])
 
 
 def wipe(driver, database=None) -> None:
