@@ -1,0 +1,701 @@
+"""KIP text → typed AST (``kip2cypher.ast``).
+
+The grammar lives in ``grammar/kip.peg`` and is compiled once, at import. A
+``NodeVisitor`` turns the parse tree straight into AST nodes with spans; the
+AST is then checked by ``validate.validate`` before anyone sees it. Every
+failure is a ``KipError`` with a 1-based line/column, the offending line with a
+caret, what was expected there in words, and a repair hint.
+
+Input size and bracket nesting are bounded *before* parsimonious runs, so a
+hostile input can cost neither a RecursionError nor unbounded time.
+"""
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import json
+import math
+import re
+import sys
+from collections import defaultdict
+from functools import lru_cache
+from typing import Any, Iterable, Optional
+
+from parsimonious.exceptions import ParseError
+from parsimonious.expressions import Compound, OneOf, Quantifier, Regex, Sequence
+from parsimonious.grammar import Grammar
+from parsimonious.nodes import Node, NodeVisitor
+
+from . import ast
+from . import validate
+from .errors import INVALID_SYNTAX, RESOURCE_EXHAUSTED, KipError, line_column, snippet
+from .resources import grammar_text
+
+# ------------------------------------------------------------------ bounds
+#: Largest command text accepted, in UTF-8 bytes (KIP_4002 beyond).
+MAX_INPUT_BYTES = 256 * 1024
+#: Deepest nesting of ``{`` ``[`` ``(`` accepted (KIP_4002 beyond).
+MAX_NESTING_DEPTH = 64
+#: Parsed commands kept by the text-keyed LRU cache.
+CACHE_SIZE = 2048
+
+# Parsimonious and the visitor recurse once per grammar level: at the nesting
+# bound the deepest inputs need ~800 frames on top of the caller's stack, too
+# close to Python's default limit of 1000. Python 3.11 runs Python-to-Python
+# calls without growing the C stack, so raising the soft limit is safe.
+_REQUIRED_RECURSION = 5_000
+if sys.getrecursionlimit() < _REQUIRED_RECURSION:
+    sys.setrecursionlimit(_REQUIRED_RECURSION)
+
+GRAMMAR = Grammar(grammar_text())
+_SENTINEL = "\x00"  # matched by the grammar's END rule
+_BRACKET_RE = re.compile(r'"(?:[^"\\\n]|\\.)*"?|//[^\n]*|/\*[\s\S]*?(?:\*/|$)|[\[\]{}()]')
+_OPENERS = {"{": "}", "[": "]", "(": ")"}
+
+
+# ------------------------------------------------------------------ public API
+@lru_cache(maxsize=CACHE_SIZE)
+def parse(text: str) -> ast.Command:
+    """Parse and validate exactly one KIP command (consecutive UPSERTs form one ``Capsule``)."""
+    return _parse(text, "single")[0]
+
+
+@lru_cache(maxsize=CACHE_SIZE // 8)
+def parse_script(text: str) -> tuple[ast.Command, ...]:
+    """Parse a ``.kip`` script: commands one after another, e.g. a FIND then an UPSERT."""
+    return tuple(_parse(text, "script"))
+
+
+def _parse(text: str, rule: str) -> list[ast.Command]:
+    if not isinstance(text, str):
+        raise KipError(INVALID_SYNTAX, f"A KIP command must be a string, got {type(text).__name__}.")
+    check_bounds(text)
+    source = text + _SENTINEL
+    try:
+        tree = GRAMMAR[rule].parse(source)
+    except ParseError:
+        raise _syntax_error(source, rule) from None
+    commands = _Builder(text).visit(tree)
+    if rule == "single":
+        commands = [commands]
+    for command in commands:
+        validate.validate(command, text)
+    return commands
+
+
+# ------------------------------------------------------------------ bounds check
+def check_bounds(text: str) -> None:
+    """Reject oversized or over-nested text cheaply, before the recursive parser sees it."""
+    if len(text) > MAX_INPUT_BYTES or (len(text) * 4 > MAX_INPUT_BYTES and len(text.encode("utf-8", "surrogatepass")) > MAX_INPUT_BYTES):
+        raise KipError(
+            RESOURCE_EXHAUSTED,
+            f"The command text exceeds {MAX_INPUT_BYTES // 1024} KiB.",
+            "Split the work into several smaller commands (e.g. one UPSERT per capsule, batched via `commands`).",
+        )
+    nul = text.find(_SENTINEL)
+    if nul >= 0:
+        raise validate.error_at(text, nul, "A NUL character is not allowed in KIP text.", "Remove the NUL (\\x00) character.")
+    depth = 0
+    for match in _BRACKET_RE.finditer(text):
+        char = match.group()
+        if char in _OPENERS:
+            depth += 1
+            if depth > MAX_NESTING_DEPTH:
+                line, column = line_column(text, match.start())
+                raise KipError(
+                    RESOURCE_EXHAUSTED,
+                    f"Brackets are nested deeper than {MAX_NESTING_DEPTH} levels at line {line}, column {column}.\n{snippet(text, match.start())}",
+                    "Flatten the structure: nest objects, lists, expressions and propositions less deeply.",
+                    line=line,
+                    column=column,
+                )
+        elif len(char) == 1:
+            depth -= 1
+
+
+# ------------------------------------------------------------------ tree → AST
+def _token_rules(grammar: Grammar) -> frozenset[str]:
+    """Rules shaped ``pattern _``: leaves the visitor reads directly instead of descending into."""
+    blank = grammar["_"]
+    return frozenset(
+        name
+        for name, expr in grammar.items()
+        if isinstance(expr, Sequence) and len(expr.members) == 2 and expr.members[1] is blank
+    )
+
+
+_TOKENS = _token_rules(GRAMMAR)
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+
+
+def _token(node: Node) -> str:
+    """The text of a token node without its trailing whitespace."""
+    return node.children[0].text
+
+
+def _token_span(node: Node) -> ast.Span:
+    return ast.Span(node.start, node.children[0].end)
+
+
+def _opt(items: list) -> Any:
+    """Unwrap an optional (``x?``) visit result."""
+    return items[0] if items else None
+
+
+def _joined(first: Any, rest: Iterable[list]) -> list:
+    """Items of ``x (SEP x)*``: the first plus the last element of every repetition."""
+    return [first, *(group[-1] for group in rest)]
+
+
+class _Builder(NodeVisitor):
+    """Builds AST nodes bottom-up. Tokens are converted without visiting their children."""
+
+    unwrapped_exceptions = (KipError,)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    # -- dispatch ---------------------------------------------------------
+    def visit(self, node: Node) -> Any:
+        name = node.expr_name
+        if name in _TOKENS:
+            method = getattr(self, "visit_" + name, None)
+            return method(node) if method else node
+        children = [self.visit(child) for child in node]
+        method = getattr(self, "visit_" + name, None) if name else None
+        if method is not None:
+            return method(node, children)
+        if name and isinstance(node.expr, OneOf):
+            return children[0]  # named alternatives pass their choice through
+        return children
+
+    def span(self, node: Node) -> ast.Span:
+        """Node span with trailing whitespace trimmed (tokens swallow what follows them)."""
+        end = min(node.end, len(self.text))
+        while end > node.start and self.text[end - 1].isspace():
+            end -= 1
+        return ast.Span(node.start, end)
+
+    # -- entry points -----------------------------------------------------
+    def visit_single(self, node, children):
+        return children[1]
+
+    def visit_script(self, node, children):
+        return children[1]
+
+    # -- tokens -----------------------------------------------------------
+    def visit_string(self, node):
+        value = json.loads(_token(node))
+        if _SURROGATE_RE.search(value):
+            raise validate.error_at(
+                self.text,
+                node.start,
+                "The string contains an unpaired UTF-16 surrogate escape.",
+                "Write the character itself, or a complete surrogate pair such as \\ud83d\\ude00.",
+            )
+        return ast.Literal(value, _token_span(node))
+
+    def visit_number(self, node):
+        raw = _token(node)
+        value = int(raw) if raw.lstrip("-").isdigit() else float(raw)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise validate.error_at(self.text, node.start, f"The number {raw} is out of range.", "Use a number within the IEEE-754 double range.")
+        return ast.Literal(value, _token_span(node))
+
+    def visit_CONSTANT(self, node):
+        return ast.Literal({"true": True, "false": False, "null": None}[_token(node)], _token_span(node))
+
+    def visit_placeholder(self, node):
+        name = _token(node)[1:]
+        validate.check_identifier(self.text, node.start + 1, name, "placeholder name")
+        return ast.Placeholder(name, _token_span(node))
+
+    def visit_var(self, node):
+        name = _token(node)[1:]
+        validate.check_identifier(self.text, node.start + 1, name, "variable name")
+        return ast.Var(name, _token_span(node))
+
+    def visit_dot_path(self, node):
+        var, *path = _token(node)[1:].split(".")
+        offset = node.start + 1
+        for part, what in zip([var, *path], ["variable name"] + ["dot-path segment"] * len(path)):
+            validate.check_identifier(self.text, offset, part, what)
+            offset += len(part) + 1
+        return ast.DotPath(var, tuple(path), _token_span(node))
+
+    # -- values -----------------------------------------------------------
+    def visit_key(self, node, children):
+        """``(name, span)`` of an object key; unquoted keys must be identifiers."""
+        key = children[0]
+        if isinstance(key, ast.Literal):
+            return key.value, key.span
+        name = _token(key)
+        validate.check_identifier(self.text, key.start, name, "object key")
+        return name, _token_span(key)
+
+    def visit_entry(self, node, children):
+        (name, key_span), _, value = children
+        return name, key_span, value
+
+    def visit_object(self, node, children):
+        body = _opt(children[1])
+        entries = _joined(body[0], body[1]) if body else []
+        return ast.ObjectLit(
+            tuple((name, value) for name, _, value in entries),
+            self.span(node),
+            key_spans=tuple(key_span for _, key_span, _ in entries),
+        )
+
+    def visit_list(self, node, children):
+        body = _opt(children[1])
+        return ast.ListLit(tuple(_joined(body[0], body[1])) if body else (), self.span(node))
+
+    def visit_update_call(self, node, children):
+        return ast.UpdateCall(_token(children[0]), tuple(_joined(children[2], children[3])), self.span(node))
+
+    def visit_key_set(self, node, children):
+        return _joined(children[1], children[2])
+
+    # -- KQL --------------------------------------------------------------
+    def visit_find(self, node, children):
+        _, _, projections, _, where, order_by, limit, cursor = children
+        return ast.Find(
+            tuple(projections), where, tuple(_opt(order_by) or ()), _opt(limit), _opt(cursor), self.span(node)
+        )
+
+    def visit_projections(self, node, children):
+        return _joined(*children)
+
+    def visit_aggregate(self, node, children):
+        func, _, distinct, arg, _ = children
+        return ast.Aggregate(_token(func), arg, bool(distinct), self.span(node))
+
+    def visit_order_by(self, node, children):
+        return _joined(children[2], children[3])
+
+    def visit_order_key(self, node, children):
+        expr, direction = children
+        descending = bool(direction) and _token(direction[0]) == "DESC"
+        return ast.OrderKey(expr, descending, self.span(node))
+
+    def _last(self, node, children):
+        """Clauses shaped ``KEYWORD… thing``: the thing."""
+        return children[-1]
+
+    visit_limit = visit_cursor = visit_where_block = _last
+    visit_with_type = visit_mode = visit_threshold = visit_expect_version = _last
+    visit_set_attributes = visit_set_metadata = visit_with_metadata = _last
+
+    def visit_group(self, node, children):
+        return tuple(children[1])
+
+    def visit_not_block(self, node, children):
+        return ast.NotBlock(children[1], self.span(node))
+
+    def visit_optional_block(self, node, children):
+        return ast.OptionalBlock(children[1], self.span(node))
+
+    def visit_union_block(self, node, children):
+        return ast.UnionBlock(children[1], self.span(node))
+
+    def visit_concept_clause(self, node, children):
+        var = _opt(children[0])
+        return validate.concept_clause(self.text, var.name if var else None, children[1], self.span(node))
+
+    def visit_proposition_clause(self, node, children):
+        var, _, body, _ = children
+        var = _opt(var)
+        return ast.PropositionClause(var.name if var else None, span=self.span(node), **body)
+
+    def visit_proposition_id(self, node, children):
+        return {"id": children[2]}
+
+    def visit_triple(self, node, children):
+        subject, _, predicate, _, obj = children
+        return {"subject": subject, "predicate": predicate, "object": obj}
+
+    def visit_predicate(self, node, children):
+        atoms = _joined(children[0], children[1])
+        quantifier = _opt(children[2])
+        validate.check_predicate_atoms(self.text, atoms, quantifier)
+        if isinstance(atoms[0], ast.Var):
+            return atoms[0]
+        return ast.PredicatePattern(tuple(atom.value for atom in atoms), quantifier, self.span(node))
+
+    def visit_quantifier(self, node, children):
+        _, low, upper, _ = children
+        low = int(_token(low))
+        if not upper:
+            high: Optional[int] = low
+        else:
+            bound = upper[0][1]
+            high = int(_token(bound[0])) if bound else None
+        return ast.Quantifier(low, high, self.span(node))
+
+    def visit_filter(self, node, children):
+        return ast.Filter(children[2], self.span(node))
+
+    def _fold(self, op: str, children: list) -> Any:
+        """Left-associative fold of ``x (OP x)*`` into BoolOp nodes."""
+        left = children[0]
+        for _, right in children[1]:
+            left = ast.BoolOp(op, left, right, ast.Span(left.span.start, right.span.end))
+        return left
+
+    def visit_or_expr(self, node, children):
+        return self._fold("||", children)
+
+    def visit_and_expr(self, node, children):
+        return self._fold("&&", children)
+
+    def visit_comparison(self, node, children):
+        left, rest = children
+        if not rest:
+            return left
+        op, right = rest[0]
+        return ast.Comparison(_token(op), left, right, self.span(node))
+
+    def visit_unary(self, node, children):
+        bang, operand = children
+        return ast.NotExpr(operand, self.span(node)) if bang else operand
+
+    def visit_paren_expr(self, node, children):
+        return children[1]
+
+    def visit_function_call(self, node, children):
+        return ast.FuncCall(_token(children[0]), tuple(_joined(children[2], children[3])), self.span(node))
+
+    # -- KML --------------------------------------------------------------
+    def visit_capsule(self, node, children):
+        return ast.Capsule(tuple(children), self.span(node))
+
+    def visit_upsert(self, node, children):
+        _, _, blocks, _, metadata = children
+        return ast.Upsert(tuple(blocks), _opt(metadata), self.span(node))
+
+    def visit_concept_block(self, node, children):
+        _, handle, _, identity, version, sets, _, metadata = children
+        handle = _opt(handle)
+        attributes, propositions = validate.concept_sets(self.text, zip(sets, (n.start for n in node.children[5])))
+        return ast.ConceptBlock(
+            handle.name if handle else None,
+            validate.concept_clause(self.text, None, identity, identity.span),
+            _opt(version),
+            attributes,
+            propositions,
+            _opt(metadata),
+            self.span(node),
+        )
+
+    def visit_proposition_block(self, node, children):
+        _, handle, _, identity, version, attributes, _, metadata = children
+        handle = _opt(handle)
+        return ast.PropositionBlock(
+            handle.name if handle else None, identity, _opt(version), _opt(attributes), _opt(metadata), self.span(node)
+        )
+
+    def visit_proposition_identity(self, node, children):
+        return ast.PropositionClause(None, span=self.span(node), **children[1])
+
+    def visit_set_propositions(self, node, children):
+        return tuple(children[3])
+
+    def visit_proposition_entry(self, node, children):
+        _, predicate, _, target, _, metadata, _ = children
+        return ast.PropositionEntry(predicate.value, target, _opt(metadata), self.span(node))
+
+    def visit_update(self, node, children):
+        _, target, attributes, metadata, where, limit = children
+        return ast.Update(
+            target.name, _assignments(_opt(attributes)), _assignments(_opt(metadata)), where, _opt(limit), self.span(node)
+        )
+
+    def visit_merge(self, node, children):
+        _, _, source, _, target, where = children
+        return ast.MergeConcept(source.name, target.name, where, self.span(node))
+
+    def visit_delete(self, node, children):
+        return dataclasses.replace(children[1], span=self.span(node))
+
+    def _delete_keys(self, cls, children):
+        _, keys, _, target, where = children
+        return cls(tuple(name for name, _ in keys), target.name, where, key_spans=tuple(span for _, span in keys))
+
+    def visit_delete_attributes(self, node, children):
+        return self._delete_keys(ast.DeleteAttributes, children)
+
+    def visit_delete_metadata(self, node, children):
+        return self._delete_keys(ast.DeleteMetadata, children)
+
+    def visit_delete_propositions(self, node, children):
+        return ast.DeletePropositions(children[1].name, children[2])
+
+    def visit_delete_concept(self, node, children):
+        return ast.DeleteConcept(children[1].name, children[3])
+
+    # -- META -------------------------------------------------------------
+    def visit_describe(self, node, children):
+        target = children[1]
+        if isinstance(target, Node):
+            target = {"PRIMER": ast.DescribePrimer, "DOMAINS": ast.DescribeDomains}[_token(target)]()
+        return dataclasses.replace(target, span=self.span(node))
+
+    def visit_concept_types(self, node, children):
+        return ast.DescribeConceptTypes(_opt(children[2]), _opt(children[3]))
+
+    def visit_proposition_types(self, node, children):
+        return ast.DescribePropositionTypes(_opt(children[2]), _opt(children[3]))
+
+    def visit_concept_type(self, node, children):
+        return ast.DescribeConceptType(children[2])
+
+    def visit_proposition_type(self, node, children):
+        return ast.DescribePropositionType(children[2])
+
+    def visit_search(self, node, children):
+        _, target, term, with_type, mode, threshold, limit = children
+        return ast.Search(
+            _token(target), term, _opt(with_type), _opt(mode), _opt(threshold), _opt(limit), self.span(node)
+        )
+
+    def visit_export(self, node, children):
+        _, target, where, limit, cursor = children
+        return ast.Export(target.name, where, _opt(limit), _opt(cursor), self.span(node))
+
+
+def _assignments(obj: Optional[ast.ObjectLit]) -> Optional[ast.Assignments]:
+    """UPDATE's SET bodies are parsed as objects and re-typed: their values may be update expressions."""
+    if obj is None:
+        return None
+    return ast.Assignments(obj.entries, obj.span, key_spans=obj.key_spans)
+
+
+# ------------------------------------------------------------------ syntax errors
+#: What a failing rule expected, in words. Rules not listed are transparent: their
+#: listed sub-rules speak for them. Only the outermost listed rules failing at the
+#: furthest offset are reported (see ``_LEADING``).
+EXPECTED = {
+    "command": "a command (FIND, UPSERT, UPDATE, MERGE, DELETE, DESCRIBE, SEARCH or EXPORT)",
+    "END": "the end of the command",
+    "projection": "a variable, dot path or aggregation such as COUNT(?x)",
+    "aggregate_arg": "a variable or dot path",
+    "order_by": "ORDER BY",
+    "order_key": "a sort key (variable, dot path or aggregation)",
+    "DIRECTION": "ASC or DESC",
+    "limit": "LIMIT",
+    "cursor": "CURSOR",
+    "pattern_clause": "a pattern clause",
+    "filter": "FILTER",
+    "not_block": "NOT",
+    "optional_block": "OPTIONAL",
+    "union_block": "UNION",
+    "proposition_body": "`id: …` or `subject, \"predicate\", object`",
+    "endpoint": "a subject/object (variable, `{…}` concept clause or `(…)` proposition clause)",
+    "predicate": "a predicate (quoted name or variable)",
+    "quantifier": "a path quantifier such as {1,3}",
+    "PIPE": "`|`",
+    "or_expr": "a boolean expression",
+    "operand": "a variable, dot path or value",
+    "COMPARE": "a comparison operator (== != < > <= >=)",
+    "AND": "`&&`",
+    "OR": "`||`",
+    "value": "a value (string, number, true/false/null, list, object or :placeholder)",
+    "object": "an object `{…}`",
+    "entry": "a `key: value` pair",
+    "key": "a key",
+    "var": "a variable such as ?x",
+    "string": "a quoted string",
+    "INTEGER": "a non-negative integer",
+    "upsert_block": "a CONCEPT or PROPOSITION block",
+    "proposition_identity": "a proposition identity `(…)`",
+    "expect_version": "EXPECT VERSION",
+    "set_attributes": "SET ATTRIBUTES",
+    "set_metadata": "SET METADATA",
+    "set_propositions": "SET PROPOSITIONS",
+    "proposition_entry": "a `(\"predicate\", target)` entry",
+    "with_metadata": "WITH METADATA",
+    "delete_target": "ATTRIBUTES, METADATA, PROPOSITIONS or CONCEPT",
+    "describe_target": "PRIMER, DOMAINS, CONCEPT TYPES, CONCEPT TYPE \"…\", PROPOSITION TYPES or PROPOSITION TYPE \"…\"",
+    "SEARCH_TARGET": "CONCEPT or PROPOSITION",
+    "with_type": "WITH TYPE",
+    "mode": "MODE",
+    "threshold": "THRESHOLD",
+    "LBRACE": "`{`",
+    "RBRACE": "`}`",
+    "LPAREN": "`(`",
+    "RPAREN": "`)`",
+    "LBRACKET": "`[`",
+    "RBRACKET": "`]`",
+    "COMMA": "`,`",
+    "COLON": "`:`",
+}
+
+
+def _nullable(expr, memo: dict[int, bool]) -> bool:
+    """Can ``expr`` match the empty string? (Recursive rules count as non-nullable while in progress.)"""
+    key = id(expr)
+    if key not in memo:
+        memo[key] = False
+        if isinstance(expr, Regex):
+            result = expr.re.match("") is not None
+        elif isinstance(expr, Sequence):
+            result = all(_nullable(m, memo) for m in expr.members)
+        elif isinstance(expr, OneOf):
+            result = any(_nullable(m, memo) for m in expr.members)
+        elif isinstance(expr, Quantifier):
+            result = expr.min == 0 or _nullable(expr.members[0], memo)
+        elif isinstance(expr, Compound):  # lookahead
+            result = True
+        else:
+            result = getattr(expr, "literal", None) == ""
+        memo[key] = result
+    return memo[key]
+
+
+def _starters(expr, memo: dict[int, bool]) -> list:
+    """Sub-expressions that may be tried at the very offset where ``expr`` starts."""
+    if isinstance(expr, Sequence):
+        out = []
+        for member in expr.members:
+            out.append(member)
+            if not _nullable(member, memo):
+                break
+        return out
+    if isinstance(expr, Compound):
+        return list(expr.members)
+    return []
+
+
+def _leading_rules(grammar: Grammar) -> dict[str, frozenset[str]]:
+    """For every rule, the named rules it may try at its own start offset (transitively).
+
+    A failure of rule B at offset p is already explained by a failure of rule A at p
+    when B is in A's leading set, so only A is worth reporting.
+    """
+    memo: dict[int, bool] = {}
+    leading = {}
+    for name, expr in grammar.items():
+        seen: set[int] = {id(expr)}
+        names: set[str] = set()
+        stack = _starters(expr, memo)
+        while stack:
+            sub = stack.pop()
+            if id(sub) in seen:
+                continue
+            seen.add(id(sub))
+            if sub.name:
+                names.add(sub.name)
+            stack.extend(_starters(sub, memo))
+        leading[name] = frozenset(names)
+    return leading
+
+
+def _keywords_by_token(grammar: Grammar) -> dict[str, frozenset[str]]:
+    """The upper-case keywords each keyword token accepts (for case and typo hints)."""
+    keywords = {}
+    for name in _TOKENS:
+        member = grammar[name].members[0]
+        if name.isupper() and isinstance(member, Regex):
+            keywords[name] = frozenset(re.findall(r"[A-Z][A-Z_]+", member.re.pattern))
+    return keywords
+
+
+_LEADING = _leading_rules(GRAMMAR)
+_KEYWORDS_BY_TOKEN = _keywords_by_token(GRAMMAR)
+_KEYWORDS = frozenset().union(*_KEYWORDS_BY_TOKEN.values())
+_STRING_RE = re.compile(r'"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"')
+_FOUND_RE = re.compile(r'\w+|"[^"\n]{0,24}"?|\S')
+
+
+class _FailureLog(ParseError):
+    """A ParseError that remembers every named rule failing at the furthest offset.
+
+    Parsimonious sets ``error.expr`` and then ``error.pos`` for each failure at or
+    beyond the furthest offset so far; intercepting ``pos`` collects them all.
+    """
+
+    def __init__(self, text: str) -> None:
+        self.expr = None
+        self._pos = -1
+        self.names: list[str] = []
+        super().__init__(text)
+
+    @property
+    def pos(self) -> int:
+        return self._pos
+
+    @pos.setter
+    def pos(self, value: int) -> None:
+        if value > self._pos:
+            self.names = []
+        self._pos = value
+        name = getattr(self.expr, "name", "")
+        if name and name not in self.names:
+            self.names.append(name)
+
+
+def _syntax_error(source: str, rule: str) -> KipError:
+    """Re-run the failed parse recording failures, and explain the furthest one."""
+    log = _FailureLog(source)
+    GRAMMAR[rule].match_core(source, 0, defaultdict(dict), log)
+    text = source[:-1]
+    offset = min(max(log.pos, 0), len(text))
+    expected = _expected_words(log.names)
+    found = _found(text, offset)
+    line, column = line_column(text, offset)
+    message = f"Invalid syntax at line {line}, column {column}: expected {expected}, but found {found}.\n{snippet(text, offset)}"
+    return KipError(INVALID_SYNTAX, message, _hint(text, offset, log.names, rule), line=line, column=column)
+
+
+def _expected_words(names: list[str]) -> str:
+    worded = [name for name in names if name in EXPECTED]
+    outermost = [name for name in worded if not any(name in _LEADING[other] for other in worded if other != name)]
+    words = list(dict.fromkeys(EXPECTED[name] for name in outermost)) or names or ["something else"]
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
+
+
+def _found(text: str, offset: int) -> str:
+    if offset >= len(text):
+        return "the end of the command"
+    return f"`{_FOUND_RE.match(text, offset).group()}`"
+
+
+def _hint(text: str, offset: int, names: list[str], rule: str) -> str:
+    """The most specific repair advice for a syntax error at ``offset``."""
+    word = _FOUND_RE.match(text, offset).group() if offset < len(text) else ""
+    tried = set(names).union(*(_LEADING[name] for name in names))
+    keywords = sorted(frozenset().union(*(_KEYWORDS_BY_TOKEN.get(name, ()) for name in tried)))
+    if word.upper() in _KEYWORDS and word != word.upper():
+        return f"KIP keywords are upper-case and case-sensitive: write `{word.upper()}`, not `{word}`."
+    if "DETACH" in names:
+        return "DETACH is mandatory in DELETE CONCEPT as a safety confirmation: write `DELETE CONCEPT ?x DETACH WHERE { … }`."
+    guess = difflib.get_close_matches(word.upper(), keywords, n=1, cutoff=0.7) if word[:1].isalpha() else []
+    if guess:
+        return f"Did you mean `{guess[0]}`? Keywords must be spelled exactly, in upper case."
+    if word.startswith('"') and not _STRING_RE.match(text, offset):
+        return "This string is not valid JSON: close it with `\"` on the same line, escape inner quotes as \\\" and line breaks as \\n."
+    if word == "'":
+        return "Strings use double quotes: \"like this\"."
+    if word == "=" and "COMPARE" in tried:
+        return "Use `==` to test equality."
+    if word == ";":
+        return "KIP commands have no `;` terminator; send several commands through the batch `commands` array."
+    if rule == "single" and "END" in names and word in _KEYWORDS:
+        return "A command text holds one command (consecutive UPSERT statements form one); send several commands through the batch `commands` array."
+    unclosed = _unclosed_bracket(text)
+    if offset >= len(text) and unclosed is not None:
+        line, column = line_column(text, unclosed)
+        return f"The command ends early: the `{text[unclosed]}` at line {line}, column {column} is never closed."
+    return "Check bracket matching, keyword spelling and clause order (FIND … WHERE { … } ORDER BY … LIMIT … CURSOR …); values must be valid JSON."
+
+
+def _unclosed_bracket(text: str) -> Optional[int]:
+    """Offset of the innermost bracket left open at the end of the text, if any."""
+    stack: list[int] = []
+    for match in _BRACKET_RE.finditer(text):
+        char = match.group()
+        if char in _OPENERS:
+            stack.append(match.start())
+        elif len(char) == 1 and stack and _OPENERS[text[stack[-1]]] == char:
+            stack.pop()
+    return stack[-1] if stack else None

@@ -1,0 +1,48 @@
+"""Loader for the parser fixtures in ``tests/fixtures/parser`` (importable by any test).
+
+Format: an entry starts with a line ``=== <name>``; in invalid.kip the next line is
+``--- <CODE> <line>:<column>``, the expected error and its 1-based position in the
+entry's body. The body runs up to the next ``===`` line; trailing blank lines are
+dropped. Lines before the first entry are a file comment.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import NamedTuple, Optional
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "parser"
+_HEADER = re.compile(r"^=== (.+)$", re.M)
+_EXPECT = re.compile(r"--- (KIP_\d{4}) (\d+):(\d+)\n")
+
+
+class Entry(NamedTuple):
+    name: str
+    text: str
+    code: Optional[str] = None
+    line: Optional[int] = None
+    column: Optional[int] = None
+
+
+def load(filename: str) -> list[Entry]:
+    """All entries of a fixture file, in file order."""
+    source = (FIXTURES / filename).read_text(encoding="utf-8")
+    headers = list(_HEADER.finditer(source))
+    entries = []
+    for header, following in zip(headers, headers[1:] + [None]):
+        body = source[header.end() + 1 : following.start() if following else len(source)].rstrip("\n")
+        expect = _EXPECT.match(body)
+        if expect:
+            code, line, column = expect.group(1), int(expect.group(2)), int(expect.group(3))
+            entries.append(Entry(header.group(1), body[expect.end() :], code, line, column))
+        else:
+            entries.append(Entry(header.group(1), body))
+    return entries
+
+
+def valid() -> list[Entry]:
+    return load("valid.kip")
+
+
+def invalid() -> list[Entry]:
+    return load("invalid.kip")
