@@ -1,0 +1,194 @@
+"""Schema and grounding rules for KML (spec §2.6, §2.9, §2.11, §4, Appendix 4).
+
+Everything here is either a pure Python check on already-resolved values or a
+builder for an engine-authored Cypher boolean fragment. No user text is ever
+spliced into Cypher: engine constants travel as named parameters.
+
+- Define before use: a concept type / predicate must be a ``$ConceptType`` /
+  ``$PropositionType`` node (KIP_2001, with a did-you-mean repair hint).
+- Reserved metadata: ``_``-prefixed metadata keys are engine-owned (KIP_2002).
+- Protected targets (KIP_3004): the meta-type definitions, the ``Domain`` type,
+  the ``belongs_to_domain`` predicate, the ``CoreSchema`` domain, the identity of
+  ``$self`` / ``$system`` and their ``core_directives``; also the
+  ``belongs_to_domain`` links that file the protected definitions under CoreSchema.
+- Strict instance_schema mode (``Settings.strict_schema``, off by default):
+  ``is_required`` → KIP_2002, value types → KIP_2003.
+
+docs/kml.md explains each rule and every choice the spec leaves open.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable, Optional
+
+from . import errors, storage
+from .cypher.builder import Fragment, Param, frag
+from .errors import KipError
+
+# ------------------------------------------------------------------ protected targets
+#: Concepts that KML may create (bootstrap) but never change, delete or merge.
+PROTECTED_CONCEPTS: tuple[tuple[str, str], ...] = (
+    (storage.CONCEPT_TYPE, storage.CONCEPT_TYPE),
+    (storage.CONCEPT_TYPE, storage.PROPOSITION_TYPE),
+    (storage.CONCEPT_TYPE, storage.DOMAIN),
+    (storage.PROPOSITION_TYPE, storage.BELONGS_TO_DOMAIN),
+    (storage.DOMAIN, "CoreSchema"),
+)
+#: System actors: their identity tuple and core_directives are protected; other attributes evolve.
+ACTORS: tuple[tuple[str, str], ...] = (("Person", "$self"), ("Person", "$system"))
+ACTOR_PROTECTED_ATTRIBUTES: tuple[str, ...] = ("core_directives",)
+
+# Named parameters carrying the constants above into generated Cypher.
+P_PROTECTED = "kip_protected"
+P_ACTORS = "kip_actors"
+P_BTD = "kip_btd"
+
+
+def protected_kind(type_: Optional[str], name: Optional[str]) -> Optional[str]:
+    """``"schema"`` for a fully protected concept, ``"actor"`` for $self/$system, else None."""
+    if (type_, name) in PROTECTED_CONCEPTS:
+        return "schema"
+    if (type_, name) in ACTORS:
+        return "actor"
+    return None
+
+
+def protected_pairs() -> Param:
+    return Param([list(p) for p in PROTECTED_CONCEPTS], P_PROTECTED)
+
+
+def actor_pairs() -> Param:
+    return Param([list(p) for p in ACTORS], P_ACTORS)
+
+
+def cy_protected_concept(type_expr: Any, name_expr: Any) -> Fragment:
+    """Cypher: true when (type, name) is a fully protected concept."""
+    return frag("[", type_expr, ", ", name_expr, "] IN ", protected_pairs())
+
+
+def cy_actor(type_expr: Any, name_expr: Any) -> Fragment:
+    """Cypher: true when (type, name) is $self or $system."""
+    return frag("[", type_expr, ", ", name_expr, "] IN ", actor_pairs())
+
+
+def cy_protected_link(link: Any) -> Fragment:
+    """Cypher: true when the proposition node is a belongs_to_domain link of a fully protected concept."""
+    return frag(
+        "(", link, ".predicate = ", Param(storage.BELONGS_TO_DOMAIN, P_BTD),
+        f" AND EXISTS {{ MATCH (", link, f")-[:{storage.SUBJECT_REL}]->(_ps:{storage.CONCEPT}) WHERE ",
+        cy_protected_concept("_ps.type", "_ps.name"), " })",
+    )
+
+
+def immutable(what: str, detail: str = "") -> KipError:
+    return KipError(
+        errors.IMMUTABLE_TARGET,
+        f"{what} is a protected system structure and cannot be changed this way{(': ' + detail) if detail else ''}.",
+        "Operation prohibited: meta-types, the Domain type, belongs_to_domain, CoreSchema, and the identity and "
+        "core_directives of $self/$system are protected. Ordinary attributes of $self (persona, behavior_preferences, "
+        "…) remain writable; narrow the WHERE pattern to exclude protected nodes.",
+    )
+
+
+def label(type_: Optional[str], name: Optional[str]) -> str:
+    return f"{{type: {_q(type_)}, name: {_q(name)}}}"
+
+
+def _q(value: Any) -> str:
+    import json
+
+    return json.dumps(value, ensure_ascii=False)
+
+
+# ------------------------------------------------------------------ reserved metadata
+def check_metadata_keys(keys: Iterable[str], where: str) -> None:
+    """KML may never set or delete ``_``-prefixed metadata (KIP_2002)."""
+    for key in keys:
+        if key.startswith("_"):
+            raise KipError(
+                errors.CONSTRAINT_VIOLATION,
+                f"Metadata key `{key}` in {where} is reserved: `_`-prefixed metadata is maintained by the engine and read-only to KML.",
+                "Never write _-prefixed metadata (_version, _updated_at, _merged_from …); drop the key or rename it without the underscore.",
+            )
+
+
+# ------------------------------------------------------------------ define before use
+def undefined_type(name: str, candidates: list[str]) -> KipError:
+    return KipError(
+        errors.TYPE_MISMATCH,
+        f"Concept type \"{name}\" is not defined: no {{type: \"$ConceptType\", name: \"{name}\"}} node exists.",
+        errors.did_you_mean("concept type", name, candidates),
+    )
+
+
+def undefined_predicate(name: str, candidates: list[str]) -> KipError:
+    return KipError(
+        errors.TYPE_MISMATCH,
+        f"Predicate \"{name}\" is not defined: no {{type: \"$PropositionType\", name: \"{name}\"}} node exists.",
+        errors.did_you_mean("predicate", name, candidates),
+    )
+
+
+# ------------------------------------------------------------------ strict instance_schema
+_JSON_TYPES = {
+    "string": lambda v: isinstance(v, str),
+    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+    "array": lambda v: isinstance(v, list),
+    "object": lambda v: isinstance(v, dict),
+    "null": lambda v: v is None,
+}
+
+
+def _type_ok(expected: Any, value: Any, item_type: Any = None) -> bool:
+    names = expected if isinstance(expected, list) else [expected]
+    known = [n for n in names if isinstance(n, str) and n.lower() in _JSON_TYPES]
+    if not known:
+        return True  # an unknown type word ("any", "datetime", …) is guidance, not a constraint
+    if value is None:
+        return True  # explicit null clears a value; it is never a type error
+    if not any(_JSON_TYPES[n.lower()](value) for n in known):
+        return False
+    if item_type is not None and isinstance(value, list):
+        return all(_type_ok(item_type, item) for item in value)
+    return True
+
+
+def check_value_types(type_name: str, instance_schema: Any, attributes: dict[str, Any]) -> None:
+    """Strict mode: every provided attribute that the schema types must have that JSON type (KIP_2003)."""
+    if not isinstance(instance_schema, dict):
+        return
+    for key, value in attributes.items():
+        spec = instance_schema.get(key)
+        if not isinstance(spec, dict) or "type" not in spec:
+            continue
+        if not _type_ok(spec["type"], value, spec.get("item_type")):
+            from .values import describe
+
+            raise KipError(
+                errors.INVALID_VALUE_TYPE,
+                f"Attribute `{key}` of a {type_name} must be of type {spec['type']!s}"
+                f"{' of ' + str(spec['item_type']) if spec.get('item_type') else ''}, got {describe(value)}.",
+                f"Correct the JSON value type; run DESCRIBE CONCEPT TYPE \"{type_name}\" to see its instance_schema.",
+            )
+        enum = spec.get("enum")
+        if isinstance(enum, list) and value is not None and value not in enum:
+            raise KipError(
+                errors.INVALID_VALUE_TYPE,
+                f"Attribute `{key}` of a {type_name} must be one of {enum}, got {value!r}.",
+                f"Use one of the enumerated values; run DESCRIBE CONCEPT TYPE \"{type_name}\".",
+            )
+
+
+def check_required(type_name: str, instance_schema: Any, present: Iterable[str], element: str) -> None:
+    """Strict mode: attributes marked is_required must be present after the write (KIP_2002)."""
+    if not isinstance(instance_schema, dict):
+        return
+    have = set(present)
+    missing = [k for k, spec in instance_schema.items() if isinstance(spec, dict) and spec.get("is_required") is True and k not in have]
+    if missing:
+        raise KipError(
+            errors.CONSTRAINT_VIOLATION,
+            f"{element} is missing required attribute{'s' if len(missing) > 1 else ''} {', '.join('`' + m + '`' for m in missing)} of concept type {type_name}.",
+            f"Supply the missing required attributes in SET ATTRIBUTES; run DESCRIBE CONCEPT TYPE \"{type_name}\" to see its instance_schema.",
+        )
