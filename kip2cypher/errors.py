@@ -139,8 +139,21 @@ def from_neo4j(exc: BaseException, cypher: Optional[str] = None) -> KipError:
     code = getattr(exc, "code", None) or ""
     message = getattr(exc, "message", None) or str(exc)
     debug = {"cypher": cypher} if cypher else None
-    if isinstance(exc, (ne.ServiceUnavailable, ne.SessionExpired)) or "ServiceUnavailable" in code:
+    if isinstance(exc, ne.IncompleteCommit):
+        return KipError(INTERNAL_ERROR, f"The connection broke while committing; the write may or may not have been applied: {message}", "Re-read the affected elements (FIND) before retrying the write.")
+    if isinstance(exc, (ne.ServiceUnavailable, ne.SessionExpired, ne.ConnectionAcquisitionTimeoutError)) or "ServiceUnavailable" in code or "DatabaseUnavailable" in code:
         return KipError(INTERNAL_ERROR, f"Neo4j is unavailable: {message}", "The database could not be reached; retry the same request in a few seconds.")
+    if "Statement.AccessMode" in code:
+        # A write reached a READ transaction: only a compiler bug can do that (readonly requests never compile KML).
+        return KipError(INTERNAL_ERROR, "Internal error: the engine attempted a write inside a read-only transaction; Neo4j refused it and nothing was written.", "This is an engine bug; report it with the debug field.", debug=debug)
+    if isinstance(exc, ne.AuthError) or "Security.Unauthorized" in code or "Security.AuthenticationRateLimit" in code:
+        return KipError(INTERNAL_ERROR, f"Neo4j rejected the credentials: {message}", "The server's Neo4j user or password is wrong; the administrator must fix NEO4J_USERNAME / NEO4J_PASSWORD.")
+    if "ForbiddenOnReadOnlyDatabase" in code:
+        return KipError(INTERNAL_ERROR, f"The Neo4j database is read-only: {message}", "Only FIND, DESCRIBE, SEARCH and EXPORT can run on this deployment; use execute_kip_readonly.")
+    if "Security.Forbidden" in code:
+        return KipError(INTERNAL_ERROR, f"The Neo4j user lacks the privilege for this command: {message}", "Use execute_kip_readonly for reads, or ask the administrator to grant the privilege.")
+    if "Database.DatabaseNotFound" in code:
+        return KipError(INTERNAL_ERROR, f"The configured Neo4j database does not exist: {message}", "The administrator must fix NEO4J_DATABASE (or --database).")
     if "TransactionTimedOut" in code or "TransactionTimedOutClientConfiguration" in code or "Terminated" in code:
         return KipError(EXECUTION_TIMEOUT, "The command exceeded the query time limit.", DEFAULT_HINTS[EXECUTION_TIMEOUT])
     if "MemoryPoolOutOfMemoryError" in code or "OutOfMemory" in code:

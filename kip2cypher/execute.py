@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from typing import Any, Optional
 
 import neo4j
@@ -19,6 +20,7 @@ from . import __version__, ast, errors, storage
 from .compiler import compile_plan
 from .config import Settings
 from .errors import KipError
+from .models import ExecuteRequest
 from .plan import Plan, Tx
 
 log = logging.getLogger("kip2cypher")
@@ -95,61 +97,72 @@ class Nexus:
 
     # ------------------------------------------------------------------ §6 interface
     def execute_kip(self, command: Optional[str] = None, *, commands: Optional[list[Any]] = None, parameters: Optional[dict[str, Any]] = None, dry_run: bool = False) -> dict[str, Any]:
-        """Execute KIP with read-write capability; returns the §6 response dict."""
-        return self._execute(command, commands, parameters, dry_run, readonly=False)
+        """Execute KIP with read-write capability; returns the §6 response dict, never raises."""
+        return self.execute({"command": command, "commands": commands, "parameters": parameters, "dry_run": dry_run})
 
     def execute_kip_readonly(self, command: Optional[str] = None, *, commands: Optional[list[Any]] = None, parameters: Optional[dict[str, Any]] = None, dry_run: bool = False) -> dict[str, Any]:
-        """Execute read-only KIP (FIND, DESCRIBE, SEARCH, EXPORT); KML is rejected before anything runs."""
-        return self._execute(command, commands, parameters, dry_run, readonly=True)
+        """Execute read-only KIP (FIND, DESCRIBE, SEARCH, EXPORT) in READ transactions; any KML rejects the request."""
+        return self.execute({"command": command, "commands": commands, "parameters": parameters, "dry_run": dry_run}, readonly=True)
 
-    def _execute(self, command: Any, commands: Any, parameters: Any, dry_run: Any, *, readonly: bool) -> dict[str, Any]:
-        from .models import ExecuteRequest
-
+    def execute(self, arguments: Any, *, readonly: bool = False) -> dict[str, Any]:
+        """Run one function call given its raw JSON arguments object (what MCP and ``kip2cypher call`` receive)."""
         try:
-            request = ExecuteRequest.from_arguments(command=command, commands=commands, parameters=parameters, dry_run=dry_run, max_batch=self.settings.max_batch)
+            request = ExecuteRequest.parse(arguments, max_batch=self.settings.max_batch)
+            if readonly:
+                _reject_kml(request)
+            if not request.is_batch:
+                return self._one(request.command or "", request.parameters or {}, request.dry_run, readonly).response
+            results = []
+            for item in request.items():
+                text, params = item.text_and_parameters(request.parameters)
+                outcome = self._one(text, params, request.dry_run, readonly)
+                results.append(outcome.response)
+                if outcome.stops_batch:
+                    break
+            return {"result": results}
         except KipError as exc:
             return {"error": exc.to_dict()}
-        if request.command is not None:
-            return self._one(request.command, request.parameters or {}, request.dry_run, readonly)
-        results = []
-        for item in request.commands:
-            text, params = item.text_and_parameters(request.parameters)
-            response = self._one(text, params, request.dry_run, readonly)
-            results.append(response)
-            if "error" in response and response.get("_kind") == "KML" and not response.get("_syntax"):
-                break
-        for response in results:
-            response.pop("_kind", None)
-            response.pop("_syntax", None)
-        return {"result": results}
+        except Exception as exc:  # noqa: BLE001 - no traceback ever reaches a caller
+            log.error("request failure: %r", exc, exc_info=True)
+            return {"error": KipError(errors.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}", "This is an engine bug; the request itself may be valid.").to_dict()}
 
-    def _one(self, text: str, parameters: dict[str, Any], dry_run: bool, readonly: bool) -> dict[str, Any]:
-        """One command → one response. Internal ``_kind``/``_syntax`` keys drive batch rules."""
+    def _one(self, text: str, parameters: dict[str, Any], dry_run: bool, readonly: bool) -> "Outcome":
+        """One command → its single-command response, plus what the batch rules need to know."""
         try:
             plan = compile_plan(text, parameters, self.settings)
         except KipError as exc:
-            return {"error": exc.to_dict(), "_kind": None, "_syntax": True}
+            return Outcome({"error": exc.to_dict()}, _sniff_kind(text))
         except Exception as exc:  # noqa: BLE001 - a compiler bug must still come back as a KIP error
-            log.error("compiler failure: %r", exc, exc_info=log.isEnabledFor(logging.DEBUG))
-            return {"error": KipError(errors.INTERNAL_ERROR, f"Internal compiler error: {type(exc).__name__}: {exc}", "This is an engine bug; the command itself may be valid.").to_dict(), "_kind": None, "_syntax": True}
-        if readonly and plan.kind == "KML":
-            err = KipError(errors.IMMUTABLE_TARGET, "execute_kip_readonly accepts only FIND, DESCRIBE, SEARCH and EXPORT; this is a KML command and nothing was executed.", "Send write commands (UPSERT, UPDATE, MERGE, DELETE) through execute_kip instead.")
-            return {"error": err.to_dict(), "_kind": "KML", "_syntax": True}
+            log.error("compiler failure: %r", exc, exc_info=True)
+            err = KipError(errors.INTERNAL_ERROR, f"Internal compiler error: {type(exc).__name__}: {exc}", "This is an engine bug; the command itself may be valid.")
+            return Outcome({"error": err.to_dict()}, _sniff_kind(text))
+        if readonly and plan.kind == "KML":  # _reject_kml already caught it; a second lock on the door
+            return Outcome({"error": _readonly_error("This is a KML command").to_dict()}, "KML")
         try:
             response = self.run_plan(plan, dry_run=dry_run, readonly=readonly)
         except KipError as exc:
-            return {"error": exc.to_dict(), "_kind": plan.kind}
-        response["_kind"] = plan.kind
-        return response
+            return Outcome({"error": exc.to_dict()}, plan.kind)
+        return Outcome(_clean_response(response), plan.kind)
 
     def run_plan(self, plan: Plan, *, dry_run: bool = False, readonly: bool = False) -> dict[str, Any]:
-        """Run a plan in one managed transaction; every failure becomes a KipError."""
+        """Run a plan in one managed transaction; every failure becomes a KipError.
+
+        Reads (KQL, META, every dry run, everything under readonly) run in a READ-access
+        session through ``execute_read``: read routing on clusters, and Neo4j itself refuses
+        any write that reaches them. KML runs through ``execute_write``. Both retry
+        transient errors; a KipError raised by the plan rolls the transaction back.
+        """
         access = "READ" if (readonly or dry_run or plan.access == "READ") else "WRITE"
-        timeout = self.settings.query_timeout_s or None
-        metadata = {"app": self.settings.app_name, "version": __version__, "kind": plan.kind}
+        metadata = {
+            "app": self.settings.app_name,
+            "version": __version__,
+            "kind": plan.kind,
+            "interface": "execute_kip_readonly" if readonly else "execute_kip",
+            "dry_run": bool(dry_run),
+        }
         holder: dict[str, Tx] = {}
 
-        @neo4j.unit_of_work(timeout=timeout, metadata=metadata)
+        @neo4j.unit_of_work(timeout=self.settings.query_timeout_s or None, metadata=metadata)
         def work(neo4j_tx: neo4j.ManagedTransaction) -> dict[str, Any]:
             tx = Tx(neo4j_tx, self.settings)
             holder["tx"] = tx
@@ -163,12 +176,127 @@ class Nexus:
         except KipError:
             raise
         except (Neo4jError, DriverError) as exc:
-            current = holder.get("tx").current if holder.get("tx") else None
-            raise errors.from_neo4j(exc, current.text if current else None) from None
+            raise errors.from_neo4j(exc, _current_cypher(holder)) from None
         except Exception as exc:  # noqa: BLE001
-            log.error("execution failure: %r", exc, exc_info=log.isEnabledFor(logging.DEBUG))
-            current = holder.get("tx").current if holder.get("tx") else None
-            raise KipError(errors.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}", "This is an engine bug.", debug={"cypher": current.text} if current else None) from None
+            log.error("execution failure: %r", exc, exc_info=True)
+            cypher = _current_cypher(holder)
+            raise KipError(errors.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}", "This is an engine bug; report it with the debug field.", debug={"cypher": cypher} if cypher else None) from None
+
+    # ------------------------------------------------------------------ explain
+    def explain(self, text: str, parameters: Optional[dict[str, Any]] = None) -> list[dict[str, Any]]:
+        """Compile one command and EXPLAIN each of its statements (READ transaction, nothing runs).
+
+        Returns ``[{"cypher", "parameters", "label"?, "plan": <operator tree text>}]``; raises KipError.
+        """
+        plan = compile_plan(text, parameters or {}, self.settings)
+        out = []
+
+        @neo4j.unit_of_work(timeout=self.settings.query_timeout_s or None, metadata={"app": self.settings.app_name, "version": __version__, "kind": plan.kind, "interface": "explain"})
+        def work(tx: neo4j.ManagedTransaction) -> None:
+            for stmt in plan.statements:
+                prefix = f"{self.settings.cypher_prefix}\n" if self.settings.cypher_prefix else ""
+                summary = tx.run(f"{prefix}EXPLAIN {stmt.text}", stmt.params).consume()
+                entry = {"cypher": stmt.text, "parameters": stmt.params, "plan": plan_text(summary.plan)}
+                if stmt.label:
+                    entry["label"] = stmt.label
+                out.append(entry)
+
+        try:
+            with self.session("READ") as session:
+                session.execute_read(work)
+        except (Neo4jError, DriverError) as exc:
+            raise errors.from_neo4j(exc, out[-1]["cypher"] if out else None) from None
+        return out
+
+
+class Outcome:
+    """A single-command response and the facts the batch rules need."""
+
+    __slots__ = ("response", "kind")
+
+    def __init__(self, response: dict[str, Any], kind: Optional[str]) -> None:
+        self.response = response
+        self.kind = kind
+
+    @property
+    def stops_batch(self) -> bool:
+        """§6.1: a KML *execution* error halts the batch. Syntax errors (KIP_1xxx: the command never ran)
+        and KQL/META errors are returned inline and the batch goes on."""
+        error = self.response.get("error")
+        return bool(error) and self.kind == "KML" and not str(error.get("code", "")).startswith("KIP_1")
+
+
+def _clean_response(response: Any) -> dict[str, Any]:
+    """Only the §6.2.1 keys leave the executor: result / error / next_cursor."""
+    if not isinstance(response, dict):
+        return {"result": response}
+    out = {k: response[k] for k in ("result", "error", "next_cursor") if k in response and response[k] is not None}
+    if "result" in response and "result" not in out and "error" not in out:
+        out["result"] = None
+    return out
+
+
+def _current_cypher(holder: dict[str, Tx]) -> Optional[str]:
+    tx = holder.get("tx")
+    return tx.current.text if tx is not None and tx.current is not None else None
+
+
+KML_KEYWORDS = ("UPSERT", "UPDATE", "MERGE", "DELETE")
+_FIRST_WORD = re.compile(r"(?:\s|//[^\n]*|/\*[\s\S]*?\*/)*([A-Za-z]+)")
+
+
+def _sniff_kind(text: str) -> Optional[str]:
+    """The kind of a command that did not compile, from its first keyword (None when unknown)."""
+    match = _FIRST_WORD.match(text or "")
+    word = match.group(1).upper() if match else ""
+    if word in KML_KEYWORDS:
+        return "KML"
+    if word == "FIND":
+        return "KQL"
+    if word in ("DESCRIBE", "SEARCH", "EXPORT"):
+        return "META"
+    return None
+
+
+def command_kind_of(text: str) -> Optional[str]:
+    """``KQL`` / ``KML`` / ``META`` of a command text; falls back to its first keyword when it does not parse."""
+    from .parser import parse
+
+    try:
+        return ast.command_kind(parse(text))
+    except Exception:  # noqa: BLE001 - unparsable: classify by keyword
+        return _sniff_kind(text)
+
+
+def _readonly_error(what: str) -> KipError:
+    return KipError(
+        errors.IMMUTABLE_TARGET,
+        f"execute_kip_readonly only runs FIND, DESCRIBE, SEARCH and EXPORT. {what} (UPSERT/UPDATE/MERGE/DELETE); nothing was executed.",
+        "Send write commands through execute_kip. Reads may stay on execute_kip_readonly.",
+    )
+
+
+def _reject_kml(request: ExecuteRequest) -> None:
+    """Readonly: refuse the whole request, before anything runs, if any command is KML."""
+    kml = [i for i, item in enumerate(request.items()) if command_kind_of(item.text) == "KML"]
+    if not kml:
+        return
+    if not request.is_batch:
+        raise _readonly_error("This is a KML command")
+    where = ", ".join(f"commands[{i}]" for i in kml[:10]) + (" …" if len(kml) > 10 else "")
+    raise _readonly_error(f"The batch contains KML at {where}")
+
+
+def plan_text(plan: Any, depth: int = 0) -> str:
+    """An EXPLAIN plan (the driver's dict tree) as an indented operator list."""
+    if not plan:
+        return ""
+    args = plan.get("args", {}) if isinstance(plan, dict) else {}
+    op = plan.get("operatorType", "?") if isinstance(plan, dict) else str(plan)
+    detail = args.get("Details", "")
+    line = f"{'  ' * depth}+{op}{'  ' + str(detail) if detail else ''}"
+    children = plan.get("children", []) if isinstance(plan, dict) else []
+    return "\n".join([line] + [plan_text(child, depth + 1) for child in children])
 
 
 def _optional_schema_statements() -> tuple[str, ...]:

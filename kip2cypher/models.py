@@ -1,6 +1,13 @@
-"""Pydantic models of the §6.1 request; a malformed request becomes KIP_1001, never a ValidationError."""
+"""Pydantic models of the §6.1 request — the one definition of the function-call arguments.
+
+``ExecuteArguments`` validates what an agent sends to ``execute_kip`` /
+``execute_kip_readonly``; ``tool_input_schema()`` derives the JSON Schema the MCP
+tools publish from the same model, so the two can never drift apart. A malformed
+request becomes a KIP_1001 error object, never a ``ValidationError``.
+"""
 from __future__ import annotations
 
+import copy
 from typing import Any, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -8,27 +15,27 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from . import errors
 from .errors import KipError
 
+#: Spec §6: at most this many commands in one batch (KIP_4002 beyond). ``Settings.max_batch`` may lower it.
+MAX_BATCH = 256
+
+REQUEST_HINT = (
+    'Send {"command": "<KIP>"} or {"commands": ["<KIP>", {"command": "<KIP>", "parameters": {...}}]} '
+    '(exactly one of the two), with an optional "parameters" object and an optional "dry_run" boolean.'
+)
+
 
 class CommandItem(BaseModel):
-    """One element of ``commands`` given as an object: its own parameters override the shared ones."""
+    """A batch element given as an object: its own parameters override the shared ones."""
 
     model_config = ConfigDict(extra="forbid")
     command: str = Field(description="A complete KIP command text.")
-    parameters: Optional[dict[str, Any]] = Field(default=None, description="Parameters for this command; they override the shared parameters key by key.")
-
-
-class BatchItem(BaseModel):
-    """A normalized batch element."""
-
-    text: str
-    parameters: Optional[dict[str, Any]] = None
-
-    def text_and_parameters(self, shared: Optional[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
-        return self.text, {**(shared or {}), **(self.parameters or {})}
+    parameters: Optional[dict[str, Any]] = Field(
+        default=None, description="Placeholder values for this command only; they override the shared `parameters` key by key."
+    )
 
 
 class ExecuteArguments(BaseModel):
-    """The arguments of execute_kip / execute_kip_readonly (spec §6.1). The MCP tool schema is generated from this model."""
+    """The arguments of execute_kip / execute_kip_readonly (spec §6.1)."""
 
     model_config = ConfigDict(extra="forbid")
     command: Optional[str] = Field(default=None, description="A complete KIP command text. Mutually exclusive with `commands`.")
@@ -36,15 +43,22 @@ class ExecuteArguments(BaseModel):
         default=None,
         description=(
             "An array of KIP commands for batch execution. Mutually exclusive with `command`. Each element is a string "
-            "(uses shared parameters) or an object {command, parameters} whose parameters override the shared ones. "
-            "Commands run in order; a KML execution error stops the batch, KQL/META and syntax errors are returned inline."
+            "(uses the shared `parameters`) or an object {command, parameters} whose parameters override the shared ones. "
+            "Commands run in order; a KML (UPSERT/UPDATE/MERGE/DELETE) execution error stops the batch, while KQL/META "
+            "errors and syntax errors are returned inline and the batch goes on."
         ),
+        json_schema_extra={"maxItems": MAX_BATCH},
     )
     parameters: Optional[dict[str, Any]] = Field(
         default=None,
-        description="Key-value object for placeholder substitution: `:name` placeholders occupy a whole KIP value position (name: :name, LIMIT :limit) and are never substituted inside quoted strings.",
+        description=(
+            "Key-value object for placeholder substitution. A placeholder such as :name occupies a whole KIP value "
+            "position (name: :name, LIMIT :limit, SEARCH CONCEPT :term) and is never written inside a quoted string."
+        ),
     )
-    dry_run: Optional[bool] = Field(default=False, description="If true, only validate the command(s) against syntax and the live schema without executing.")
+    dry_run: Optional[bool] = Field(
+        default=False, description="If true, only validate the command(s) — syntax and the live schema — and report what would run, without executing."
+    )
 
     @model_validator(mode="after")
     def _exactly_one(self) -> "ExecuteArguments":
@@ -53,30 +67,148 @@ class ExecuteArguments(BaseModel):
         return self
 
 
+class BatchItem(BaseModel):
+    """A normalized batch element: command text plus its own parameters (if any)."""
+
+    text: str
+    parameters: Optional[dict[str, Any]] = None
+
+    def text_and_parameters(self, shared: Optional[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
+        return self.text, {**(shared or {}), **(self.parameters or {})}
+
+
 class ExecuteRequest(BaseModel):
+    """A validated request: either ``command`` or ``commands`` is set, never both."""
+
     command: Optional[str] = None
     commands: Optional[list[BatchItem]] = None
     parameters: Optional[dict[str, Any]] = None
     dry_run: bool = False
 
+    @property
+    def is_batch(self) -> bool:
+        return self.commands is not None
+
+    def items(self) -> list[BatchItem]:
+        """Every command of the request, in order (one for a single-command request)."""
+        if self.commands is None:
+            return [BatchItem(text=self.command or "")]
+        return list(self.commands)
+
     @classmethod
-    def from_arguments(cls, *, command: Any = None, commands: Any = None, parameters: Any = None, dry_run: Any = False, max_batch: int = 256) -> "ExecuteRequest":
-        raw: dict[str, Any] = {"command": command, "commands": commands, "parameters": parameters, "dry_run": dry_run}
-        try:
-            args = ExecuteArguments.model_validate({k: v for k, v in raw.items() if v is not None})
-        except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'request'}: {e['msg']}" for e in exc.errors())
+    def from_arguments(
+        cls,
+        *,
+        command: Any = None,
+        commands: Any = None,
+        parameters: Any = None,
+        dry_run: Any = False,
+        max_batch: int = MAX_BATCH,
+    ) -> "ExecuteRequest":
+        """Validate keyword arguments (``None`` = absent) — the Python API's entry point."""
+        return cls.parse({"command": command, "commands": commands, "parameters": parameters, "dry_run": dry_run}, max_batch=max_batch)
+
+    @classmethod
+    def parse(cls, arguments: Any, *, max_batch: int = MAX_BATCH) -> "ExecuteRequest":
+        """Validate a raw function-call arguments object (JSON-decoded). Raises ``KipError`` only.
+
+        ``null`` values count as absent: agents often send every key, the unused ones as null.
+        """
+        if not isinstance(arguments, dict):
+            raise KipError(errors.INVALID_SYNTAX, f"The request arguments must be a JSON object, got {_json_type(arguments)}.", REQUEST_HINT)
+        present = {k: v for k, v in arguments.items() if v is not None}
+        batch = present.get("commands")
+        limit = min(max_batch, MAX_BATCH)
+        if isinstance(batch, list) and len(batch) > limit:
             raise KipError(
-                errors.INVALID_SYNTAX,
-                f"Malformed execute_kip request: {problems}",
-                'Send {"command": "<KIP>"} or {"commands": ["<KIP>", {"command": "<KIP>", "parameters": {...}}]} with an optional "parameters" object and "dry_run" boolean.',
-            ) from None
+                errors.RESOURCE_EXHAUSTED,
+                f"The batch has {len(batch)} commands; at most {limit} are allowed in one request.",
+                "Split the batch into several requests.",
+            )
+        try:
+            args = ExecuteArguments.model_validate(present)
+        except ValidationError as exc:
+            raise KipError(errors.INVALID_SYNTAX, f"Malformed request: {_problems(exc)}", REQUEST_HINT) from None
         items = None
         if args.commands is not None:
-            if len(args.commands) > max_batch:
-                raise KipError(errors.RESOURCE_EXHAUSTED, f"The batch has {len(args.commands)} commands; at most {max_batch} are allowed.", "Split the batch into several requests.")
             if not args.commands:
-                raise KipError(errors.INVALID_SYNTAX, "`commands` is empty.", "Provide at least one command, or use `command`.")
+                raise KipError(errors.INVALID_SYNTAX, "`commands` is an empty array.", "Provide at least one command, or use `command`.")
             items = [BatchItem(text=c) if isinstance(c, str) else BatchItem(text=c.command, parameters=c.parameters) for c in args.commands]
         return cls(command=args.command, commands=items, parameters=args.parameters, dry_run=bool(args.dry_run))
 
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if value is None:
+        return "null"
+    return type(value).__name__
+
+
+def _problems(exc: ValidationError) -> str:
+    """Pydantic's errors in one line an agent can act on."""
+    out = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"] if not str(p).startswith(("str", "CommandItem")))
+        message = err["msg"].removeprefix("Value error, ").replace("a valid dictionary or instance of CommandItem", "an object {command, parameters}")
+        if err["type"] == "extra_forbidden":
+            message = "unknown key (allowed: command, commands, parameters, dry_run; a commands item allows command, parameters)"
+        out.append(f"{loc}: {message}" if loc else message)
+    # A union mismatch reports once per alternative; keep each distinct message once.
+    return "; ".join(dict.fromkeys(out))
+
+
+# ------------------------------------------------------------------ tool schema
+def tool_input_schema() -> dict[str, Any]:
+    """The JSON Schema of the tools' arguments, generated from ``ExecuteArguments``.
+
+    Cleaned for LLM tool definitions: ``$ref``s inlined, ``anyOf [T, null]`` collapsed
+    to ``T`` (absent and null are equivalent), titles dropped. "Exactly one of
+    command / commands" is stated in the descriptions and enforced on every call
+    (KIP_1001), not with a top-level ``oneOf``: several LLM APIs refuse combinators
+    at the root of a tool's input schema.
+    """
+    raw = ExecuteArguments.model_json_schema()
+    defs = raw.pop("$defs", {})
+    schema = _clean(raw, defs)
+    schema["description"] = (
+        "Arguments of execute_kip / execute_kip_readonly (KIP v1.0-RC10 §6.1). Provide exactly one of `command` or `commands`."
+    )
+    return schema
+
+
+def _clean(node: Any, defs: dict[str, Any]) -> Any:
+    if isinstance(node, list):
+        return [_clean(item, defs) for item in node]
+    if not isinstance(node, dict):
+        return node
+    if "$ref" in node:
+        target = copy.deepcopy(defs[node["$ref"].split("/")[-1]])
+        extra = {k: v for k, v in node.items() if k != "$ref"}
+        return _clean({**target, **extra}, defs)
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key == "title":
+            continue
+        if key == "default" and value is None:
+            continue
+        out[key] = _clean(value, defs) if key not in ("properties",) else {k: _clean(v, defs) for k, v in value.items()}
+    options = out.get("anyOf")
+    if isinstance(options, list):
+        non_null = [o for o in options if o != {"type": "null"}]
+        if len(non_null) < len(options):
+            if len(non_null) == 1:
+                out.pop("anyOf")
+                merged = {**non_null[0], **out}
+                out = merged
+            else:
+                out["anyOf"] = non_null
+    if out.get("type") == "object" and out.get("additionalProperties") is True:
+        out.pop("additionalProperties")
+    return out
