@@ -59,7 +59,7 @@ def lock(stmt: Statement, var: str) -> None:
     stmt.line("REMOVE ", var, ".", Ident(LOCK))
 
 
-def apply_tail(stmt: Statement, *, concept: bool) -> None:
+def apply_tail(stmt: Statement, *, concept: bool, attr_keys: bool = False) -> None:
     """The guarded write for a bound ``n`` / ``created`` / ``row`` (see module doc).
 
     ``row`` carries ``props`` (full encoded property map), ``own`` (the map
@@ -96,7 +96,8 @@ def apply_tail(stmt: Statement, *, concept: bool) -> None:
         Ident(UPDATED_AT), " = ", Param(None, NOW),
     )
     stmt.line("}")
-    stmt.line("RETURN n.id AS id, status, cur.", Ident(VERSION), " AS version, created, changed, CASE WHEN n IS NULL THEN null ELSE [cur.type, cur.name] END AS tn")
+    extra = ", [k IN keys(n) WHERE k STARTS WITH 'attr.'] AS attr_keys" if attr_keys else ""
+    stmt.line("RETURN n.id AS id, status, cur.", Ident(VERSION), " AS version, created, changed, CASE WHEN n IS NULL THEN null ELSE [cur.type, cur.name] END AS tn" + extra)
 
 
 def version_conflict(element: str, expected: Any, found: Any) -> KipError:

@@ -356,9 +356,9 @@ def _concept_statement(strict: bool) -> Compiled:
     s.line("    RETURN n")
     s.line("  }")
     s.line("  WITH row, n, n.", Ident(K.NEW), " IS NOT NULL AS created")
-    K.apply_tail(s, concept=True)
+    K.apply_tail(s, concept=True, attr_keys=strict)
     s.line("}")
-    extra = ", [k IN keys(n) WHERE k STARTS WITH 'attr.'] AS attr_keys" if strict else ""
+    extra = ", attr_keys" if strict else ""
     s.line(f"RETURN row.i AS i, id, status, version, created, changed, tn{extra}")
     return Compiled.of(s, "UPSERT: match-or-create all CONCEPT blocks")
 
