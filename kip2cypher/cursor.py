@@ -1,0 +1,90 @@
+"""Opaque, tamper-evident CURSOR tokens (spec §3.5, §6.2.1).
+
+A token carries a *position* (any JSON value — FIND uses an offset) and an
+HMAC-SHA256 over the position and a *fingerprint* of the query it belongs to,
+keyed with ``Settings.cursor_secret``. Presenting a token to a different query
+(other pattern, other parameter values, other ORDER BY), altering it, or using
+one signed with another secret fails with KIP_1001.
+
+Usage (FIND, DESCRIBE … TYPES, EXPORT)::
+
+    fp = cursor.fingerprint("FIND", core_cypher_text, core_params)
+    offset = cursor.decode(settings, fp, token) if token else 0
+    ...
+    response["next_cursor"] = cursor.encode(settings, fp, offset + limit)
+
+The fingerprint must exclude the paging itself (LIMIT, SKIP and the cursor) so
+that page N+1 of the same query matches page N's fingerprint.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+from typing import Any
+
+from .config import Settings
+from .errors import INVALID_SYNTAX, KipError
+
+_VERSION = "k1"
+
+
+def fingerprint(*parts: Any) -> str:
+    """A stable digest of whatever identifies a query (JSON-serializable parts)."""
+    blob = json.dumps(parts, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=repr)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def _mac(settings: Settings, fp: str, payload: str) -> bytes:
+    return hmac.new(settings.cursor_secret, f"{_VERSION}|{fp}|{payload}".encode("utf-8"), hashlib.sha256).digest()[:18]
+
+
+def encode(settings: Settings, fp: str, position: Any) -> str:
+    """A token for ``position`` in the query identified by ``fp``."""
+    payload = _b64(json.dumps(position, separators=(",", ":")).encode("utf-8"))
+    return f"{_VERSION}.{payload}.{_b64(_mac(settings, fp, payload))}"
+
+
+def _invalid(reason: str) -> KipError:
+    return KipError(
+        INVALID_SYNTAX,
+        f"Invalid CURSOR token: {reason}.",
+        "Pass the next_cursor value of the previous page unchanged, with the same command and parameters; "
+        "omit CURSOR to start from the first page.",
+    )
+
+
+def decode(settings: Settings, fp: str, token: Any) -> Any:
+    """The position inside ``token``; KIP_1001 unless it was issued for this very query."""
+    if not isinstance(token, str) or token.count(".") != 2:
+        raise _invalid("not a cursor issued by this engine")
+    version, payload, mac = token.split(".")
+    if version != _VERSION:
+        raise _invalid("not a cursor issued by this engine")
+    try:
+        given = _unb64(mac)
+    except (ValueError, TypeError):
+        raise _invalid("malformed") from None
+    if not hmac.compare_digest(given, _mac(settings, fp, payload)):
+        raise _invalid("it was issued for a different query (or altered)")
+    try:
+        return json.loads(_unb64(payload))
+    except (ValueError, TypeError):  # pragma: no cover - a valid MAC over garbage cannot happen
+        raise _invalid("malformed") from None
+
+
+def decode_offset(settings: Settings, fp: str, token: Any) -> int:
+    """``decode`` for offset cursors: a non-negative integer."""
+    position = decode(settings, fp, token)
+    if isinstance(position, bool) or not isinstance(position, int) or position < 0:
+        raise _invalid("malformed position")
+    return position

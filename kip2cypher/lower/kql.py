@@ -1,0 +1,259 @@
+"""KQL: ``FIND … WHERE … ORDER BY … LIMIT … CURSOR …`` → one parameterized Cypher query.
+
+Shape of the generated query (docs/kql.md has every rule)::
+
+    <WHERE lines from lower/pattern.py>
+    WITH DISTINCT a, b                    -- §3.3 solution dedup on the identities of FIND's variables
+    [WITH <group keys> AS cN, agg(…) AS cM] -- implicit GROUP BY when FIND aggregates
+    ORDER BY k IS NULL, k DESC, …, elementId(a)   -- nulls last; stable tie-break for paging
+    SKIP $skip LIMIT $limit               -- limit = LIMIT + 1 to know whether more remain
+    RETURN … AS c0, … AS c1               -- whole nodes are projected only after the LIMIT
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Optional, Union
+
+from neo4j.exceptions import Neo4jError
+
+from .. import ast, cursor, storage
+from ..config import Settings
+from ..cypher.builder import Fragment, Internal, Param, Statement, Var, frag, join
+from ..errors import INVALID_SYNTAX, KipError
+from ..plan import Compiled, Plan, Tx
+from ..results import element_object
+from ..values import resolve, resolve_int
+from . import pattern as pat
+from .pattern import CONCEPT, ELEMENT, PREDICATE, PROPOSITION, Binding, Pattern, lower_where
+
+AGG = {"COUNT": "count", "SUM": "sum", "AVG": "avg", "MIN": "min", "MAX": "max"}
+
+
+def _vars_of(expr: Union[ast.Projection, ast.OrderKey]) -> str:
+    if isinstance(expr, ast.Aggregate):
+        expr = expr.arg
+    return expr.name if isinstance(expr, ast.Var) else expr.var
+
+
+def _column(index: int) -> Var:
+    return Var(f"c{index}")
+
+
+class _Column:
+    """One FIND expression: how it is computed in Cypher and decoded in Python."""
+
+    def __init__(self, expr: ast.Projection, index: int) -> None:
+        self.expr = expr
+        self.index = index
+        self.var = _column(index)
+        self.aggregate = isinstance(expr, ast.Aggregate)
+        self.decode: Callable[[Any], Any] = lambda v: v
+
+
+def _decoder(expr: ast.Projection, binding: Binding) -> Callable[[Any], Any]:
+    if isinstance(expr, ast.Aggregate):
+        if expr.func in ("MIN", "MAX"):
+            return storage.decode
+        return lambda v: v
+    if isinstance(expr, ast.Var):
+        return (lambda v: v) if binding.kind == PREDICATE else element_object
+    head = expr.path[0]
+    if head in pat.MAP_FIELDS:
+        if len(expr.path) == 1:
+            index = 0 if head == "attributes" else 1
+            return lambda v: None if v is None else storage.split_properties(v)[index]
+        return storage.decode
+    return lambda v: v
+
+
+class _FindLowering:
+    def __init__(self, command: ast.Find, parameters: dict[str, Any], settings: Settings) -> None:
+        self.command = command
+        self.parameters = parameters
+        self.settings = settings
+        self.pattern: Pattern = lower_where(command.where, parameters, settings)
+        self.columns = [_Column(expr, i) for i, expr in enumerate(command.projections)]
+        self.aggregating = any(c.aggregate for c in self.columns)
+        self.aggregates_only = all(c.aggregate for c in self.columns)
+
+    # ------------------------------------------------------------------ checks
+    def check(self) -> None:
+        for column in self.columns:
+            binding = self.pattern.require(_vars_of(column.expr), used_in="FIND")
+            if column.aggregate:
+                agg = column.expr
+                if agg.func != "COUNT" and isinstance(agg.arg, ast.Var) and binding.kind != PREDICATE:
+                    raise KipError(
+                        INVALID_SYNTAX,
+                        f"{agg.func}(?{agg.arg.name}) aggregates whole {binding.kind} objects; {agg.func} needs values.",
+                        f"Aggregate a dot path such as {agg.func}(?{agg.arg.name}.attributes.<key>), or use COUNT(?{agg.arg.name}).",
+                    )
+            column.decode = _decoder(column.expr, binding)
+        for key in self.command.order_by:
+            self.pattern.require(_vars_of(key.expr), used_in="ORDER BY")
+            if self.aggregating and self._find_index(key.expr) is None:
+                raise KipError(
+                    INVALID_SYNTAX,
+                    "With aggregation in FIND, every ORDER BY key must be one of the FIND expressions.",
+                    "Order by a grouping expression or an aggregation that also appears in FIND (e.g. ORDER BY COUNT(?n) DESC).",
+                )
+            if isinstance(key.expr, ast.Aggregate) and self._find_index(key.expr) is None:
+                raise KipError(INVALID_SYNTAX, "An aggregation in ORDER BY must also appear in FIND.", "Add the aggregation to FIND, or order by a FIND expression.")
+
+    def _find_index(self, expr: ast.Projection) -> Optional[int]:
+        for column in self.columns:
+            if column.expr == expr:
+                return column.index
+        return None
+
+    # ------------------------------------------------------------------ expressions
+    def key_vars(self) -> list[str]:
+        names = [_vars_of(c.expr) for c in self.columns]
+        if not self.aggregating:
+            names += [_vars_of(k.expr) for k in self.command.order_by]
+        return list(dict.fromkeys(names))
+
+    def projection(self, expr: ast.Projection) -> Fragment:
+        """A FIND expression over the deduplicated variables (raw stored values)."""
+        if isinstance(expr, ast.Aggregate):
+            return self.aggregate(expr)
+        return self.pattern.value(expr)
+
+    def aggregate(self, agg: ast.Aggregate) -> Fragment:
+        func = AGG[agg.func]
+        distinct = "DISTINCT " if agg.distinct else ""
+        arg = agg.arg
+        lowerer = self.pattern.lowerer
+        if isinstance(arg, ast.Var) or not lowerer.is_stored(arg) or agg.func in ("SUM", "AVG"):
+            # SUM/AVG keep numbers only (JSON text is a string and drops out with the type test).
+            value = self.pattern.value(arg)
+        elif agg.func == "COUNT":
+            raw = self.pattern.value(arg)
+            value = frag("CASE WHEN ", raw, " = ", pat.JSON_NULL_LITERAL, " THEN null ELSE ", raw, " END")
+        else:
+            value = lowerer.operand(arg, self.pattern.bindings, "FIND")
+        if agg.func in ("SUM", "AVG"):
+            value = frag("CASE WHEN ", value, " IS :: INTEGER | FLOAT THEN ", value, " END")
+        return frag(func, "(", distinct, value, ")")
+
+    def sort_value(self, expr: ast.Projection) -> Fragment:
+        """The value a non-aggregating ORDER BY key sorts on."""
+        if isinstance(expr, ast.Var):
+            binding = self.pattern.bindings[expr.name]
+            ref = binding.ref
+            if binding.kind == PREDICATE:
+                return frag(ref)
+            if binding.kind == CONCEPT:
+                return frag(ref, ".name")
+            if binding.kind == PROPOSITION:
+                return frag(ref, ".id")
+            return frag("coalesce(", ref, ".name, ", ref, ".id)")
+        return self.pattern.lowerer.operand(expr, self.pattern.bindings, "ORDER BY")
+
+    # ------------------------------------------------------------------ build
+    def build(self) -> Plan:
+        self.check()
+        pattern = self.pattern
+        grounding_all = pat.grounding_names(pattern.grounding)
+        grounding_optional = pat.grounding_names(pattern.grounding, required_only=False)
+        pattern.distinct(self.key_vars())
+        bindings = pattern.bindings
+        core = list(pattern.lines)
+        order: list[Fragment] = []
+
+        def sort(value: Fragment, descending: bool) -> None:
+            if descending:
+                order.append(frag(value, " IS NULL"))
+                order.append(frag(value, " DESC"))
+            else:
+                order.append(value)
+
+        if self.aggregating:
+            items = [frag(self.projection(c.expr), " AS ", c.var) for c in self.columns]
+            if self.aggregates_only:
+                items.append(frag("count(*) AS ", Internal("solutions")))
+            core.append(frag("WITH ", join(", ", items)))
+            for key in self.command.order_by:
+                column = self.columns[self._find_index(key.expr)]
+                value: Fragment = frag(column.var)
+                if isinstance(key.expr, ast.Var) and bindings[key.expr.name].kind != PREDICATE:
+                    value = frag("coalesce(", column.var, ".name, ", column.var, ".id)")
+                sort(value, key.descending)
+            for column in self.columns:
+                if column.aggregate:
+                    continue
+                if isinstance(column.expr, ast.Var) and bindings[column.expr.name].kind != PREDICATE:
+                    order.append(frag("elementId(", column.var, ")"))
+                elif not (isinstance(column.expr, ast.DotPath) and len(column.expr.path) == 1 and column.expr.path[0] in pat.MAP_FIELDS):
+                    order.append(frag(column.var))
+            returning = [c.var for c in self.columns]
+        else:
+            for key in self.command.order_by:
+                sort(self.sort_value(key.expr), key.descending)
+            for name in self.key_vars():
+                binding = bindings[name]
+                order.append(frag(binding.ref) if binding.kind == PREDICATE else frag("elementId(", binding.ref, ")"))
+            returning = [frag(self.projection(c.expr), " AS ", c.var) for c in self.columns]
+        if order:
+            core.append(frag("ORDER BY ", join(", ", order)))
+        return_line = frag("RETURN ", join(", ", returning))
+
+        fp_stmt = Statement()
+        for line in [*core, return_line]:
+            fp_stmt.line(line)
+        fp_text, fp_params = fp_stmt.build()
+        fingerprint = cursor.fingerprint("FIND", fp_text, fp_params)
+
+        limit = resolve_int(self.command.limit, self.parameters, "LIMIT") if self.command.limit is not None else None
+        offset = 0
+        if self.command.cursor is not None:
+            token = resolve(self.command.cursor, self.parameters)
+            offset = cursor.decode_offset(self.settings, fingerprint, token)
+        paging = []
+        if offset:
+            paging.append(frag("SKIP ", Param(offset, "skip")))
+        if limit is not None:
+            paging.append(frag("LIMIT ", Param(limit + 1, "limit")))
+        stmt = Statement()
+        for line in core:
+            stmt.line(line)
+        if paging:
+            stmt.line(join(" ", paging))
+        stmt.line(return_line)
+        main = Compiled.of(stmt, "FIND")
+        columns = self.columns
+        aggregates_only = self.aggregates_only
+        settings = self.settings
+
+        def runner(tx: Tx) -> dict[str, Any]:
+            try:
+                rows = tx.run(main)
+            except Neo4jError as exc:
+                message = getattr(exc, "message", None) or str(exc)
+                if "Invalid Regex" in message:
+                    raise KipError(INVALID_SYNTAX, f"Invalid REGEX pattern: {message.splitlines()[0]}", "Fix the regular expression (Java syntax).") from None
+                raise
+            more = limit is not None and len(rows) > limit
+            if more:
+                rows = rows[:limit]
+            if aggregates_only:
+                empty = not rows or rows[0].get("_solutions", 0) == 0
+            else:
+                empty = not rows
+            pat.check_grounding(tx, grounding_all if empty else grounding_optional)
+            data = [[column.decode(row[column.var.name]) for row in rows] for column in columns]
+            if aggregates_only:
+                result: Any = [col[0] if col else None for col in data]
+            else:
+                result = data
+            response: dict[str, Any] = {"result": result[0] if len(columns) == 1 else result}
+            if more:
+                response["next_cursor"] = cursor.encode(settings, fingerprint, offset + limit)
+            return response
+
+        statements = [main, Compiled.of(pat.grounding_statement(), "grounding check (runs only when the result is empty)")]
+        return Plan("KQL", "READ", statements, runner)
+
+
+def lower_find(command: ast.Find, parameters: dict[str, Any], settings: Settings) -> Plan:
+    """Compile a FIND command into a read plan (one query; a grounding check only on an empty result)."""
+    return _FindLowering(command, parameters, settings).build()

@@ -1,0 +1,777 @@
+"""The shared WHERE lowering: KIP graph patterns → Cypher reading clauses.
+
+Used by FIND (``lower/kql.py``), by the KML statements that take a WHERE
+(UPDATE, DELETE …, MERGE) and by EXPORT. Typical use::
+
+    pattern = lower_where(command.where, parameters, settings)
+    pattern.require("target", kinds={CONCEPT, PROPOSITION, ELEMENT})   # KIP_3001 if unbound
+    pattern.distinct(["target"])            # WITH DISTINCT target   (one row per element)
+    stmt = pattern.statement()              # MATCH … WHERE … WITH DISTINCT target
+    stmt.line("SET ", pattern.ref("target"), ".x = 1")
+
+``lower_where`` returns a ``Pattern``: the Cypher lines (``MATCH`` /
+``OPTIONAL MATCH`` / ``WHERE`` / ``CALL { … UNION … }`` / ``EXISTS { … }``)
+and the KIP variables visible after the WHERE with their kind:
+
+- ``concept``      a ``:KipConcept`` node (bound by a concept clause)
+- ``proposition``  a ``:KipProposition`` node (bound by ``?l (…)``)
+- ``element``      a node of either kind (a subject/object variable)
+- ``predicate``    a predicate name, a string (``(?s, ?p, ?o)``)
+
+Lowering rules (the full list with rationale is in docs/kql.md):
+
+- Each pattern clause is its own ``MATCH`` so that two clauses may bind the
+  same relationship (KIP variables unify like SPARQL's, they are not subject
+  to Cypher's relationship isomorphism inside one MATCH). Consecutive MATCH
+  clauses form one query graph, so Neo4j's planner still picks the anchor
+  (unique index seek on id or type+name, index seek on name, label scan).
+- A proposition clause is matched on its native relationship
+  ``(s)-[:`p`]->(o)`` unless the proposition itself must be bound (a ``?link``
+  variable, a nested proposition endpoint), in which case its reified node is
+  matched: ``(s)<-[:KIP_SUBJECT]-(l:KipProposition)-[:KIP_OBJECT]->(o)``.
+- Path operators are native variable-length patterns ``[:`p`*m..n]``.
+- FILTER is group-level (like SPARQL): it sees every variable of its group,
+  wherever written, and is placed as soon as those variables are bound. Each
+  atomic test is wrapped in ``coalesce(…, false)`` so null never leaks into
+  ``NOT``: a comparison with null or a missing key is false.
+- NOT → ``NOT EXISTS { … }`` (correlated on the outer variables; its own
+  variables stay inside). OPTIONAL → ``OPTIONAL MATCH … WHERE …`` for a single
+  clause, ``OPTIONAL CALL (*) { … RETURN new vars }`` otherwise. UNION →
+  ``CALL { left RETURN … UNION right RETURN … }`` where *left* is everything
+  written before the UNION in the same group (evaluated left to right).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Optional, Union
+
+from .. import ast, storage
+from ..config import Settings
+from ..cypher.builder import Fragment, Ident, Internal, Param, Part, Statement, Var, frag, join
+from ..errors import INVALID_SYNTAX, REFERENCE_ERROR, RESOURCE_EXHAUSTED, KipError
+from ..values import describe, resolve
+
+CONCEPT = "concept"
+PROPOSITION = "proposition"
+ELEMENT = "element"
+PREDICATE = "predicate"
+NODE_KINDS = frozenset({CONCEPT, PROPOSITION, ELEMENT})
+
+SCALAR_FIELDS = ("id", "type", "name", "subject", "predicate", "object")
+MAP_FIELDS = {"attributes": storage.ATTR_PREFIX, "metadata": storage.META_PREFIX}
+
+INDENT = "  "
+
+
+def cypher_string(value: str) -> str:
+    """An engine-authored constant as a Cypher string literal (control characters escaped)."""
+    out = []
+    for ch in value:
+        if ch in "\\'":
+            out.append("\\" + ch)
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append("\\u%04X" % ord(ch))
+        else:
+            out.append(ch)
+    return "'" + "".join(out) + "'"
+
+
+#: Stored values that are JSON text (objects, mixed lists, explicit null …) start with this.
+JSON_MARKER_LITERAL = cypher_string(storage.JSON_MARKER)
+#: An explicitly stored JSON ``null``.
+JSON_NULL_LITERAL = cypher_string(storage.JSON_MARKER + "null")
+
+
+# ----------------------------------------------------------------------------- results
+@dataclass
+class Binding:
+    """A KIP variable visible after (part of) the WHERE."""
+
+    name: str
+    kind: str
+    #: The Cypher expression that holds the value: a variable (``Var``/``Internal``) for nodes
+    #: and materialized predicate variables, or an expression such as ``type(_r0)``.
+    ref: Part
+    #: True when the variable may be null (bound in OPTIONAL or in only some UNION branches).
+    nullable: bool = False
+    #: Whether ``ref`` is a plain Cypher variable (False for an unmaterialized ``type(_r0)``).
+    is_variable: bool = True
+
+
+@dataclass
+class Grounding:
+    """Concept types and predicates a pattern refers to (checked for KIP_2001)."""
+
+    types: dict[str, bool] = field(default_factory=dict)  # name -> required (outside OPTIONAL/NOT/UNION)
+    predicates: dict[str, bool] = field(default_factory=dict)
+
+    def add(self, table: dict[str, bool], name: str, required: bool) -> None:
+        table[name] = table.get(name, False) or required
+
+    def names(self, required_only: Optional[bool] = None) -> tuple[list[str], list[str]]:
+        def pick(table: dict[str, bool]) -> list[str]:
+            return sorted(n for n, req in table.items() if required_only is None or req == required_only)
+
+        return pick(self.types), pick(self.predicates)
+
+
+def _indent(part: Part, prefix: str) -> Part:
+    """Indent every line of an (engine-authored) multi-line fragment after its first."""
+    if isinstance(part, str):
+        return part.replace("\n", "\n" + prefix)
+    if isinstance(part, Fragment):
+        return Fragment([_indent(p, prefix) for p in part.parts])
+    return part
+
+
+def indent_lines(lines: Iterable[Fragment], prefix: str = INDENT) -> list[Fragment]:
+    return [frag(prefix, _indent(line, prefix)) for line in lines]
+
+
+def block(head: str, lines: list[Fragment], tail: str = "}") -> Fragment:
+    """``head {`` + indented lines + ``}`` as one multi-line fragment (one line if the body is one line)."""
+    if len(lines) == 1:
+        return frag(head, " ", lines[0], " ", tail)
+    body = join("\n", indent_lines(lines))
+    return frag(head, "\n", body, "\n", tail)
+
+
+class _Clause:
+    """One emitted clause; a mandatory MATCH can still take WHERE conditions."""
+
+    def __init__(self, head: Fragment, kind: str, where: Optional[list[Fragment]] = None) -> None:
+        self.head = head
+        self.kind = kind  # "match" | "optional" | "call" | "with"
+        self.where: list[Fragment] = list(where or [])
+
+    def render(self) -> list[Fragment]:
+        lines = [self.head]
+        if self.where:
+            lines.append(frag("WHERE ", join("\n  AND ", self.where)))
+        return lines
+
+
+@dataclass
+class Pattern:
+    """A lowered WHERE: Cypher lines plus the visible variables."""
+
+    lines: list[Fragment]
+    bindings: dict[str, Binding]
+    grounding: Grounding
+    lowerer: "Lowerer"
+
+    # ---------------------------------------------------------------- variables
+    def require(self, name: str, *, used_in: str = "FIND", kinds: Optional[Iterable[str]] = None) -> Binding:
+        """The binding of ``?name``; KIP_3001 if the WHERE never binds it (visibly)."""
+        binding = self.bindings.get(name)
+        if binding is None:
+            raise unbound(name, used_in)
+        if kinds is not None and binding.kind not in set(kinds):
+            raise KipError(
+                INVALID_SYNTAX,
+                f"?{name} is bound to a {binding.kind} but {used_in} needs a {' or '.join(sorted(set(kinds)))}.",
+                "Use a variable bound to a concept node or proposition link here." if binding.kind == PREDICATE else "Bind the right kind of element to this variable.",
+            )
+        return binding
+
+    def ref(self, name: str) -> Part:
+        return self.require(name).ref
+
+    # ---------------------------------------------------------------- expressions
+    def value(self, expr: Union[ast.Var, ast.DotPath], *, used_in: str = "FIND") -> Fragment:
+        """The raw stored value of ``?x`` / ``?x.path`` (decode attribute values with storage.decode;
+        ``?x.attributes`` / ``?x.metadata`` yield ``properties(x)`` — split with storage.split_properties)."""
+        return self.lowerer.raw_value(expr, self.bindings, used_in)
+
+    def condition(self, expr: ast.BoolExpr, *, used_in: str = "FILTER") -> Fragment:
+        """A FILTER expression over the visible variables, never null."""
+        return self.lowerer.condition(expr, self.bindings, used_in)
+
+    # ---------------------------------------------------------------- clauses
+    def distinct(self, names: Iterable[str], *, used_in: str = "FIND") -> None:
+        """Append ``WITH DISTINCT …`` keeping only ``names`` (their identities): one row per
+        distinct solution over those variables. Predicate variables are materialized as strings."""
+        names = list(dict.fromkeys(names))
+        items = []
+        kept: dict[str, Binding] = {}
+        for name in names:
+            binding = self.require(name, used_in=used_in)
+            var = Var(name)
+            if binding.is_variable and binding.ref == var:
+                items.append(var)
+            else:
+                items.append(frag(binding.ref, " AS ", var))
+            kept[name] = Binding(name, binding.kind, var, binding.nullable, True)
+        if not items:
+            # Nothing projected: keep one row per solution existence.
+            self.lines.append(frag("WITH DISTINCT true AS ", Internal("any")))
+        else:
+            self.lines.append(frag("WITH DISTINCT ", join(", ", items)))
+        self.bindings = kept
+
+    def statement(self) -> Statement:
+        stmt = Statement()
+        for line in self.lines:
+            stmt.line(line)
+        return stmt
+
+
+def unbound(name: str, used_in: str) -> KipError:
+    return KipError(
+        REFERENCE_ERROR,
+        f"The variable ?{name} is used in {used_in} but never bound in WHERE.",
+        f"Bind ?{name} with a pattern clause in WHERE (e.g. ?{name} {{type: \"…\"}} or (?{name}, \"…\", ?o)); "
+        "variables bound inside NOT { … } are not visible outside it.",
+    )
+
+
+def lower_where(where: Iterable[ast.WhereItem], parameters: Mapping[str, Any], settings: Settings) -> Pattern:
+    """Lower a WHERE block. Raises KipError for unbound FILTER variables (KIP_3001), bad path
+    quantifiers (KIP_1001/KIP_4002) and ill-typed placeholder values (KIP_1001)."""
+    lowerer = Lowerer(parameters, settings)
+    lines, bindings = lowerer.group(tuple(where), {}, required=True, top=True)
+    return Pattern(lines, bindings, lowerer.grounding, lowerer)
+
+
+# ----------------------------------------------------------------------------- lowering
+def _where_vars(item: Any, out: set[str]) -> set[str]:
+    """Every variable name mentioned anywhere in an item (including nested blocks)."""
+    if isinstance(item, ast.Var):
+        out.add(item.name)
+    elif isinstance(item, ast.DotPath):
+        out.add(item.var)
+    elif isinstance(item, ast.ConceptClause):
+        if item.var:
+            out.add(item.var)
+    elif isinstance(item, ast.PropositionClause):
+        if item.var:
+            out.add(item.var)
+        for part in (item.subject, item.predicate, item.object):
+            if part is not None:
+                _where_vars(part, out)
+    elif isinstance(item, ast.Filter):
+        _where_vars(item.expr, out)
+    elif isinstance(item, (ast.NotBlock, ast.OptionalBlock, ast.UnionBlock)):
+        for sub in item.items:
+            _where_vars(sub, out)
+    elif isinstance(item, ast.Comparison):
+        _where_vars(item.left, out)
+        _where_vars(item.right, out)
+    elif isinstance(item, ast.BoolOp):
+        _where_vars(item.left, out)
+        _where_vars(item.right, out)
+    elif isinstance(item, ast.NotExpr):
+        _where_vars(item.operand, out)
+    elif isinstance(item, ast.FuncCall):
+        for arg in item.args:
+            _where_vars(arg, out)
+    return out
+
+
+def _bound_by(item: Any, out: set[str]) -> set[str]:
+    """Variables an item binds for the rest of its group (NOT binds nothing; FILTER binds nothing)."""
+    if isinstance(item, ast.ConceptClause):
+        if item.var:
+            out.add(item.var)
+    elif isinstance(item, ast.PropositionClause):
+        if item.var:
+            out.add(item.var)
+        for part in (item.subject, item.predicate, item.object):
+            if isinstance(part, ast.Var):
+                out.add(part.name)
+            elif isinstance(part, (ast.ConceptClause, ast.PropositionClause)):
+                _bound_by(part, out)
+    elif isinstance(item, (ast.OptionalBlock, ast.UnionBlock)):
+        for sub in item.items:
+            _bound_by(sub, out)
+    return out
+
+
+_CMP = {"==": " = ", "!=": " <> ", "<": " < ", ">": " > ", "<=": " <= ", ">=": " >= "}
+_STRING_FUNCS = {"CONTAINS": " CONTAINS ", "STARTS_WITH": " STARTS WITH ", "ENDS_WITH": " ENDS WITH "}
+
+
+class Lowerer:
+    """Stateful helper for one WHERE: fresh internal names and the grounding names seen."""
+
+    def __init__(self, parameters: Mapping[str, Any], settings: Settings) -> None:
+        self.parameters = parameters
+        self.settings = settings
+        self.grounding = Grounding()
+        self._counter = 0
+
+    # ------------------------------------------------------------------ helpers
+    def fresh(self, prefix: str) -> Internal:
+        name = Internal(f"{prefix}{self._counter}")
+        self._counter += 1
+        return name
+
+    def value_of(self, value: ast.Value) -> Any:
+        return resolve(value, self.parameters)
+
+    def string_of(self, value: ast.Value, what: str) -> str:
+        resolved = self.value_of(value)
+        if not isinstance(resolved, str):
+            raise KipError(INVALID_SYNTAX, f"{what} must be a string, got {describe(resolved)}.", f"Bind the placeholder of {what} to a string.")
+        return resolved
+
+    # ------------------------------------------------------------------ groups
+    def group(self, items: tuple, scope: dict[str, Binding], *, required: bool, top: bool = False,
+              avoid: frozenset[str] = frozenset()) -> tuple[list[Fragment], dict[str, Binding]]:
+        """Lower a group; returns its lines and the bindings visible after it (scope + new).
+
+        ``avoid``: names that must not be bound under their own name (they belong to an
+        enclosing scope this group cannot see — the UNION branch rule); such variables get
+        an internal name and stay invisible outside the group."""
+        union_at = [i for i, item in enumerate(items) if isinstance(item, ast.UnionBlock)]
+        if not union_at:
+            return self.sequence(items, scope, required=required, avoid=avoid)
+        k = union_at[-1]
+        left_items, right_items, rest = items[:k], items[k].items, items[k + 1 :]
+        if not left_items:
+            raise KipError(INVALID_SYNTAX, "UNION { … } needs a pattern before it in the same block.", "Write the first alternative, then UNION { second alternative }.")
+        lines: list[Fragment] = []
+        # Left branch: the items before UNION, seeing the enclosing scope.
+        left_lines, left_bind = self.group(left_items, scope, required=False, avoid=avoid)
+        # Right branch: an independent scope; names of the enclosing scope are shadowed internally.
+        right_lines, right_bind = self.group(right_items, {}, required=False, avoid=avoid | frozenset(scope))
+        left_new = {n: b for n, b in left_bind.items() if n not in scope}
+        right_new = {n: b for n, b in right_bind.items() if n not in scope and n not in avoid}
+        columns = list(dict.fromkeys([*left_new, *right_new]))
+        merged: dict[str, Binding] = dict(scope)
+        for name in columns:
+            kinds = {b.kind for b in (left_new.get(name), right_new.get(name)) if b is not None}
+            if PREDICATE in kinds and len(kinds) > 1:
+                raise KipError(INVALID_SYNTAX, f"?{name} binds a predicate name in one UNION branch and an element in another.", "Use different variable names for predicates and elements.")
+            kind = kinds.pop() if len(kinds) == 1 else ELEMENT
+            nullable = name not in left_new or name not in right_new or any(b.nullable for b in (left_new.get(name), right_new.get(name)) if b)
+            merged[name] = Binding(name, kind, Var(name), nullable)
+
+        def returning(bindings: dict[str, Binding]) -> Fragment:
+            cols = []
+            for name in columns:
+                binding = bindings.get(name)
+                if binding is None:
+                    cols.append(frag("null AS ", Var(name)))
+                elif binding.is_variable and binding.ref == Var(name):
+                    cols.append(Var(name))
+                else:
+                    cols.append(frag(binding.ref, " AS ", Var(name)))
+            if not cols:
+                return frag("RETURN true AS ", self.fresh("u"))
+            return frag("RETURN ", join(", ", cols))
+
+        if not columns:
+            # Nothing new on either side: a union is then just an existence test of either branch.
+            left_body = left_lines
+            right_body = right_lines
+            cond = frag("(", block("EXISTS {", left_body), " OR ", block("EXISTS {", right_body), ")")
+            lines.append(frag("WITH * WHERE ", cond) if scope else frag("WITH true AS ", self.fresh("u"), " WHERE ", cond))
+        else:
+            body = [*left_lines, returning(left_bind), frag("UNION"), *right_lines, returning(right_bind)]
+            head = "CALL (*) {" if scope else "CALL {"
+            lines.append(block(head, body))
+        if rest:
+            rest_lines, merged = self.sequence(rest, merged, required=required, avoid=avoid)
+            lines.extend(rest_lines)
+        return lines, merged
+
+    def sequence(self, items: tuple, scope: dict[str, Binding], *, required: bool,
+                 avoid: frozenset[str] = frozenset()) -> tuple[list[Fragment], dict[str, Binding]]:
+        """A UNION-free list of items: patterns and OPTIONALs in order, FILTER/NOT group-level."""
+        scope = dict(scope)
+        will_bind: set[str] = set(scope)
+        for item in items:
+            _bound_by(item, will_bind)
+        pending: list[tuple[Any, set[str]]] = []
+        for item in items:
+            if isinstance(item, ast.Filter):
+                needs = _where_vars(item.expr, set())
+                missing = sorted(needs - will_bind)
+                if missing:
+                    raise unbound(missing[0], "FILTER")
+                pending.append((item, needs))
+            elif isinstance(item, ast.NotBlock):
+                pending.append((item, _where_vars(item, set()) & will_bind))
+        clauses: list[_Clause] = []
+
+        def flush() -> None:
+            ready = [(item, needs) for item, needs in pending if needs <= set(scope)]
+            if not ready:
+                return
+            conds = []
+            for item, needs in ready:
+                pending.remove((item, needs))
+                conds.append(self.filter_or_not(item, scope, avoid))
+            if clauses and clauses[-1].kind == "match":
+                clauses[-1].where.extend(conds)
+            elif clauses:
+                clauses.append(_Clause(frag("WITH *"), "with", conds))
+            else:
+                pre_conds.extend(conds)
+
+        pre_conds: list[Fragment] = []
+        flush()
+        for item in items:
+            if isinstance(item, (ast.Filter, ast.NotBlock)):
+                continue
+            if isinstance(item, (ast.ConceptClause, ast.PropositionClause)):
+                parts, conds = self.pattern_clause(item, scope, required=required, avoid=avoid)
+                clause = _Clause(frag("MATCH ", join(", ", parts)), "match", conds)
+                if pre_conds:
+                    clause.where.extend(pre_conds)
+                    pre_conds.clear()
+                clauses.append(clause)
+            elif isinstance(item, ast.OptionalBlock):
+                optional = self.optional(item, scope, avoid)
+                if optional is not None:
+                    clauses.append(optional)
+            else:  # pragma: no cover - UnionBlock is split off by group()
+                raise AssertionError(item)
+            flush()
+        if pending:  # pragma: no cover - every pending item's needs are in will_bind
+            raise AssertionError(pending)
+        lines: list[Fragment] = []
+        if pre_conds:
+            # Only conditions, no pattern (e.g. NOT { FILTER(…) }): a plain row filter.
+            if scope:
+                lines.append(frag("WITH * WHERE ", join(" AND ", pre_conds)))
+            else:
+                raise KipError(INVALID_SYNTAX, "A block of only FILTERs has nothing to filter.", "Add a pattern clause that binds the variables the FILTER tests.")
+        for clause in clauses:
+            lines.extend(clause.render())
+        return lines, scope
+
+    # ------------------------------------------------------------------ blocks
+    def filter_or_not(self, item: Any, scope: dict[str, Binding], avoid: frozenset[str]) -> Fragment:
+        if isinstance(item, ast.Filter):
+            return self.condition(item.expr, scope, "FILTER")
+        return self.not_block(item, scope, avoid)
+
+    def not_block(self, item: ast.NotBlock, scope: dict[str, Binding], avoid: frozenset[str]) -> Fragment:
+        only_filters = all(isinstance(sub, ast.Filter) for sub in item.items)
+        if only_filters:
+            conds = [self.condition(sub.expr, scope, "FILTER") for sub in item.items]
+            return frag("NOT (", join(" AND ", conds), ")")
+        lines, _ = self.group(item.items, scope, required=False, avoid=avoid)
+        return block("NOT EXISTS {", lines)
+
+    def optional(self, item: ast.OptionalBlock, scope: dict[str, Binding], avoid: frozenset[str]) -> Optional[_Clause]:
+        patterns = [sub for sub in item.items if isinstance(sub, (ast.ConceptClause, ast.PropositionClause))]
+        filters = [sub for sub in item.items if isinstance(sub, ast.Filter)]
+        if len(patterns) == 1 and len(patterns) + len(filters) == len(item.items):
+            inner = dict(scope)
+            parts, conds = self.pattern_clause(patterns[0], inner, required=False, avoid=avoid)
+            for sub in filters:
+                needs = _where_vars(sub.expr, set())
+                missing = sorted(needs - set(inner))
+                if missing:
+                    raise unbound(missing[0], "FILTER")
+                conds.append(self.condition(sub.expr, inner, "FILTER"))
+            new = {n: b for n, b in inner.items() if n not in scope}
+            if not new:
+                return None  # binds nothing new: a left join that cannot change the solutions
+            for name, binding in new.items():
+                binding.nullable = True
+                scope[name] = binding
+            return _Clause(frag("OPTIONAL MATCH ", join(", ", parts)), "optional", conds)
+        head = "OPTIONAL CALL (*) {" if scope else "OPTIONAL CALL {"
+        lines, inner = self.group(item.items, scope, required=False, avoid=avoid)
+        new = {n: b for n, b in inner.items() if n not in scope and n not in avoid}
+        if not new:
+            return None
+        cols = []
+        for name, binding in new.items():
+            var = Var(name)
+            cols.append(var if (binding.is_variable and binding.ref == var) else frag(binding.ref, " AS ", var))
+            scope[name] = Binding(name, binding.kind, var, True)
+        body = [*lines, frag("RETURN ", join(", ", cols))]
+        return _Clause(block(head, body), "optional")
+
+    # ------------------------------------------------------------------ pattern clauses
+    def bind_node(self, name: str, kind: str, scope: dict[str, Binding], avoid: frozenset[str]) -> tuple[Part, bool]:
+        """The Cypher variable for node variable ``?name``; returns (ref, already_bound)."""
+        binding = scope.get(name)
+        if binding is not None:
+            if binding.kind == PREDICATE:
+                raise KipError(INVALID_SYNTAX, f"?{name} is bound to a predicate name and cannot also be a node.", "Use different variables for predicates and for concepts/propositions.")
+            if binding.kind == ELEMENT and kind in (CONCEPT, PROPOSITION):
+                binding.kind = kind
+            elif binding.kind != kind and kind != ELEMENT and binding.kind != ELEMENT:
+                raise KipError(INVALID_SYNTAX, f"?{name} is bound to a {binding.kind} and cannot also be a {kind}.", "A variable binds either concept nodes or proposition links, not both.")
+            return binding.ref, True
+        ref: Part = self.fresh("v") if name in avoid else Var(name)
+        scope[name] = Binding(name, kind, ref)
+        return ref, False
+
+    def pattern_clause(self, clause: Union[ast.ConceptClause, ast.PropositionClause], scope: dict[str, Binding], *,
+                       required: bool, avoid: frozenset[str]) -> tuple[list[Fragment], list[Fragment]]:
+        """One top-level clause → (comma-separated pattern parts, WHERE conditions)."""
+        parts: list[Fragment] = []
+        conds: list[Fragment] = []
+        if isinstance(clause, ast.ConceptClause):
+            parts.append(self.concept_node(clause, scope, required=required, avoid=avoid))
+        else:
+            self.proposition(clause, scope, parts, conds, need_node=clause.var is not None, required=required, avoid=avoid)
+        return parts, conds
+
+    def concept_node(self, clause: ast.ConceptClause, scope: dict[str, Binding], *, required: bool, avoid: frozenset[str]) -> Fragment:
+        ref: Optional[Part] = None
+        if clause.var is not None:
+            ref, _ = self.bind_node(clause.var, CONCEPT, scope, avoid)
+        out = frag("(")
+        if ref is not None:
+            out.add(ref)
+        out.add(":", storage.CONCEPT)
+        props: list[Fragment] = []
+        if clause.id is not None:
+            props.append(frag("id: ", Param(self.string_of(clause.id, "A concept `id`"))))
+        type_name = self.string_of(clause.type, "A concept `type`") if clause.type is not None else None
+        if type_name is not None:
+            self.grounding.add(self.grounding.types, type_name, required)
+        if clause.name is not None:
+            name = self.string_of(clause.name, "A concept `name`")
+            if type_name is not None:
+                # (type, name) is the composite unique key: a unique index seek.
+                props.append(frag("type: ", Param(type_name)))
+            props.append(frag("name: ", Param(name)))
+        elif type_name is not None:
+            out.add(":", Ident(type_name))
+        if props:
+            out.add(" {", join(", ", props), "}")
+        out.add(")")
+        return out
+
+    def endpoint(self, endpoint: ast.Endpoint, scope: dict[str, Binding], parts: list[Fragment], conds: list[Fragment], *,
+                 required: bool, avoid: frozenset[str]) -> tuple[Fragment, bool]:
+        """A subject/object → (node pattern, constrained?)."""
+        if isinstance(endpoint, ast.Var):
+            ref, bound = self.bind_node(endpoint.name, ELEMENT, scope, avoid)
+            return frag("(", ref, ")"), bound
+        if isinstance(endpoint, ast.ConceptClause):
+            return self.concept_node(endpoint, scope, required=required, avoid=avoid), True
+        node = self.proposition(endpoint, scope, parts, conds, need_node=True, required=required, avoid=avoid)
+        return frag("(", node, ")"), True
+
+    def proposition(self, clause: ast.PropositionClause, scope: dict[str, Binding], parts: list[Fragment], conds: list[Fragment], *,
+                    need_node: bool, required: bool, avoid: frozenset[str]) -> Optional[Part]:
+        """Append the pattern of a proposition clause to ``parts``; returns the proposition node
+        variable when ``need_node`` (a ?link variable or a nested endpoint)."""
+        node: Optional[Part] = None
+        if need_node:
+            if clause.var is not None:
+                node, _ = self.bind_node(clause.var, PROPOSITION, scope, avoid)
+            else:
+                node = self.fresh("p")
+        if clause.id is not None:
+            link_id = self.string_of(clause.id, "A proposition `id`")
+            parts.append(frag("(", node if node is not None else "", ":", storage.PROPOSITION, " {id: ", Param(link_id), "})"))
+            return node
+        predicate = clause.predicate
+        quantifier = predicate.quantifier if isinstance(predicate, ast.PredicatePattern) else None
+        if quantifier is not None and need_node:
+            raise KipError(
+                INVALID_SYNTAX,
+                "A path clause (\"p\"{m,n}) matches a chain of links, so it cannot be bound to a variable or used as a nested proposition.",
+                "Drop the ?link variable, or match a single hop without the quantifier.",
+            )
+        # Endpoints first (a nested proposition endpoint appends its own part before this one).
+        subject, _ = self.endpoint(clause.subject, scope, parts, conds, required=required, avoid=avoid)
+        obj, _ = self.endpoint(clause.object, scope, parts, conds, required=required, avoid=avoid)
+        if isinstance(predicate, ast.PredicatePattern):
+            for name in predicate.names:
+                self.grounding.add(self.grounding.predicates, name, required)
+        if node is not None:
+            label = frag(node, ":", storage.PROPOSITION)
+            if isinstance(predicate, ast.PredicatePattern) and len(predicate.names) == 1:
+                label.add(" {predicate: ", Param(predicate.names[0]), "}")
+            elif isinstance(predicate, ast.PredicatePattern):
+                conds.append(frag(node, ".predicate IN ", Param(list(predicate.names))))
+            else:
+                self.bind_predicate(predicate.name, frag(node, ".predicate"), scope, conds, avoid)
+            parts.append(frag(subject, "<-[:", storage.SUBJECT_REL, "]-(", label, ")-[:", storage.OBJECT_REL, "]->", obj))
+            return node
+        if isinstance(predicate, ast.Var):
+            rel = self.fresh("r")
+            parts.append(frag(subject, "-[", rel, "]->", obj))
+            conds.append(frag(rel, ".", storage.LINK_ID, " IS NOT NULL"))
+            self.bind_predicate(predicate.name, frag("type(", rel, ")"), scope, conds, avoid)
+            return None
+        types = join("|", [Ident(name) for name in predicate.names])
+        hops = ""
+        if quantifier is not None:
+            low, high = self.hops(quantifier)
+            hops = f"*{low}..{high}"
+        parts.append(frag(subject, "-[:", types, hops, "]->", obj))
+        return None
+
+    def hops(self, quantifier: ast.Quantifier) -> tuple[int, int]:
+        cap = self.settings.max_hops
+        low = int(quantifier.min)
+        high = cap if quantifier.max is None else int(quantifier.max)
+        if low > high:
+            if quantifier.max is None:
+                raise KipError(RESOURCE_EXHAUSTED, f"The path quantifier {{{low},}} starts beyond the engine's hop cap of {cap}.", f"Use at most {cap} hops.")
+            raise KipError(INVALID_SYNTAX, f"The path quantifier {{{low},{high}}} has min > max.", "Write {min,max} with min ≤ max.")
+        if high > cap:
+            raise KipError(RESOURCE_EXHAUSTED, f"The path quantifier allows {high} hops; this engine caps paths at {cap}.", f"Use an upper bound of at most {cap} hops (an open {{m,}} is capped at {cap}).")
+        return low, high
+
+    def bind_predicate(self, name: str, expr: Fragment, scope: dict[str, Binding], conds: list[Fragment], avoid: frozenset[str]) -> None:
+        binding = scope.get(name)
+        if binding is None:
+            scope[name] = Binding(name, PREDICATE, expr, is_variable=False)
+            return
+        if binding.kind != PREDICATE:
+            raise KipError(INVALID_SYNTAX, f"?{name} is bound to a {binding.kind} and cannot also be a predicate.", "Use different variables for predicates and for concepts/propositions.")
+        conds.append(frag(expr, " = ", binding.ref))
+
+    # ------------------------------------------------------------------ expressions
+    def lookup(self, name: str, scope: Mapping[str, Binding], used_in: str) -> Binding:
+        binding = scope.get(name)
+        if binding is None:
+            raise unbound(name, used_in)
+        return binding
+
+    def raw_value(self, expr: Union[ast.Var, ast.DotPath], scope: Mapping[str, Binding], used_in: str) -> Fragment:
+        if isinstance(expr, ast.Var):
+            return frag(self.lookup(expr.name, scope, used_in).ref)
+        binding = self.lookup(expr.var, scope, used_in)
+        if binding.kind == PREDICATE:
+            raise KipError(INVALID_SYNTAX, f"?{expr.var} binds a predicate name (a string); `?{expr.var}.{'.'.join(expr.path)}` has no meaning.", f"Use ?{expr.var} itself.")
+        head = expr.path[0]
+        if head in SCALAR_FIELDS:
+            return frag(binding.ref, "." + head)
+        prefix = MAP_FIELDS[head]
+        if len(expr.path) == 1:
+            return frag("properties(", binding.ref, ")")
+        return frag(binding.ref, ".", Ident(prefix + expr.path[1]))
+
+    def is_stored(self, expr: Any) -> bool:
+        """True for ?x.attributes.k / ?x.metadata.k: values that may be stored as JSON text."""
+        return isinstance(expr, ast.DotPath) and expr.path[0] in MAP_FIELDS and len(expr.path) == 2
+
+    def operand(self, expr: Any, scope: Mapping[str, Binding], used_in: str) -> Fragment:
+        """A comparable value: JSON-text values (objects, explicit null …) compare as null."""
+        if isinstance(expr, (ast.Literal, ast.ListLit, ast.Placeholder, ast.ObjectLit)):
+            return frag(Param(self.value_of(expr)))
+        if isinstance(expr, ast.DotPath) and expr.path[0] in MAP_FIELDS and len(expr.path) == 1:
+            raise KipError(INVALID_SYNTAX, f"?{expr.var}.{expr.path[0]} is a whole object; objects are not comparable in FILTER.", f"Test one key instead: ?{expr.var}.{expr.path[0]}.<key>.")
+        raw = self.raw_value(expr, scope, used_in)
+        if self.is_stored(expr):
+            return frag("CASE WHEN ", raw, " STARTS WITH ", JSON_MARKER_LITERAL, " THEN null ELSE ", raw, " END")
+        return raw
+
+    def condition(self, expr: Any, scope: Mapping[str, Binding], used_in: str = "FILTER") -> Fragment:
+        """A boolean FILTER expression; every atom is null-safe (coalesce(…, false))."""
+        if isinstance(expr, ast.BoolOp):
+            op = " AND " if expr.op == "&&" else " OR "
+            return frag("(", self.condition(expr.left, scope, used_in), op, self.condition(expr.right, scope, used_in), ")")
+        if isinstance(expr, ast.NotExpr):
+            return frag("NOT ", self.condition(expr.operand, scope, used_in))
+        if isinstance(expr, ast.Comparison):
+            left = self.operand(expr.left, scope, used_in)
+            right = self.operand(expr.right, scope, used_in)
+            return frag("coalesce(", left, _CMP[expr.op], right, ", false)")
+        if isinstance(expr, ast.FuncCall):
+            return self.function(expr, scope, used_in)
+        # A bare value used as a condition: true only when it is the boolean true.
+        return frag("coalesce(", self.operand(expr, scope, used_in), " = true, false)")
+
+    def function(self, call: ast.FuncCall, scope: Mapping[str, Binding], used_in: str) -> Fragment:
+        name, args = call.name, call.args
+        if name in ("IS_NULL", "IS_NOT_NULL"):
+            arg = args[0]
+            if isinstance(arg, ast.DotPath) and arg.path[0] in MAP_FIELDS and len(arg.path) == 1:
+                raw = frag(self.lookup(arg.var, scope, used_in).ref)  # the whole object exists iff the element does
+            elif isinstance(arg, (ast.Var, ast.DotPath)):
+                raw = self.raw_value(arg, scope, used_in)
+            else:
+                raw = frag(Param(self.value_of(arg)))
+            if self.is_stored(arg):
+                test = frag("(", raw, " IS NULL OR ", raw, " = ", JSON_NULL_LITERAL, ")")
+            else:
+                test = frag(raw, " IS NULL")
+            return test if name == "IS_NULL" else frag("NOT ", test)
+        if name == "IN":
+            return frag("coalesce(", self.operand(args[0], scope, used_in), " IN ", self.operand(args[1], scope, used_in), ", false)")
+        if name in _STRING_FUNCS:
+            return frag("coalesce(", self.operand(args[0], scope, used_in), _STRING_FUNCS[name], self.operand(args[1], scope, used_in), ", false)")
+        if name == "REGEX":
+            subject = self.operand(args[0], scope, used_in)
+            pattern_arg = args[1]
+            if isinstance(pattern_arg, (ast.Literal, ast.Placeholder)):
+                pattern = self.value_of(pattern_arg)
+                if not isinstance(pattern, str):
+                    raise KipError(INVALID_SYNTAX, f"REGEX needs a string pattern, got {describe(pattern)}.", "Write REGEX(?x, \"pattern\").")
+                check_regex(pattern)
+                regex = frag(Param(search_regex(pattern)))
+            else:
+                regex = frag("'(?s).*(?:' + ", self.operand(pattern_arg, scope, used_in), " + ').*'")
+            return frag("coalesce(", subject, " =~ ", regex, ", false)")
+        raise KipError(INVALID_SYNTAX, f"Unknown FILTER function {name}.", "Use IN, IS_NULL, IS_NOT_NULL, CONTAINS, STARTS_WITH, ENDS_WITH or REGEX.")
+
+
+def search_regex(pattern: str) -> str:
+    """KIP REGEX is a search (the pattern may match anywhere); Cypher's =~ matches whole strings."""
+    return "(?s).*(?:" + pattern + ").*"
+
+
+# Constructs Java's regex engine accepts that Python's does not: skip the local check for them.
+_JAVA_ONLY = re.compile(r"\\[pPQEhHvVRXzZGk]|\(\?<[a-zA-Z]|\[\[|&&|\(\?[a-zA-Z]*-|\+\+|\*\+|\?\+|\}\+")
+
+
+def check_regex(pattern: str) -> None:
+    """Reject a pattern that cannot compile (KIP_1001) before Neo4j would fail at run time."""
+    if _JAVA_ONLY.search(pattern):
+        return
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise KipError(INVALID_SYNTAX, f"Invalid REGEX pattern {pattern!r}: {exc}.", "Fix the regular expression (Java syntax); escape literal characters such as ( [ . * with a backslash.") from None
+
+
+# ----------------------------------------------------------------------------- grounding (KIP_2001)
+def grounding_statement() -> Statement:
+    """Which of ``$names`` (``[[meta_type, name], …]``) have a definition node."""
+    stmt = Statement()
+    stmt.line("UNWIND $names AS item")
+    stmt.line("OPTIONAL MATCH (d:", storage.CONCEPT, " {type: item[0], name: item[1]})")
+    stmt.line("RETURN item[0] AS meta, item[1] AS name, d IS NOT NULL AS defined")
+    return stmt
+
+
+def defined_names_statement() -> Statement:
+    """Every name defined under one meta-type (for the did-you-mean hint)."""
+    stmt = Statement()
+    stmt.line("MATCH (d:", storage.CONCEPT, " {type: $meta})")
+    stmt.line("RETURN d.name AS name")
+    return stmt
+
+
+def grounding_names(grounding: Grounding, required_only: Optional[bool] = None) -> list[list[str]]:
+    types, predicates = grounding.names(required_only)
+    return [[storage.CONCEPT_TYPE, t] for t in types] + [[storage.PROPOSITION_TYPE, p] for p in predicates]
+
+
+def check_grounding(tx: Any, names: list[list[str]]) -> None:
+    """Raise KIP_2001 (with a did-you-mean hint) for the first undefined type or predicate.
+
+    ``tx`` is a ``plan.Tx``. Callers run this only when it can matter — typically when a
+    pattern matched nothing (an undefined type has no instances), which keeps the hot
+    path at one round trip."""
+    if not names:
+        return
+    from ..errors import TYPE_MISMATCH, did_you_mean
+    from ..plan import Compiled
+
+    rows = tx.run(Compiled.of(grounding_statement(), "grounding check"), {"names": names})
+    for row in rows:
+        if row["defined"]:
+            continue
+        meta, name = row["meta"], row["name"]
+        defined = [r["name"] for r in tx.run(Compiled.of(defined_names_statement(), "defined names"), {"meta": meta})]
+        kind = "concept type" if meta == storage.CONCEPT_TYPE else "proposition type"
+        what = "Concept type" if meta == storage.CONCEPT_TYPE else "Predicate"
+        raise KipError(TYPE_MISMATCH, f"{what} \"{name}\" is not defined in the schema.", did_you_mean(kind, name, sorted(n for n in defined if isinstance(n, str))))
