@@ -102,7 +102,8 @@ def line_column(text: str, offset: int) -> tuple[int, int]:
 def snippet(text: str, offset: int) -> str:
     """The offending source line with a caret under ``offset``."""
     line, column = line_column(text, offset)
-    source_line = text.splitlines()[line - 1] if text.splitlines() else ""
+    # split("\n") (not splitlines) so lines agree with line_column, also at a trailing newline.
+    source_line = text.split("\n")[line - 1].rstrip("\r")
     if len(source_line) > 120:
         start = max(0, column - 60)
         source_line = source_line[start : start + 120]

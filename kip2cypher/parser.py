@@ -483,6 +483,7 @@ EXPECTED = {
     "order_key": "a sort key (variable, dot path or aggregation)",
     "DIRECTION": "ASC or DESC",
     "limit": "LIMIT",
+    "where_block": "WHERE { … }",
     "cursor": "CURSOR",
     "pattern_clause": "a pattern clause",
     "filter": "FILTER",
@@ -495,6 +496,7 @@ EXPECTED = {
     "quantifier": "a path quantifier such as {1,3}",
     "PIPE": "`|`",
     "or_expr": "a boolean expression",
+    "FUNCTION": "a FILTER function (IN, IS_NULL, IS_NOT_NULL, CONTAINS, STARTS_WITH, ENDS_WITH, REGEX)",
     "operand": "a variable, dot path or value",
     "COMPARE": "a comparison operator (== != < > <= >=)",
     "AND": "`&&`",
@@ -603,8 +605,9 @@ def _keywords_by_token(grammar: Grammar) -> dict[str, frozenset[str]]:
 _LEADING = _leading_rules(GRAMMAR)
 _KEYWORDS_BY_TOKEN = _keywords_by_token(GRAMMAR)
 _KEYWORDS = frozenset().union(*_KEYWORDS_BY_TOKEN.values())
+_COMMAND_KEYWORDS = frozenset().union(*(_KEYWORDS_BY_TOKEN.get(name, ()) for name in _LEADING["command"]))
 _STRING_RE = re.compile(r'"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"')
-_FOUND_RE = re.compile(r'\w+|"[^"\n]{0,24}"?|\S')
+_FOUND_RE = re.compile(r'-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?\w*|\w+|"[^"\n]{0,24}"?|/\*|[\s\S]')
 
 
 class _FailureLog(ParseError):
@@ -657,7 +660,8 @@ def _expected_words(names: list[str]) -> str:
 def _found(text: str, offset: int) -> str:
     if offset >= len(text):
         return "the end of the command"
-    return f"`{_FOUND_RE.match(text, offset).group()}`"
+    token = _FOUND_RE.match(text, offset).group()
+    return f"`{token}`" if token.isprintable() else f"the character U+{ord(token[0]):04X}"
 
 
 def _hint(text: str, offset: int, names: list[str], rule: str) -> str:
@@ -678,9 +682,13 @@ def _hint(text: str, offset: int, names: list[str], rule: str) -> str:
         return "Strings use double quotes: \"like this\"."
     if word == "=" and "COMPARE" in tried:
         return "Use `==` to test equality."
+    if word in ("and", "AND", "or", "OR", "&", "|") and "AND" in tried:
+        return "FILTER uses `&&` for AND, `||` for OR and `!` for NOT."
+    if word == "/*":
+        return "Close the block comment with `*/`."
     if word == ";":
         return "KIP commands have no `;` terminator; send several commands through the batch `commands` array."
-    if rule == "single" and "END" in names and word in _KEYWORDS:
+    if rule == "single" and "END" in names and word in _COMMAND_KEYWORDS:
         return "A command text holds one command (consecutive UPSERT statements form one); send several commands through the batch `commands` array."
     unclosed = _unclosed_bracket(text)
     if offset >= len(text) and unclosed is not None:

@@ -168,7 +168,7 @@ class _Validator:
 
     def proposition(self, clause: ast.PropositionClause) -> None:
         if clause.id is not None:
-            self.string_value(clause.id, "A proposition `id`")
+            self.string_value(clause.id, "A proposition clause's `id`")
             return
         for endpoint in (clause.subject, clause.object):
             self.endpoint(endpoint)
@@ -263,7 +263,7 @@ class _Validator:
         if value is None or isinstance(value, ast.Placeholder):
             return
         if not (isinstance(value, ast.Literal) and isinstance(value.value, str)):
-            raise self.fail(value, f"{what} expects a string, got {_shown(value)}.", f"Write {what} followed by a double-quoted string, or a :placeholder.")
+            raise self.fail(value, f"{what} expects a string, got {_shown(value)}.", "Write a double-quoted string (\"…\") or a :placeholder here.")
 
     # -- KML -----------------------------------------------------------------
     def cmd_Capsule(self, capsule: ast.Capsule) -> None:
@@ -294,7 +294,7 @@ class _Validator:
 
     def kml_proposition(self, clause: ast.PropositionClause) -> None:
         if clause.id is not None:
-            self.string_value(clause.id, "A proposition `id`")
+            self.string_value(clause.id, "A proposition clause's `id`")
             return
         predicate = clause.predicate
         if not isinstance(predicate, ast.PredicatePattern) or len(predicate.names) != 1 or predicate.quantifier is not None:

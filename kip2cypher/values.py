@@ -18,6 +18,7 @@ _IDENTIFIER = r"[A-Za-z_][A-Za-z0-9_]*"
 # A string literal or a comment (skipped: `:x` in a comment is not a placeholder).
 _STRING_OR_COMMENT_RE = re.compile(r'"(?:[^"\\\n]|\\.)*"|//[^\n]*|/\*[\s\S]*?\*/')
 _EMBEDDED_RE = re.compile(r":(" + _IDENTIFIER + r")(?![A-Za-z0-9_])")
+_KEY_BEFORE_RE = re.compile(r'"?(' + _IDENTIFIER + r')"?\s*:\s*\Z')
 
 
 def describe(value: Any) -> str:
@@ -122,10 +123,12 @@ def check_quoted_placeholders(text: str, params: Optional[Mapping[str, Any]]) ->
             if name in params:
                 offset = literal.start() + embedded.start()
                 line, column = line_column(text, offset)
+                key = _KEY_BEFORE_RE.search(text, max(0, literal.start() - 80), literal.start())
+                example = f"{key.group(1) if key else name}: :{name}"
                 raise KipError(
                     INVALID_SYNTAX,
                     f"The placeholder :{name} at line {line}, column {column} is inside a quoted string, where it is never substituted.\n{snippet(text, offset)}",
-                    f"Placeholders must occupy a whole value position: write `key: :{name}` (no quotes) and, if you need surrounding text, put the complete string in the parameter.",
+                    f"Placeholders must occupy a whole value position: write `{example}` (no quotes) and, if you need surrounding text, put the complete string in the parameter.",
                     line=line,
                     column=column,
                 )

@@ -13,7 +13,7 @@ from typing import NamedTuple, Optional
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "parser"
 _HEADER = re.compile(r"^=== (.+)$", re.M)
-_EXPECT = re.compile(r"--- (KIP_\d{4}) (\d+):(\d+)\n")
+_EXPECT = re.compile(r"--- (KIP_\d{4}) (\d+):(\d+)(?:\n|\Z)")
 
 
 class Entry(NamedTuple):
