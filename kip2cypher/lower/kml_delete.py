@@ -1,0 +1,101 @@
+"""DELETE PROPOSITIONS (§4.2.3) and DELETE CONCEPT … DETACH (§4.2.4).
+
+Both cascade transitively through higher-order propositions so that no
+proposition is ever left pointing at a deleted element: the dependents of a
+deleted element are the propositions that reach it through a chain of
+``KIP_SUBJECT`` / ``KIP_OBJECT`` relationships. Deleting a proposition removes
+its reified node and its native predicate relationship in the same
+transaction. The counts in the response include the cascade (the audit the
+spec asks for).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .. import ast, schema
+from ..config import Settings
+from ..cypher.builder import Ident, Statement
+from ..plan import Compiled, Plan, Tx
+from . import kml_common as K
+from . import pattern as pat
+from .kml_update import Targets, element_label, raise_protected
+
+
+def dependents(list_var: str) -> str:
+    """Cypher expression: every proposition that (transitively) references an element of ``list_var``."""
+    return (
+        f"COLLECT {{ UNWIND {list_var} AS _d MATCH (_h:{K.P})-[:{K.SUBJ}|{K.OBJ}*1..]->(_d) RETURN DISTINCT _h }}"
+    )
+
+
+def delete_propositions(stmt: Statement, list_var: str, indent: str = "") -> None:
+    """Delete the proposition nodes in ``list_var`` with their native relationships (unit subqueries)."""
+    stmt.line(indent, f"CALL ({list_var}) {{")
+    stmt.line(indent, f"  UNWIND {list_var} AS _x")
+    stmt.line(indent, "  CALL (_x) {")
+    stmt.line(indent, f"    MATCH (_x)-[:{K.SUBJ}]->(_s)")
+    stmt.line(indent, f"    MATCH (_x)-[:{K.OBJ}]->(_o)")
+    stmt.line(indent, "    MATCH (_s)-[_r]->(_o) WHERE _r.", Ident("kip_id"), " = _x.id")
+    stmt.line(indent, "    DELETE _r")
+    stmt.line(indent, "  }")
+    stmt.line(indent, "}")
+    stmt.line(indent, f"CALL ({list_var}) {{")
+    stmt.line(indent, f"  UNWIND {list_var} AS _x")
+    stmt.line(indent, "  DETACH DELETE _x")
+    stmt.line(indent, "}")
+
+
+def lower_delete_propositions(command: ast.DeletePropositions, parameters: dict[str, Any], settings: Settings) -> Plan:
+    targets = Targets(command.where, command.target, parameters, settings, "DELETE PROPOSITIONS", {pat.PROPOSITION, pat.ELEMENT})
+    v = targets.var
+    stmt = targets.stmt
+    stmt.line("WITH ", v, f" WHERE ", v, f":{K.P}")
+    stmt.line("WITH collect(", v, ") AS _ls")
+    stmt.line("WITH _ls, [x IN _ls WHERE ", schema.cy_protected_link("x"), " | ", element_label("x"), "] AS _bad")
+    read_only = Statement().extend(stmt)
+    read_only.line("RETURN size(_ls) AS matched, 0 AS deleted, _bad")
+    stmt.line("WITH _ls, _bad, CASE WHEN size(_bad) = 0 THEN _ls + [h IN ", dependents("_ls"), " WHERE NOT h IN _ls] ELSE [] END AS _all")
+    delete_propositions(stmt, "_all")
+    stmt.line("RETURN size(_ls) AS matched, size(_all) AS deleted, _bad")
+    write = Compiled.of(stmt, "DELETE PROPOSITIONS: match, check protection, delete with higher-order cascade")
+    probe = Compiled.of(read_only, "DELETE PROPOSITIONS dry_run")
+
+    def run(tx: Tx, compiled: Compiled, dry: bool) -> dict[str, Any]:
+        row = tx.run(compiled)[0]
+        raise_protected(row["_bad"], "DELETE PROPOSITIONS")
+        targets.check_grounding(tx, row["matched"])
+        return {"result": {"deleted_propositions": row["deleted"]}}
+
+    return Plan("KML", "WRITE", [write], lambda tx: run(tx, write, False), lambda tx: run(tx, probe, True))
+
+
+def lower_delete_concept(command: ast.DeleteConcept, parameters: dict[str, Any], settings: Settings) -> Plan:
+    targets = Targets(command.where, command.target, parameters, settings, "DELETE CONCEPT", {pat.CONCEPT, pat.ELEMENT})
+    v = targets.var
+    stmt = targets.stmt
+    stmt.line("WITH ", v, " WHERE ", v, f":{K.C}")
+    stmt.line("WITH collect(", v, ") AS _cs")
+    stmt.line(
+        "WITH _cs, [x IN _cs WHERE coalesce(", schema.cy_protected_concept("x.type", "x.name"), " OR ",
+        schema.cy_actor("x.type", "x.name"), ", false) | ", element_label("x"), "] AS _bad",
+    )
+    read_only = Statement().extend(stmt)
+    read_only.line("RETURN size(_cs) AS matched, 0 AS concepts, 0 AS propositions, _bad")
+    stmt.line("WITH _cs, _bad, CASE WHEN size(_bad) = 0 THEN ", dependents("_cs"), " ELSE [] END AS _ps")
+    delete_propositions(stmt, "_ps")
+    stmt.line("CALL (_cs, _bad) {")
+    stmt.line("  WITH _cs WHERE size(_bad) = 0")
+    stmt.line("  UNWIND _cs AS _c")
+    stmt.line("  DETACH DELETE _c")
+    stmt.line("}")
+    stmt.line("RETURN size(_cs) AS matched, size(_cs) AS concepts, size(_ps) AS propositions, _bad")
+    write = Compiled.of(stmt, "DELETE CONCEPT: match, check protection, delete with transitive cascade")
+    probe = Compiled.of(read_only, "DELETE CONCEPT dry_run")
+
+    def run(tx: Tx, compiled: Compiled, dry: bool) -> dict[str, Any]:
+        row = tx.run(compiled)[0]
+        raise_protected(row["_bad"], "DELETE CONCEPT")
+        targets.check_grounding(tx, row["matched"])
+        return {"result": {"deleted_concepts": row["concepts"], "deleted_propositions": row["propositions"]}}
+
+    return Plan("KML", "WRITE", [write], lambda tx: run(tx, write, False), lambda tx: run(tx, probe, True))

@@ -1,0 +1,263 @@
+"""UPDATE (spec §4.3) and DELETE ATTRIBUTES / DELETE METADATA (§4.2.1–4.2.2).
+
+All three are one Cypher statement on top of the shared WHERE lowering
+(``lower/pattern.py``)::
+
+    <WHERE lines>
+    WITH DISTINCT t [WITH t LIMIT $limit]
+    WITH collect(t) AS _ts                      -- the matched set
+    WITH _ts, [x IN _ts WHERE <protected>] AS _bad
+    CALL (_ts, _bad) {                          -- writes only when nothing protected matched
+      … UNWIND _ts AS t
+      CALL (t) { lock t; read properties(t); compute; write if changed }
+    }
+    RETURN size(_ts) AS matched, updated …, _bad
+
+Update expressions (ADD/MUL/CLAMP/COALESCE) become Cypher expressions over the
+element's own properties, read after its write lock, so concurrent bulk
+updates never lose an increment. A null or non-number operand yields null and
+the key is skipped for that element. ``updated`` counts elements whose stored
+state actually changed (and whose ``_version`` therefore grew).
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from .. import ast, errors, schema, storage
+from ..config import Settings
+from ..cypher.builder import Fragment, Ident, Internal, Param, Statement, frag, join
+from ..errors import KipError
+from ..plan import Compiled, Plan, Tx
+from ..values import describe, resolve, resolve_int
+from . import kml_common as K
+from . import pattern as pat
+
+NUMERIC = " IS :: INTEGER | FLOAT"
+
+
+# ====================================================================== shared WHERE helpers
+class Targets:
+    """The lowered WHERE of a bulk KML statement, reduced to one row per distinct ``?target``."""
+
+    def __init__(self, where, target: str, parameters, settings: Settings, used_in: str, kinds, limit=None) -> None:
+        self.pattern = pat.lower_where(where, parameters, settings)
+        self.pattern.require(target, used_in=used_in, kinds=kinds)
+        self.grounding_all = pat.grounding_names(self.pattern.grounding)
+        self.grounding_optional = pat.grounding_names(self.pattern.grounding, required_only=False)
+        self.pattern.distinct([target], used_in=used_in)
+        self.var = self.pattern.ref(target)
+        self.stmt = self.pattern.statement()
+        if limit is not None:
+            self.stmt.line("WITH ", self.var, " LIMIT ", Param(resolve_int(limit, parameters, "LIMIT"), "kip_limit"))
+
+    def check_grounding(self, tx: Tx, matched: int) -> None:
+        """KIP_2001 for undefined types/predicates: always for OPTIONAL/NOT/UNION names, for all when nothing matched."""
+        pat.check_grounding(tx, self.grounding_all if matched == 0 else self.grounding_optional)
+
+
+def bad_element(x: Any, *, core_directives: bool) -> Fragment:
+    """Cypher: ``x`` is a protected element for a bulk mutation.
+
+    Fully protected concepts and their CoreSchema links always; $self/$system
+    only when the statement touches core_directives.
+    """
+    parts = [
+        frag("(", x, ":", K.C, " AND ", schema.cy_protected_concept(frag(x, ".type"), frag(x, ".name")), ")"),
+        frag("(", x, ":", K.P, " AND ", schema.cy_protected_link(x), ")"),
+    ]
+    if core_directives:
+        parts.append(frag("(", x, ":", K.C, " AND ", schema.cy_actor(frag(x, ".type"), frag(x, ".name")), ")"))
+    return frag("coalesce(", join(" OR ", parts), ", false)")
+
+
+def element_label(x: Any) -> Fragment:
+    """Cypher: a readable label for an element in error messages."""
+    return frag("CASE WHEN ", x, ":", K.C, " THEN '{type: \"' + ", x, ".type + '\", name: \"' + ", x, ".name + '\"}' ELSE '(id: \"' + ", x, ".id + '\")' END")
+
+
+def raise_protected(bad: list[str], what: str) -> None:
+    if bad:
+        shown = ", ".join(bad[:3]) + (f" and {len(bad) - 3} more" if len(bad) > 3 else "")
+        raise schema.immutable(f"{what} matched {shown}, which")
+
+
+# ====================================================================== UPDATE expressions
+class Expr:
+    """Lowers one UPDATE value position into a Cypher expression over ``cur`` (the element's properties)."""
+
+    def __init__(self, target: str, parameters: dict[str, Any]) -> None:
+        self.target = target
+        self.parameters = parameters
+
+    def path(self, value: ast.DotPath) -> Fragment:
+        if value.var != self.target:
+            raise KipError(
+                errors.REFERENCE_ERROR,
+                f"An update expression can only read ?{self.target} itself, not ?{value.var}.",
+                f"Each element's new value must come from its own state: use ?{self.target}.attributes.… / ?{self.target}.metadata.….",
+            )
+        if len(value.path) != 2 or value.path[0] not in ("attributes", "metadata"):
+            raise KipError(
+                errors.INVALID_SYNTAX,
+                f"?{value.var}.{'.'.join(value.path)} is not a numeric operand.",
+                f"Update expressions read ?{self.target}.attributes.<key> or ?{self.target}.metadata.<key>.",
+            )
+        prefix = storage.ATTR_PREFIX if value.path[0] == "attributes" else storage.META_PREFIX
+        return frag(Internal("cur"), ".", Ident(prefix + value.path[1]))
+
+    def numeric(self, value: Any) -> Fragment:
+        """A number-or-null expression (null when the operand is null or not a number)."""
+        if isinstance(value, ast.DotPath):
+            raw = self.path(value)
+            return frag("CASE WHEN ", raw, NUMERIC, " THEN ", raw, " END")
+        if isinstance(value, ast.UpdateCall):
+            return self.call(value)
+        v = resolve(value, self.parameters)
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise KipError(
+                errors.INVALID_VALUE_TYPE,
+                f"Update expression operands must be numbers, got {describe(v)}.",
+                "Use number literals, :placeholders bound to numbers, ?target.… paths or nested ADD/MUL/CLAMP/COALESCE.",
+            )
+        return frag(Param(v))
+
+    def call(self, call: ast.UpdateCall) -> Fragment:
+        f = call.func
+        if f == "ADD":
+            return frag("(", self.numeric(call.args[0]), " + ", self.numeric(call.args[1]), ")")
+        if f == "MUL":
+            return frag("(", self.numeric(call.args[0]), " * ", self.numeric(call.args[1]), ")")
+        if f == "CLAMP":
+            x, lo, hi = (self.numeric(a) for a in call.args)
+            return frag(
+                "CASE WHEN ", x, " IS NULL OR ", lo, " IS NULL OR ", hi, " IS NULL THEN null WHEN ", x, " < ", lo,
+                " THEN ", lo, " WHEN ", x, " > ", hi, " THEN ", hi, " ELSE ", x, " END",
+            )
+        if f == "COALESCE":
+            first, default = call.args
+            d = self.numeric(default)
+            if isinstance(first, ast.DotPath):
+                raw = self.path(first)
+                return frag(
+                    "CASE WHEN ", raw, " IS NULL OR ", raw, " = ", pat.JSON_NULL_LITERAL, " THEN ", d,
+                    " WHEN ", raw, NUMERIC, " THEN ", raw, " END",
+                )
+            return frag("coalesce(", self.numeric(first), ", ", d, ")")
+        raise KipError(errors.INVALID_SYNTAX, f"Unknown update function {f}.", "Use ADD, MUL, CLAMP or COALESCE.")
+
+    def top(self, value: Any) -> Fragment:
+        """A value position: a plain JSON value (stored as is) or an update expression."""
+        if isinstance(value, (ast.DotPath, ast.UpdateCall)):
+            return self.numeric(value)
+        return frag(Param(storage.encode(resolve(value, self.parameters))))
+
+
+# ====================================================================== UPDATE
+def lower_update(command: ast.Update, parameters: dict[str, Any], settings: Settings) -> Plan:
+    entries: list[tuple[str, Any]] = []
+    if command.set_attributes is not None:
+        entries += [(storage.attr_key(k), v) for k, v in command.set_attributes.entries]
+    if command.set_metadata is not None:
+        schema.check_metadata_keys([k for k, _ in command.set_metadata.entries], "UPDATE … SET METADATA")
+        entries += [(storage.meta_key(k), v) for k, v in command.set_metadata.entries]
+    if not entries:
+        raise KipError(errors.INVALID_SYNTAX, "UPDATE needs at least one key in SET ATTRIBUTES or SET METADATA.", "Write UPDATE ?x SET ATTRIBUTES { key: value } WHERE { … }.")
+    keys = [k for k, _ in entries]
+    if len(set(keys)) != len(keys):
+        raise KipError(errors.INVALID_SYNTAX, "UPDATE sets the same key twice.", "List each key once per SET block.")
+    touches_cd = K.CORE_DIRECTIVES in keys
+    expr = Expr(command.target, parameters)
+    values = [expr.top(v) for _, v in entries]
+
+    targets = Targets(command.where, command.target, parameters, settings, "UPDATE", pat.NODE_KINDS, command.limit)
+    t = targets.var
+    cur = Internal("cur")
+    stmt = targets.stmt
+    stmt.line("WITH collect(", t, ") AS _ts")
+    stmt.line("WITH _ts, [x IN _ts WHERE ", bad_element("x", core_directives=touches_cd), " | ", element_label("x"), "] AS _bad")
+    read_only = Statement().extend(stmt)
+    read_only.line("RETURN size(_ts) AS matched, 0 AS updated, _bad")
+    stmt.line("CALL (_ts, _bad) {")
+    stmt.line("  WITH _ts WHERE size(_bad) = 0")
+    stmt.line("  UNWIND _ts AS t")
+    stmt.line("  CALL (t) {")
+    stmt.line("    SET t.", Ident(K.LOCK), " = true REMOVE t.", Ident(K.LOCK))
+    stmt.line("    WITH t, properties(t) AS ", cur)
+    new_map = join(", ", [frag(Ident(k), ": ", v) for k, v in zip(keys, values)])
+    stmt.line("    WITH t, ", cur, ", {", new_map, "} AS _new")
+    stmt.line("    WITH t, ", cur, ", _new, [k IN keys(_new) WHERE _new[k] IS NOT NULL] AS _keys")
+    stmt.line("    WITH t, ", cur, ", _new, any(k IN _keys WHERE ", cur, "[k] IS NULL OR ", cur, "[k] <> _new[k]) AS changed")
+    stmt.line("    CALL (t, ", cur, ", _new, changed) {")
+    stmt.line("      WITH * WHERE changed")
+    sets = [frag("t.", Ident(k), " = coalesce(_new.", Ident(k), ", ", cur, ".", Ident(k), ")") for k in keys]
+    sets.append(frag("t.", Ident(K.VERSION), " = coalesce(", cur, ".", Ident(K.VERSION), ", 0) + 1"))
+    sets.append(frag("t.", Ident(K.UPDATED_AT), " = ", Param(None, K.NOW)))
+    stmt.line("      SET ", join(", ", sets))
+    stmt.line("    }")
+    stmt.line("    RETURN changed")
+    stmt.line("  }")
+    stmt.line("  RETURN count(CASE WHEN changed THEN 1 END) AS updated")
+    stmt.line("}")
+    stmt.line("RETURN size(_ts) AS matched, updated, _bad")
+    write = Compiled.of(stmt, "UPDATE: match, check protection, compute and write per element")
+    probe = Compiled.of(read_only, "UPDATE dry_run: match and check protection")
+
+    def run(tx: Tx, compiled: Compiled) -> dict[str, Any]:
+        row = tx.run(compiled, {K.NOW: K.now_iso()})[0]
+        raise_protected(row["_bad"], "UPDATE")
+        targets.check_grounding(tx, row["matched"])
+        return {"result": {"updated": row["updated"], "matched": row["matched"]}}
+
+    return Plan("KML", "WRITE", [write], lambda tx: run(tx, write), lambda tx: run(tx, probe))
+
+
+# ====================================================================== DELETE ATTRIBUTES / METADATA
+def _lower_delete_keys(command, parameters: dict[str, Any], settings: Settings, *, metadata: bool) -> Plan:
+    keyword = "DELETE METADATA" if metadata else "DELETE ATTRIBUTES"
+    if metadata:
+        schema.check_metadata_keys(command.keys, keyword)
+    prefix = storage.META_PREFIX if metadata else storage.ATTR_PREFIX
+    keys = [prefix + k for k in command.keys]
+    touches_cd = not metadata and K.CORE_DIRECTIVES in keys
+    targets = Targets(command.where, command.target, parameters, settings, keyword, pat.NODE_KINDS)
+    t = targets.var
+    stmt = targets.stmt
+    stmt.line("WITH collect(", t, ") AS _ts")
+    stmt.line("WITH _ts, [x IN _ts WHERE ", bad_element("x", core_directives=touches_cd), " | ", element_label("x"), "] AS _bad")
+    read_only = Statement().extend(stmt)
+    read_only.line("RETURN size(_ts) AS matched, 0 AS concepts, 0 AS propositions, _bad")
+    stmt.line("CALL (_ts, _bad) {")
+    stmt.line("  WITH _ts WHERE size(_bad) = 0")
+    stmt.line("  UNWIND _ts AS t")
+    stmt.line("  CALL (t) {")
+    stmt.line("    SET t.", Ident(K.LOCK), " = true REMOVE t.", Ident(K.LOCK))
+    stmt.line("    WITH t, properties(t) AS cur")
+    stmt.line("    WITH t, cur, any(k IN ", Param(keys, "kip_keys"), " WHERE cur[k] IS NOT NULL) AS changed")
+    stmt.line("    CALL (t, cur, changed) {")
+    stmt.line("      WITH * WHERE changed")
+    stmt.line("      REMOVE ", join(", ", [frag("t.", Ident(k)) for k in keys]))
+    stmt.line("      SET t.", Ident(K.VERSION), " = coalesce(cur.", Ident(K.VERSION), ", 0) + 1, t.", Ident(K.UPDATED_AT), " = ", Param(None, K.NOW))
+    stmt.line("    }")
+    stmt.line(f"    RETURN changed, t:{K.C} AS is_concept")
+    stmt.line("  }")
+    stmt.line("  RETURN count(CASE WHEN changed AND is_concept THEN 1 END) AS concepts, count(CASE WHEN changed AND NOT is_concept THEN 1 END) AS propositions")
+    stmt.line("}")
+    stmt.line("RETURN size(_ts) AS matched, concepts, propositions, _bad")
+    write = Compiled.of(stmt, f"{keyword}: match, check protection, remove keys")
+    probe = Compiled.of(read_only, f"{keyword} dry_run: match and check protection")
+
+    def run(tx: Tx, compiled: Compiled) -> dict[str, Any]:
+        row = tx.run(compiled, {K.NOW: K.now_iso()})[0]
+        raise_protected(row["_bad"], keyword)
+        targets.check_grounding(tx, row["matched"])
+        return {"result": {"updated_concepts": row["concepts"], "updated_propositions": row["propositions"]}}
+
+    return Plan("KML", "WRITE", [write], lambda tx: run(tx, write), lambda tx: run(tx, probe))
+
+
+def lower_delete_attributes(command: ast.DeleteAttributes, parameters: dict[str, Any], settings: Settings) -> Plan:
+    return _lower_delete_keys(command, parameters, settings, metadata=False)
+
+
+def lower_delete_metadata(command: ast.DeleteMetadata, parameters: dict[str, Any], settings: Settings) -> Plan:
+    return _lower_delete_keys(command, parameters, settings, metadata=True)
