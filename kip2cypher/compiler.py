@@ -47,7 +47,28 @@ def _lowering(command: ast.Command):
 
 def lower(command: ast.Command, parameters: Optional[dict[str, Any]] = None, settings: Optional[Settings] = None) -> Plan:
     """Lower a parsed command to a plan, binding the request's parameters."""
-    return _lowering(command)(command, dict(parameters or {}), settings or _default_settings())
+    plan = _lowering(command)(command, dict(parameters or {}), settings or _default_settings())
+    if plan.kind == "KML":
+        _refresh_embeddings_after(plan)
+    return plan
+
+
+def _refresh_embeddings_after(plan: Plan) -> None:
+    """Wrap a KML plan so that, in the same write transaction, the elements it touched get
+    fresh SEARCH embeddings (``embedding.after_write``; a no-op without an embedder)."""
+    from datetime import datetime, timezone
+
+    from . import embedding
+
+    runner = plan.runner
+
+    def run_then_embed(tx):
+        since = datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        response = runner(tx)
+        embedding.after_write(tx, since)
+        return response
+
+    plan.runner = run_then_embed
 
 
 @lru_cache(maxsize=1)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import secrets
 from dataclasses import dataclass, field
+from typing import Any
 
 
 def _env_int(name: str, default: int) -> int:
@@ -30,3 +31,7 @@ class Settings:
     cursor_secret: bytes = field(default_factory=lambda: os.environ.get("KIP2CYPHER_CURSOR_SECRET", "").encode() or secrets.token_bytes(32))
     #: Application name sent as transaction metadata (visible in Neo4j's query log).
     app_name: str = "kip2cypher"
+    #: Embedder for SEARCH MODE "semantic"/"hybrid" (kip2cypher.embedding): None = the process
+    #: default (KIP2CYPHER_EMBEDDER, "auto"), False = none, an Embedder instance or a spec string.
+    #: Not part of equality/hash, so compiled plans stay shareable; it is read at run time.
+    embedder: Any = field(default=None, compare=False, repr=False)
