@@ -187,8 +187,17 @@ class _FindLowering:
                     order.append(frag(column.var))
             returning = [c.var for c in self.columns]
         else:
+            projected: list[Fragment] = []
             for key in self.command.order_by:
-                sort(self.sort_value(key.expr), key.descending)
+                value = self.sort_value(key.expr)
+                if self.pattern.lowerer.is_stored(key.expr):
+                    # A guarded attribute value: compute it once, under a name.
+                    alias = Internal(f"k{len(projected)}")
+                    projected.append(frag(value, " AS ", alias))
+                    value = frag(alias)
+                sort(value, key.descending)
+            if projected:
+                core.append(frag("WITH *, ", join(", ", projected)))
             for name in self.key_vars():
                 binding = bindings[name]
                 order.append(frag(binding.ref) if binding.kind == PREDICATE else frag("elementId(", binding.ref, ")"))
