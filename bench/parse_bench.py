@@ -18,13 +18,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import parser_fixtures  # noqa: E402
-from kip2cypher.parser import parse  # noqa: E402
+from kip2cypher.parser import clear_cache, parse  # noqa: E402
 
 
 def cold(text: str, repeat: int) -> float:
     samples = []
     for _ in range(repeat):
-        parse.cache_clear()
+        clear_cache()
         start = time.perf_counter()
         parse(text)
         samples.append(time.perf_counter() - start)

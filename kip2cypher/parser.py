@@ -54,21 +54,43 @@ _OPENERS = {"{": "}", "[": "]", "(": ")"}
 
 
 # ------------------------------------------------------------------ public API
-@lru_cache(maxsize=CACHE_SIZE)
 def parse(text: str) -> ast.Command:
-    """Parse and validate exactly one KIP command (consecutive UPSERTs form one ``Capsule``)."""
+    """Parse and validate exactly one KIP command (consecutive UPSERTs form one ``Capsule``).
+
+    Results are cached by text (ASTs are immutable), so re-parsing is a dict lookup.
+    """
+    _check_type(text)
+    return _parse_single(text)
+
+
+def parse_script(text: str) -> tuple[ast.Command, ...]:
+    """Parse a ``.kip`` script: commands one after another, e.g. a FIND then an UPSERT."""
+    _check_type(text)
+    return _parse_script(text)
+
+
+def clear_cache() -> None:
+    """Forget cached parses (benchmarks measure cold parses with it)."""
+    _parse_single.cache_clear()
+    _parse_script.cache_clear()
+
+
+def _check_type(text: Any) -> None:
+    if not isinstance(text, str):
+        raise KipError(INVALID_SYNTAX, f"A KIP command must be a string, got {type(text).__name__}.")
+
+
+@lru_cache(maxsize=CACHE_SIZE)
+def _parse_single(text: str) -> ast.Command:
     return _parse(text, "single")[0]
 
 
 @lru_cache(maxsize=CACHE_SIZE // 8)
-def parse_script(text: str) -> tuple[ast.Command, ...]:
-    """Parse a ``.kip`` script: commands one after another, e.g. a FIND then an UPSERT."""
+def _parse_script(text: str) -> tuple[ast.Command, ...]:
     return tuple(_parse(text, "script"))
 
 
 def _parse(text: str, rule: str) -> list[ast.Command]:
-    if not isinstance(text, str):
-        raise KipError(INVALID_SYNTAX, f"A KIP command must be a string, got {type(text).__name__}.")
     check_bounds(text)
     source = text + _SENTINEL
     try:
@@ -110,7 +132,7 @@ def check_bounds(text: str) -> None:
                     column=column,
                 )
         elif len(char) == 1:
-            depth -= 1
+            depth = max(depth - 1, 0)
 
 
 # ------------------------------------------------------------------ tree → AST
@@ -170,11 +192,13 @@ class _Builder(NodeVisitor):
         return children
 
     def span(self, node: Node) -> ast.Span:
-        """Node span with trailing whitespace trimmed (tokens swallow what follows them)."""
-        end = min(node.end, len(self.text))
-        while end > node.start and self.text[end - 1].isspace():
-            end -= 1
-        return ast.Span(node.start, end)
+        """Node span without the whitespace and comments its last token swallowed."""
+        last = node
+        while last.expr_name not in _TOKENS:
+            last = next((child for child in reversed(last.children) if child.end > child.start), None)
+            if last is None:
+                return ast.Span(node.start, node.start)
+        return ast.Span(node.start, last.children[0].end)
 
     # -- entry points -----------------------------------------------------
     def visit_single(self, node, children):

@@ -101,10 +101,12 @@ def test_nul_character_is_rejected():
     assert (error.code, error.line, error.column) == (INVALID_SYNTAX, 1, 16)
 
 
-def test_non_string_input():
-    with pytest.raises(KipError) as info:
-        parse(b"DESCRIBE PRIMER")  # type: ignore[arg-type]
-    assert info.value.code == INVALID_SYNTAX
+@pytest.mark.parametrize("value", [b"DESCRIBE PRIMER", None, ["DESCRIBE PRIMER"]])
+def test_non_string_input(value):
+    for entry_point in (parse, parse_script):
+        with pytest.raises(KipError) as info:
+            entry_point(value)  # type: ignore[arg-type]
+        assert info.value.code == INVALID_SYNTAX
 
 
 def test_script_errors_are_positioned_in_the_whole_script():

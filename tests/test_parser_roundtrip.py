@@ -46,6 +46,7 @@ def test_spans_point_at_their_tokens(entry):
         if span is None:
             continue
         assert 0 <= span.start <= span.end <= len(text)
+        assert text[span.start : span.end] == text[span.start : span.end].strip()  # no surrounding blanks
         if isinstance(node, (ast.Var, ast.DotPath)):
             assert text[span.start] == "?"
         elif isinstance(node, ast.Placeholder):
@@ -64,6 +65,13 @@ def test_genesis_capsule_is_one_command_of_two_upserts():
     assert isinstance(command, ast.Capsule)
     assert [len(u.blocks) for u in command.upserts] == [8, 8]
     assert command.upserts[0].metadata.entries[0] == ("source", ast.Literal("SystemBootstrap"))
+
+
+def test_command_spans_cover_exactly_the_command_text():
+    script = "// lead\nDESCRIBE PRIMER // trailing comment\n\nFIND(?x) WHERE { ?x {type: \"A\"} } LIMIT 1 /* c */\n"
+    first, second = parse_script(script)
+    assert script[first.span.start : first.span.end] == "DESCRIBE PRIMER"
+    assert script[second.span.start : second.span.end] == 'FIND(?x) WHERE { ?x {type: "A"} } LIMIT 1'
 
 
 def test_script_splits_commands_and_groups_consecutive_upserts():
