@@ -259,7 +259,7 @@ class _FindLowering:
                 response["next_cursor"] = cursor.encode(settings, fingerprint, offset + limit)
             return response
 
-        statements = [main, Compiled.of(pat.grounding_statement(), "grounding check (runs only when the result is empty)")]
+        statements = [main] + ([pat.grounding_compiled(grounding_all)] if grounding_all else [])
         return Plan("KQL", "READ", statements, runner)
 
 

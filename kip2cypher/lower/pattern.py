@@ -289,6 +289,7 @@ def _bound_by(item: Any, out: set[str]) -> set[str]:
 
 
 _CMP = {"==": " = ", "!=": " <> ", "<": " < ", ">": " > ", "<=": " <= ", ">=": " >= "}
+_FLIP = {"==": "==", "!=": "!=", "<": ">", ">": "<", "<=": ">=", ">=": "<="}
 _STRING_FUNCS = {"CONTAINS": " CONTAINS ", "STARTS_WITH": " STARTS WITH ", "ENDS_WITH": " ENDS WITH "}
 
 
@@ -395,41 +396,46 @@ class Lowerer:
             elif isinstance(item, ast.NotBlock):
                 pending.append((item, _where_vars(item, set()) & will_bind))
         clauses: list[_Clause] = []
+        # Conditions whose variables are all bound wait here until the current run of
+        # mandatory MATCH clauses ends, then go into the WHERE of its last MATCH (one query
+        # graph: Neo4j places each predicate where it is cheapest anyway).
+        ready_conds: list[Fragment] = []
 
-        def flush() -> None:
-            ready = [(item, needs) for item, needs in pending if needs <= set(scope)]
-            if not ready:
+        def collect() -> None:
+            for item, needs in list(pending):
+                if needs <= set(scope):
+                    pending.remove((item, needs))
+                    ready_conds.append(self.filter_or_not(item, scope, avoid))
+
+        def attach() -> None:
+            if not ready_conds:
                 return
-            conds = []
-            for item, needs in ready:
-                pending.remove((item, needs))
-                conds.append(self.filter_or_not(item, scope, avoid))
             if clauses and clauses[-1].kind == "match":
-                clauses[-1].where.extend(conds)
+                clauses[-1].where.extend(ready_conds)
             elif clauses:
-                clauses.append(_Clause(frag("WITH *"), "with", conds))
+                clauses.append(_Clause(frag("WITH *"), "with", list(ready_conds)))
             else:
-                pre_conds.extend(conds)
+                pre_conds.extend(ready_conds)
+            ready_conds.clear()
 
         pre_conds: list[Fragment] = []
-        flush()
+        collect()
         for item in items:
             if isinstance(item, (ast.Filter, ast.NotBlock)):
                 continue
             if isinstance(item, (ast.ConceptClause, ast.PropositionClause)):
                 parts, conds = self.pattern_clause(item, scope, required=required, avoid=avoid)
-                clause = _Clause(frag("MATCH ", join(", ", parts)), "match", conds)
-                if pre_conds:
-                    clause.where.extend(pre_conds)
-                    pre_conds.clear()
-                clauses.append(clause)
+                clauses.append(_Clause(frag("MATCH ", join(", ", parts)), "match", conds))
             elif isinstance(item, ast.OptionalBlock):
+                # Conditions ready before a left join are applied before it.
+                attach()
                 optional = self.optional(item, scope, avoid)
                 if optional is not None:
                     clauses.append(optional)
             else:  # pragma: no cover - UnionBlock is split off by group()
                 raise AssertionError(item)
-            flush()
+            collect()
+        attach()
         if pending:  # pragma: no cover - every pending item's needs are in will_bind
             raise AssertionError(pending)
         lines: list[Fragment] = []
@@ -652,32 +658,75 @@ class Lowerer:
         """True for ?x.attributes.k / ?x.metadata.k: values that may be stored as JSON text."""
         return isinstance(expr, ast.DotPath) and expr.path[0] in MAP_FIELDS and len(expr.path) == 2
 
-    def operand(self, expr: Any, scope: Mapping[str, Binding], used_in: str) -> Fragment:
+    def needs_guard(self, op: str, other: Any) -> bool:
+        """Whether a stored value compared by ``op`` with ``other`` must hide JSON text.
+
+        Values Neo4j cannot hold (objects, mixed lists, an explicit null …) are stored as a
+        string starting with U+001E. Compared with a number or boolean such a string is never
+        equal and never ordered (Cypher yields false/null), and it sorts below every ordinary
+        string, so ``=``, ``>`` and ``>=`` against a string literal are false too. Only the
+        remaining cases need ``CASE WHEN v STARTS WITH <marker> THEN null ELSE v END``."""
+        if not isinstance(other, (ast.Literal, ast.Placeholder)):
+            return True
+        value = self.value_of(other)
+        if value is None:
+            return False  # a comparison with null is false whatever the stored value
+        if op == "!=":
+            return True
+        if isinstance(value, (bool, int, float)):
+            return False
+        if isinstance(value, str):
+            return op in ("<", "<=")
+        return True
+
+    def operand(self, expr: Any, scope: Mapping[str, Binding], used_in: str, guard: bool = True) -> Fragment:
         """A comparable value: JSON-text values (objects, explicit null …) compare as null."""
         if isinstance(expr, (ast.Literal, ast.ListLit, ast.Placeholder, ast.ObjectLit)):
             return frag(Param(self.value_of(expr)))
         if isinstance(expr, ast.DotPath) and expr.path[0] in MAP_FIELDS and len(expr.path) == 1:
             raise KipError(INVALID_SYNTAX, f"?{expr.var}.{expr.path[0]} is a whole object; objects are not comparable in FILTER.", f"Test one key instead: ?{expr.var}.{expr.path[0]}.<key>.")
         raw = self.raw_value(expr, scope, used_in)
-        if self.is_stored(expr):
+        if guard and self.is_stored(expr):
             return frag("CASE WHEN ", raw, " STARTS WITH ", JSON_MARKER_LITERAL, " THEN null ELSE ", raw, " END")
         return raw
 
     def condition(self, expr: Any, scope: Mapping[str, Binding], used_in: str = "FILTER") -> Fragment:
         """A boolean FILTER expression; every atom is null-safe (coalesce(…, false))."""
         if isinstance(expr, ast.BoolOp):
-            op = " AND " if expr.op == "&&" else " OR "
-            return frag("(", self.condition(expr.left, scope, used_in), op, self.condition(expr.right, scope, used_in), ")")
+            return self.bool_chain(expr, scope, used_in, nested=False)
         if isinstance(expr, ast.NotExpr):
-            return frag("NOT ", self.condition(expr.operand, scope, used_in))
+            inner = self.condition(expr.operand, scope, used_in)
+            if isinstance(expr.operand, ast.BoolOp):
+                inner = frag("(", inner, ")")
+            return frag("NOT ", inner)
         if isinstance(expr, ast.Comparison):
-            left = self.operand(expr.left, scope, used_in)
-            right = self.operand(expr.right, scope, used_in)
+            left = self.operand(expr.left, scope, used_in, guard=self.needs_guard(expr.op, expr.right))
+            right = self.operand(expr.right, scope, used_in, guard=self.needs_guard(_FLIP[expr.op], expr.left))
             return frag("coalesce(", left, _CMP[expr.op], right, ", false)")
         if isinstance(expr, ast.FuncCall):
             return self.function(expr, scope, used_in)
         # A bare value used as a condition: true only when it is the boolean true.
-        return frag("coalesce(", self.operand(expr, scope, used_in), " = true, false)")
+        return frag("coalesce(", self.operand(expr, scope, used_in, guard=False), " = true, false)")
+
+    def bool_chain(self, expr: ast.BoolOp, scope: Mapping[str, Binding], used_in: str, nested: bool = True) -> Fragment:
+        """``a && b && c`` → ``a AND b AND c``; parentheses only where && and || meet."""
+        operands: list[Any] = []
+
+        def flatten(node: Any) -> None:
+            if isinstance(node, ast.BoolOp) and node.op == expr.op:
+                flatten(node.left)
+                flatten(node.right)
+            else:
+                operands.append(node)
+
+        flatten(expr)
+        parts = []
+        for operand in operands:
+            if isinstance(operand, ast.BoolOp):
+                parts.append(frag("(", self.bool_chain(operand, scope, used_in), ")"))
+            else:
+                parts.append(self.condition(operand, scope, used_in))
+        return join(" AND " if expr.op == "&&" else " OR ", parts)
 
     def function(self, call: ast.FuncCall, scope: Mapping[str, Binding], used_in: str) -> Fragment:
         name, args = call.name, call.args
@@ -695,7 +744,8 @@ class Lowerer:
                 test = frag(raw, " IS NULL")
             return test if name == "IS_NULL" else frag("NOT ", test)
         if name == "IN":
-            return frag("coalesce(", self.operand(args[0], scope, used_in), " IN ", self.operand(args[1], scope, used_in), ", false)")
+            literal_list = isinstance(args[1], (ast.ListLit, ast.Placeholder, ast.Literal))
+            return frag("coalesce(", self.operand(args[0], scope, used_in, guard=not literal_list), " IN ", self.operand(args[1], scope, used_in), ", false)")
         if name in _STRING_FUNCS:
             return frag("coalesce(", self.operand(args[0], scope, used_in), _STRING_FUNCS[name], self.operand(args[1], scope, used_in), ", false)")
         if name == "REGEX":
@@ -736,10 +786,19 @@ def check_regex(pattern: str) -> None:
 def grounding_statement() -> Statement:
     """Which of ``$names`` (``[[meta_type, name], …]``) have a definition node."""
     stmt = Statement()
-    stmt.line("UNWIND $names AS item")
-    stmt.line("OPTIONAL MATCH (d:", storage.CONCEPT, " {type: item[0], name: item[1]})")
-    stmt.line("RETURN item[0] AS meta, item[1] AS name, d IS NOT NULL AS defined")
+    stmt.line(
+        "UNWIND $names AS item OPTIONAL MATCH (d:", storage.CONCEPT, " {type: item[0], name: item[1]}) ",
+        "RETURN item[0] AS meta, item[1] AS name, d IS NOT NULL AS defined",
+    )
     return stmt
+
+
+def grounding_compiled(names: list[list[str]]) -> "Any":
+    """The grounding check as a ``Compiled`` carrying ``names`` (for Plan.statements)."""
+    from ..plan import Compiled
+
+    text, _ = grounding_statement().build()
+    return Compiled(text, {"names": names}, "grounding check (runs only when it can matter)")
 
 
 def defined_names_statement() -> Statement:
