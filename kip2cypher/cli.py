@@ -1,8 +1,16 @@
-"""The ``kip2cypher`` command line (click), for people."""
+"""The ``kip2cypher`` command line (click), for people.
+
+Every sub-command that talks to Neo4j takes ``--uri --user --password --database``
+(defaulting to ``NEO4J_URI`` / ``NEO4J_USERNAME`` / ``NEO4J_PASSWORD`` /
+``NEO4J_DATABASE``). KIP errors are printed as the spec's error JSON and give
+exit status 1; no Python traceback is ever shown for a KIP-level failure.
+"""
 from __future__ import annotations
 
 import json
+import logging
 import sys
+import time
 from typing import Any, Optional
 
 import click
@@ -15,10 +23,10 @@ def _dump(obj: Any) -> str:
 
 
 def _connect_options(fn):
-    fn = click.option("--database", envvar="NEO4J_DATABASE", default=None, help="Neo4j database (default: server default).")(fn)
-    fn = click.option("--password", envvar="NEO4J_PASSWORD", default=None, help="Neo4j password.")(fn)
-    fn = click.option("--user", envvar="NEO4J_USERNAME", default=None, help="Neo4j user.")(fn)
-    fn = click.option("--uri", envvar="NEO4J_URI", default=None, help="Bolt/neo4j URI (default: the local server).")(fn)
+    fn = click.option("--database", envvar="NEO4J_DATABASE", default=None, help="Neo4j database [env NEO4J_DATABASE; default: the server's default].")(fn)
+    fn = click.option("--password", envvar="NEO4J_PASSWORD", default=None, help="Neo4j password [env NEO4J_PASSWORD].")(fn)
+    fn = click.option("--user", envvar=["NEO4J_USERNAME", "NEO4J_USER"], default=None, help="Neo4j user [env NEO4J_USERNAME].")(fn)
+    fn = click.option("--uri", envvar="NEO4J_URI", default=None, help="bolt://, neo4j://, neo4j+s:// URI [env NEO4J_URI; default: the local server].")(fn)
     return fn
 
 
@@ -36,6 +44,19 @@ def open_nexus(uri: Optional[str], user: Optional[str], password: Optional[str],
         click.echo(f"Local Neo4j {version} at {localneo4j.LocalConfig.from_env().uri}", err=True)
     auth = (user, password) if user and password is not None else None
     return Nexus(uri, auth=auth, database=database)
+
+
+def _verbose_option(fn):
+    def enable(ctx, param, value):
+        if value:
+            handler = logging.StreamHandler(sys.stderr)
+            handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+            logger = logging.getLogger("kip2cypher")
+            logger.addHandler(handler)
+            logger.setLevel(logging.DEBUG)
+        return value
+
+    return click.option("-v", "--verbose", is_flag=True, expose_value=False, is_eager=True, callback=enable, help="Log every Cypher statement and its parameters to stderr.")(fn)
 
 
 @click.group()
@@ -89,104 +110,288 @@ def neo4j_status(port: Optional[int], home: Optional[str]) -> None:
     sys.exit(0 if up else 3)
 
 
-# ---------------------------------------------------------------- language
+# ---------------------------------------------------------------- helpers
 def _read_source(source: str) -> str:
     if source == "-":
         return sys.stdin.read()
-    with open(source, encoding="utf-8") as fh:
-        return fh.read()
+    try:
+        with open(source, encoding="utf-8") as fh:
+            return fh.read()
+    except OSError as exc:
+        raise click.BadParameter(f"cannot read {source}: {exc.strerror}")
 
 
+def _parse_params(params: Optional[str]) -> dict[str, Any]:
+    if not params:
+        return {}
+    try:
+        value = json.loads(params)
+    except json.JSONDecodeError as exc:
+        raise click.BadParameter(f"--params is not JSON: {exc}")
+    if not isinstance(value, dict):
+        raise click.BadParameter("--params must be a JSON object")
+    return value
+
+
+def _fail(error: dict[str, Any], *, err: bool = False) -> None:
+    click.echo(_dump({"error": error}), err=err)
+    sys.exit(1)
+
+
+def _command_texts(text: str) -> list[tuple[str, int]]:
+    """One command, or the commands of a script; raises KipError (the single-command error)."""
+    from .errors import KipError
+    from .execute import split_script
+    from .parser import parse
+
+    try:
+        parse(text)
+        return [(text, 1)]
+    except KipError as single_error:
+        try:
+            return split_script(text)
+        except KipError:
+            raise single_error from None
+
+
+# ---------------------------------------------------------------- language
 @main.command("parse")
 @click.argument("source", default="-")
 def parse_cmd(source: str) -> None:
-    """Print the AST of a KIP command as JSON (or the error JSON, exit 1)."""
+    """Print the AST of a KIP command (or of each command of a script) as JSON."""
     from .errors import KipError
     from .parser import parse
     from .serialize import ast_to_json
 
+    text = _read_source(source)
     try:
-        click.echo(_dump(ast_to_json(parse(_read_source(source)))))
+        commands = _command_texts(text)
+        trees = [ast_to_json(parse(command)) for command, _ in commands]
     except KipError as exc:
-        click.echo(_dump({"error": exc.to_dict()}))
-        sys.exit(1)
+        _fail(exc.to_dict())
+    click.echo(_dump(trees[0] if len(trees) == 1 else trees))
 
 
 @main.command("compile")
 @click.argument("source", default="-")
 @click.option("--params", default=None, help="Parameters as a JSON object.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
-@click.option("--explain", is_flag=True, help="Run EXPLAIN on the configured Neo4j and print the plan.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--explain", is_flag=True, help="Run EXPLAIN on the configured Neo4j and print each statement's plan.")
 @_connect_options
 def compile_cmd(source: str, params: Optional[str], fmt: str, explain: bool, uri, user, password, database) -> None:
-    """Print the Cypher (and parameters) a KIP command compiles to."""
+    """Print the Cypher (and parameters) a KIP command — or each command of a script — compiles to."""
     from .compiler import compile_command
     from .errors import KipError
 
+    parameters = _parse_params(params)
+    text = _read_source(source)
     try:
-        parameters = json.loads(params) if params else None
-        statements = compile_command(_read_source(source), parameters)
+        commands = _command_texts(text)
+        if explain:
+            with open_nexus(uri, user, password, database) as nexus:
+                compiled = [nexus.explain(command, parameters) for command, _ in commands]
+        else:
+            compiled = [compile_command(command, parameters) for command, _ in commands]
     except KipError as exc:
-        click.echo(_dump({"error": exc.to_dict()}))
-        sys.exit(1)
-    except json.JSONDecodeError as exc:
-        raise click.BadParameter(f"--params is not JSON: {exc}")
-    if explain:
-        with open_nexus(uri, user, password, database) as nexus:
-            for statement in statements:
-                records = nexus.driver.execute_query("EXPLAIN " + statement["cypher"], statement["parameters"], database_=nexus.database)
-                statement["plan"] = _plan_text(records.summary.plan)
+        _fail(exc.to_dict())
     if fmt == "json":
-        click.echo(_dump(statements))
+        click.echo(_dump(compiled[0] if len(compiled) == 1 else compiled))
         return
-    for index, statement in enumerate(statements):
-        if len(statements) > 1:
-            click.echo(f"// statement {index + 1}{': ' + statement['label'] if statement.get('label') else ''}")
-        click.echo(statement["cypher"])
-        click.echo(f"// parameters: {json.dumps(statement['parameters'], ensure_ascii=False, default=str)}")
-        if "plan" in statement:
-            click.echo(statement["plan"])
+    for number, ((command, line), statements) in enumerate(zip(commands, compiled), start=1):
+        if len(commands) > 1:
+            click.echo(f"// ===== command {number} (line {line}): {command.strip().splitlines()[0][:60]}")
+        for index, statement in enumerate(statements):
+            if len(statements) > 1:
+                click.echo(f"// statement {index + 1}{': ' + statement['label'] if statement.get('label') else ''}")
+            click.echo(statement["cypher"])
+            click.echo(f"// parameters: {json.dumps(statement['parameters'], ensure_ascii=False, default=str)}")
+            if "plan" in statement:
+                click.echo("// plan:\n" + "\n".join(f"//   {line_}" for line_ in statement["plan"].splitlines()))
 
 
-def _plan_text(plan: Any, depth: int = 0) -> str:
-    if not plan:
-        return ""
-    args = plan.get("args", {}) if isinstance(plan, dict) else {}
-    op = plan.get("operatorType", "?") if isinstance(plan, dict) else str(plan)
-    detail = args.get("Details", "")
-    line = f"{'  ' * depth}+{op}{'  ' + str(detail) if detail else ''}"
-    children = plan.get("children", []) if isinstance(plan, dict) else []
-    return "\n".join([line] + [_plan_text(child, depth + 1) for child in children])
-
-
+# ---------------------------------------------------------------- execution
 @main.command("call")
-@click.option("--request", "request_file", default=None, help="Read the function-call arguments JSON from FILE (default: stdin).")
+@click.option("--request", "request_file", default=None, help="Read the request JSON from FILE (default: stdin).")
 @click.option("--readonly", is_flag=True, help="Use execute_kip_readonly.")
+@_verbose_option
 @_connect_options
 def call_cmd(request_file: Optional[str], readonly: bool, uri, user, password, database) -> None:
-    """Read {"command"|"commands", "parameters", "dry_run"} and print the response JSON."""
+    """Function-call JSON in, response JSON out (spec §6).
+
+    The request is the arguments object {"command"|"commands", "parameters", "dry_run"},
+    or the spec's full envelope {"function": {"name": "execute_kip[_readonly]", "arguments": {...}}}.
+    Exit status 1 when the response has a top-level error.
+    """
+    from .errors import INVALID_SYNTAX, KipError
+
     raw = _read_source(request_file or "-")
     try:
         arguments = json.loads(raw)
-        if not isinstance(arguments, dict):
-            raise ValueError("the request must be a JSON object")
     except ValueError as exc:
-        from .errors import INVALID_SYNTAX, KipError
-
-        click.echo(_dump({"error": KipError(INVALID_SYNTAX, f"The request is not a JSON object: {exc}", 'Send {"command": "<KIP>"}.').to_dict()}))
-        sys.exit(1)
+        _fail(KipError(INVALID_SYNTAX, f"The request is not JSON: {exc}", 'Send {"command": "<KIP>"}.').to_dict())
+    if isinstance(arguments, dict) and isinstance(arguments.get("function"), dict) and set(arguments) == {"function"}:
+        function = arguments["function"]
+        name = function.get("name")
+        if name not in ("execute_kip", "execute_kip_readonly"):
+            _fail(KipError(INVALID_SYNTAX, f"Unknown function {name!r}.", "Use execute_kip or execute_kip_readonly.").to_dict())
+        readonly = readonly or name == "execute_kip_readonly"
+        arguments = function.get("arguments", {})
+        if isinstance(arguments, str):  # some clients send arguments as a JSON string
+            try:
+                arguments = json.loads(arguments)
+            except ValueError as exc:
+                _fail(KipError(INVALID_SYNTAX, f"function.arguments is not JSON: {exc}").to_dict())
     with open_nexus(uri, user, password, database) as nexus:
-        fn = nexus.execute_kip_readonly if readonly else nexus.execute_kip
-        known = {k: arguments.get(k) for k in ("command", "commands", "parameters", "dry_run") if k in arguments}
-        extra = set(arguments) - set(known)
-        if extra:
-            from .errors import INVALID_SYNTAX, KipError
-
-            response = {"error": KipError(INVALID_SYNTAX, f"Unknown request keys: {sorted(extra)}", "Allowed keys: command, commands, parameters, dry_run.").to_dict()}
-        else:
-            response = fn(known.get("command"), commands=known.get("commands"), parameters=known.get("parameters"), dry_run=bool(known.get("dry_run", False)))
+        response = nexus.execute(arguments, readonly=readonly)
     click.echo(_dump(response))
     sys.exit(1 if "error" in response else 0)
+
+
+def _summary_of(result: Any) -> str:
+    """A short human description of one command's result."""
+    if isinstance(result, dict):
+        if "upsert_concept_nodes" in result:
+            return f"upserted {len(result['upsert_concept_nodes'])} concepts, {len(result['upsert_proposition_links'])} propositions in {result.get('blocks', '?')} blocks"
+        if "capsule" in result:
+            return f"exported {result.get('concepts', '?')} concepts, {result.get('propositions', '?')} propositions"
+        return ", ".join(f"{k}={v}" for k, v in result.items() if isinstance(v, (int, float, bool, str)))[:120] or "ok"
+    if isinstance(result, list):
+        return f"{len(result)} rows"
+    return json.dumps(result, ensure_ascii=False, default=str)[:120]
+
+
+@main.command("run")
+@click.argument("source")
+@click.option("--params", default=None, help="Shared parameters as a JSON object.")
+@click.option("--dry-run", is_flag=True, help="Validate every command against the live schema without writing.")
+@click.option("--readonly", is_flag=True, help="Refuse KML: run the script as execute_kip_readonly would.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True, help="json prints the §6.2.3 batch response.")
+@_verbose_option
+@_connect_options
+def run_cmd(source: str, params: Optional[str], dry_run: bool, readonly: bool, fmt: str, uri, user, password, database) -> None:
+    """Execute a .kip file: a capsule or a script of several commands, in order.
+
+    Follows the batch rules of spec §6: a KML execution error stops the run; read
+    errors are reported and the run goes on. Prints a summary at the end; exit 1
+    when any command failed.
+    """
+    from .errors import KipError
+    from .execute import command_kind_of, split_script
+
+    parameters = _parse_params(params)
+    text = _read_source(source)
+    try:
+        commands = split_script(text)
+    except KipError as exc:
+        _fail(exc.to_dict())
+    if readonly:
+        kml = [line for command, line in commands if command_kind_of(command) == "KML"]
+        if kml:
+            from .execute import _readonly_error
+
+            _fail(_readonly_error(f"The script contains KML at line(s) {', '.join(map(str, kml[:10]))}").to_dict())
+    started = time.monotonic()
+    responses: list[dict[str, Any]] = []
+    failures: list[tuple[int, int, dict[str, Any]]] = []
+    stopped = False
+    echo_lines = fmt == "text"
+    with open_nexus(uri, user, password, database) as nexus:
+        with click.progressbar(length=len(commands), label=f"{source}: {len(commands)} commands", file=sys.stderr, show_pos=True) as bar:
+            for number, (command, line) in enumerate(commands, start=1):
+                outcome = nexus.execute_command(command, parameters, dry_run=dry_run, readonly=readonly)
+                responses.append(outcome.response)
+                bar.update(1)
+                first = command.strip().splitlines()[0][:50]
+                if "error" in outcome.response:
+                    failures.append((number, line, outcome.response["error"]))
+                    if echo_lines:
+                        err = outcome.response["error"]
+                        click.echo(f"[{number}] line {line}: {first}\n    {err['code']} {err['message']}\n    hint: {err.get('hint', '')}")
+                elif echo_lines:
+                    click.echo(f"[{number}] line {line}: {first}\n    ok: {_summary_of(outcome.response.get('result'))}")
+                if outcome.stops_batch:
+                    stopped = True
+                    break
+    elapsed = time.monotonic() - started
+    if fmt == "json":
+        click.echo(_dump({"result": responses}))
+    ran = len(responses)
+    summary = f"{ran}/{len(commands)} commands run{' (dry run)' if dry_run else ''}: {ran - len(failures)} ok, {len(failures)} failed in {elapsed:.2f}s"
+    if stopped:
+        summary += f"; stopped at command {ran} (line {failures[-1][1]}) on a KML error, {len(commands) - ran} not run"
+    click.echo(summary, err=fmt == "json")
+    sys.exit(1 if failures else 0)
+
+
+@main.command("export")
+@click.argument("pattern")
+@click.option("--target", default="?n", show_default=True, help="The WHERE variable to export.")
+@click.option("--limit", type=int, default=500, show_default=True, help="Elements per page.")
+@click.option("--params", default=None, help="Parameters for placeholders in PATTERN, as a JSON object.")
+@click.option("--max-pages", type=int, default=0, help="Stop after this many pages (0: follow next_cursor to the end).")
+@_connect_options
+def export_cmd(pattern: str, target: str, limit: int, params: Optional[str], max_pages: int, uri, user, password, database) -> None:
+    """Export the elements matched by a WHERE pattern as a capsule (.kip) on stdout.
+
+    PATTERN is the body of an EXPORT's WHERE block, e.g.
+    '(?n, "belongs_to_domain", {type: "Domain", name: "Medical"})'. Pages are
+    followed through next_cursor; each page is an idempotent capsule and applying
+    the file (`kip2cypher run file.kip`) reproduces the subgraph.
+    """
+    parameters = _parse_params(params)
+    target = target if target.startswith("?") else f"?{target}"
+    base = f"EXPORT {target}\nWHERE {{\n  {pattern.strip()}\n}}\nLIMIT {int(limit)}"
+    cursor: Optional[str] = None
+    pages = concepts = propositions = 0
+    with open_nexus(uri, user, password, database) as nexus:
+        while True:
+            command = base + (f"\nCURSOR {json.dumps(cursor)}" if cursor else "")
+            response = nexus.execute_kip_readonly(command, parameters=parameters or None)
+            if "error" in response:
+                click.echo(f"export failed on page {pages + 1}:", err=True)
+                _fail(response["error"], err=True)
+            result = response.get("result") or {}
+            pages += 1
+            concepts += int(result.get("concepts") or 0)
+            propositions += int(result.get("propositions") or 0)
+            capsule = (result.get("capsule") or "").strip()
+            if capsule:
+                click.echo(f"// kip2cypher export, page {pages}: {result.get('concepts', 0)} concepts, {result.get('propositions', 0)} propositions")
+                click.echo(capsule + "\n")
+            cursor = response.get("next_cursor")
+            if not cursor or (max_pages and pages >= max_pages):
+                break
+    more = " (more pages remain: raise --max-pages)" if cursor else ""
+    click.echo(f"exported {concepts} concepts and {propositions} propositions in {pages} page(s){more}", err=True)
+
+
+@main.command("shell")
+@click.option("--readonly", is_flag=True, help="Start with writes refused (toggle with :readonly off).")
+@click.option("--cypher/--no-cypher", "show_cypher", default=False, help="Show each command's Cypher (toggle with :cypher on|off).")
+@click.option("--history", "history_file", default=None, envvar="KIP2CYPHER_HISTORY", help="History file [default ~/.kip2cypher_history].")
+@_connect_options
+def shell_cmd(readonly: bool, show_cypher: bool, history_file: Optional[str], uri, user, password, database) -> None:
+    """Interactive KIP: end a command with a blank line or `;`. Type :help for the colon commands."""
+    from .shell import Shell
+
+    with open_nexus(uri, user, password, database) as nexus:
+        Shell(nexus, readonly=readonly, show_cypher=show_cypher, history_file=history_file).loop()
+
+
+@main.command("mcp")
+@click.option("--readonly", is_flag=True, help="Expose only execute_kip_readonly.")
+@click.option("--bootstrap", is_flag=True, help="Create the schema objects and apply Genesis before serving (idempotent).")
+@click.option("--start-local", is_flag=True, help="Start the bundled local Neo4j when no --uri / NEO4J_URI is set.")
+@_connect_options
+def mcp_cmd(readonly: bool, bootstrap: bool, start_local: bool, uri, user, password, database) -> None:
+    """Serve execute_kip and execute_kip_readonly over MCP on stdin/stdout.
+
+    stdout carries only the protocol; logs go to stderr.
+    """
+    from . import mcp_server
+
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(name)s: %(message)s")
+    mcp_server.run(lambda: open_nexus(uri, user, password, database, start_local=start_local), readonly=readonly, bootstrap=bootstrap)
 
 
 @main.command("bootstrap")

@@ -29,6 +29,9 @@ class Settings:
     cypher_prefix: str = field(default_factory=lambda: os.environ.get("KIP2CYPHER_CYPHER_PREFIX", ""))
     #: Key that signs CURSOR tokens so a token from another query is rejected (KIP_1001).
     cursor_secret: bytes = field(default_factory=lambda: os.environ.get("KIP2CYPHER_CURSOR_SECRET", "").encode() or secrets.token_bytes(32))
+    #: Seconds the driver keeps retrying a transaction on transient errors / an unreachable
+    #: server (cluster fail-over) before the command fails with KIP_4003 and a retry hint.
+    max_retry_s: float = field(default_factory=lambda: float(os.environ.get("KIP2CYPHER_MAX_RETRY_S", "30")))
     #: Application name sent as transaction metadata (visible in Neo4j's query log).
     app_name: str = "kip2cypher"
     #: Embedder for SEARCH MODE "semantic"/"hybrid" (kip2cypher.embedding): None = the process

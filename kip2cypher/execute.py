@@ -45,6 +45,8 @@ class Nexus:
         self.uri = uri or default_uri()
         self.database = database or os.environ.get("NEO4J_DATABASE") or None
         self.settings = settings or Settings()
+        driver_options.setdefault("max_transaction_retry_time", self.settings.max_retry_s)
+        driver_options.setdefault("user_agent", f"kip2cypher/{__version__}")
         self._driver = GraphDatabase.driver(self.uri, auth=auth if auth is not None else _env_auth(), **driver_options)
         # One bookmark manager per Nexus: a caller's reads see its own earlier writes on a cluster.
         self._bookmarks = GraphDatabase.bookmark_manager()
@@ -86,7 +88,7 @@ class Nexus:
         from . import resources
 
         self.ensure_schema()
-        names = ["Genesis"] + ([n for n in resources.capsule_names() if n != "Genesis"] if capsules else [])
+        names = ["Genesis"] + (_standard_capsule_order(resources.capsule_names()) if capsules else [])
         applied = {}
         for name in names:
             response = self.execute_kip(resources.capsule_text(name))
@@ -181,6 +183,19 @@ class Nexus:
             log.error("execution failure: %r", exc, exc_info=True)
             cypher = _current_cypher(holder)
             raise KipError(errors.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}", "This is an engine bug; report it with the debug field.", debug={"cypher": cypher} if cypher else None) from None
+
+    def execute_command(self, text: str, parameters: Optional[dict[str, Any]] = None, *, dry_run: bool = False, readonly: bool = False) -> "Outcome":
+        """One command text → ``Outcome`` (its §6.2.1 response, its kind, whether it stops a batch).
+
+        For callers that drive their own loop (``kip2cypher run``, the shell); never raises.
+        """
+        if readonly and command_kind_of(text) == "KML":
+            return Outcome({"error": _readonly_error("This is a KML command").to_dict()}, "KML")
+        try:
+            return self._one(text, dict(parameters or {}), dry_run, readonly)
+        except Exception as exc:  # noqa: BLE001
+            log.error("command failure: %r", exc, exc_info=True)
+            return Outcome({"error": KipError(errors.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}").to_dict()}, _sniff_kind(text))
 
     # ------------------------------------------------------------------ explain
     def explain(self, text: str, parameters: Optional[dict[str, Any]] = None) -> list[dict[str, Any]]:
@@ -287,6 +302,20 @@ def _reject_kml(request: ExecuteRequest) -> None:
     raise _readonly_error(f"The batch contains KML at {where}")
 
 
+def split_script(text: str) -> list[tuple[str, int]]:
+    """The commands of a ``.kip`` script as ``(command text, 1-based line)``; raises KipError.
+
+    Consecutive UPSERT blocks stay together as one capsule (one command).
+    """
+    from .parser import parse_script
+
+    out = []
+    for command in parse_script(text):
+        span = command.span
+        out.append((text[span.start : span.end], errors.line_column(text, span.start)[0]))
+    return out
+
+
 def plan_text(plan: Any, depth: int = 0) -> str:
     """An EXPLAIN plan (the driver's dict tree) as an indented operator list."""
     if not plan:
@@ -297,6 +326,17 @@ def plan_text(plan: Any, depth: int = 0) -> str:
     line = f"{'  ' * depth}+{op}{'  ' + str(detail) if detail else ''}"
     children = plan.get("children", []) if isinstance(plan, dict) else []
     return "\n".join([line] + [plan_text(child, depth + 1) for child in children])
+
+
+#: Dependency order of the standard capsules (Appendix 3): Person before the $self/$system
+#: instances; the other type capsules only name types in strings and could go anywhere.
+STANDARD_CAPSULES = ("Person", "Event", "self", "system", "Preference", "Insight", "Commitment", "SleepTask")
+
+
+def _standard_capsule_order(available: list[str]) -> list[str]:
+    """Every shipped capsule except Genesis: the standard ones in dependency order, then any others by name."""
+    known = [n for n in STANDARD_CAPSULES if n in available]
+    return known + sorted(n for n in available if n not in known and n != "Genesis")
 
 
 def _optional_schema_statements() -> tuple[str, ...]:
