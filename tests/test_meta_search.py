@@ -1,0 +1,269 @@
+"""SEARCH CONCEPT / PROPOSITION — keyword, semantic and hybrid — on the real Neo4j indexes."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from kip2cypher import embedding
+from kip2cypher.lower import search
+
+from meta_data import MEDICAL, TopicEmbedder, load, names, ok, scores
+
+
+def _use(nexus, embedder):
+    nexus.settings = dataclasses.replace(nexus.settings, embedder=embedder)
+
+
+@pytest.fixture()
+def medical(genesis):
+    """The medical graph, written while the test embedder is configured (so vectors exist)."""
+    _use(genesis, TopicEmbedder())
+    load(genesis, MEDICAL)
+    return genesis
+
+
+@pytest.fixture()
+def keyword_only(genesis):
+    _use(genesis, False)
+    load(genesis, MEDICAL)
+    return genesis
+
+
+def _ordered(results):
+    s = scores(results)
+    assert all(0.0 <= x <= 1.0 for x in s), s
+    assert s == sorted(s, reverse=True), s
+
+
+# ------------------------------------------------------------------ keyword
+def test_keyword_exact_name_scores_one_and_whole_hit_shape(keyword_only):
+    results = ok(keyword_only.execute_kip('SEARCH CONCEPT "aspirin" MODE "keyword" LIMIT 3'))
+    assert names(results) == ["Aspirin", "Aspirin Complex"]
+    top = results[0]
+    meta = top["metadata"]
+    assert meta["_score"] == 1.0 and meta["_version"] >= 1
+    assert top == {
+        "id": top["id"],
+        "type": "Drug",
+        "name": "Aspirin",
+        "attributes": {
+            "aliases": ["acetylsalicylic acid", "ASA"],
+            "description": "A nonsteroidal anti-inflammatory drug used to relieve pain and reduce fever.",
+            "dosage_form": {"type": "tablet", "strength": "500mg"},
+            "risk_level": 2,
+        },
+        "metadata": {"_score": 1.0, "_updated_at": meta["_updated_at"], "_version": meta["_version"], "author": "tester", "confidence": 0.9, "source": "meta-tests"},
+    }
+    assert 0.5 < results[1]["metadata"]["_score"] < 1.0
+    _ordered(results)
+
+
+def test_keyword_matches_aliases_including_string_lists(keyword_only):
+    assert names(ok(keyword_only.execute_kip('SEARCH CONCEPT "acetylsalicylic acid"'))) [0] == "Aspirin"
+    results = ok(keyword_only.execute_kip('SEARCH CONCEPT "cephalalgia"'))
+    assert names(results) == ["Headache"] and scores(results) == [1.0]
+
+
+def test_keyword_matches_description_below_names(keyword_only):
+    results = ok(keyword_only.execute_kip('SEARCH CONCEPT "pain"'))
+    # "pain" only appears in descriptions: Headache, Aspirin, Ibuprofen (0.7 = description weight).
+    assert set(names(results)) == {"Headache", "Aspirin", "Ibuprofen"}
+    assert set(scores(results)) == {0.7}
+
+
+def test_keyword_typo_prefix_and_compound_names(keyword_only):
+    assert names(ok(keyword_only.execute_kip('SEARCH CONCEPT "asprin"')))[0] == "Aspirin"
+    assert names(ok(keyword_only.execute_kip('SEARCH CONCEPT "ibupro"')))[0] == "Ibuprofen"
+    # snake_case and CamelCase names are split into words for matching.
+    hits = ok(keyword_only.execute_kip('SEARCH CONCEPT "side effect" WITH TYPE "$PropositionType"'))
+    assert names(hits) == ["has_side_effect"]
+    hits = ok(keyword_only.execute_kip('SEARCH CONCEPT "proposition type"'))
+    assert names(hits)[0] == "$PropositionType" and hits[0]["metadata"]["_score"] == 1.0
+
+
+def test_keyword_is_case_and_accent_insensitive(keyword_only):
+    load(keyword_only, 'UPSERT { CONCEPT ?c { {type: "Symptom", name: "Café Nausée"} } }')
+    hits = ok(keyword_only.execute_kip('SEARCH CONCEPT "cafe nausee"'))
+    assert names(hits)[0] == "Café Nausée" and scores(hits)[0] == 1.0
+    assert names(ok(keyword_only.execute_kip('SEARCH CONCEPT "FEVER"'))) [0] == "Fever"
+
+
+def test_with_type_filters_by_concept_type(keyword_only):
+    results = ok(keyword_only.execute_kip('SEARCH CONCEPT "pain" WITH TYPE "Symptom" LIMIT 50'))
+    assert names(results) == ["Headache"]
+    assert names(ok(keyword_only.execute_kip('SEARCH CONCEPT "aspirin" WITH TYPE :t', parameters={"t": "Symptom"}))) == []
+
+
+def test_with_undefined_type_is_type_mismatch(keyword_only):
+    error = keyword_only.execute_kip('SEARCH CONCEPT "aspirin" WITH TYPE "drug"')["error"]
+    assert error["code"] == "KIP_2001" and '"Drug"' in error["hint"]
+
+
+def test_threshold_drops_weaker_hits(keyword_only):
+    all_hits = ok(keyword_only.execute_kip('SEARCH CONCEPT "aspirin"'))
+    strong = ok(keyword_only.execute_kip('SEARCH CONCEPT "aspirin" THRESHOLD 0.95'))
+    assert names(strong) == ["Aspirin"] and len(all_hits) > 1
+    assert ok(keyword_only.execute_kip('SEARCH CONCEPT "aspirin" THRESHOLD :t', parameters={"t": 1.0})) == strong
+
+
+def test_limit_caps_and_default_limit(keyword_only):
+    assert len(ok(keyword_only.execute_kip('SEARCH CONCEPT "pain" LIMIT 2'))) == 2
+    for i in range(15):
+        load(keyword_only, f'UPSERT {{ CONCEPT ?c {{ {{type: "Symptom", name: "Pain {i}"}} }} }}')
+    assert len(ok(keyword_only.execute_kip('SEARCH CONCEPT "pain"'))) == search.SEARCH_DEFAULT_LIMIT
+    assert len(ok(keyword_only.execute_kip('SEARCH CONCEPT "pain" LIMIT 100'))) == 18
+
+
+@pytest.mark.parametrize("term", ["", "   ", "***", "?", "\\", '"', "AND", "OR NOT", "(", "a:b", "[x TO y]", "~", "/regex/", "x^2", "&&||!"])
+def test_hostile_terms_never_break_the_index_query(keyword_only, term):
+    response = keyword_only.execute_kip("SEARCH CONCEPT :t", parameters={"t": term})
+    assert "error" not in response, response
+    assert isinstance(response["result"], list)
+    for mode in ("semantic", "hybrid"):
+        assert "error" not in keyword_only.execute_kip(f'SEARCH PROPOSITION :t MODE "{mode}"', parameters={"t": term})
+
+
+def test_nothing_searchable_returns_empty(keyword_only):
+    assert ok(keyword_only.execute_kip('SEARCH CONCEPT "***"')) == []
+    assert ok(keyword_only.execute_kip('SEARCH CONCEPT ""')) == []
+    assert ok(keyword_only.execute_kip('SEARCH CONCEPT "zzzqqqxxx"')) == []
+
+
+@pytest.mark.parametrize(
+    "command, code",
+    [
+        ('SEARCH CONCEPT "x" MODE "fuzzy"', "KIP_1001"),
+        ('SEARCH CONCEPT "x" THRESHOLD 1.5', "KIP_1001"),
+        ('SEARCH CONCEPT "x" LIMIT 0', "KIP_1001"),
+        ('SEARCH CONCEPT "x" LIMIT 100000', "KIP_4002"),
+    ],
+)
+def test_bad_options(keyword_only, command, code):
+    assert keyword_only.execute_kip(command)["error"]["code"] == code
+
+
+# ------------------------------------------------------------------ propositions
+def test_search_proposition_by_predicate_name(keyword_only):
+    results = ok(keyword_only.execute_kip('SEARCH PROPOSITION "treats" MODE "keyword"'))
+    assert [r["predicate"] for r in results] == ["treats"] * 3
+    assert scores(results) == [1.0, 1.0, 1.0]
+    hit = results[0]
+    assert set(hit) == {"id", "subject", "predicate", "object", "attributes", "metadata"}
+    assert hit["id"].startswith("P:") and hit["id"].endswith(":treats")
+
+
+def test_search_proposition_by_predicate_type_description(keyword_only):
+    results = ok(keyword_only.execute_kip('SEARCH PROPOSITION "adverse reaction"'))
+    assert [r["predicate"] for r in results] == ["has_side_effect"]
+    assert 0 < scores(results)[0] < 1.0
+
+
+def test_search_proposition_by_text_attributes_and_with_type(keyword_only):
+    load(
+        keyword_only,
+        """UPSERT {
+             PROPOSITION ?p {
+               ({type: "Drug", name: "Ibuprofen"}, "has_side_effect", {type: "Symptom", name: "Nausea"})
+               SET ATTRIBUTES { description: "Observed mostly at high doses on an empty stomach." }
+             }
+           }""",
+    )
+    hits = ok(keyword_only.execute_kip('SEARCH PROPOSITION "empty stomach"'))
+    assert len(hits) == 1 and hits[0]["attributes"]["description"].startswith("Observed")
+    hits = ok(keyword_only.execute_kip('SEARCH PROPOSITION "side effect" WITH TYPE "has_side_effect"'))
+    assert {h["predicate"] for h in hits} == {"has_side_effect"} and len(hits) == 2
+    assert ok(keyword_only.execute_kip('SEARCH PROPOSITION "treats" WITH TYPE "has_side_effect"')) == []
+    assert keyword_only.execute_kip('SEARCH PROPOSITION "x" WITH TYPE "treat"')["error"]["code"] == "KIP_2001"
+
+
+# ------------------------------------------------------------------ semantic / hybrid (test embedder)
+def test_semantic_finds_meaning_without_lexical_overlap(medical):
+    # "analgesic" appears in no grounding field; the test embedder puts it on the pain axis.
+    assert ok(medical.execute_kip('SEARCH CONCEPT "analgesic" MODE "keyword"')) == []
+    results = ok(medical.execute_kip('SEARCH CONCEPT "analgesic" MODE "semantic" LIMIT 3'))
+    assert names(results)[0] in {"Headache", "Aspirin", "Ibuprofen"}
+    assert set(names(results)) <= {"Headache", "Aspirin", "Ibuprofen", "Aspirin Complex"}
+    _ordered(results)
+
+
+def test_semantic_threshold_and_type(medical):
+    strong = ok(medical.execute_kip('SEARCH CONCEPT "pyrexia" MODE "semantic" THRESHOLD 0.5'))
+    assert names(strong)[0] == "Fever"
+    assert all(s >= 0.5 for s in scores(strong))
+    drugs = ok(medical.execute_kip('SEARCH CONCEPT "analgesic" WITH TYPE "Drug" MODE "semantic"'))
+    assert drugs and {r["type"] for r in drugs} == {"Drug"}
+
+
+def test_hybrid_is_default_with_an_embedder_and_fuses(medical):
+    default = ok(medical.execute_kip('SEARCH CONCEPT "aspirin"'))
+    hybrid = ok(medical.execute_kip('SEARCH CONCEPT "aspirin" MODE "hybrid"'))
+    assert default == hybrid
+    assert names(hybrid)[0] == "Aspirin"
+    _ordered(hybrid)
+    # A semantic-only hit is reachable through hybrid (keyword alone finds nothing).
+    assert names(ok(medical.execute_kip('SEARCH CONCEPT "analgesic"')))
+
+
+def test_semantic_search_on_propositions(medical):
+    results = ok(medical.execute_kip('SEARCH PROPOSITION "migraine medicine" MODE "semantic" LIMIT 5'))
+    assert results and results[0]["predicate"] in {"treats", "has_side_effect"}
+    _ordered(results)
+
+
+def test_without_embedder_semantic_and_hybrid_degrade_to_keyword(keyword_only):
+    keyword = ok(keyword_only.execute_kip('SEARCH CONCEPT "aspirin" MODE "keyword"'))
+    assert ok(keyword_only.execute_kip('SEARCH CONCEPT "aspirin" MODE "semantic"')) == keyword
+    assert ok(keyword_only.execute_kip('SEARCH CONCEPT "aspirin" MODE "hybrid"')) == keyword
+    assert ok(keyword_only.execute_kip('SEARCH CONCEPT "aspirin"')) == keyword
+
+
+def test_embeddings_follow_writes_and_never_leave_the_engine(medical):
+    embedder = medical.settings.embedder
+    with medical.session("READ") as session:
+        row = session.run("MATCH (n:KipConcept {name: 'Aspirin'}) RETURN n.kip_embedding AS v, n.kip_embedding_model AS m").single()
+    assert row["m"] == embedder.name and len(row["v"]) == embedder.dimensions
+    # Rewriting a grounding field re-embeds the element in the same transaction.
+    before = len(embedder.calls)
+    load(medical, 'UPSERT { CONCEPT ?c { {type: "Symptom", name: "Nausea"} SET ATTRIBUTES { description: "Pyrexia-like heat." } } }')
+    assert any("Pyrexia-like heat." in text for call in embedder.calls[before:] for text in call)
+    assert "Nausea" in names(ok(medical.execute_kip('SEARCH CONCEPT "fever" MODE "semantic" THRESHOLD 0.5')))
+    # Unchanged elements are not re-embedded (hash check).
+    before = len(embedder.calls)
+    load(medical, 'UPSERT { CONCEPT ?c { {type: "Symptom", name: "Nausea"} SET ATTRIBUTES { description: "Pyrexia-like heat." } } }')
+    assert not any("Pyrexia" in text for call in embedder.calls[before:] for text in call)
+    # No result ever carries the vector.
+    for command in ('SEARCH CONCEPT "aspirin"', 'FIND(?d) WHERE { ?d {type: "Drug"} }', 'DESCRIBE CONCEPT TYPE "Drug"'):
+        assert "kip_embedding" not in str(ok(medical.execute_kip(command)))
+
+
+def test_sync_embeddings_backfills_after_switching_models(medical):
+    class Other(TopicEmbedder):
+        name = "test-topic-embedder-v2"
+
+    other = Other()
+    _use(medical, other)
+    # Vectors of the old model are ignored by semantic search until re-embedded.
+    assert ok(medical.execute_kip('SEARCH CONCEPT "analgesic" MODE "semantic"')) == []
+    counts = embedding.sync_embeddings(medical, batch=5)
+    assert counts["concepts"] >= 16 and counts["propositions"] >= 10
+    assert ok(medical.execute_kip('SEARCH CONCEPT "analgesic" MODE "semantic"'))
+    assert embedding.sync_embeddings(medical) == {"concepts": 0, "propositions": 0}
+
+
+# ------------------------------------------------------------------ the bundled offline model
+def test_bundled_minilm_semantic_search(genesis):
+    try:
+        model = embedding.MiniLMEmbedder()
+    except ImportError as exc:  # pragma: no cover - the embed extra is part of the test extra
+        pytest.skip(f"embed extra not installed: {exc}")
+    _use(genesis, model)
+    load(genesis, MEDICAL)
+    results = ok(genesis.execute_kip('SEARCH CONCEPT "headache relief" MODE "semantic" LIMIT 5'))
+    top = names(results)[:3]
+    assert "Headache" in top and ({"Aspirin", "Ibuprofen"} & set(top)), results
+    _ordered(results)
+    fever = ok(genesis.execute_kip('SEARCH CONCEPT "high body temperature" MODE "semantic" LIMIT 1'))
+    assert names(fever) == ["Fever"]
+    hybrid = ok(genesis.execute_kip('SEARCH CONCEPT "aspirin"'))
+    assert names(hybrid)[0] == "Aspirin"
