@@ -580,3 +580,99 @@ def test_hostile_undefined_type_reports_kip_2001(kg):
     r = kg.execute_kip("FIND(?x) WHERE { ?x {type: :t} }", parameters={"t": "Drug`) DETACH DELETE x //"})
     assert err(r) == "KIP_2001"
     assert g.counts(kg.driver, kg.database)[0] > 0
+
+
+# ----------------------------------------------------------------------------- more scoping cases
+def test_optional_as_first_item(kg):
+    r = run(kg, 'FIND(?x.name, ?d.name) WHERE { OPTIONAL { ?x {type: "Company", name: "Nope"} } ?d {type: "Drug", name: "Morphine"} }')
+    assert r == {"result": [[None], ["Morphine"]]}
+
+
+def test_not_containing_union(kg):
+    # Exclude drugs that treat Headache OR belong to the Opioid class.
+    r = run(kg, """FIND(?d.name) WHERE {
+        ?d {type: "Drug"}
+        NOT { (?d, "treats", {name: "Headache"}) UNION { (?x, "belongs_to_class", {name: "Nothing"}) } }
+        NOT { (?d, "belongs_to_class", {name: "Opioid"}) }
+    } ORDER BY ?d.name""")
+    assert r == {"result": ["Naproxen", "Vitamin C"]}
+
+
+def test_union_branch_with_not_and_optional(kg):
+    r = run(kg, """FIND(?d.name, ?se.name) WHERE {
+        ?d {type: "Drug", name: "Aspirin"}
+        UNION {
+            ?d {type: "Drug"}
+            NOT { (?d, "belongs_to_class", ?c) }
+            OPTIONAL { (?d, "has_side_effect", ?se) }
+        }
+    } ORDER BY ?d.name""")
+    assert r == {"result": [["Aspirin", "Vitamin C"], [None, None]]}
+
+
+def test_regex_pattern_from_placeholder_and_path(kg):
+    r = run(kg, 'FIND(?d.name) WHERE { ?d {type: "Drug"} FILTER(REGEX(?d.name, :re)) } ORDER BY ?d.name', re="^(Asp|Mor)")
+    assert r == {"result": ["Aspirin", "Morphine"]}
+    # The pattern may itself be a value of the graph.
+    r = run(kg, 'FIND(?p.name) WHERE { ?p {type: "Product"} ?d {type: "Drug"} FILTER(REGEX(?p.name, ?d.name)) }')
+    assert r == {"result": ["Aspirin"]}
+
+
+def test_link_attributes_and_metadata_objects(kg):
+    r = run(kg, 'FIND(?l.attributes, ?l.metadata.confidence) WHERE { ?l ({name: "Alice"}, "knows", {name: "Bob"}) }')
+    assert r == {"result": [[{"since": 2019}], [0.7]]}
+
+
+def test_too_many_rows_without_limit_is_kip_4002(neo4j_server, kg):
+    from kip2cypher.config import Settings
+    from kip2cypher.execute import Nexus
+
+    with Nexus(neo4j_server.uri, auth=neo4j_server.auth, database=neo4j_server.database, settings=Settings(max_result_rows=5)) as small:
+        assert err(small.execute_kip('FIND(?n) WHERE { ?n {type: "Drug"} }')) == "KIP_4002"
+        r = small.execute_kip('FIND(?n.name) WHERE { ?n {type: "Drug"} } ORDER BY ?n.name LIMIT 4')
+        assert r["result"] == ["Acetaminophen", "Aspirin", "Ibuprofen", "Morphine"] and "next_cursor" in r
+
+
+def test_cursor_signed_with_another_secret_is_rejected(neo4j_server, kg):
+    from kip2cypher.config import Settings
+    from kip2cypher.execute import Nexus
+
+    query = 'FIND(?c.name) WHERE { ?c {type: "DrugClass"} } ORDER BY ?c.name LIMIT 1'
+    token = run(kg, query)["next_cursor"]
+    with Nexus(neo4j_server.uri, auth=neo4j_server.auth, database=neo4j_server.database, settings=Settings(cursor_secret=b"other" * 8)) as other:
+        assert err(other.execute_kip(query + " CURSOR :c", parameters={"c": token})) == "KIP_1001"
+
+
+def test_cursor_placeholder_with_other_parameter_values_is_rejected(kg):
+    query = 'FIND(?d.name) WHERE { (?d, "treats", {name: :s}) } ORDER BY ?d.name LIMIT 1'
+    token = run(kg, query, s="Headache")["next_cursor"]
+    assert err(run(kg, query + " CURSOR :c", s="Fever", c=token)) == "KIP_1001"
+    assert run(kg, query + " CURSOR :c", s="Headache", c=token) == {"result": ["Aspirin"], "next_cursor": run(kg, query + " CURSOR :c", s="Headache", c=token)["next_cursor"]}
+
+
+def test_shared_pattern_api_for_kml(kg):
+    """lower_where → require → distinct → statement: what UPDATE/DELETE/EXPORT build on."""
+    from kip2cypher.config import Settings
+    from kip2cypher.cypher.builder import frag
+    from kip2cypher.lower import pattern as pat
+    from kip2cypher.parser import parse
+    from kip2cypher.plan import Compiled
+
+    where = parse('FIND(?l) WHERE { ?l (?s, ?p, ?o) FILTER(?p != "belongs_to_domain") FILTER(?l.metadata.confidence > 0.8) }').where
+    p = pat.lower_where(where, {}, Settings())
+    binding = p.require("l", used_in="UPDATE", kinds={pat.PROPOSITION})
+    assert binding.kind == pat.PROPOSITION and p.bindings["p"].kind == pat.PREDICATE and p.bindings["s"].kind == pat.ELEMENT
+    p.distinct(["l"], used_in="UPDATE")
+    stmt = p.statement()
+    stmt.line("RETURN ", p.ref("l"), ".id AS id ORDER BY id")
+    text, params = stmt.build()
+    rows = kg.driver.execute_query(text, params, database_=kg.database).records
+    expected = sorted(x.id for x in P.values() if x.predicate != "belongs_to_domain" and isinstance(x.metadata.get("confidence"), float) and x.metadata["confidence"] > 0.8)
+    assert [r["id"] for r in rows] == expected
+    with pytest.raises(Exception) as info:
+        p.require("nope")
+    assert getattr(info.value, "code", None) == "KIP_3001"
+    with pytest.raises(Exception) as info:
+        pat.lower_where(parse('FIND(?x) WHERE { ?x {type: "Drug"} (?x, ?x, ?y) }').where, {}, Settings())
+    assert getattr(info.value, "code", None) == "KIP_1001"
+    assert Compiled and frag

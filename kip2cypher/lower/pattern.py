@@ -36,7 +36,7 @@ Lowering rules (the full list with rationale is in docs/kql.md):
   ``NOT``: a comparison with null or a missing key is false.
 - NOT → ``NOT EXISTS { … }`` (correlated on the outer variables; its own
   variables stay inside). OPTIONAL → ``OPTIONAL MATCH … WHERE …`` for a single
-  clause, ``OPTIONAL CALL (*) { … RETURN new vars }`` otherwise. UNION →
+  clause, ``OPTIONAL CALL (vars) { … RETURN new vars }`` otherwise. UNION →
   ``CALL { left RETURN … UNION right RETURN … }`` where *left* is everything
   written before the UNION in the same group (evaluated left to right).
 """
@@ -129,12 +129,38 @@ def indent_lines(lines: Iterable[Fragment], prefix: str = INDENT) -> list[Fragme
     return [frag(prefix, _indent(line, prefix)) for line in lines]
 
 
-def block(head: str, lines: list[Fragment], tail: str = "}") -> Fragment:
+def block(head: Part, lines: list[Fragment], tail: str = "}") -> Fragment:
     """``head {`` + indented lines + ``}`` as one multi-line fragment (one line if the body is one line)."""
     if len(lines) == 1:
         return frag(head, " ", lines[0], " ", tail)
     body = join("\n", indent_lines(lines))
     return frag(head, "\n", body, "\n", tail)
+
+
+def _variables(part: Any, out: list) -> list:
+    """Every Cypher variable (``Var``/``Internal``) appearing in a fragment, in order."""
+    if isinstance(part, (Var, Internal)):
+        if part not in out:
+            out.append(part)
+    elif isinstance(part, Fragment):
+        for sub in part.parts:
+            _variables(sub, out)
+    return out
+
+
+def call_head(keyword: str, body: list[Fragment], scope: Mapping[str, "Binding"]) -> str | Fragment:
+    """``CALL (a, _r0) {`` importing exactly the outer variables the body uses.
+
+    Explicit imports rather than ``CALL (*)``: inside an ``EXISTS { … }`` Neo4j 5.26 does not
+    import the enclosing query's variables with ``*``."""
+    outer: list = []
+    for binding in scope.values():
+        _variables(binding.ref, outer)
+    used = _variables(Fragment(list(body)), [])
+    imports = [v for v in outer if v in used]
+    if not imports:
+        return keyword + " {"
+    return frag(keyword, " (", join(", ", imports), ") {")
 
 
 class _Clause:
@@ -371,8 +397,7 @@ class Lowerer:
             lines.append(frag("WITH * WHERE ", cond) if scope else frag("WITH true AS ", self.fresh("u"), " WHERE ", cond))
         else:
             body = [*left_lines, returning(left_bind), frag("UNION"), *right_lines, returning(right_bind)]
-            head = "CALL (*) {" if scope else "CALL {"
-            lines.append(block(head, body))
+            lines.append(block(call_head("CALL", body, scope), body))
         if rest:
             rest_lines, merged = self.sequence(rest, merged, required=required, avoid=avoid)
             lines.extend(rest_lines)
@@ -482,7 +507,7 @@ class Lowerer:
                 binding.nullable = True
                 scope[name] = binding
             return _Clause(frag("OPTIONAL MATCH ", join(", ", parts)), "optional", conds)
-        head = "OPTIONAL CALL (*) {" if scope else "OPTIONAL CALL {"
+        outer = dict(scope)
         lines, inner = self.group(item.items, scope, required=False, avoid=avoid)
         new = {n: b for n, b in inner.items() if n not in scope and n not in avoid}
         if not new:
@@ -493,7 +518,7 @@ class Lowerer:
             cols.append(var if (binding.is_variable and binding.ref == var) else frag(binding.ref, " AS ", var))
             scope[name] = Binding(name, binding.kind, var, True)
         body = [*lines, frag("RETURN ", join(", ", cols))]
-        return _Clause(block(head, body), "optional")
+        return _Clause(block(call_head("OPTIONAL CALL", body, outer), body), "optional")
 
     # ------------------------------------------------------------------ pattern clauses
     def bind_node(self, name: str, kind: str, scope: dict[str, Binding], avoid: frozenset[str]) -> tuple[Part, bool]:
