@@ -275,7 +275,11 @@ def test_link_variable_on_quantified_path_rejected(kg):
         ('REGEX(?d.attributes.description, "vitamin.supplement")', ["Vitamin C"]),
         ('?d.attributes.risk_level > "1"', []),
         ('?d.attributes.dosage == "x" || ?d.attributes.dosage != "x"', []),
-        ('?d.attributes.note == null || ?d.attributes.note != 1', []),
+        ('?d.attributes.note != 1', []),
+        ('?d.attributes.note == null', ["Acetaminophen", "Aspirin", "Ibuprofen", "Morphine", "Naproxen", "Vitamin C"]),
+        ('?d.attributes.price != null', ["Acetaminophen", "Ibuprofen", "Naproxen"]),
+        ('?d.attributes.dosage != null && null != ?d.attributes.tags', ["Aspirin"]),
+        ('?d.attributes.risk_level > null || ?d.attributes.risk_level <= null', []),
         ('?d.attributes.approved', ["Aspirin"]),
         ('!?d.attributes.approved', ["Acetaminophen", "Ibuprofen", "Morphine", "Naproxen", "Vitamin C"]),
         ('IN(?d.attributes.risk_level, [1, 5])', ["Acetaminophen", "Morphine"]),
@@ -676,3 +680,16 @@ def test_shared_pattern_api_for_kml(kg):
         pat.lower_where(parse('FIND(?x) WHERE { ?x {type: "Drug"} (?x, ?x, ?y) }').where, {}, Settings())
     assert getattr(info.value, "code", None) == "KIP_1001"
     assert Compiled and frag
+
+
+def test_in_needs_a_list(kg):
+    assert err(run(kg, 'FIND(?d) WHERE { ?d {type: "Drug"} FILTER(IN(?d.name, :names)) }', names="Aspirin")) == "KIP_1001"
+    assert run(kg, 'FIND(?d.name) WHERE { ?d {type: "Drug"} FILTER(IN(?d.name, :names)) }', names=["Aspirin"]) == {"result": ["Aspirin"]}
+
+
+def test_aggregating_order_by_a_path_of_a_grouped_variable(kg):
+    r = run(kg, 'FIND(?l.id, COUNT(?x)) WHERE { ?l ({name: "Alice"}, ?p, ?o) OPTIONAL { (?x, "stated", ?l) } } ORDER BY ?l.metadata.confidence DESC')
+    assert r == {"result": [
+        ["P:alice_knows_bob:knows", "P:alice_follows_carol:follows", "P:alice_med:belongs_to_domain", "P:alice_stated_ibu:stated"],
+        [0, 0, 0, 0],
+    ]}

@@ -74,6 +74,8 @@ class _FindLowering:
         self.columns = [_Column(expr, i) for i, expr in enumerate(command.projections)]
         self.aggregating = any(c.aggregate for c in self.columns)
         self.aggregates_only = all(c.aggregate for c in self.columns)
+        #: Variables an aggregating ORDER BY reads that are functionally grouped (carried along).
+        self.hidden_groups: list[str] = []
 
     # ------------------------------------------------------------------ checks
     def check(self) -> None:
@@ -90,14 +92,26 @@ class _FindLowering:
             column.decode = _decoder(column.expr, binding)
         for key in self.command.order_by:
             self.pattern.require(_vars_of(key.expr), used_in="ORDER BY")
-            if self.aggregating and self._find_index(key.expr) is None:
-                raise KipError(
-                    INVALID_SYNTAX,
-                    "With aggregation in FIND, every ORDER BY key must be one of the FIND expressions.",
-                    "Order by a grouping expression or an aggregation that also appears in FIND (e.g. ORDER BY COUNT(?n) DESC).",
-                )
+            if self.aggregating and self._find_index(key.expr) is None and not isinstance(key.expr, ast.Aggregate):
+                name = _vars_of(key.expr)
+                if name not in self.identity_grouped():
+                    raise KipError(
+                        INVALID_SYNTAX,
+                        f"With aggregation in FIND, ORDER BY can use a FIND expression, or a dot path of a variable FIND groups by (?{name} or ?{name}.id in FIND).",
+                        "Order by a grouping expression or an aggregation that also appears in FIND (e.g. ORDER BY COUNT(?n) DESC).",
+                    )
+                self.hidden_groups.append(name)
             if isinstance(key.expr, ast.Aggregate) and self._find_index(key.expr) is None:
                 raise KipError(INVALID_SYNTAX, "An aggregation in ORDER BY must also appear in FIND.", "Add the aggregation to FIND, or order by a FIND expression.")
+
+    def identity_grouped(self) -> set[str]:
+        """Variables whose identity is part of the GROUP BY key (?x or ?x.id in FIND)."""
+        out = set()
+        for column in self.columns:
+            expr = column.expr
+            if isinstance(expr, ast.Var) or (isinstance(expr, ast.DotPath) and expr.path == ("id",)):
+                out.add(_vars_of(expr))
+        return out
 
     def _find_index(self, expr: ast.Projection) -> Optional[int]:
         for column in self.columns:
@@ -169,11 +183,17 @@ class _FindLowering:
 
         if self.aggregating:
             items = [frag(self.projection(c.expr), " AS ", c.var) for c in self.columns]
+            for name in dict.fromkeys(self.hidden_groups):
+                items.insert(0, frag(bindings[name].ref))
             if self.aggregates_only:
                 items.append(frag("count(*) AS ", Internal("solutions")))
             core.append(frag("WITH ", join(", ", items)))
             for key in self.command.order_by:
-                column = self.columns[self._find_index(key.expr)]
+                index = self._find_index(key.expr)
+                if index is None:  # a path of an identity-grouped variable, carried along
+                    sort(self.sort_value(key.expr), key.descending)
+                    continue
+                column = self.columns[index]
                 value: Fragment = frag(column.var)
                 if isinstance(key.expr, ast.Var) and bindings[key.expr.name].kind != PREDICATE:
                     value = frag("coalesce(", column.var, ".name, ", column.var, ".id)")

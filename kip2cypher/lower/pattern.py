@@ -683,6 +683,9 @@ class Lowerer:
         """True for ?x.attributes.k / ?x.metadata.k: values that may be stored as JSON text."""
         return isinstance(expr, ast.DotPath) and expr.path[0] in MAP_FIELDS and len(expr.path) == 2
 
+    def is_null_literal(self, expr: Any) -> bool:
+        return isinstance(expr, (ast.Literal, ast.Placeholder)) and self.value_of(expr) is None
+
     def needs_guard(self, op: str, other: Any) -> bool:
         """Whether a stored value compared by ``op`` with ``other`` must hide JSON text.
 
@@ -725,6 +728,16 @@ class Lowerer:
                 inner = frag("(", inner, ")")
             return frag("NOT ", inner)
         if isinstance(expr, ast.Comparison):
+            # `x == null` / `x != null` read as JSON: a null test (IS_NULL / IS_NOT_NULL).
+            # Any other comparison with null is false.
+            for this, other in ((expr.left, expr.right), (expr.right, expr.left)):
+                if self.is_null_literal(other):
+                    if expr.op in ("==", "!="):
+                        if self.is_null_literal(this):
+                            return frag("true" if expr.op == "==" else "false")
+                        call = ast.FuncCall("IS_NULL" if expr.op == "==" else "IS_NOT_NULL", (this,))
+                        return self.function(call, scope, used_in)
+                    return frag("false")
             left = self.operand(expr.left, scope, used_in, guard=self.needs_guard(expr.op, expr.right))
             right = self.operand(expr.right, scope, used_in, guard=self.needs_guard(_FLIP[expr.op], expr.left))
             return frag("coalesce(", left, _CMP[expr.op], right, ", false)")
@@ -770,6 +783,8 @@ class Lowerer:
             return test if name == "IS_NULL" else frag("NOT ", test)
         if name == "IN":
             literal_list = isinstance(args[1], (ast.ListLit, ast.Placeholder, ast.Literal))
+            if literal_list and not isinstance(self.value_of(args[1]), list):
+                raise KipError(INVALID_SYNTAX, f"IN needs a list as its second argument, got {describe(self.value_of(args[1]))}.", "Write IN(?x, [\"a\", \"b\"]) or bind the placeholder to an array.")
             return frag("coalesce(", self.operand(args[0], scope, used_in, guard=not literal_list), " IN ", self.operand(args[1], scope, used_in), ", false)")
         if name in _STRING_FUNCS:
             return frag("coalesce(", self.operand(args[0], scope, used_in), _STRING_FUNCS[name], self.operand(args[1], scope, used_in), ", false)")
