@@ -45,6 +45,11 @@ class Nexus:
         self.uri = uri or default_uri()
         self.database = database or os.environ.get("NEO4J_DATABASE") or None
         self.settings = settings or Settings()
+        driver_options.setdefault("max_transaction_retry_time", self.settings.max_retry_s)
+        driver_options.setdefault("user_agent", f"kip2cypher/{__version__}")
+        # Generated Cypher routinely names labels with no nodes yet (an empty type); the server's
+        # "label does not exist" notifications would only be noise in callers' logs.
+        driver_options.setdefault("notifications_min_severity", "OFF")
         self._driver = GraphDatabase.driver(self.uri, auth=auth if auth is not None else _env_auth(), **driver_options)
         # One bookmark manager per Nexus: a caller's reads see its own earlier writes on a cluster.
         self._bookmarks = GraphDatabase.bookmark_manager()
@@ -182,6 +187,19 @@ class Nexus:
             cypher = _current_cypher(holder)
             raise KipError(errors.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}", "This is an engine bug; report it with the debug field.", debug={"cypher": cypher} if cypher else None) from None
 
+    def execute_command(self, text: str, parameters: Optional[dict[str, Any]] = None, *, dry_run: bool = False, readonly: bool = False) -> "Outcome":
+        """One command text → ``Outcome`` (its §6.2.1 response, its kind, whether it stops a batch).
+
+        For callers that drive their own loop (``kip2cypher run``, the shell); never raises.
+        """
+        if readonly and command_kind_of(text) == "KML":
+            return Outcome({"error": _readonly_error("This is a KML command").to_dict()}, "KML")
+        try:
+            return self._one(text, dict(parameters or {}), dry_run, readonly)
+        except Exception as exc:  # noqa: BLE001
+            log.error("command failure: %r", exc, exc_info=True)
+            return Outcome({"error": KipError(errors.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}").to_dict()}, _sniff_kind(text))
+
     # ------------------------------------------------------------------ explain
     def explain(self, text: str, parameters: Optional[dict[str, Any]] = None) -> list[dict[str, Any]]:
         """Compile one command and EXPLAIN each of its statements (READ transaction, nothing runs).
@@ -285,6 +303,20 @@ def _reject_kml(request: ExecuteRequest) -> None:
         raise _readonly_error("This is a KML command")
     where = ", ".join(f"commands[{i}]" for i in kml[:10]) + (" …" if len(kml) > 10 else "")
     raise _readonly_error(f"The batch contains KML at {where}")
+
+
+def split_script(text: str) -> list[tuple[str, int]]:
+    """The commands of a ``.kip`` script as ``(command text, 1-based line)``; raises KipError.
+
+    Consecutive UPSERT blocks stay together as one capsule (one command).
+    """
+    from .parser import parse_script
+
+    out = []
+    for command in parse_script(text):
+        span = command.span
+        out.append((text[span.start : span.end], errors.line_column(text, span.start)[0]))
+    return out
 
 
 def plan_text(plan: Any, depth: int = 0) -> str:
