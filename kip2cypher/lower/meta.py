@@ -170,8 +170,16 @@ def domain_summary(props: dict[str, Any], members: int) -> dict[str, Any]:
     return summary
 
 
+def _domain_counts_statement() -> Compiled:
+    stmt = Statement()
+    stmt.line("MATCH (d:", Ident(storage.CONCEPT), " {type: ", Param(storage.DOMAIN, "domain"), "})")
+    stmt.line("RETURN d", _NODE, " AS d, COUNT { (:", Ident(storage.CONCEPT), ")-[:", Ident(storage.BELONGS_TO_DOMAIN), "]->(d) } AS members")
+    stmt.line("ORDER BY members DESC, d.name")
+    return Compiled.of(stmt, "domains with member counts")
+
+
 def lower_describe_domains(command: ast.DescribeDomains, parameters: dict[str, Any], settings: Settings) -> Plan:
-    compiled = _domains_statement(0, 0)
+    compiled = _domain_counts_statement()
 
     def runner(tx: Tx) -> dict[str, Any]:
         return {"result": [domain_summary(row["d"], row["members"]) for row in tx.run(compiled)]}
