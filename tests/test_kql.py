@@ -693,3 +693,15 @@ def test_aggregating_order_by_a_path_of_a_grouped_variable(kg):
         ["P:alice_knows_bob:knows", "P:alice_follows_carol:follows", "P:alice_med:belongs_to_domain", "P:alice_stated_ibu:stated"],
         [0, 0, 0, 0],
     ]}
+
+
+def test_or_filter_next_to_other_filters_keeps_its_parentheses(kg):
+    # Regression: two FILTERs are AND-ed; an OR chain must not bleed into its neighbour.
+    r = run(kg, """FIND(?d.name) WHERE {
+        ?d {type: "Drug"}
+        FILTER(IS_NULL(?d.attributes.price) || ?d.attributes.price > 4)
+        FILTER(?d.attributes.risk_level >= 2)
+    } ORDER BY ?d.name""")
+    assert r == {"result": ["Aspirin", "Ibuprofen", "Morphine", "Naproxen"]}
+    r = run(kg, 'FIND(?d.name) WHERE { ?d {type: "Drug"} FILTER(!(?d.name == "Aspirin" || ?d.attributes.risk_level > 1)) } ORDER BY ?d.name')
+    assert r == {"result": ["Acetaminophen", "Vitamin C"]}

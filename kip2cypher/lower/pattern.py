@@ -721,10 +721,12 @@ class Lowerer:
     def condition(self, expr: Any, scope: Mapping[str, Binding], used_in: str = "FILTER") -> Fragment:
         """A boolean FILTER expression; every atom is null-safe (coalesce(…, false))."""
         if isinstance(expr, ast.BoolOp):
-            return self.bool_chain(expr, scope, used_in, nested=False)
+            chain = self.bool_chain(expr, scope, used_in)
+            # Conditions are AND-ed together by callers: an OR chain keeps its parentheses.
+            return frag("(", chain, ")") if expr.op == "||" else chain
         if isinstance(expr, ast.NotExpr):
             inner = self.condition(expr.operand, scope, used_in)
-            if isinstance(expr.operand, ast.BoolOp):
+            if isinstance(expr.operand, ast.BoolOp) and expr.operand.op == "&&":
                 inner = frag("(", inner, ")")
             return frag("NOT ", inner)
         if isinstance(expr, ast.Comparison):
@@ -746,7 +748,7 @@ class Lowerer:
         # A bare value used as a condition: true only when it is the boolean true.
         return frag("coalesce(", self.operand(expr, scope, used_in, guard=False), " = true, false)")
 
-    def bool_chain(self, expr: ast.BoolOp, scope: Mapping[str, Binding], used_in: str, nested: bool = True) -> Fragment:
+    def bool_chain(self, expr: ast.BoolOp, scope: Mapping[str, Binding], used_in: str) -> Fragment:
         """``a && b && c`` → ``a AND b AND c``; parentheses only where && and || meet."""
         operands: list[Any] = []
 
