@@ -198,3 +198,21 @@ def test_export_with_filter_and_placeholders(graph):
         "EXPORT ?d WHERE { ?d {type: :t} FILTER(?d.attributes.risk_level >= :r) }", parameters={"t": "Drug", "r": 3}
     ))
     assert result["concepts"] == 1 and '"Ibuprofen"' in result["capsule"]
+
+
+def test_round_trip_of_the_bootstrapped_standard_capsules(nexus):
+    nexus.settings = dataclasses.replace(nexus.settings, embedder=False)
+    nexus.bootstrap(capsules=True)
+    load(nexus, MEDICAL)
+    types = ok(nexus.execute_kip("DESCRIBE CONCEPT TYPES"))
+    union = " ".join(f'UNION {{ ?n {{type: "{t}"}} }}' for t in types)
+    command = f"EXPORT ?n WHERE {{ ?n (?s, ?p, ?o) {union} }}"
+    before = snapshot(nexus)
+    pages = export_pages(nexus, command, 40)
+    assert sum(p["concepts"] for p in pages) == len(before["concepts"])
+    wipe(nexus.driver, nexus.database)
+    for page in pages:
+        ok(nexus.execute_kip(page["capsule"]))
+    assert snapshot(nexus) == before
+    identity = ok(nexus.execute_kip("DESCRIBE PRIMER"))["identity"]
+    assert identity["exists"] is True and identity["summary"].startswith("I am the agent itself")
