@@ -5,7 +5,7 @@ The *apply tail* is the heart of every UPSERT write. Given a bound element ``n``
 
 1. takes the element's exclusive write lock *before* reading anything that a
    concurrent writer could change (``SET n._kip_lock = true REMOVE …``; Neo4j
-   locks on write), then reads the committed state with ``properties(n)`` —
+   locks on write; a node it just created is locked already), then reads the committed state —
    never a property value cached by the planner from before the lock;
 2. checks the EXPECT VERSION guard, the protected-target rules;
 3. compares the new property map with the stored one and writes (bumping
@@ -38,6 +38,15 @@ SUBJ = storage.SUBJECT_REL
 OBJ = storage.OBJECT_REL
 
 NOW = "now"  # runtime parameter: the command's timestamp
+P_VERSION_KEY = "kip_vkey"
+
+
+def created_flag(var: str = "n") -> str:
+    """Cypher: the element was created by this statement (MERGE … ON CREATE SET ``meta._version`` = 0).
+
+    Version 0 exists only inside the creating transaction (it becomes 1 before the
+    statement ends), so no committed element ever matches."""
+    return f"coalesce({var}.`{VERSION}` = 0, false)"
 
 
 def now_iso() -> str:
@@ -60,44 +69,49 @@ def lock(stmt: Statement, var: str) -> None:
 
 
 def apply_tail(stmt: Statement, *, concept: bool, attr_keys: bool = False) -> None:
-    """The guarded write for a bound ``n`` / ``created`` / ``row`` (see module doc).
+    """The guarded write for a bound ``n`` / ``created`` / ``row`` (see module doc); a created
+    element carries ``meta._version = 0`` until this tail sets it to 1.
 
     ``row`` carries ``props`` (full encoded property map), ``own`` (the map
     without inherited UPSERT-level metadata, used on existing protected
     elements), ``expect`` (EXPECT VERSION or null) and, for concepts, ``cd``
-    (the encoded core_directives being written, or null).
+    (the encoded core_directives being written, or null); for propositions
+    ``btd`` (true for belongs_to_domain links, the only ones that can be protected).
+
+    A freshly created element is already write-locked by its creation; an existing
+    one is locked before any of its mutable properties is read. Reads after the
+    lock are dynamic (``n[k]``) or first reads of a key in the statement, so the
+    planner has no earlier cached value to reuse.
     """
-    lock(stmt, "n")
-    stmt.line("REMOVE n.", Ident(NEW))
-    stmt.line("WITH row, n, created, properties(n) AS cur")
+    stmt.line("FOREACH (_ IN CASE WHEN n IS NOT NULL AND NOT created THEN [1] ELSE [] END | SET n.", Ident(LOCK), " = true REMOVE n.", Ident(LOCK), ")")
+    # dynamic read after the lock: never a planner-cached value from before it
+    stmt.line("WITH row, n, created, CASE WHEN created THEN 0 ELSE n[", Param(VERSION, P_VERSION_KEY), "] END AS v0")
     if concept:
         stmt.line(
-            "WITH row, n, created, cur, coalesce(", schema.cy_protected_concept("cur.type", "cur.name"), ", false) AS prot, ",
-            "coalesce(", schema.cy_actor("cur.type", "cur.name"), ", false) AS actor",
+            "WITH row, n, created, v0, coalesce(", schema.cy_protected_concept("n.type", "n.name"), ", false) AS prot, ",
+            "coalesce(", schema.cy_actor("n.type", "n.name"), ", false) AS actor",
         )
     else:
-        stmt.line("WITH row, n, created, cur, coalesce(", schema.cy_protected_link("n"), ", false) AS prot, false AS actor")
-    stmt.line("WITH row, n, created, cur, prot, actor, CASE WHEN prot AND NOT created THEN row.own ELSE row.props END AS props")
-    stmt.line("WITH row, n, created, cur, prot, actor, props, any(k IN keys(props) WHERE cur[k] IS NULL OR cur[k] <> props[k]) AS changed")
-    stmt.line("WITH row, n, created, cur, props, changed, CASE")
+        stmt.line("WITH row, n, created, v0, CASE WHEN row.btd THEN coalesce(", schema.cy_protected_link("n"), ", false) ELSE false END AS prot, false AS actor")
+    stmt.line("WITH row, n, created, v0, prot, actor, CASE WHEN prot AND NOT created THEN row.own ELSE row.props END AS props")
+    stmt.line("WITH row, n, created, v0, prot, actor, props, created OR any(k IN keys(props) WHERE n[k] IS NULL OR n[k] <> props[k]) AS changed")
+    stmt.line("WITH row, n, created, v0, props, changed, CASE")
     stmt.line("  WHEN n IS NULL THEN 'missing'")
-    stmt.line("  WHEN row.expect IS NOT NULL AND coalesce(CASE WHEN created THEN 0 ELSE cur.", Ident(VERSION), " END, -1) <> row.expect THEN 'version'")
+    stmt.line("  WHEN row.expect IS NOT NULL AND coalesce(CASE WHEN created THEN 0 ELSE v0 END, -1) <> row.expect THEN 'version'")
     stmt.line("  WHEN prot AND NOT created AND changed THEN 'protected'")
     if concept:
         stmt.line(
-            "  WHEN actor AND NOT created AND row.cd IS NOT NULL AND cur.", Ident(CORE_DIRECTIVES),
-            " IS NOT NULL AND cur.", Ident(CORE_DIRECTIVES), " <> row.cd THEN 'protected'",
+            "  WHEN actor AND NOT created AND row.cd IS NOT NULL AND n.", Ident(CORE_DIRECTIVES),
+            " IS NOT NULL AND n.", Ident(CORE_DIRECTIVES), " <> row.cd THEN 'protected'",
         )
     stmt.line("  ELSE 'ok' END AS status")
-    stmt.line("CALL (n, cur, props, changed, created, status) {")
-    stmt.line("  WITH * WHERE status = 'ok' AND (changed OR created)")
+    stmt.line("FOREACH (_ IN CASE WHEN status = 'ok' AND changed THEN [1] ELSE [] END |")
     stmt.line(
-        "  SET n += props, n.", Ident(VERSION), " = coalesce(cur.", Ident(VERSION), ", 0) + 1, n.",
-        Ident(UPDATED_AT), " = ", Param(None, NOW),
+        "  SET n += props, n.", Ident(VERSION), " = coalesce(v0, 0) + 1, n.",
+        Ident(UPDATED_AT), " = ", Param(None, NOW), ")",
     )
-    stmt.line("}")
-    extra = ", [k IN keys(n) WHERE k STARTS WITH 'attr.'] AS attr_keys" if attr_keys else ""
-    stmt.line("RETURN n.id AS id, status, cur.", Ident(VERSION), " AS version, created, changed, CASE WHEN n IS NULL THEN null ELSE [cur.type, cur.name] END AS tn" + extra)
+    extra = ", [n.type, n.name] AS tn, [k IN keys(n) WHERE k STARTS WITH 'attr.'] AS attr_keys" if attr_keys else ""
+    stmt.line("RETURN n.id AS id, status, v0 AS version, created" + extra)
 
 
 def version_conflict(element: str, expected: Any, found: Any) -> KipError:

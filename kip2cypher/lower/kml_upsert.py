@@ -87,6 +87,11 @@ class PropRow:
 _ABSENT = object()
 
 
+def _is_concept(ref: Optional[Ref]) -> bool:
+    """Whether a reference names a concept (else a proposition)."""
+    return ref is not None and ref[0] in ("C", "ctn", "cid")
+
+
 @dataclass
 class Program:
     blocks: int  # number of UPSERT statements
@@ -348,18 +353,18 @@ def _concept_statement(strict: bool) -> Compiled:
     s.line("  CALL (row) {")
     s.line("    WITH row WHERE row.id IS NULL")
     s.line(f"    MERGE (n:{K.C} {{type: row.type, name: row.name}})")
-    s.line(f"      ON CREATE SET n.id = {K.new_concept_id()}, n:$(row.type), n.", Ident(K.NEW), " = true")
+    s.line(f"      ON CREATE SET n.id = {K.new_concept_id()}, n:$(row.type), n.", Ident(K.VERSION), " = 0")
     s.line("    RETURN n")
     s.line("    UNION ALL")
     s.line("    WITH row WHERE row.id IS NOT NULL")
     s.line(f"    OPTIONAL MATCH (n:{K.C} {{id: row.id}})")
     s.line("    RETURN n")
     s.line("  }")
-    s.line("  WITH row, n, n.", Ident(K.NEW), " IS NOT NULL AS created")
+    s.line(f"  WITH row, n, {K.created_flag()} AS created")
     K.apply_tail(s, concept=True, attr_keys=strict)
     s.line("}")
-    extra = ", attr_keys" if strict else ""
-    s.line(f"RETURN row.i AS i, id, status, version, created, changed, tn{extra}")
+    extra = ", tn, attr_keys" if strict else ""
+    s.line(f"RETURN row.i AS i, id, status, version, created{extra}")
     return Compiled.of(s, "UPSERT: match-or-create all CONCEPT blocks")
 
 
@@ -397,17 +402,18 @@ def _proposition_statement() -> Compiled:
     s.line("CALL (row) {")
     s.line("  CALL (row) {")
     s.line("    WITH row WHERE row.pid IS NULL")
-    s.line(f"    OPTIONAL MATCH (sc:{K.C} {{id: row.s}})")
-    s.line(f"    OPTIONAL MATCH (sp:{K.P} {{id: row.s}})")
-    s.line(f"    OPTIONAL MATCH (oc:{K.C} {{id: row.o}})")
-    s.line(f"    OPTIONAL MATCH (op:{K.P} {{id: row.o}})")
+    # row.sc / row.oc: whether the endpoint is a concept (known in Python), so one index seek each
+    s.line(f"    OPTIONAL MATCH (sc:{K.C} {{id: CASE WHEN row.sc THEN row.s END}})")
+    s.line(f"    OPTIONAL MATCH (sp:{K.P} {{id: CASE WHEN row.sc THEN null ELSE row.s END}})")
+    s.line(f"    OPTIONAL MATCH (oc:{K.C} {{id: CASE WHEN row.oc THEN row.o END}})")
+    s.line(f"    OPTIONAL MATCH (op:{K.P} {{id: CASE WHEN row.oc THEN null ELSE row.o END}})")
     s.line("    WITH row, coalesce(sc, sp) AS s, coalesce(oc, op) AS o")
     s.line("    WHERE s IS NOT NULL AND o IS NOT NULL")
     s.line(f"    MERGE (n:{K.P} {{subject: row.s, predicate: row.p, object: row.o}})")
-    s.line(f"      ON CREATE SET n.id = {K.new_proposition_id('row.p')}, n.", Ident(K.NEW), " = true")
+    s.line(f"      ON CREATE SET n.id = {K.new_proposition_id('row.p')}, n.", Ident(K.VERSION), " = 0")
     s.line("    WITH row, s, o, n")
     s.line("    CALL (row, s, o, n) {")
-    s.line("      WITH * WHERE n.", Ident(K.NEW), " IS NOT NULL")
+    s.line(f"      WITH * WHERE {K.created_flag()}")
     s.line(f"      CREATE (n)-[:{K.SUBJ}]->(s), (n)-[:{K.OBJ}]->(o), (s)-[:$(row.p) {{", Ident(storage.LINK_ID), ": n.id}]->(o)")
     s.line("    }")
     s.line("    RETURN n")
@@ -416,10 +422,10 @@ def _proposition_statement() -> Compiled:
     s.line(f"    OPTIONAL MATCH (n:{K.P} {{id: row.pid}})")
     s.line("    RETURN n")
     s.line("  }")
-    s.line("  WITH row, n, n.", Ident(K.NEW), " IS NOT NULL AS created")
+    s.line(f"  WITH row, n, {K.created_flag()} AS created")
     K.apply_tail(s, concept=False)
     s.line("}")
-    s.line("RETURN row.i AS i, id, status, version, created, changed")
+    s.line("RETURN row.i AS i, id, status, version, created")
     return Compiled.of(s, "UPSERT: match-or-create PROPOSITION blocks and SET PROPOSITIONS links (one wave)")
 
 
@@ -678,6 +684,8 @@ class Runner:
             payload.append({
                 "i": row.pos, "s": self.value(row.subject) if row.subject else None, "p": row.predicate,
                 "o": self.value(row.object) if row.object else None, "pid": row.id,
+                "sc": _is_concept(row.subject), "oc": _is_concept(row.object),
+                "btd": row.predicate in (None, storage.BELONGS_TO_DOMAIN),
                 "props": row.props, "own": row.own, "expect": row.expect,
             })
         result = self.tx.run(statement("props"), {"rows": payload, K.NOW: self.now})
