@@ -106,3 +106,32 @@ def test_capsule_types_in_use(full):
 def test_self_system_core_directives_are_protected(full):
     err(full.execute_kip('UPSERT { CONCEPT ?s { {type: "Person", name: "$system"} SET ATTRIBUTES { core_directives: [] } } }'), "KIP_3004")
     err(full.execute_kip('DELETE CONCEPT ?s DETACH WHERE { ?s {type: "Person", name: "$system"} }'), "KIP_3004")
+
+
+def test_spec_2_11_2_guarded_self_preferences(full):
+    """§2.11.2: read-modify-write of an array attribute of $self under EXPECT VERSION."""
+    guarded = """
+        UPSERT {
+          CONCEPT ?self {
+            {type: "Person", name: "$self"}
+            EXPECT VERSION :v
+            SET ATTRIBUTES { behavior_preferences: :merged_preferences }
+          }
+        }"""
+    v = concept(full, "Person", "$self")["metadata"]["_version"]
+    ok(full.execute_kip(guarded, parameters={"v": v, "merged_preferences": ["be brief"]}))
+    # a second writer that read the same version loses and must re-read
+    e = err(full.execute_kip(guarded, parameters={"v": v, "merged_preferences": ["be verbose"]}), "KIP_3005")
+    assert str(v + 1) in e["message"]
+    ok(full.execute_kip(guarded, parameters={"v": v + 1, "merged_preferences": ["be brief", "use tables"]}))
+    me = concept(full, "Person", "$self")
+    assert me["attributes"]["behavior_preferences"] == ["be brief", "use tables"] and me["metadata"]["_version"] == v + 2
+
+
+def test_spec_6_1_batch_upsert_event(full):
+    res = full.execute_kip(commands=[
+        {"command": 'UPSERT { CONCEPT ?e { {type:"Event", name: :name} } }', "parameters": {"name": "MyEvent"}},
+    ], parameters={"limit": 10})
+    assert "result" in res and "result" in res["result"][0], res
+    assert res["result"][0]["result"]["blocks"] == 1
+    assert concept(full, "Event", "MyEvent") is not None
