@@ -189,7 +189,7 @@ def render_response(command: str, response: dict[str, Any]) -> str:
     """A §6 response as text for people: error block, table, capsule or key/value list."""
     if "error" in response:
         err = response["error"]
-        where = f" at line {err['line']}, column {err['column']}" if "line" in err else ""
+        where = f" at line {err['line']}, column {err['column']}" if "line" in err and f"line {err['line']}" not in str(err.get("message")) else ""
         out = [f"error {err.get('code')}{where}: {err.get('message')}"]
         if err.get("hint"):
             out.append(f"  hint: {err['hint']}")
