@@ -462,3 +462,26 @@ def test_strict_instance_schema(genesis):
         from kip2cypher import resources
 
         ok(strict.execute_kip(resources.capsule_text("Genesis")))
+
+
+def test_capsule_is_batched_into_a_handful_of_statements(med, monkeypatch):
+    """200 concept blocks + 400 links → resolve, concepts, one proposition wave: 3 round trips."""
+    from kip2cypher import plan as planmod
+
+    labels: list[str] = []
+    original = planmod.Tx.run
+
+    def counting(self, stmt, params=None):
+        labels.append(stmt.label)
+        return original(self, stmt, params)
+
+    monkeypatch.setattr(planmod.Tx, "run", counting)
+    blocks = []
+    for i in range(200):
+        links = " ".join(x for x in (f'("related_to", ?c{i - 1})' if i else "", f'("treats", {{type: "Symptom", name: "Brain Fog"}})') if x)
+        blocks.append(f'CONCEPT ?c{i} {{ {{type: "Drug", name: "B{i}"}} SET ATTRIBUTES {{ i: {i} }} SET PROPOSITIONS {{ {links} }} }}')
+    res = ok(med.execute_kip("UPSERT { " + "\n".join(blocks) + " } WITH METADATA { source: \"batch\" }"))
+    assert len(res["upsert_concept_nodes"]) == 200
+    upsert_statements = [label for label in labels if label.startswith("UPSERT")]
+    assert len(upsert_statements) == 3, upsert_statements
+    assert count(med, "MATCH (p:KipProposition {`meta.source`: 'batch'}) RETURN count(p)") == 399
