@@ -1,0 +1,243 @@
+"""kip2cypher benchmark suite: KIP end to end against hand-written Cypher on a real Neo4j.
+
+    python -m bench [--scale 10k|100k] [--quick] [--out DIR]
+
+Steps: compile micro-benchmarks over the spec examples; capsule ingest (1,000 concepts +
+2,000 propositions, wiped database each run) KIP vs UNWIND + MERGE; load of the synthetic
+memory graph through KIP UPSERT capsules; then the query mix, each command verified
+against its hand-written Cypher, timed alternately and PROFILEd. Writes DIR/report.json
+(+ DIR/report-<scale>.json), prints a table and draws DIR/ratio-<scale>.png and
+DIR/scale.png. WIPES the database it runs against (its own local server by default:
+bench/server.py). Timings never gate the test suite.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+from . import compile_bench, ingest, plots
+from .graph import MemoryGraph
+from .load import load_graph, wipe
+from .queries import CURSOR_QUERY, build, search_queries, write_queries
+from .runner import Runner
+from .server import ensure_server
+
+GRAPH_VERSION = "1"  # bump when bench/graph.py changes what it generates
+
+TARGETS = {
+    "median_ratio": 1.15,
+    "max_ratio": 1.5,
+    "path_ratio": 1.3,
+    "compile_cold_ms": 1.0,
+    "compile_cached_us": 30.0,
+    "ingest_ratio": 2.0,
+    "search_ratio": 1.5,
+}
+
+
+def parse_scale(text: str) -> int:
+    text = text.strip().lower()
+    if text.endswith("k"):
+        return int(float(text[:-1]) * 1000)
+    return int(text)
+
+
+def scale_label(n: int) -> str:
+    return f"{n // 1000}k" if n % 1000 == 0 else str(n)
+
+
+def log(*args: Any) -> None:
+    print(*args, flush=True)
+
+
+def _marker(driver: Any, database: Optional[str]) -> Optional[dict[str, Any]]:
+    records, _, _ = driver.execute_query("MATCH (m:BenchMarker) RETURN m {.*} AS m", database_=database)
+    return records[0]["m"] if records else None
+
+
+def _set_marker(driver: Any, database: Optional[str], n: int, load: dict[str, Any]) -> None:
+    driver.execute_query("MERGE (m:BenchMarker) SET m.concepts = $n, m.version = $v, m.load = $load",
+                         n=n, v=GRAPH_VERSION, load=json.dumps(load), database_=database)
+
+
+def cursor_token(nexus: Any) -> str:
+    first = nexus.execute_kip(CURSOR_QUERY)
+    second = nexus.execute_kip(CURSOR_QUERY + " CURSOR :cursor", parameters={"cursor": first["next_cursor"]})
+    return second["next_cursor"]
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    options = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    options.add_argument("--scale", default="10k", help="concepts in the synthetic graph: 10k (default), 100k, or any N / Nk")
+    options.add_argument("--quick", action="store_true", help="10k scale and fewer repetitions (under 3 minutes on the dev machine)")
+    options.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"), help="output directory (default bench/results)")
+    options.add_argument("--reps", type=int, help="timed pairs per query (default 15, --quick 5)")
+    options.add_argument("--only", help="comma-separated query names (the rest is skipped)")
+    options.add_argument("--skip-ingest", action="store_true", help="skip the capsule ingest benchmark")
+    options.add_argument("--skip-compile", action="store_true", help="skip the compile micro-benchmarks")
+    options.add_argument("--reuse-graph", action="store_true",
+                         help="keep the loaded graph when it matches (implies --skip-ingest, which would wipe it)")
+    args = options.parse_args(argv)
+
+    n = 10_000 if args.quick else parse_scale(args.scale)
+    label = scale_label(n)
+    reps = args.reps or (5 if args.quick else 15)
+    warmup = 2 if args.quick else 3
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+
+    from kip2cypher import Nexus
+    from kip2cypher.config import Settings
+
+    uri, database = ensure_server(log)
+    # No embedder: the hand-written side computes no embeddings either (keyword SEARCH only).
+    settings = Settings(embedder=False)
+    nexus = Nexus(uri, database=database, settings=settings)
+    version = nexus.server_version()
+    log(f"kip2cypher bench — scale {label} ({n} concepts), Neo4j {version} at {uri}, {os.cpu_count()} cores, "
+        f"load average {os.getloadavg()[0]:.1f}, {reps} timed pairs per query{' (quick)' if args.quick else ''}")
+    report: dict[str, Any] = {
+        "scale": label,
+        "concepts": n,
+        "neo4j_version": version,
+        "quick": bool(args.quick),
+        "reps": reps,
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "load_average_start": round(os.getloadavg()[0], 2)},
+        "targets": TARGETS,
+    }
+
+    # ---------------------------------------------------------------- compile
+    if not args.skip_compile:
+        log("\n[1/4] compile micro-benchmarks over the spec examples …")
+        report["compile"] = compile_bench.run(7 if args.quick else 25, 200 if args.quick else 1000, settings)
+        c = report["compile"]
+        log(f"  {c['spec_entries']} spec examples: cold parse {c['parse_cold_median_ms']:.3f} ms, cold compile {c['cold_median_ms']:.3f} ms "
+            f"(p90 {c['cold_p90_ms']:.2f} ms), cached {c['cached_median_us']:.2f} µs; {len(c['skipped'])} entries need parameters (skipped)")
+
+    # ---------------------------------------------------------------- ingest + load
+    graph = MemoryGraph(n)
+    report["graph"] = graph.stats()
+    reuse = False
+    if args.reuse_graph:
+        marker = _marker(nexus.driver, database)
+        reuse = bool(marker) and marker.get("concepts") == n and marker.get("version") == GRAPH_VERSION
+        if reuse:
+            report["load"] = {**json.loads(marker["load"]), "reused": True}
+            log(f"\n[2-3/4] reusing the loaded {label} graph (--reuse-graph)")
+    if not args.skip_ingest and not reuse and not args.reuse_graph:
+        log("\n[2/4] capsule ingest (1,000 concepts + 2,000 propositions, wiped database each run) …")
+        report["ingest"] = ingest.run(nexus, database, 1 if args.quick else 3, log)
+        i = report["ingest"]
+        log(f"  KIP {i['kip_s']:.2f}s (execution only {i['kip_exec_s']:.2f}s, parse {i['parse_s']:.2f}s) vs UNWIND+MERGE {i['cypher_s']:.2f}s: "
+            f"ratio {i['ratio']:.2f} (execution {i['exec_ratio']:.2f})")
+    if not reuse:
+        log(f"\n[3/4] loading the {label} graph through KIP UPSERT capsules ({len(graph.concepts)} concepts, {len(graph.links)} propositions) …")
+        wipe(nexus.driver, database)
+        stats = load_graph(nexus, graph, log)
+        report["load"] = stats.as_dict()
+        _set_marker(nexus.driver, database, n, report["load"])
+        log(f"  loaded in {stats.as_dict()['total_s']:.1f}s ({stats.batches} capsules, compile share {stats.compile_s:.1f}s)")
+
+    # ---------------------------------------------------------------- queries
+    log("\n[4/4] query mix (verify, warm up, alternate, PROFILE) …")
+    queries = build(graph, cursor_token(nexus))
+    queries += search_queries("quantum lattice", graph.topic(1))
+    queries += write_queries(graph)
+    if args.only:
+        wanted = {name.strip() for name in args.only.split(",")}
+        queries = [q for q in queries if q.name in wanted]
+    runner = Runner(nexus, database, log)
+    measurements = []
+    for q in queries:
+        heavy_reps = reps
+        m = runner.measure(q, heavy_reps, warmup)
+        measurements.append(m)
+        d = m.as_dict()
+        if m.error:
+            continue
+        log(f"  {q.name:<20} kip {d['kip_ms']:>9.2f} ms  cypher {d['cypher_ms']:>9.2f} ms  ratio {d['ratio']:>5.2f}  "
+            f"db hits {d['kip_db_hits']}/{d['cypher_db_hits']}  rows {d['rows']}")
+    report["queries"] = [m.as_dict() for m in measurements]
+    report["summary"] = summarize(report)
+    report["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    report["machine"]["load_average_end"] = round(os.getloadavg()[0], 2)
+    report["wall_s"] = round(time.perf_counter() - started, 1)
+
+    (out / "report.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    (out / f"report-{label}.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    print_table(report)
+    try:
+        drawn = plots.draw(report, out)
+        log("plots: " + ", ".join(str(p) for p in drawn))
+    except ImportError:
+        log("plots skipped: matplotlib is not installed (pip install -e '.[bench]')")
+    nexus.close()
+    log(f"\nreport: {out / 'report.json'} ({report['wall_s']:.0f}s wall)")
+    return 1 if any(m.error for m in measurements) else 0
+
+
+def summarize(report: dict[str, Any]) -> dict[str, Any]:
+    ok = [q for q in report["queries"] if q.get("ratio") is not None]
+    ratios = [q["ratio"] for q in ok]
+    paths = [q for q in ok if q["kind"] == "path"]
+    searches = [q for q in ok if q["kind"] == "search"]
+    s: dict[str, Any] = {
+        "queries": len(ok),
+        "failed": [q["name"] for q in report["queries"] if q.get("error")],
+        "median_ratio": round(statistics.median(ratios), 3) if ratios else None,
+        "max_ratio": max(ratios) if ratios else None,
+        "max_ratio_query": max(ok, key=lambda q: q["ratio"])["name"] if ok else None,
+        "over_1_5": [q["name"] for q in ok if q["ratio"] > TARGETS["max_ratio"]],
+        "path_max_ratio": max((q["ratio"] for q in paths), default=None),
+        "search_max_ratio": max((q["ratio"] for q in searches), default=None),
+        "read_median_ratio": round(statistics.median([q["ratio"] for q in ok if q["kind"] != "write"]), 3) if ok else None,
+    }
+    checks = {
+        "median_ratio": (s["median_ratio"], TARGETS["median_ratio"]),
+        "max_ratio": (s["max_ratio"], TARGETS["max_ratio"]),
+        "path_ratio": (s["path_max_ratio"], TARGETS["path_ratio"]),
+        "search_ratio": (s["search_max_ratio"], TARGETS["search_ratio"]),
+    }
+    if "compile" in report:
+        checks["compile_cold_ms"] = (report["compile"]["cold_median_ms"], TARGETS["compile_cold_ms"])
+        checks["compile_cached_us"] = (report["compile"]["cached_median_us"], TARGETS["compile_cached_us"])
+    if "ingest" in report:
+        checks["ingest_ratio"] = (report["ingest"]["ratio"], TARGETS["ingest_ratio"])
+    s["targets"] = {k: {"value": v, "target": t, "met": v is not None and v <= t} for k, (v, t) in checks.items()}
+    return s
+
+
+def print_table(report: dict[str, Any]) -> None:
+    print(f"\n{'query':<20} {'kind':<6} {'KIP ms':>9} {'Cypher ms':>10} {'ratio':>6} {'KIP hits':>10} {'Cy hits':>10} {'cold ms':>8} {'cache µs':>9}")
+    for q in report["queries"]:
+        if q.get("error"):
+            print(f"{q['name']:<20} FAILED: {q['error'].splitlines()[0]}")
+            continue
+        print(f"{q['name']:<20} {q['kind']:<6} {q['kip_ms']:>9.2f} {q['cypher_ms']:>10.2f} {q['ratio']:>6.2f} "
+              f"{q['kip_db_hits']:>10} {q['cypher_db_hits']:>10} {q['compile_cold_ms']:>8.2f} {q['compile_cached_us']:>9.1f}")
+    s = report["summary"]
+    print(f"\nmedian ratio {s['median_ratio']} (reads {s['read_median_ratio']}), max {s['max_ratio']} ({s['max_ratio_query']}), "
+          f"above 1.5: {', '.join(s['over_1_5']) or 'none'}")
+    if "compile" in report:
+        c = report["compile"]
+        print(f"compile: cold {c['cold_median_ms']:.3f} ms median, cached {c['cached_median_us']:.2f} µs median ({c['spec_entries']} spec examples)")
+    if "ingest" in report:
+        i = report["ingest"]
+        print(f"ingest (1k concepts + 2k propositions): KIP {i['kip_s']:.2f}s (exec {i['kip_exec_s']:.2f}s) vs Cypher {i['cypher_s']:.2f}s → {i['ratio']:.2f}×")
+    if "load" in report:
+        print(f"graph load through KIP: {report['load'].get('total_s')}s")
+    print(f"peak RSS {report['peak_rss_mb']} MB")
+    print("targets: " + ", ".join(f"{k} {v['value']} ≤ {v['target']} {'✓' if v['met'] else '✗'}" for k, v in s["targets"].items()))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
