@@ -159,6 +159,13 @@ def from_neo4j(exc: BaseException, cypher: Optional[str] = None) -> KipError:
         return KipError(EXECUTION_TIMEOUT, "The command exceeded the query time limit.", DEFAULT_HINTS[EXECUTION_TIMEOUT])
     if "MemoryPoolOutOfMemoryError" in code or "OutOfMemory" in code:
         return KipError(RESOURCE_EXHAUSTED, "The command needed more memory than the database allows.", DEFAULT_HINTS[RESOURCE_EXHAUSTED])
+    if "TokenNameError" in code or "is not a valid token name" in message:
+        # A concept type or predicate becomes a Neo4j label / relationship type; Neo4j refuses
+        # empty names and names holding NUL. The caller's data, not an engine bug.
+        return KipError(INVALID_IDENTIFIER, "A concept type or predicate name is empty or contains a NUL character; Neo4j cannot store it as a label or relationship type.", "Use a non-empty type/predicate name without NUL (\\u0000) characters (e.g. UpperCamelCase types, snake_case predicates).")
+    if "too large to index" in message:
+        # Names, types, predicates and ids are indexed; a RANGE index key holds ~8 KB at most.
+        return KipError(CONSTRAINT_VIOLATION, "A name, type or predicate is too long to be indexed (Neo4j's index key limit is about 8 KB; see docs/limits.md).", "Keep identity fields short; put long text in an attribute such as description.")
     if "ConstraintValidationFailed" in code:
         return KipError(DUPLICATE_EXISTS, f"A uniqueness constraint was violated: {message}", DEFAULT_HINTS[DUPLICATE_EXISTS])
     if "Statement.SyntaxError" in code or "Statement.SemanticError" in code or "Statement.TypeError" in code:

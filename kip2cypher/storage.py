@@ -14,6 +14,9 @@ PROPOSITION = "KipProposition"
 SUBJECT_REL = "KIP_SUBJECT"
 OBJECT_REL = "KIP_OBJECT"
 LINK_ID = "kip_id"  # property on the native predicate relationship: the proposition id
+#: Concept types and predicates become labels / relationship types; these are the engine's own.
+RESERVED_LABELS = (CONCEPT, PROPOSITION)
+RESERVED_REL_TYPES = (SUBJECT_REL, OBJECT_REL)
 
 CONCEPT_TYPE = "$ConceptType"
 PROPOSITION_TYPE = "$PropositionType"

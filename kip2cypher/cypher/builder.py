@@ -26,8 +26,14 @@ RESERVED = frozenset(
 
 
 def quote(name: str) -> str:
-    """Backtick-quote an identifier, doubling inner backticks: the injection-proof form."""
-    return "`" + name.replace("`", "``") + "`"
+    """Backtick-quote an identifier: the injection-proof form.
+
+    Inner backticks are doubled, and every backslash is written as the escape ``\\u005c``:
+    Cypher decodes Java-style ``\\uXXXX`` escapes *inside* backticks, so a name holding the
+    six characters ``\\u0060`` would otherwise close the quoted identifier and let the rest of
+    the name run as Cypher (tests/test_reliability_hostile.py).
+    """
+    return "`" + name.replace("\\", "\\u005c").replace("`", "``") + "`"
 
 
 @dataclass(frozen=True, slots=True)

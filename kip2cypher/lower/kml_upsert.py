@@ -186,6 +186,7 @@ class Analyzer:
             name = resolve_str(ident.name, self.params, "A concept `name`")
             row = ConceptRow(pos, self.seq, type_, name, None, attrs, _encode(attrs, meta), _encode(attrs, own_meta), expect, schema.label(type_, name))
             self.require_type(type_, name)
+            _refuse_engine_name(type_, name)
             if type_ == storage.CONCEPT_TYPE:
                 program.defined_types.append(name)
             elif type_ == storage.PROPOSITION_TYPE:
@@ -309,6 +310,22 @@ class Analyzer:
         if predicate in self.program.defined_predicates:
             return
         self.program.schema_checks.append((self.seq, "predicate", predicate))
+
+
+def _refuse_engine_name(type_: str, name: str) -> None:
+    """A type named KipConcept would label its instances KipConcept (matching every concept), a
+    predicate named KIP_SUBJECT would forge the structural links: the engine's own Neo4j names
+    are refused as concept types / predicates (tests/test_reliability_hostile.py)."""
+    if (type_ == storage.CONCEPT_TYPE and name in storage.RESERVED_LABELS) or (
+        type_ == storage.PROPOSITION_TYPE and name in storage.RESERVED_REL_TYPES
+    ):
+        kind = "concept type" if type_ == storage.CONCEPT_TYPE else "predicate"
+        raise KipError(
+            errors.IMMUTABLE_TARGET,
+            f"The {kind} name {schema._q(name)} is reserved: the engine uses it as a Neo4j "
+            f"{'label' if kind == 'concept type' else 'relationship type'} of its own storage model.",
+            f"Choose another name; {', '.join(storage.RESERVED_LABELS + storage.RESERVED_REL_TYPES)} are engine-reserved.",
+        )
 
 
 def analyze(capsule: ast.Capsule, params: dict[str, Any]) -> Program:
