@@ -264,3 +264,23 @@ def test_demo_runs_against_the_configured_neo4j(cli, nexus):
     assert "Bootstrapped Genesis" in out.output
     assert "-- Cypher" in out.output
     assert '"error"' not in out.output, out.output
+
+
+def test_run_handles_a_script_larger_than_the_parser_bound(cli, genesis, tmp_path):
+    from kip2cypher.parser import MAX_INPUT_BYTES
+
+    padding = "x" * 200
+    lines = [DEMO_SCHEMA] + [f'UPSERT {{ CONCEPT ?c {{ {{type: "Symptom", name: "s{i} {padding}"}} }} }}' for i in range(1300)]
+    lines.append('FIND(COUNT(?s)) WHERE { ?s {type: "Symptom"} }')
+    text = "\n".join(lines) + "\n"
+    assert len(text.encode()) > MAX_INPUT_BYTES
+    path = tmp_path / "big.kip"
+    path.write_text(text)
+    out = cli("run", str(path), "--format", "json")
+    assert out.exit_code == 0, out.output[-2000:]
+    results = json.loads(out.stdout)["result"]
+    assert results[-1] == {"result": 1300}
+    assert len(results) >= 3  # cut into pieces at command boundaries
+    path.write_text(text + "FIND(?x WHERE\n")
+    out = cli("run", str(path))
+    assert out.exit_code == 1 and json.loads(out.stdout)["error"]["line"] == text.count("\n") + 1
