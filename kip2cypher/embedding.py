@@ -368,10 +368,18 @@ MATCH (n:{label} {{id: row.id}})
 SET n.{emb} = row.vector, n.{model} = $model, n.{hash} = row.hash"""
 
 
-def _attrs(vals: list[Any]) -> dict[str, Any]:
+def safe_decode(value: Any) -> Any:
+    """``storage.decode`` that never raises (a value it cannot decode simply has no text)."""
     from .storage import decode
 
-    return {k: decode(v) for k, v in zip(GROUNDING_ATTRIBUTES, vals) if v is not None}
+    try:
+        return decode(value)
+    except ValueError:
+        return None
+
+
+def _attrs(vals: list[Any]) -> dict[str, Any]:
+    return {k: safe_decode(v) for k, v in zip(GROUNDING_ATTRIBUTES, vals) if v is not None}
 
 
 def _texts(kind: str, rows: Iterable[dict[str, Any]]) -> list[tuple[str, str]]:

@@ -200,7 +200,7 @@ def field_score(query_tokens: list[str], text: str, name_like: bool) -> float:
 
 
 def _texts(value: Any) -> list[str]:
-    return embedding._text_values(storage.decode(value))
+    return embedding._text_values(embedding.safe_decode(value))
 
 
 def concept_lexical_score(query_tokens: list[str], props: dict[str, Any]) -> float:
