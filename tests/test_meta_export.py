@@ -191,6 +191,9 @@ def test_export_empty_and_limits(graph):
     assert graph.execute_kip('EXPORT ?n WHERE { ?n {type: "Drug"} } LIMIT 100000')["error"]["code"] == "KIP_4002"
     assert graph.execute_kip('EXPORT ?x WHERE { ?n {type: "Drug"} }')["error"]["code"] == "KIP_3001"
     assert graph.execute_kip('EXPORT ?p WHERE { (?s, ?p, ?o) }')["error"]["code"] == "KIP_1001"
+    undefined = graph.execute_kip('EXPORT ?d WHERE { ?d {type: "drug"} }')["error"]
+    assert undefined["code"] == "KIP_2001" and '"Drug"' in undefined["hint"]
+    assert graph.execute_kip('EXPORT ?l WHERE { ?l (?s, "treat", ?o) }')["error"]["code"] == "KIP_2001"
 
 
 def test_export_with_filter_and_placeholders(graph):

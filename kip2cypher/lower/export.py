@@ -53,8 +53,10 @@ def author_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------ statements
-def _page_statement(command: ast.Export, parameters: dict[str, Any], settings: Settings) -> Compiled:
-    from .pattern import NODE_KINDS, lower_where
+def _page_statement(command: ast.Export, parameters: dict[str, Any], settings: Settings) -> tuple[Compiled, list, list]:
+    """The page query, plus the (meta-type, name) pairs the WHERE grounds on: all, and those
+    only in OPTIONAL/NOT/UNION (checked like FIND: KIP_2001 for an undefined name)."""
+    from .pattern import NODE_KINDS, grounding_names, lower_where
 
     pattern = lower_where(command.where, parameters, settings)
     pattern.require(command.target, used_in="EXPORT", kinds=NODE_KINDS)
@@ -80,7 +82,7 @@ def _page_statement(command: ast.Export, parameters: dict[str, Any], settings: S
     stmt.line("RETURN ", e, "{.*, kip_embedding: null} AS element, ", e, ":", prop, " AS is_proposition, ", key, " AS sort_key")
     stmt.line("ORDER BY sort_key LIMIT ", Param(None, "fetch"))
     del concept
-    return Compiled.of(stmt, "EXPORT page")
+    return Compiled.of(stmt, "EXPORT page"), grounding_names(pattern.grounding), grounding_names(pattern.grounding, required_only=False)
 
 
 def _refs_statement() -> Compiled:
@@ -176,11 +178,14 @@ def lower_export(command: ast.Export, parameters: dict[str, Any], settings: Sett
     paging = {v.name for v in (command.limit, command.cursor) if isinstance(v, ast.Placeholder)}
     scope = query_scope("EXPORT", command.target, repr(command.where), json.dumps({k: v for k, v in parameters.items() if k not in paging}, sort_keys=True, default=str))
     after = read_cursor(settings, scope, resolve(command.cursor, parameters)) if command.cursor is not None else None
-    page = _page_statement(command, parameters, settings)
+    page, grounding_all, grounding_optional = _page_statement(command, parameters, settings)
     refs = _refs_statement()
 
     def runner(tx: Tx) -> dict[str, Any]:
+        from .pattern import check_grounding
+
         rows = tx.run(page, {"after": after, "fetch": limit + 1})
+        check_grounding(tx, grounding_all if not rows and after is None else grounding_optional)
         capsule = _Capsule(tx, refs)
         counts = {"concepts": 0, "propositions": 0}
         for row in rows[:limit]:
@@ -195,4 +200,9 @@ def lower_export(command: ast.Export, parameters: dict[str, Any], settings: Sett
             response["next_cursor"] = make_cursor(settings, scope, rows[limit - 1]["sort_key"])
         return response
 
-    return Plan("META", "READ", [page, refs], runner)
+    statements = [page, refs]
+    if grounding_all:
+        from .pattern import grounding_compiled
+
+        statements.append(grounding_compiled(grounding_all))
+    return Plan("META", "READ", statements, runner)
