@@ -219,3 +219,15 @@ def test_round_trip_of_the_bootstrapped_standard_capsules(nexus):
     assert snapshot(nexus) == before
     identity = ok(nexus.execute_kip("DESCRIBE PRIMER"))["identity"]
     assert identity["exists"] is True and identity["summary"].startswith("I am the agent itself")
+
+
+def test_spec_example_export_a_domain(graph):
+    result = ok(graph.execute_kip_readonly(
+        'EXPORT ?n WHERE { (?n, "belongs_to_domain", {type: "Domain", name: "Medical"}) } LIMIT 500'
+    ))
+    assert result["concepts"] == 6 and result["propositions"] == 0
+    blocks = parse(result["capsule"]).upserts[0].blocks
+    assert [(b.identity.type.value, b.identity.name.value) for b in blocks] == [
+        ("Drug", "Aspirin"), ("Drug", "Aspirin Complex"), ("Drug", "Ibuprofen"),
+        ("Symptom", "Fever"), ("Symptom", "Headache"), ("Symptom", "Nausea"),
+    ]

@@ -267,3 +267,14 @@ def test_bundled_minilm_semantic_search(genesis):
     assert names(fever) == ["Fever"]
     hybrid = ok(genesis.execute_kip('SEARCH CONCEPT "aspirin"'))
     assert names(hybrid)[0] == "Aspirin"
+
+
+def test_spec_examples_including_cjk(keyword_only):
+    load(keyword_only, 'UPSERT { CONCEPT ?c { {type: "Symptom", name: "Dark mode preference"} SET ATTRIBUTES { aliases: ["深色模式", "dark theme"] } } }')
+    hits = ok(keyword_only.execute_kip('SEARCH CONCEPT "深色模式" MODE "hybrid" LIMIT 10'))
+    assert names(hits) == ["Dark mode preference"] and scores(hits) == [1.0]
+    assert names(ok(keyword_only.execute_kip('SEARCH CONCEPT "模式"')))  == ["Dark mode preference"]
+    assert names(ok(keyword_only.execute_kip('SEARCH CONCEPT "aspirin" LIMIT 5')))[0] == "Aspirin"
+    assert names(ok(keyword_only.execute_kip('SEARCH CONCEPT "Aspirin" WITH TYPE "Drug"')))[0] == "Aspirin"
+    assert ok(keyword_only.execute_kip('SEARCH PROPOSITION "treats" LIMIT 10'))
+    assert "error" not in keyword_only.execute_kip('SEARCH CONCEPT "headache relief" MODE "semantic" THRESHOLD 0.75 LIMIT 10')
