@@ -80,9 +80,12 @@ def run(nexus: Any, database: Optional[str], reps: int, log=print) -> dict[str, 
         cypher_s.append(time.perf_counter() - start)
         shapes["cypher"] = _counts(nexus, database)
 
-    # warm-up: one of each (Neo4j plans both sides' statements once)
+    # warm-up: one of each (Neo4j plans both sides' statements once), then forget those samples
     kip(False)
     cypher()
+    exec_s.clear()
+    cypher_s.clear()
+    compile_s.clear()
     for rep in range(reps):
         order = (lambda: kip(True), lambda: kip(False), cypher) if rep % 2 == 0 else (cypher, lambda: kip(False), lambda: kip(True))
         for step in order:

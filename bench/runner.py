@@ -73,6 +73,12 @@ class Measurement:
         return statistics.median(self.cypher_samples) * 1e3 if self.cypher_samples else None
 
     @property
+    def ratio_min(self) -> Optional[float]:
+        if not self.kip_samples or not self.cypher_samples:
+            return None
+        return min(self.kip_samples) / min(self.cypher_samples)
+
+    @property
     def ratio(self) -> Optional[float]:
         if not self.kip_samples or not self.cypher_samples:
             return None
@@ -87,6 +93,7 @@ class Measurement:
             "kip_ms": r(self.kip_ms),
             "cypher_ms": r(self.cypher_ms),
             "ratio": r(self.ratio),
+            "ratio_of_minima": r(self.ratio_min),
             "kip_db_hits": self.kip_db_hits,
             "cypher_db_hits": self.cypher_db_hits,
             "kip_statements": self.kip_statements,
@@ -144,7 +151,9 @@ class Runner:
             q.check(self.driver, self.database)
         return len(kip)
 
-    def measure(self, q: Query, reps: int, warmup: int) -> Measurement:
+    def measure(self, q: Query, reps: int, warmup: int, budget_s: float = 0.0, max_reps: int = 0) -> Measurement:
+        """``reps`` timed pairs at least; then more (up to ``max_reps``) while the query's
+        time stays under ``budget_s`` — cheap queries get many samples on a noisy machine."""
         m = Measurement(q)
         try:
             m.rows = self.verify(q)
@@ -154,8 +163,11 @@ class Runner:
             return m
         for i in range(1, warmup + 1):
             self._timed_pair(q, i, kip_first=True, record=None)
-        for rep in range(reps):
+        start = time.perf_counter()
+        rep = 0
+        while rep < reps or (rep < max_reps and time.perf_counter() - start < budget_s):
             self._timed_pair(q, warmup + 1 + rep, kip_first=rep % 2 == 0, record=m)
+            rep += 1
         self.profile(q, m)
         self.compile_times(q, m)
         return m

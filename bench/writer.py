@@ -54,6 +54,6 @@ def write(tx: Any, concepts: Iterable[dict[str, Any]], links: Iterable[dict[str,
     now = now_iso()
     rows_c = list(concepts)
     rows_l = list(links)
-    c = tx.run(CONCEPTS, rows=rows_c, now=now).single()["concepts"] if rows_c else 0
-    n = tx.run(LINKS, rows=rows_l, now=now).single()["links"] if rows_l else 0
+    c = list(tx.run(CONCEPTS, rows=rows_c, now=now))[0]["concepts"] if rows_c else 0
+    n = list(tx.run(LINKS, rows=rows_l, now=now))[0]["links"] if rows_l else 0
     return c, n
