@@ -393,7 +393,23 @@ def _texts(kind: str, rows: Iterable[dict[str, Any]]) -> list[tuple[str, str]]:
     return out
 
 
-def _refresh(run, embedder: Embedder, kind: str, ids: list[str], force: bool = False) -> int:
+_CHUNK = 500  # elements read, embedded and written per round trip (stays far below max_result_rows)
+
+
+def _chunk_size(settings: Any) -> int:
+    """Rows per round trip: at most _CHUNK and always within the Tx's max_result_rows cap."""
+    cap = getattr(settings, "max_result_rows", _CHUNK)
+    return max(1, min(_CHUNK, cap))
+
+
+def _refresh(run, embedder: Embedder, kind: str, ids: list[str], force: bool = False, chunk: int = _CHUNK) -> int:
+    done = 0
+    for start in range(0, len(ids), chunk):
+        done += _refresh_chunk(run, embedder, kind, ids[start : start + chunk], force)
+    return done
+
+
+def _refresh_chunk(run, embedder: Embedder, kind: str, ids: list[str], force: bool) -> int:
     if not ids:
         return 0
     rows = run(_CONCEPT_ROWS if kind == "concept" else _PROPOSITION_ROWS, {"ids": ids})
@@ -423,8 +439,9 @@ def refresh_embeddings(tx: Any, concept_ids: Iterable[str] = (), proposition_ids
     if chosen is None:
         return 0
     run = _runner(tx)
-    return _refresh(run, chosen, "concept", list(dict.fromkeys(concept_ids))) + _refresh(
-        run, chosen, "proposition", list(dict.fromkeys(proposition_ids))
+    chunk = _chunk_size(getattr(tx, "settings", None))
+    return _refresh(run, chosen, "concept", list(dict.fromkeys(concept_ids)), chunk=chunk) + _refresh(
+        run, chosen, "proposition", list(dict.fromkeys(proposition_ids)), chunk=chunk
     )
 
 
@@ -442,21 +459,29 @@ def after_write(tx: Any, since: str) -> int:
     if chosen is None:
         return 0
     run = _runner(tx)
-    rows = run(_TOUCHED, {"since": since})
-    concepts = [r["id"] for r in rows if r["kind"] == "concept"]
-    propositions = [r["id"] for r in rows if r["kind"] == "proposition"]
-    try:
-        return _refresh(run, chosen, "concept", concepts) + _refresh(run, chosen, "proposition", propositions)
-    except (ImportError, RuntimeError, ValueError, TypeError, MemoryError) as exc:  # the model failed, not the graph
-        import logging
+    chunk = _chunk_size(getattr(tx, "settings", None))
+    done = 0
+    for kind, query in (("concept", _TOUCHED_CONCEPTS), ("proposition", _TOUCHED_PROPOSITIONS)):
+        last = ""
+        while True:
+            ids = [r["id"] for r in run(query, {"since": since, "last": last, "chunk": chunk})]
+            if not ids:
+                break
+            last = ids[-1]
+            try:
+                done += _refresh_chunk(run, chosen, kind, ids, False)
+            except (ImportError, RuntimeError, ValueError, TypeError, MemoryError) as exc:  # the model failed, not the graph
+                import logging
 
-        logging.getLogger("kip2cypher").warning("embedding refresh skipped (%r); run kip2cypher.embedding.sync_embeddings later", exc)
-        return 0
+                logging.getLogger("kip2cypher").warning("embedding refresh skipped (%r); run kip2cypher.embedding.sync_embeddings later", exc)
+                return done
+    return done
 
 
-_TOUCHED = """MATCH (n:KipConcept) WHERE n.`meta._updated_at` >= $since RETURN n.id AS id, 'concept' AS kind
-UNION ALL
-MATCH (p:KipProposition) WHERE p.`meta._updated_at` >= $since RETURN p.id AS id, 'proposition' AS kind"""
+_TOUCHED_CONCEPTS = """MATCH (n:KipConcept) WHERE n.`meta._updated_at` >= $since AND n.id > $last
+RETURN n.id AS id ORDER BY id LIMIT $chunk"""
+_TOUCHED_PROPOSITIONS = """MATCH (n:KipProposition) WHERE n.`meta._updated_at` >= $since AND n.id > $last
+RETURN n.id AS id ORDER BY id LIMIT $chunk"""
 
 
 def _runner(tx: Any):
