@@ -106,9 +106,10 @@ class _Capsule:
         self.known: dict[str, dict[str, Any]] = {}
         self.blocks: list[Union[ast.ConceptBlock, ast.PropositionBlock]] = []
 
-    def load_refs(self, ids: set[str]) -> None:
-        """Fetch identities of outside endpoints, following nested propositions to concepts."""
-        todo = {i for i in ids if i not in self.known and i not in self.handles}
+    def load_refs(self, ids: set[str], inside: set[str] = frozenset()) -> None:
+        """Fetch identities of outside endpoints (one query per nesting level), following
+        nested propositions down to concepts. ``inside``: ids that will get handles."""
+        todo = {i for i in ids if i not in self.known and i not in self.handles and i not in inside}
         while todo:
             rows = self.tx.run(self.refs_stmt, {"ids": sorted(todo)})
             todo = set()
@@ -149,7 +150,7 @@ class _Capsule:
 
     def proposition(self, props: dict[str, Any]) -> None:
         attributes, metadata = storage.split_properties(props)
-        self.load_refs({props["subject"], props["object"]})
+        self.load_refs({props["subject"], props["object"]})  # normally already loaded for the whole page
         identity = ast.PropositionClause(
             subject=self.ref(props["subject"]),
             predicate=ast.PredicatePattern((props["predicate"],)),
@@ -188,7 +189,11 @@ def lower_export(command: ast.Export, parameters: dict[str, Any], settings: Sett
         check_grounding(tx, grounding_all if not rows and after is None else grounding_optional)
         capsule = _Capsule(tx, refs)
         counts = {"concepts": 0, "propositions": 0}
-        for row in rows[:limit]:
+        page_rows = rows[:limit]
+        inside = {row["element"]["id"] for row in page_rows}
+        endpoints = {row["element"][k] for row in page_rows if row["is_proposition"] for k in ("subject", "object")}
+        capsule.load_refs(endpoints, inside)
+        for row in page_rows:
             if row["is_proposition"]:
                 capsule.proposition(row["element"])
                 counts["propositions"] += 1

@@ -265,7 +265,7 @@ def _propositions_by_predicate() -> Compiled:
     stmt.line("  MATCH (p:", Ident(storage.PROPOSITION), " {predicate: pred})")
     stmt.line(f"  RETURN p{_NODE} AS node ORDER BY p.id LIMIT ", Param(None, "pool"))
     stmt.line("}")
-    stmt.line("RETURN node")
+    stmt.line("RETURN node LIMIT ", Param(None, "pool"))
     return Compiled.of(stmt, "propositions of matching predicates")
 
 
@@ -351,7 +351,8 @@ def lower_search(command: ast.Search, parameters: dict[str, Any], settings: Sett
                 if score > 0:
                     scored_predicates[row["t"]["name"]] = score
             if scored_predicates:
-                for row in tx.run(by_predicate, {"predicates": sorted(scored_predicates), "pool": pool}):
+                best_first = sorted(scored_predicates, key=lambda p: (-scored_predicates[p], p))
+                for row in tx.run(by_predicate, {"predicates": best_first, "pool": pool}):
                     node = row["node"]
                     score = scored_predicates[node["predicate"]]
                     if node["id"] not in hits or hits[node["id"]][0] < score:
