@@ -171,7 +171,16 @@ class Nexus:
         def work(neo4j_tx: neo4j.ManagedTransaction) -> dict[str, Any]:
             tx = Tx(neo4j_tx, self.settings)
             holder["tx"] = tx
-            return plan.dry_run(tx) if dry_run else plan.run(tx)
+            if not dry_run:
+                return plan.run(tx)
+            if plan.dry_result is None:
+                # No plan-specific validation: at least have Neo4j compile every statement
+                # (EXPLAIN plans without executing), so a dry run still proves the Cypher is valid.
+                for stmt in plan.statements:
+                    tx.current = stmt
+                    neo4j_tx.run(_with_prefix(self.settings, "EXPLAIN " + stmt.text), stmt.params).consume()
+                tx.current = None
+            return plan.dry_run(tx)
 
         try:
             with self.session(access) as session:
@@ -212,8 +221,7 @@ class Nexus:
         @neo4j.unit_of_work(timeout=self.settings.query_timeout_s or None, metadata={"app": self.settings.app_name, "version": __version__, "kind": plan.kind, "interface": "explain"})
         def work(tx: neo4j.ManagedTransaction) -> None:
             for stmt in plan.statements:
-                prefix = f"{self.settings.cypher_prefix}\n" if self.settings.cypher_prefix else ""
-                summary = tx.run(f"{prefix}EXPLAIN {stmt.text}", stmt.params).consume()
+                summary = tx.run(_with_prefix(self.settings, f"EXPLAIN {stmt.text}"), stmt.params).consume()
                 entry = {"cypher": stmt.text, "parameters": stmt.params, "plan": plan_text(summary.plan)}
                 if stmt.label:
                     entry["label"] = stmt.label
@@ -252,6 +260,10 @@ def _clean_response(response: Any) -> dict[str, Any]:
     if "result" in response and "result" not in out and "error" not in out:
         out["result"] = None
     return out
+
+
+def _with_prefix(settings: Settings, text: str) -> str:
+    return f"{settings.cypher_prefix}\n{text}" if settings.cypher_prefix else text
 
 
 def _current_cypher(holder: dict[str, Tx]) -> Optional[str]:

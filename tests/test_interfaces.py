@@ -426,3 +426,10 @@ def test_uniqueness_violation_maps_to_kip_3003(nexus, fake):
     fake[kml_text("dup")] = cypher_plan("KML", "WRITE", "CREATE (:KipConcept {id: 'C:dup', type: 'Probe', name: 'dup'}) RETURN 1 AS x")
     assert "result" in nexus.execute_kip(kml_text("dup"))
     assert nexus.execute_kip(kml_text("dup"))["error"]["code"] == "KIP_3003"
+
+
+def test_dry_run_without_dry_result_has_neo4j_compile_every_statement(nexus, fake):
+    bad = "MATCH (n RETURN n"
+    fake[kql_text("badcypher")] = cypher_plan("KQL", "READ", bad)
+    response = nexus.execute_kip(kql_text("badcypher"), dry_run=True)
+    assert response["error"]["code"] == "KIP_4003" and response["error"]["debug"] == {"cypher": bad}

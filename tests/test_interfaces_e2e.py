@@ -152,3 +152,21 @@ def test_explain_returns_a_plan_per_statement(medical):
     explained = medical.explain('FIND(?d.name) WHERE { ?d {type: "Drug"} (?d, "treats", {name: :s}) }', {"s": "Headache"})
     assert explained and all(e["plan"].startswith("+ProduceResults") for e in explained)
     assert "MATCH" in explained[0]["cypher"]
+
+
+def test_dry_run_of_every_read_example_compiles_in_neo4j_and_writes_nothing(medical):
+    """Every KQL/META fixture: a dry run has Neo4j EXPLAIN its Cypher (or runs the plan's own check)."""
+    import parser_fixtures
+    from kip2cypher import ast
+    from kip2cypher.parser import parse
+
+    reads = [e for e in parser_fixtures.valid() if ast.command_kind(parse(e.text)) != "KML"]
+    assert len(reads) > 40
+    before = fingerprint(medical.driver)
+    internal = []
+    for entry in reads:
+        response = medical.execute_kip_readonly(entry.text, dry_run=True)
+        if response.get("error", {}).get("code") == "KIP_4003":
+            internal.append((entry.name, response["error"]))
+    assert not internal, internal
+    assert fingerprint(medical.driver) == before
