@@ -300,6 +300,11 @@ def load(spec: str) -> Optional[Embedder]:
             if lowered == "minilm":
                 raise
             return None
+        except Exception as exc:  # noqa: BLE001 - "auto" must never break the engine
+            _unavailable_reason["reason"] = f"the bundled model failed to load ({type(exc).__name__}: {exc})"
+            if lowered == "minilm":
+                raise
+            return None
     module_name, _, attr = spec.partition(":")
     target = getattr(importlib.import_module(module_name), attr or "embedder")
     if isinstance(target, type) or (callable(target) and not isinstance(target, Embedder)):
