@@ -15,6 +15,11 @@ def _env_int(name: str, default: int) -> int:
 class Settings:
     """Limits and behaviour switches of one Nexus (or of offline compilation)."""
 
+    #: Largest command text, in UTF-8 bytes (KIP_4002 beyond). The parser's own ceiling
+    #: (parser.MAX_INPUT_BYTES, 256 KiB) still applies: this can only tighten it.
+    max_input_bytes: int = field(default_factory=lambda: _env_int("KIP2CYPHER_MAX_INPUT_BYTES", 256 * 1024))
+    #: Deepest nesting of { [ ( in a command (KIP_4002 beyond); ceiling parser.MAX_NESTING_DEPTH (64).
+    max_nesting_depth: int = field(default_factory=lambda: _env_int("KIP2CYPHER_MAX_NESTING_DEPTH", 64))
     #: Cap for unbounded path quantifiers ``{m,}`` and the largest allowed bound (KIP_4002 beyond).
     max_hops: int = field(default_factory=lambda: _env_int("KIP2CYPHER_MAX_HOPS", 10))
     #: Seconds a transaction may run before Neo4j terminates it (KIP_4001). 0 = server default.

@@ -1,0 +1,181 @@
+"""Every engine limit on the real Neo4j: its KIP code, that it is configurable, and that a
+refused request wrote nothing. The limits and their defaults are listed in docs/limits.md."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from hostile_payloads import fingerprint
+from kip2cypher import parser
+from kip2cypher.config import Settings
+from kml_helpers import err, ok
+
+FAST = dict(embedder=False)
+
+
+def _wipe(driver, database=None) -> None:
+    while driver.execute_query("MATCH (n) WITH n LIMIT 10000 DETACH DELETE n RETURN count(*) AS c", database_=database).records[0]["c"]:
+        pass
+
+
+@pytest.fixture(scope="module")
+def graph(neo4j_server):
+    """Genesis plus a 'follows' chain n0 → n1 → … → n6 and 40 Domain concepts."""
+    from kip2cypher.execute import Nexus
+
+    with Nexus(neo4j_server.uri, auth=neo4j_server.auth, database=neo4j_server.database, settings=Settings(**FAST)) as nx:
+        _wipe(nx.driver, nx.database)
+        nx.ensure_schema()
+        nx.bootstrap()
+        chain = " ".join(
+            f'CONCEPT ?n{i} {{ {{type: "Domain", name: "n{i}"}} '
+            + (f'SET PROPOSITIONS {{ ("follows", ?n{i - 1}) }} ' if i else "")
+            + "}"
+            for i in range(7)
+        )
+        ok(nx.execute_kip(
+            'UPSERT { CONCEPT ?f { {type: "$PropositionType", name: "follows"} SET ATTRIBUTES { subject_types: ["*"], object_types: ["*"] } } }'
+        ))
+        ok(nx.execute_kip(f"UPSERT {{ {chain} }}"))
+        ok(nx.execute_kip(commands=[
+            {"command": 'UPSERT { CONCEPT ?d { {type: "Domain", name: :n} SET ATTRIBUTES { i: :i } } }', "parameters": {"n": f"bulk{i:02d}", "i": i}}
+            for i in range(40)
+        ]))
+        yield nx
+
+
+def _nexus(neo4j_server, **settings):
+    from kip2cypher.execute import Nexus
+
+    return Nexus(neo4j_server.uri, auth=neo4j_server.auth, database=neo4j_server.database, settings=Settings(**FAST, **settings))
+
+
+def _fp(nx):
+    return fingerprint(nx.driver, nx.database)
+
+
+# ------------------------------------------------------------------ input size
+def test_input_size_limit(neo4j_server, graph):
+    before = _fp(graph)
+    command = 'UPSERT { CONCEPT ?c { {type: "Domain", name: "sized"} SET ATTRIBUTES { text: "%s" } } }'
+    with _nexus(neo4j_server, max_input_bytes=1024) as nx:
+        e = err(nx.execute_kip(command % ("x" * 1000)), "KIP_4002")
+        assert "1024 bytes" in e["message"]
+        # Multi-byte text counts in UTF-8 bytes: 500 × "é" (500 characters) is 1000 bytes.
+        err(nx.execute_kip(command % ("é" * 500)), "KIP_4002")
+        assert _fp(nx) == before
+        ok(nx.execute_kip(command % ("x" * 900)))
+        # A large value passed as a parameter is not command text.
+        ok(nx.execute_kip('UPSERT { CONCEPT ?c { {type: "Domain", name: "sized"} SET ATTRIBUTES { text: :t } } }', parameters={"t": "x" * 100_000}))
+    # The default (and the parser's ceiling) is 256 KiB.
+    assert Settings().max_input_bytes == parser.MAX_INPUT_BYTES == 256 * 1024
+    err(graph.execute_kip(command % ("x" * (256 * 1024))), "KIP_4002")
+    ok(graph.execute_kip('DELETE CONCEPT ?c DETACH WHERE { ?c {type: "Domain", name: "sized"} }'))
+    assert _fp(graph)["nodes"] == before["nodes"]
+
+
+# ------------------------------------------------------------------ nesting depth
+def _nested(depth: int) -> str:
+    return "[" * depth + "1" + "]" * depth
+
+
+def test_nesting_depth_limit(neo4j_server, graph):
+    before = _fp(graph)
+    command = 'UPSERT { CONCEPT ?c { {type: "Domain", name: "nested"} SET ATTRIBUTES { v: %s } } }'  # 3 levels of braces + the list
+    with _nexus(neo4j_server, max_nesting_depth=10) as nx:
+        e = err(nx.execute_kip(command % _nested(8)), "KIP_4002")
+        assert "deeper than 10" in e["message"] and e["line"] == 1
+        assert _fp(nx) == before
+        ok(nx.execute_kip(command % _nested(7)))
+    assert Settings().max_nesting_depth == parser.MAX_NESTING_DEPTH == 64
+    err(graph.execute_kip(command % _nested(62)), "KIP_4002")
+    ok(graph.execute_kip(command % _nested(61)))
+    (value,) = ok(graph.execute_kip_readonly('FIND(?c.attributes.v) WHERE { ?c {type: "Domain", name: "nested"} }'))
+    depth = 0
+    while isinstance(value, list):
+        value, depth = value[0], depth + 1
+    assert (depth, value) == (61, 1)
+    ok(graph.execute_kip('DELETE CONCEPT ?c DETACH WHERE { ?c {type: "Domain", name: "nested"} }'))
+
+
+# ------------------------------------------------------------------ batch length
+def test_batch_length_limit(neo4j_server, graph):
+    before = _fp(graph)
+    upsert = {"command": 'UPSERT { CONCEPT ?c { {type: "Domain", name: :n} } }'}
+    with _nexus(neo4j_server, max_batch=3) as nx:
+        e = err(nx.execute_kip(commands=[{**upsert, "parameters": {"n": f"batch{i}"}} for i in range(4)]), "KIP_4002")
+        assert "at most 3" in e["message"]
+        assert _fp(nx) == before  # refused before anything ran
+        assert len(ok(nx.execute_kip_readonly(commands=["DESCRIBE DOMAINS"] * 3))) == 3
+    assert Settings().max_batch == 256
+    e = err(graph.execute_kip_readonly(commands=["DESCRIBE PRIMER"] * 257), "KIP_4002")
+    assert "257 commands" in e["message"]
+
+
+# ------------------------------------------------------------------ result size
+def test_result_size_limit(neo4j_server, graph):
+    query = 'FIND(?d.name) WHERE { ?d {type: "Domain"} FILTER(STARTS_WITH(?d.name, "bulk")) }'
+    with _nexus(neo4j_server, max_result_rows=25) as nx:
+        e = err(nx.execute_kip_readonly(query), "KIP_4002")
+        assert "25 rows" in e["message"] and "LIMIT" in e["hint"]
+        # LIMIT + CURSOR pages through everything under the cap.
+        names, cursor = [], None
+        while True:
+            r = nx.execute_kip_readonly(query + " LIMIT 20" + (" CURSOR :c" if cursor else ""), parameters={"c": cursor} if cursor else None)
+            names += ok(r)
+            cursor = r.get("next_cursor")
+            if not cursor:
+                break
+        assert sorted(names) == [f"bulk{i:02d}" for i in range(40)]
+    assert Settings().max_result_rows == 10000
+    assert len(ok(graph.execute_kip_readonly(query))) == 40
+
+
+# ------------------------------------------------------------------ query timeout
+def test_query_timeout(neo4j_server, graph):
+    """A cartesian product of 40⁴ rows outlives a 1 s timeout: KIP_4001, promptly; the Nexus works after."""
+    slow = 'FIND(COUNT(?a)) WHERE { ?a {type: "Domain"} ?b {type: "Domain"} ?c {type: "Domain"} ?d {type: "Domain"} ?e {type: "Domain"} FILTER(?a.name != ?e.name) }'
+    with _nexus(neo4j_server, query_timeout_s=1) as nx:
+        started = time.monotonic()
+        e = err(nx.execute_kip_readonly(slow), "KIP_4001")
+        elapsed = time.monotonic() - started
+        assert "time limit" in e["message"]
+        assert elapsed < 20, elapsed
+        assert ok(nx.execute_kip_readonly('FIND(COUNT(?d)) WHERE { ?d {type: "Domain"} }')) >= 47
+    assert Settings().query_timeout_s == 30
+
+
+def test_query_timeout_rolls_back_a_write(neo4j_server, graph):
+    """A KML statement stopped by the timeout leaves nothing behind."""
+    before = _fp(graph)
+    slow_update = (
+        'UPDATE ?a SET ATTRIBUTES { touched: true } WHERE { ?a {type: "Domain"} ?b {type: "Domain"} ?c {type: "Domain"} '
+        '?d {type: "Domain"} ?e {type: "Domain"} FILTER(?a.name != ?e.name) }'
+    )
+    with _nexus(neo4j_server, query_timeout_s=1) as nx:
+        err(nx.execute_kip(slow_update), "KIP_4001")
+    assert _fp(graph) == before
+
+
+# ------------------------------------------------------------------ path hops
+def test_path_hop_cap(neo4j_server, graph):
+    reach = 'FIND(?b.name) WHERE { ?a {type: "Domain", name: "n6"} (?a, "follows"%s, ?b) }'
+    with _nexus(neo4j_server, max_hops=3) as nx:
+        e = err(nx.execute_kip_readonly(reach % "{1,5}"), "KIP_4002")
+        assert "caps paths at 3" in e["message"]
+        err(nx.execute_kip_readonly(reach % "{4,}"), "KIP_4002")
+        # An open quantifier is capped: n6 reaches n5, n4, n3 only.
+        assert sorted(ok(nx.execute_kip_readonly(reach % "{1,}"))) == ["n3", "n4", "n5"]
+        assert sorted(ok(nx.execute_kip_readonly(reach % "{1,3}"))) == ["n3", "n4", "n5"]
+    assert Settings().max_hops == 10
+    assert sorted(ok(graph.execute_kip_readonly(reach % "{1,}"))) == [f"n{i}" for i in range(6)]
+    err(graph.execute_kip_readonly(reach % "{1,11}"), "KIP_4002")
+
+
+def test_limits_are_reported_by_describe_primer(neo4j_server, graph):
+    with _nexus(neo4j_server, max_hops=4, max_result_rows=99, max_batch=7, query_timeout_s=5) as nx:
+        primer = ok(nx.execute_kip_readonly("DESCRIBE PRIMER"))
+    text = repr(primer)
+    for needle in ("'max_path_hops': 4", "'max_result_rows': 99", "'max_batch_commands': 7", "'query_timeout_seconds': 5"):
+        assert needle in text, primer
