@@ -48,23 +48,57 @@ DEMO_QUERIES = [
 ]
 
 
+DEMO_BATCH = [
+    'FIND(?d.name WHERE { ?d {type: "Drug"} }',
+    'FIND(?d.name) WHERE { ?d {type: "drug"} }',
+    {"command": 'FIND(?d.attributes.risk_level) WHERE { ?d {type: "Drug", name: :name} }', "parameters": {"name": "Aspirin"}},
+    'UPSERT { CONCEPT ?x { {type: "Drugg", name: "Ibuprofen"} } }',
+    "DESCRIBE PRIMER",
+]
+
+
+def _short(obj, limit: int = 400) -> str:
+    text = json.dumps(obj, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _summary(response) -> str:
+    result = response.get("result")
+    if isinstance(result, dict) and "upsert_concept_nodes" in result:
+        return f"upserted {len(result['upsert_concept_nodes'])} concepts and {len(result['upsert_proposition_links'])} propositions in {result['blocks']} UPSERT block(s)"
+    return _short(response)
+
+
 def run_demo(nexus, echo: Callable[[str], None]) -> None:
-    """Each step prints its KIP, the Cypher it compiles to, and the KIP response."""
+    """Each step prints its KIP, the Cypher it compiles to, and the KIP response (JSON and as a table)."""
+    from .shell import render_response
+
     echo(f"Neo4j {nexus.server_version()} at {nexus.uri}")
     try:
         applied = nexus.bootstrap()
-        echo(f"Bootstrapped Genesis: {json.dumps(applied['Genesis'])}")
+        echo(f"Bootstrapped Genesis: {_summary({'result': applied['Genesis']})}")
     except KipError as exc:
         echo(f"Bootstrap failed: {json.dumps(exc.to_dict())}")
         return
     for title, command in (("Schema capsule", DEMO_SCHEMA), ("Data capsule", DEMO_DATA)):
         echo(f"\n== {title}\n{command.strip()}")
-        echo(json.dumps(nexus.execute_kip(command), ensure_ascii=False))
+        echo("-- response " + _summary(nexus.execute_kip(command)))
     for command in DEMO_QUERIES:
         echo(f"\n== KIP\n{command}")
         try:
             for statement in compile_command(command):
-                echo(f"-- Cypher\n{statement['cypher']}\n-- parameters {json.dumps(statement['parameters'], ensure_ascii=False)}")
+                label = f" ({statement['label']})" if statement.get("label") else ""
+                echo(f"-- Cypher{label}\n{statement['cypher']}\n-- parameters {json.dumps(statement['parameters'], ensure_ascii=False)}")
         except KipError as exc:
             echo(f"-- compile error {json.dumps(exc.to_dict())}")
-        echo("-- response\n" + json.dumps(nexus.execute_kip(command), ensure_ascii=False))
+        response = nexus.execute_kip_readonly(command)
+        echo("-- response " + _short(response))
+        echo(render_response(command, response))
+    echo("\n== A batch (spec §6.2.3): syntax and read errors come back inline, a failing UPSERT stops the rest")
+    echo(json.dumps(DEMO_BATCH, ensure_ascii=False, indent=2))
+    for index, item in enumerate(nexus.execute_kip(commands=DEMO_BATCH)["result"]):
+        echo(f"-- [{index}] {_short(item, 200)}")
+    echo("\n== execute_kip_readonly refuses writes before anything runs")
+    echo("-- response " + _short(nexus.execute_kip_readonly('UPSERT { CONCEPT ?x { {type: "Drug", name: "Ibuprofen"} } }')))
+    echo("\n== dry_run validates against the live schema and writes nothing")
+    echo("-- response " + _short(nexus.execute_kip('UPSERT { CONCEPT ?x { {type: "Drug", name: "Ibuprofen"} } }', dry_run=True)))

@@ -261,9 +261,15 @@ def test_shell_interactive_on_a_pty_with_prompts_and_history(neo4j_server, medic
 def test_demo_runs_against_the_configured_neo4j(cli, nexus):
     out = cli("demo")
     assert out.exit_code == 0, out.output
-    assert "Bootstrapped Genesis" in out.output
-    assert "-- Cypher" in out.output
-    assert '"error"' not in out.output, out.output
+    text = out.output
+    assert "Bootstrapped Genesis: upserted" in text
+    assert "-- Cypher (FIND)" in text and "Paracetamol | 1" in text
+    queries, batch = text.split("== A batch", 1)
+    assert '"error"' not in queries, queries
+    assert '-- [0] {"error": {"code": "KIP_1001"' in batch and '-- [2] {"result": [2]}' in batch
+    assert '-- [3] {"error": {"code": "KIP_2001"' in batch and "-- [4]" not in batch
+    assert '"KIP_3004"' in batch and '"upsert_concept_nodes": []' in batch
+    assert "Traceback" not in text
 
 
 def test_run_handles_a_script_larger_than_the_parser_bound(cli, genesis, tmp_path):
