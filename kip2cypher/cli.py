@@ -381,9 +381,10 @@ def shell_cmd(readonly: bool, show_cypher: bool, history_file: Optional[str], ur
 @main.command("mcp")
 @click.option("--readonly", is_flag=True, help="Expose only execute_kip_readonly.")
 @click.option("--bootstrap", is_flag=True, help="Create the schema objects and apply Genesis before serving (idempotent).")
+@click.option("--with-capsules", is_flag=True, help="With --bootstrap: also apply the standard capsules ($self, Person, Event, …).")
 @click.option("--start-local", is_flag=True, help="Start the bundled local Neo4j when no --uri / NEO4J_URI is set.")
 @_connect_options
-def mcp_cmd(readonly: bool, bootstrap: bool, start_local: bool, uri, user, password, database) -> None:
+def mcp_cmd(readonly: bool, bootstrap: bool, with_capsules: bool, start_local: bool, uri, user, password, database) -> None:
     """Serve execute_kip and execute_kip_readonly over MCP on stdin/stdout.
 
     stdout carries only the protocol; logs go to stderr.
@@ -391,7 +392,7 @@ def mcp_cmd(readonly: bool, bootstrap: bool, start_local: bool, uri, user, passw
     from . import mcp_server
 
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(name)s: %(message)s")
-    mcp_server.run(lambda: open_nexus(uri, user, password, database, start_local=start_local), readonly=readonly, bootstrap=bootstrap)
+    mcp_server.run(lambda: open_nexus(uri, user, password, database, start_local=start_local), readonly=readonly, bootstrap=bootstrap, capsules=with_capsules)
 
 
 @main.command("bootstrap")

@@ -150,21 +150,21 @@ async def serve_stdio(nexus: Any, *, readonly: bool = False) -> None:
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
-def run(nexus_factory: Callable[[], Any], *, readonly: bool = False, bootstrap: bool = False) -> None:
+def run(nexus_factory: Callable[[], Any], *, readonly: bool = False, bootstrap: bool = False, capsules: bool = False) -> None:
     """Entry point of ``kip2cypher mcp``: open the Nexus, optionally bootstrap it, serve stdio."""
     nexus = nexus_factory()
     try:
         if bootstrap:
-            _bootstrap_quietly(nexus)
+            _bootstrap_quietly(nexus, capsules)
         anyio.run(lambda: serve_stdio(nexus, readonly=readonly))
     finally:
         nexus.close()
 
 
-def _bootstrap_quietly(nexus: Any) -> Optional[str]:
-    """Apply schema + Genesis; a failure is logged to stderr and the server still starts."""
+def _bootstrap_quietly(nexus: Any, capsules: bool = False) -> Optional[str]:
+    """Apply schema + Genesis (+ the standard capsules); a failure is logged to stderr and the server still starts."""
     try:
-        nexus.bootstrap()
+        nexus.bootstrap(capsules=capsules)
         return None
     except Exception as exc:  # noqa: BLE001
         log.warning("bootstrap failed: %s", exc)

@@ -116,3 +116,15 @@ def test_unreachable_neo4j_gives_kip_4003_not_a_crash(tmp_path):
     result = run(params, body)
     assert result["error"]["code"] == "KIP_4003"
     assert "unavailable" in result["error"]["message"] and "retry" in result["error"]["hint"].lower()
+
+
+def test_bootstrap_flag_prepares_an_empty_database(nexus, neo4j_server):
+    async def body(session, init):
+        return (
+            payload(await session.call_tool("execute_kip_readonly", {"command": 'DESCRIBE CONCEPT TYPE "Person"'})),
+            payload(await session.call_tool("execute_kip_readonly", {"command": "DESCRIBE PRIMER"})),
+        )
+
+    person, primer = run(_server(neo4j_server, "--bootstrap", "--with-capsules"), body)
+    assert person["result"]["name"] == "Person"
+    assert primer["result"]["identity"]["name"] == "$self"
