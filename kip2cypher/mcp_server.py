@@ -18,7 +18,7 @@ import mcp_types as types
 from mcp.server.lowlevel import Server
 
 from . import __version__
-from .models import tool_input_schema
+from .models import tool_input_schema, tool_output_schema
 
 log = logging.getLogger("kip2cypher.mcp")
 
@@ -64,12 +64,14 @@ INSTRUCTIONS = (
 def tools(readonly: bool = False) -> list[types.Tool]:
     """The tool definitions; ``readonly`` exposes only execute_kip_readonly."""
     schema = tool_input_schema()
+    output = tool_output_schema()
     out = [
         types.Tool(
             name=EXECUTE_KIP_READONLY,
             title="Execute KIP (read-only)",
             description=DESCRIPTIONS[EXECUTE_KIP_READONLY],
             input_schema=schema,
+            output_schema=output,
             annotations=types.ToolAnnotations(title="Execute KIP (read-only)", read_only_hint=True, open_world_hint=False, idempotent_hint=True),
         )
     ]
@@ -81,6 +83,7 @@ def tools(readonly: bool = False) -> list[types.Tool]:
                 title="Execute KIP",
                 description=DESCRIPTIONS[EXECUTE_KIP],
                 input_schema=schema,
+                output_schema=output,
                 annotations=types.ToolAnnotations(title="Execute KIP", read_only_hint=False, destructive_hint=True, open_world_hint=False, idempotent_hint=False),
             ),
         )

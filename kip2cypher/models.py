@@ -164,6 +164,56 @@ def _problems(exc: ValidationError) -> str:
     return "; ".join(dict.fromkeys(out))
 
 
+# ------------------------------------------------------------------ responses (§6.2)
+class ErrorObject(BaseModel):
+    """A KIP error object (Appendix 4), plus the position of a syntax error and a debug field for engine bugs."""
+
+    model_config = ConfigDict(extra="forbid")
+    code: str = Field(pattern=r"^KIP_[1-4]\d{3}$", description="KIP error code, e.g. KIP_2001.")
+    message: str = Field(description="What went wrong.")
+    hint: str = Field(description="How to fix the command (recovery hint for the agent).")
+    line: Optional[int] = Field(default=None, ge=1, description="1-based line of a syntax error.")
+    column: Optional[int] = Field(default=None, ge=1, description="1-based column of a syntax error.")
+    debug: Optional[dict[str, Any]] = Field(default=None, description="Engine diagnostics (e.g. the generated Cypher) for bug reports.")
+
+
+class ExecuteResponse(BaseModel):
+    """A §6.2 response: a single command's {result | error, next_cursor?}, or a batch's {result: [...]}.
+
+    ``result`` and ``error`` are mutually exclusive; a batch's items are single-command responses.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    result: Any = Field(default=None, description="The command's result (shape per command, §6.2.2), or for a batch the array of per-command responses.")
+    error: Optional[ErrorObject] = Field(default=None, description="Present when the command (or the whole request) failed.")
+    next_cursor: Optional[str] = Field(default=None, description="More results are available: repeat the command with CURSOR \"<token>\".")
+
+    @model_validator(mode="after")
+    def _result_xor_error(self) -> "ExecuteResponse":
+        if self.error is not None and "result" in self.model_fields_set:
+            raise ValueError("a response carries either result or error, never both")
+        if self.error is None and "result" not in self.model_fields_set:
+            raise ValueError("a response carries result or error")
+        return self
+
+
+def check_response(response: dict[str, Any], *, batch: bool = False) -> None:
+    """Assert that ``response`` has the §6.2 shape (ValueError otherwise); used by tests."""
+    ExecuteResponse.model_validate(response)
+    if batch and "result" in response:
+        if not isinstance(response["result"], list):
+            raise ValueError("a batch response's result is an array")
+        for item in response["result"]:
+            ExecuteResponse.model_validate(item)
+
+
+def tool_output_schema() -> dict[str, Any]:
+    """The JSON Schema of a tool's structured result, generated from ``ExecuteResponse``."""
+    raw = ExecuteResponse.model_json_schema()
+    defs = raw.pop("$defs", {})
+    return _clean(raw, defs)
+
+
 # ------------------------------------------------------------------ tool schema
 def tool_input_schema() -> dict[str, Any]:
     """The JSON Schema of the tools' arguments, generated from ``ExecuteArguments``.

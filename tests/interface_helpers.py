@@ -83,3 +83,19 @@ def fingerprint(driver, database: Optional[str] = None) -> str:
 
 def count(driver, label: str, database: Optional[str] = None) -> int:
     return driver.execute_query(f"MATCH (n:`{label}`) RETURN count(n) AS c", database_=database).records[0]["c"]
+
+
+def shape_checked(monkeypatch) -> None:
+    """Make every Nexus.execute response in the calling test pass the §6.2 response model."""
+    from kip2cypher.execute import Nexus
+    from kip2cypher.models import check_response
+
+    real = Nexus.execute
+
+    def execute(self, arguments, *, readonly=False):
+        response = real(self, arguments, readonly=readonly)
+        batch = isinstance(arguments, dict) and arguments.get("commands") is not None and "error" not in response
+        check_response(response, batch=batch)
+        return response
+
+    monkeypatch.setattr(Nexus, "execute", execute)

@@ -13,7 +13,12 @@ from click.testing import CliRunner
 from kip2cypher.cli import main
 from kip2cypher.demo import DEMO_DATA, DEMO_SCHEMA
 
-from interface_helpers import fingerprint
+from interface_helpers import shape_checked, fingerprint
+
+
+@pytest.fixture(autouse=True)
+def _responses_have_the_spec_shape(monkeypatch):
+    shape_checked(monkeypatch)
 
 FIND_DRUGS = 'FIND(?d.name, ?d.attributes.risk_level) WHERE { ?d {type: "Drug"} } ORDER BY ?d.name'
 

@@ -21,7 +21,12 @@ from kip2cypher.execute import Nexus
 from kip2cypher.models import ExecuteArguments, ExecuteRequest, tool_input_schema
 from kip2cypher.plan import Compiled, Plan
 
-from interface_helpers import FakePlans, count, cypher_plan, failing_plan, fingerprint, kml_text, kql_text, meta_text
+from interface_helpers import shape_checked, FakePlans, count, cypher_plan, failing_plan, fingerprint, kml_text, kql_text, meta_text
+
+
+@pytest.fixture(autouse=True)
+def _responses_have_the_spec_shape(monkeypatch):
+    shape_checked(monkeypatch)
 
 
 @pytest.fixture()
@@ -433,3 +438,17 @@ def test_dry_run_without_dry_result_has_neo4j_compile_every_statement(nexus, fak
     fake[kql_text("badcypher")] = cypher_plan("KQL", "READ", bad)
     response = nexus.execute_kip(kql_text("badcypher"), dry_run=True)
     assert response["error"]["code"] == "KIP_4003" and response["error"]["debug"] == {"cypher": bad}
+
+
+def test_response_model_accepts_spec_shapes_and_rejects_others():
+    from kip2cypher.models import check_response, tool_output_schema
+
+    check_response({"result": [["Aspirin"], [2]], "next_cursor": "abc"})
+    check_response({"result": None})
+    check_response({"result": [{"result": {}}, {"error": {"code": "KIP_2001", "message": "m", "hint": "h"}}]}, batch=True)
+    for bad in ({}, {"result": 1, "error": {"code": "KIP_1001", "message": "m", "hint": "h"}}, {"error": {"code": "E1", "message": "m", "hint": "h"}}, {"result": 1, "_kind": "KML"}):
+        with pytest.raises(ValueError):
+            check_response(bad)
+    schema = tool_output_schema()
+    assert schema["type"] == "object" and set(schema["properties"]) == {"result", "error", "next_cursor"}
+    assert schema["properties"]["error"]["required"] == ["code", "message", "hint"]

@@ -9,7 +9,12 @@ from kip2cypher.config import Settings
 from kip2cypher.demo import DEMO_DATA, DEMO_SCHEMA
 from kip2cypher.execute import Nexus
 
-from interface_helpers import fingerprint
+from interface_helpers import shape_checked, fingerprint
+
+
+@pytest.fixture(autouse=True)
+def _responses_have_the_spec_shape(monkeypatch):
+    shape_checked(monkeypatch)
 
 
 @pytest.fixture()
