@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 import time
 from typing import Any, Optional
@@ -59,7 +60,29 @@ def _verbose_option(fn):
     return click.option("-v", "--verbose", is_flag=True, expose_value=False, is_eager=True, callback=enable, help="Log every Cypher statement and its parameters to stderr.")(fn)
 
 
-@click.group()
+class _Group(click.Group):
+    """Every sub-command's failure is printed as a KIP error object (exit 1), never a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        from neo4j.exceptions import DriverError, Neo4jError
+
+        from . import errors
+
+        try:
+            return super().invoke(ctx)
+        except errors.KipError as exc:
+            _fail(exc.to_dict(), err=True)
+        except (Neo4jError, DriverError) as exc:
+            _fail(errors.from_neo4j(exc).to_dict(), err=True)
+        except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit, KeyboardInterrupt):
+            raise
+        except Exception as exc:  # noqa: BLE001
+            if os.environ.get("KIP2CYPHER_DEBUG") == "1":
+                raise
+            _fail(errors.KipError(errors.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}", "Set KIP2CYPHER_DEBUG=1 to see the traceback.").to_dict(), err=True)
+
+
+@click.group(cls=_Group)
 @click.version_option(__version__, prog_name="kip2cypher")
 def main() -> None:
     """KIP (Knowledge Interaction Protocol) on Neo4j."""

@@ -295,3 +295,12 @@ def test_run_handles_a_script_larger_than_the_parser_bound(cli, genesis, tmp_pat
     path.write_text(text + "FIND(?x WHERE\n")
     out = cli("run", str(path))
     assert out.exit_code == 1 and json.loads(out.stdout)["error"]["line"] == text.count("\n") + 1
+
+
+@pytest.mark.parametrize("args", [["bootstrap"], ["demo"], ["compile", "-", "--explain"], ["export", "?n {type: \"Drug\"}"], ["call"], ["shell"]])
+def test_unreachable_neo4j_never_shows_a_traceback(args):
+    runner = CliRunner()
+    stdin = {"call": '{"command": "DESCRIBE PRIMER"}', "shell": 'FIND(?d) WHERE { ?d {type: "Drug"} };\n'}.get(args[0], 'FIND(?d) WHERE { ?d {type: "Drug"} }')
+    out = runner.invoke(main, [*args, "--uri", "bolt://127.0.0.1:9"], input=stdin, env={"KIP2CYPHER_MAX_RETRY_S": "0.5"})
+    assert "Traceback" not in out.output and out.exception is None or isinstance(out.exception, SystemExit)
+    assert "KIP_4003" in out.output and "unavailable" in out.output
