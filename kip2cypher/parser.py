@@ -13,24 +13,22 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import json
-import math
 import re
 import sys
 from collections import defaultdict
 from functools import lru_cache
+from itertools import accumulate
 from typing import Any, Iterable, Optional
 
-from parsimonious import expressions as _expressions
 from parsimonious.exceptions import ParseError
-from parsimonious.expressions import Compound, Expression, OneOf, Quantifier, Regex, Sequence
+from parsimonious.expressions import Compound, OneOf, Quantifier, Regex, Sequence
 from parsimonious.grammar import Grammar
-from parsimonious.nodes import Node, NodeVisitor, RegexNode
+from parsimonious.nodes import Node, NodeVisitor
 
 from . import ast
 from . import validate
 from .errors import INVALID_SYNTAX, RESOURCE_EXHAUSTED, KipError, line_column, snippet
-from .resources import grammar_text
+from .grammars import CONSTANTS, FAST_GRAMMAR, GRAMMAR, TOKENS as _TOKENS, ScannedNode, dot_path, identifier, number_literal, string_literal
 
 # ------------------------------------------------------------------ bounds
 #: Largest command text accepted, in UTF-8 bytes (KIP_4002 beyond).
@@ -48,10 +46,13 @@ _REQUIRED_RECURSION = 5_000
 if sys.getrecursionlimit() < _REQUIRED_RECURSION:
     sys.setrecursionlimit(_REQUIRED_RECURSION)
 
-GRAMMAR = Grammar(grammar_text())
 _SENTINEL = "\x00"  # matched by the grammar's END rule
 _BRACKET_RE = re.compile(r'"(?:[^"\\\n]|\\.)*"?|//[^\n]*|/\*[\s\S]*?(?:\*/|$)|[\[\]{}()]')
 _OPENERS = {"{": "}", "[": "]", "(": ")"}
+# The same strings and comments as _BRACKET_RE skips (strings as an unrolled loop), and a bracket.
+_SKIPPED_RE = re.compile(r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"?|//[^\n]*|/\*[\s\S]*?(?:\*/|$)')
+_ONE_BRACKET_RE = re.compile(r"[\[\]{}()]")
+_DEPTH_STEP = {"{": 1, "[": 1, "(": 1, "}": -1, "]": -1, ")": -1}
 
 
 # ------------------------------------------------------------------ public API
@@ -91,18 +92,25 @@ def _parse_script(text: str) -> tuple[ast.Command, ...]:
     return tuple(_parse(text, "script"))
 
 
-def _parse(text: str, rule: str, grammar: Optional[Grammar] = None) -> list[ast.Command]:
-    """Parse with the fast grammar; only a failure is re-run on the reference grammar, to explain it."""
+def _parse(text: str, rule: str, grammar: Grammar = FAST_GRAMMAR) -> list[ast.Command]:
+    """Parse with the fast grammar; any failure is re-run on the reference grammar, which reports it.
+
+    (``grammar=GRAMMAR`` parses with the reference grammar alone: tests compare both.)
+    """
     check_bounds(text)
     source = text + _SENTINEL
-    try:
-        tree = (grammar or FAST_GRAMMAR)[rule].parse(source)
-    except ParseError:
+    commands = None
+    if grammar is not GRAMMAR:
         try:
-            tree = GRAMMAR[rule].parse(source)  # both grammars accept the same language: this fails too
-        except ParseError:
-            raise _syntax_error(source, rule) from None
-    commands = _Builder(text).visit(tree)
+            commands = _Builder(text).visit(grammar[rule].parse(source))
+        except (ParseError, KipError):
+            pass  # the reference path explains every failure, in its own order
+    if commands is None:
+        log = _FailureLog(source)
+        tree = GRAMMAR[rule].match_core(source, 0, defaultdict(dict), log)
+        if tree is None:
+            raise _syntax_error(source, rule, log)
+        commands = _Builder(text).visit(tree)
     if rule == "single":
         commands = [commands]
     for command in commands:
@@ -122,7 +130,10 @@ def check_bounds(text: str) -> None:
     nul = text.find(_SENTINEL)
     if nul >= 0:
         raise validate.error_at(text, nul, "A NUL character is not allowed in KIP text.", "Remove the NUL (\\x00) character.")
-    depth = 0
+    depth = _max_depth(text)
+    if depth is not None and depth <= MAX_NESTING_DEPTH:
+        return
+    depth = 0  # too deep, or closers without openers: scan exactly (and find where it gets too deep)
     for match in _BRACKET_RE.finditer(text):
         char = match.group()
         if char in _OPENERS:
@@ -140,322 +151,16 @@ def check_bounds(text: str) -> None:
             depth = max(depth - 1, 0)
 
 
-# ------------------------------------------------------------------ tree → AST
-def _token_rules(grammar: Grammar) -> frozenset[str]:
-    """Rules shaped ``pattern _``: leaves the visitor reads directly instead of descending into."""
-    blank = grammar["_"]
-    return frozenset(
-        name
-        for name, expr in grammar.items()
-        if isinstance(expr, Sequence) and len(expr.members) == 2 and expr.members[1] is blank
-    )
+def _max_depth(text: str) -> Optional[int]:
+    """Deepest bracket nesting outside strings and comments, computed in C-level passes.
 
-
-_TOKENS = _token_rules(GRAMMAR)
-_SURROGATE_RE = re.compile("[\ud800-\udfff]")
-
-
-# ------------------------------------------------------------------ leaves
-# Leaf conversions shared by the visitor (reference tree) and the value scanner
-# (fast tree). A leaf that parses but is not acceptable yields a *problem*
-# ``(kind, offset, detail)`` instead of raising at once: the fast grammar builds
-# values while it is still matching, and a problem only becomes an error when the
-# visitor reaches its node, so errors come in the same order as before.
-def _raise_problem(text: str, problem: tuple) -> None:
-    kind, offset, detail = problem
-    if kind == "identifier":
-        validate.check_identifier(text, offset, *detail)
-    elif kind == "surrogate":
-        raise validate.error_at(
-            text,
-            offset,
-            "The string contains an unpaired UTF-16 surrogate escape.",
-            "Write the character itself, or a complete surrogate pair such as \\ud83d\\ude00.",
-        )
-    raise validate.error_at(text, offset, f"The number {detail} is out of range.", "Use a number within the IEEE-754 double range.")
-
-
-def _string_leaf(raw: str, start: int, end: int, problems: list) -> ast.Literal:
-    value = raw[1:-1] if "\\" not in raw else json.loads(raw)  # the grammar admits only JSON strings
-    if _SURROGATE_RE.search(value):
-        problems.append(("surrogate", start, None))
-    return ast.Literal(value, ast.Span(start, end))
-
-
-def _number_leaf(raw: str, start: int, end: int, problems: list) -> ast.Literal:
-    value: Any = None
-    try:
-        value = int(raw) if raw.lstrip("-").isdigit() else float(raw)
-    except ValueError:  # more digits than int() converts (sys.get_int_max_str_digits)
-        pass
-    if value is None or isinstance(value, float) and not math.isfinite(value):
-        problems.append(("number", start, raw))
-    return ast.Literal(value, ast.Span(start, end))
-
-
-def _name_leaf(name: str, offset: int, what: str, problems: list) -> str:
-    if not validate.IDENTIFIER_RE.match(name):
-        problems.append(("identifier", offset, (name, what)))
-    return name
-
-
-def _dot_path_leaf(raw: str, start: int, end: int, problems: list) -> ast.DotPath:
-    var, *path = raw[1:].split(".")
-    offset = start + 1
-    for part, what in zip([var, *path], ["variable name"] + ["dot-path segment"] * len(path)):
-        _name_leaf(part, offset, what, problems)
-        offset += len(part) + 1
-    return ast.DotPath(var, tuple(path), ast.Span(start, end))
-
-
-_CONSTANTS = {"true": True, "false": False, "null": None}
-
-
-# ------------------------------------------------------------------ the fast grammar
-# ``GRAMMAR`` (grammar/kip.peg as written) is the definition of the language and
-# explains every syntax error. Parsing large texts with it is slow: parsimonious
-# creates a node for every token, every blank run and every level of every value.
-# ``FAST_GRAMMAR`` is the same grammar with two mechanical substitutions, used on
-# the success path only (a failure is re-run on ``GRAMMAR`` to be explained):
-# - every token rule ``pattern _`` becomes ONE regex ``(pattern)blank``, matched
-#   without packrat memoization (re-matching a regex is cheaper than the cache);
-# - ``value`` and ``object`` become a hand-written scanner that matches a whole
-#   JSON-ish value (strings, numbers, constants, placeholders, objects, lists,
-#   update calls, dot paths; blanks and comments between tokens) in one step and
-#   builds its AST on the way. It uses the grammar's own token regexes and accepts
-#   exactly what the grammar rules ``value``/``object``/``entry``/``key``/``list``/
-#   ``update_call`` accept (tests/test_parser_fast.py checks both grammars agree).
-class _ValueNode(Node):
-    """A whole value matched by the scanner: its AST, where its text ends (before blanks), its first problem."""
-
-    __slots__ = ("value", "content_end", "problem")
-
-
-class _FastToken(Regex):
-    """A token rule ``pattern _`` as one regex; group 1 is the token without its trailing blanks."""
-
-    __slots__ = ()
-
-    def match_core(self, text, pos, cache, error):
-        match = self.re.match(text, pos)
-        if match is None:
-            return None
-        node = RegexNode(self, text, pos, match.end())
-        node.match = match
-        return node
-
-
-class _FastValue(Expression):
-    """A custom rule running ``scan(text, pos, problems) -> (ast, content_end, end) | None``."""
-
-    __slots__ = ("scan",)
-
-    def __init__(self, scan, name: str) -> None:
-        super().__init__(name)
-        self.scan = scan
-
-    def _uncached_match(self, text, pos, cache, error):
-        problems: list = []
-        found = self.scan(text, pos, problems)
-        if found is None:
-            return None
-        node = _ValueNode(self, text, pos, found[2])
-        node.value, node.content_end = found[0], found[1]
-        node.problem = problems[0] if problems else None
-        return node
-
-    def _as_rhs(self):
-        return "{value scanner %s}" % self.scan.__name__
-
-
-def _token_pattern(name: str) -> str:
-    """The grammar's token rule ``name`` (``pattern _``) as one regex ``(pattern)blank``."""
-    member, blank = GRAMMAR[name].members[0], GRAMMAR["_"]
-    default_flags = _expressions.re.compile("").flags
-    if isinstance(member, Regex):
-        if member.re.flags != default_flags or blank.re.flags != default_flags:
-            raise ValueError(f"token rule {name} uses regex flags; the fast grammar cannot fold it")
-        pattern = member.re.pattern
-    else:
-        pattern = re.escape(member.literal)
-    return "(" + pattern + ")" + blank.re.pattern
-
-
-def _token_regex(name: str):
-    return _expressions.re.compile(_token_pattern(name))  # the regex module parsimonious compiles grammars with
-
-
-_BLANK = GRAMMAR["_"].re.match
-_STRING = _token_regex("string").match
-_NUMBER = _token_regex("number").match
-_NAME = _token_regex("NAME").match
-_CONSTANT = _token_regex("CONSTANT").match
-_PLACEHOLDER = _token_regex("placeholder").match
-_DOT_PATH = _token_regex("dot_path").match
-_UPDATE_FUNCTION = _token_regex("UPDATE_FUNCTION").match
-
-
-def _scan_value(text: str, pos: int, problems: list) -> Optional[tuple]:
-    """``value``: string / number / object / list / CONSTANT / placeholder / update_call / dot_path.
-
-    The alternatives start with distinct characters, so the first one decides.
+    ``None`` when a closer comes without an opener (the exact scan clamps depth at 0 there).
     """
-    scan = _VALUE_STARTS.get(text[pos:pos + 1])
-    return scan(text, pos, problems) if scan is not None else None
-
-
-def _scan_string(text, pos, problems):
-    match = _STRING(text, pos)
-    if match is None:
-        return None
-    end = match.end(1)
-    return _string_leaf(match.group(1), pos, end, problems), end, match.end()
-
-
-def _scan_number(text, pos, problems):
-    match = _NUMBER(text, pos)
-    if match is None:
-        return None
-    end = match.end(1)
-    return _number_leaf(match.group(1), pos, end, problems), end, match.end()
-
-
-def _scan_constant(text, pos, problems):
-    match = _CONSTANT(text, pos)
-    if match is None:
-        return None
-    end = match.end(1)
-    return ast.Literal(_CONSTANTS[match.group(1)], ast.Span(pos, end)), end, match.end()
-
-
-def _scan_placeholder(text, pos, problems):
-    match = _PLACEHOLDER(text, pos)
-    if match is None:
-        return None
-    end = match.end(1)
-    return ast.Placeholder(_name_leaf(match.group(1)[1:], pos + 1, "placeholder name", problems), ast.Span(pos, end)), end, match.end()
-
-
-def _scan_dot_path(text, pos, problems):
-    match = _DOT_PATH(text, pos)
-    if match is None:
-        return None
-    end = match.end(1)
-    return _dot_path_leaf(match.group(1), pos, end, problems), end, match.end()
-
-
-def _scan_object(text, pos, problems):
-    """``object``: ``{`` (entry (``,`` entry)* ``,``?)? ``}`` with entry = key ``:`` value, key = string / NAME."""
-    if text[pos:pos + 1] != "{":
-        return None
-    at = _BLANK(text, pos + 1).end()
-    entries = []
-    key_spans = []
-    if text[at] != "}":
-        while True:
-            if text[at] == '"':
-                match = _STRING(text, at)
-                if match is None:
-                    return None
-                key_end = match.end(1)
-                key = _string_leaf(match.group(1), at, key_end, problems).value
-            else:
-                match = _NAME(text, at)
-                if match is None:
-                    return None
-                key_end = match.end(1)
-                key = _name_leaf(match.group(1), at, "object key", problems)
-            key_span = ast.Span(at, key_end)
-            at = match.end()
-            if text[at] != ":":
-                return None
-            found = _scan_value(text, _BLANK(text, at + 1).end(), problems)
-            if found is None:
-                return None
-            entries.append((key, found[0]))
-            key_spans.append(key_span)
-            at = found[2]
-            if text[at] == ",":
-                at = _BLANK(text, at + 1).end()
-                if text[at] == "}":
-                    break
-            elif text[at] == "}":
-                break
-            else:
-                return None
-    end = at + 1
-    return ast.ObjectLit(tuple(entries), ast.Span(pos, end), key_spans=tuple(key_spans)), end, _BLANK(text, end).end()
-
-
-def _scan_list(text, pos, problems):
-    """``list``: ``[`` (value (``,`` value)* ``,``?)? ``]``."""
-    at = _BLANK(text, pos + 1).end()
-    items = []
-    if text[at] != "]":
-        while True:
-            found = _scan_value(text, at, problems)
-            if found is None:
-                return None
-            items.append(found[0])
-            at = found[2]
-            if text[at] == ",":
-                at = _BLANK(text, at + 1).end()
-                if text[at] == "]":
-                    break
-            elif text[at] == "]":
-                break
-            else:
-                return None
-    end = at + 1
-    return ast.ListLit(tuple(items), ast.Span(pos, end)), end, _BLANK(text, end).end()
-
-
-def _scan_update_call(text, pos, problems):
-    """``update_call``: UPDATE_FUNCTION ``(`` value (``,`` value)* ``)`` (no trailing comma)."""
-    match = _UPDATE_FUNCTION(text, pos)
-    if match is None:
-        return None
-    at = match.end()
-    if text[at] != "(":
-        return None
-    args = []
-    at = _BLANK(text, at + 1).end()
-    while True:
-        found = _scan_value(text, at, problems)
-        if found is None:
-            return None
-        args.append(found[0])
-        at = found[2]
-        if text[at] == ",":
-            at = _BLANK(text, at + 1).end()
-        elif text[at] == ")":
-            break
-        else:
-            return None
-    end = at + 1
-    return ast.UpdateCall(match.group(1), tuple(args), ast.Span(pos, end)), end, _BLANK(text, end).end()
-
-
-_VALUE_STARTS = {
-    '"': _scan_string,
-    "{": _scan_object,
-    "[": _scan_list,
-    ":": _scan_placeholder,
-    "?": _scan_dot_path,
-    **dict.fromkeys("-0123456789", _scan_number),
-    **dict.fromkeys("tfn", _scan_constant),
-    **dict.fromkeys("AMC", _scan_update_call),
-}
-
-
-def _fast_grammar() -> Grammar:
-    rules: dict[str, Expression] = {name: _FastToken(_token_pattern(name), name=name) for name in _TOKENS}
-    rules["value"] = _FastValue(_scan_value, "value")
-    rules["object"] = _FastValue(_scan_object, "object")
-    return Grammar(grammar_text(), **rules)
-
-
-FAST_GRAMMAR = _fast_grammar()
+    if text.count("{") + text.count("[") + text.count("(") <= MAX_NESTING_DEPTH:
+        return 0  # cannot be too deep
+    brackets = _ONE_BRACKET_RE.findall(_SKIPPED_RE.sub("", text))
+    depths = list(accumulate(map(_DEPTH_STEP.__getitem__, brackets)))
+    return max(depths, default=0) if min(depths, default=0) >= 0 else None
 
 
 # ------------------------------------------------------------------ tree → AST
@@ -485,8 +190,8 @@ def _joined(first: Any, rest: Iterable[list]) -> list:
 class _Builder(NodeVisitor):
     """Builds AST nodes bottom-up from a tree of either grammar.
 
-    Tokens are converted without visiting their children; a scanned value node
-    already holds its AST (and raises its first problem when reached).
+    Tokens are converted without visiting their children; a scanned node (fast
+    grammar) already holds its AST.
     """
 
     unwrapped_exceptions = (KipError,)
@@ -496,9 +201,7 @@ class _Builder(NodeVisitor):
 
     # -- dispatch ---------------------------------------------------------
     def visit(self, node: Node) -> Any:
-        if type(node) is _ValueNode:
-            if node.problem is not None:
-                _raise_problem(self.text, node.problem)
+        if type(node) is ScannedNode:
             return node.value
         name = node.expr.name
         if name in _TOKENS:
@@ -516,18 +219,13 @@ class _Builder(NodeVisitor):
         """Node span without the whitespace and comments its last token swallowed."""
         last = node
         while True:
-            if type(last) is _ValueNode:
+            if type(last) is ScannedNode:
                 return ast.Span(node.start, last.content_end)
             if last.expr.name in _TOKENS:
                 return ast.Span(node.start, _token_end(last))
             last = next((child for child in reversed(last.children) if child.end > child.start), None)
             if last is None:
                 return ast.Span(node.start, node.start)
-
-    def leaf(self, value: Any, problems: list) -> Any:
-        if problems:
-            _raise_problem(self.text, problems[0])
-        return value
 
     # -- entry points -----------------------------------------------------
     def visit_single(self, node, children):
@@ -538,29 +236,22 @@ class _Builder(NodeVisitor):
 
     # -- tokens -----------------------------------------------------------
     def visit_string(self, node):
-        problems: list = []
-        return self.leaf(_string_leaf(_token(node), node.start, _token_end(node), problems), problems)
+        return string_literal(self.text, _token(node), node.start, _token_end(node))
 
     def visit_number(self, node):
-        problems: list = []
-        return self.leaf(_number_leaf(_token(node), node.start, _token_end(node), problems), problems)
+        return number_literal(self.text, _token(node), node.start, _token_end(node))
 
     def visit_CONSTANT(self, node):
-        return ast.Literal(_CONSTANTS[_token(node)], _token_span(node))
+        return ast.Literal(CONSTANTS[_token(node)], _token_span(node))
 
     def visit_placeholder(self, node):
-        problems: list = []
-        name = self.leaf(_name_leaf(_token(node)[1:], node.start + 1, "placeholder name", problems), problems)
-        return ast.Placeholder(name, _token_span(node))
+        return ast.Placeholder(identifier(self.text, _token(node)[1:], node.start + 1, "placeholder name"), _token_span(node))
 
     def visit_var(self, node):
-        problems: list = []
-        name = self.leaf(_name_leaf(_token(node)[1:], node.start + 1, "variable name", problems), problems)
-        return ast.Var(name, _token_span(node))
+        return ast.Var(identifier(self.text, _token(node)[1:], node.start + 1, "variable name"), _token_span(node))
 
     def visit_dot_path(self, node):
-        problems: list = []
-        return self.leaf(_dot_path_leaf(_token(node), node.start, _token_end(node), problems), problems)
+        return dot_path(self.text, _token(node), node.start, _token_end(node))
 
     # -- values (the fast grammar scans `value` and `object` whole) --------
     def visit_key(self, node, children):
@@ -568,9 +259,7 @@ class _Builder(NodeVisitor):
         key = children[0]
         if isinstance(key, ast.Literal):
             return key.value, key.span
-        problems: list = []
-        name = self.leaf(_name_leaf(_token(key), key.start, "object key", problems), problems)
-        return name, _token_span(key)
+        return identifier(self.text, _token(key), key.start, "object key"), _token_span(key)
 
     def visit_entry(self, node, children):
         (name, key_span), _, value = children
@@ -976,10 +665,8 @@ class _FailureLog(ParseError):
             self.names.append(name)
 
 
-def _syntax_error(source: str, rule: str) -> KipError:
-    """Re-run the failed parse recording failures, and explain the furthest one."""
-    log = _FailureLog(source)
-    GRAMMAR[rule].match_core(source, 0, defaultdict(dict), log)
+def _syntax_error(source: str, rule: str, log: "_FailureLog") -> KipError:
+    """Explain the furthest failure of a parse that recorded its failures in ``log``."""
     text = source[:-1]
     offset = min(max(log.pos, 0), len(text))
     expected = _expected_words(log.names)
