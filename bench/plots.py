@@ -22,7 +22,7 @@ def draw(report: dict[str, Any], out: Path) -> list[Path]:
     drawn = []
     queries = [q for q in report["queries"] if q.get("ratio") is not None]
     if queries:
-        fig, ax = plt.subplots(figsize=(9, 0.32 * len(queries) + 1.6))
+        fig, ax = plt.subplots(figsize=(10.5, 0.32 * len(queries) + 1.6))
         names = [q["name"] for q in queries][::-1]
         ratios = [q["ratio"] for q in queries][::-1]
         colors = [COLORS.get(q["kind"], "gray") for q in queries][::-1]
@@ -35,7 +35,8 @@ def draw(report: dict[str, Any], out: Path) -> list[Path]:
         ax.set_xlabel("KIP end-to-end / hand-written Cypher (median ms)")
         ax.set_title(f"kip2cypher vs hand-written Cypher — {report['scale']} concepts, Neo4j {report['neo4j_version']}")
         handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in COLORS.values()]
-        ax.legend(handles + ax.get_legend_handles_labels()[0], list(COLORS) + ax.get_legend_handles_labels()[1], fontsize=7, loc="lower right")
+        ax.legend(handles + ax.get_legend_handles_labels()[0], list(COLORS) + ax.get_legend_handles_labels()[1], fontsize=7,
+                  loc="upper left", bbox_to_anchor=(1.01, 1.0))
         fig.tight_layout()
         path = out / f"ratio-{report['scale']}.png"
         fig.savefig(path, dpi=110)
