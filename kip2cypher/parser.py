@@ -1,10 +1,13 @@
 """KIP text → typed AST (``kip2cypher.ast``).
 
-The grammar lives in ``grammar/kip.peg`` and is compiled once, at import. A
-``NodeVisitor`` turns the parse tree straight into AST nodes with spans; the
-AST is then checked by ``validate.validate`` before anyone sees it. Every
-failure is a ``KipError`` with a 1-based line/column, the offending line with a
-caret, what was expected there in words, and a repair hint.
+The grammar lives in ``grammar/kip.peg``; ``kip2cypher.grammars`` compiles it
+once as written (``GRAMMAR``, the reference) and once as the fast grammar every
+text goes through first (``FAST_GRAMMAR``: folded tokens, scanned values and
+blocks). A ``NodeVisitor`` turns either parse tree straight into AST nodes with
+spans; the AST is then checked by ``validate.validate`` before anyone sees it.
+Any failure of the fast path is re-run on the reference grammar, which reports
+it: every failure is a ``KipError`` with a 1-based line/column, the offending
+line with a caret, what was expected there in words, and a repair hint.
 
 Input size and bracket nesting are bounded *before* parsimonious runs, so a
 hostile input can cost neither a RecursionError nor unbounded time.
@@ -352,13 +355,17 @@ class _Builder(NodeVisitor):
 
     def visit_quantifier(self, node, children):
         _, low, upper, _ = children
-        low = int(_token(low))
+        low = self.integer(low)
         if not upper:
             high: Optional[int] = low
         else:
             bound = upper[0][1]
-            high = int(_token(bound[0])) if bound else None
+            high = self.integer(bound[0]) if bound else None
         return ast.Quantifier(low, high, self.span(node))
+
+    def integer(self, node) -> int:
+        """An INTEGER token's value (KIP_1001 beyond what int() converts, like any number)."""
+        return number_literal(self.text, _token(node), node.start, _token_end(node)).value
 
     def visit_filter(self, node, children):
         return ast.Filter(children[2], self.span(node))

@@ -251,3 +251,15 @@ def test_nesting_bound_agrees_with_the_exact_scan(pieces):
     except KipError as error:
         too_deep = error.code == "KIP_4002"
     assert too_deep == _exact_depth_error(text)
+
+
+@pytest.mark.parametrize(
+    "template",
+    ['FIND(?x) WHERE {{ ?x {{type: "A"}} }} LIMIT {n}', 'FIND(?b) WHERE {{ (?a, "p"{{1,{n}}}, ?b) }}', 'FIND(?b) WHERE {{ (?a, "p"{{{n}}}, ?b) }}',
+     'UPSERT {{ CONCEPT ?a {{ {{type: "A", name: "a"}} SET ATTRIBUTES {{ n: -{n} }} }} }}'],
+)
+def test_integers_beyond_int_conversion_are_out_of_range(template):
+    """More digits than int() converts (sys.get_int_max_str_digits) is KIP_1001, not a ValueError."""
+    text = template.format(n="1" * 5000)
+    outcome = _agree(text)
+    assert outcome[:2] == ("error", "KIP_1001") and "out of range" in outcome[2]
