@@ -129,9 +129,12 @@ def test_dry_run_validates_against_the_live_schema_and_writes_nothing(medical):
     assert fingerprint(medical.driver) == before
 
 
-@pytest.mark.xfail(reason="FIND plans carry no dry_result yet: a FIND dry run lists its Cypher without the schema check (KQL lowering)", strict=False)
 def test_dry_run_of_find_checks_types_and_predicates(medical):
     assert medical.execute_kip('FIND(?d.name) WHERE { ?d {type: "drug"} }', dry_run=True)["error"]["code"] == "KIP_2001"
+    optional = medical.execute_kip('FIND(?d.name) WHERE { ?d {type: "Drug"} OPTIONAL { (?d, "treat", ?s) } }', dry_run=True)
+    assert optional["error"]["code"] == "KIP_2001" and "treats" in optional["error"]["hint"]
+    ok = medical.execute_kip_readonly('FIND(?d.name) WHERE { ?d {type: "Drug"} (?d, "treats", ?s) }', dry_run=True)
+    assert ok["result"]["dry_run"] is True and ok["result"]["statements"][0].startswith("MATCH")
 
 
 def test_pathological_find_times_out_with_kip_4001(neo4j_server, medical):

@@ -280,7 +280,14 @@ class _FindLowering:
             return response
 
         statements = [main] + ([pat.grounding_compiled(grounding_all)] if grounding_all else [])
-        return Plan("KQL", "READ", statements, runner)
+
+        def dry(tx: Tx) -> dict[str, Any]:
+            # dry_run (interfaces): every type and predicate must be defined; the query is only EXPLAINed.
+            pat.check_grounding(tx, grounding_all)
+            tx.run(Compiled("EXPLAIN " + main.text, main.params, "EXPLAIN"))
+            return {"result": {"dry_run": True, "kind": "KQL", "statements": [s.text for s in statements]}}
+
+        return Plan("KQL", "READ", statements, runner, dry_result=dry)
 
 
 def lower_find(command: ast.Find, parameters: dict[str, Any], settings: Settings) -> Plan:
