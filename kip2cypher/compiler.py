@@ -82,6 +82,7 @@ def _compile_cached(text: str, params_json: str, settings: Settings) -> Plan:
     from .parser import parse
     from .values import check_quoted_placeholders
 
+    check_limits(text, settings)  # only on a cache miss: a cached text already passed (settings are in the key)
     parameters = json.loads(params_json)
     check_quoted_placeholders(text, parameters)
     return lower(parse(text), parameters, settings)
@@ -125,7 +126,6 @@ def check_limits(text: Any, settings: Settings) -> None:
 
 def compile_plan(text: str, parameters: Optional[dict[str, Any]] = None, settings: Optional[Settings] = None) -> Plan:
     """Parse and lower one command (cached by text, parameters and settings)."""
-    check_limits(text, settings or _default_settings())
     try:
         params_json = json.dumps(parameters or {}, sort_keys=True, ensure_ascii=False)
     except (TypeError, ValueError) as exc:
