@@ -166,6 +166,10 @@ def from_neo4j(exc: BaseException, cypher: Optional[str] = None) -> KipError:
     if "too large to index" in message:
         # Names, types, predicates and ids are indexed; a RANGE index key holds ~8 KB at most.
         return KipError(CONSTRAINT_VIOLATION, "A name, type or predicate is too long to be indexed (Neo4j's index key limit is about 8 KB; see docs/limits.md).", "Keep identity fields short; put long text in an attribute such as description.")
+    if "Statement.EntityNotFound" in code:
+        # Only a race does this: an element this command had matched was deleted by a concurrent
+        # command before this one could link it (tests/test_reliability_concurrency.py).
+        return KipError(NOT_FOUND, "An element this command uses was deleted by a concurrent command; nothing was written.", "Re-read the elements (FIND) and retry the command if they still exist.")
     if "ConstraintValidationFailed" in code:
         return KipError(DUPLICATE_EXISTS, f"A uniqueness constraint was violated: {message}", DEFAULT_HINTS[DUPLICATE_EXISTS])
     if "Statement.SyntaxError" in code or "Statement.SemanticError" in code or "Statement.TypeError" in code:

@@ -28,6 +28,24 @@ def dependents(list_var: str) -> str:
     )
 
 
+def lock_all(stmt: Statement, list_var: str) -> None:
+    """Write-lock every element of ``list_var`` (a no-op write). Creating a KIP_SUBJECT / KIP_OBJECT
+    relationship locks its endpoint, so once an element is locked no concurrent command can add
+    a proposition referencing it until this transaction ends."""
+    stmt.line(f"CALL ({list_var}) {{ UNWIND {list_var} AS _lk SET _lk.", Ident(K.LOCK), " = true REMOVE _lk.", Ident(K.LOCK), " }")
+
+
+def locked_dependents(stmt: Statement, roots: str, out: str, keep: str, guard: str) -> None:
+    """``out`` = the transitive dependents of ``roots``, read only after ``roots`` are locked, then
+    locked and read once more: a proposition committed by a concurrent writer between the first
+    read and the lock is picked up instead of being left dangling when ``roots`` are deleted
+    (tests/test_reliability_concurrency.py::test_link_writers_racing_endpoint_deletion_leave_no_orphans)."""
+    stmt.line(f"CALL ({keep}) {{ WITH {keep} WHERE {guard} UNWIND {roots} AS _lk SET _lk.", Ident(K.LOCK), " = true REMOVE _lk.", Ident(K.LOCK), " }")
+    stmt.line(f"WITH {keep}, CASE WHEN {guard} THEN {dependents(roots)} ELSE [] END AS _first")
+    lock_all(stmt, "_first")
+    stmt.line(f"WITH {keep}, CASE WHEN {guard} THEN {dependents(roots)} ELSE [] END AS {out}")
+
+
 def delete_propositions(stmt: Statement, list_var: str, indent: str = "") -> None:
     """Delete the proposition nodes in ``list_var`` with their native relationships (unit subqueries)."""
     stmt.line(indent, f"CALL ({list_var}) {{")
@@ -54,7 +72,8 @@ def lower_delete_propositions(command: ast.DeletePropositions, parameters: dict[
     stmt.line("WITH _ls, [x IN _ls WHERE ", schema.cy_protected_link("x"), " | ", element_label("x"), "] AS _bad")
     read_only = Statement().extend(stmt)
     read_only.line("RETURN size(_ls) AS matched, 0 AS deleted, _bad")
-    stmt.line("WITH _ls, _bad, CASE WHEN size(_bad) = 0 THEN _ls + [h IN ", dependents("_ls"), " WHERE NOT h IN _ls] ELSE [] END AS _all")
+    locked_dependents(stmt, "_ls", "_deps", "_ls, _bad", "size(_bad) = 0")
+    stmt.line("WITH _ls, _bad, CASE WHEN size(_bad) = 0 THEN _ls + [h IN _deps WHERE NOT h IN _ls] ELSE [] END AS _all")
     delete_propositions(stmt, "_all")
     stmt.line("RETURN size(_ls) AS matched, size(_all) AS deleted, _bad")
     write = Compiled.of(stmt, "DELETE PROPOSITIONS: match, check protection, delete with higher-order cascade")
@@ -81,7 +100,7 @@ def lower_delete_concept(command: ast.DeleteConcept, parameters: dict[str, Any],
     )
     read_only = Statement().extend(stmt)
     read_only.line("RETURN size(_cs) AS matched, 0 AS concepts, 0 AS propositions, _bad")
-    stmt.line("WITH _cs, _bad, CASE WHEN size(_bad) = 0 THEN ", dependents("_cs"), " ELSE [] END AS _ps")
+    locked_dependents(stmt, "_cs", "_ps", "_cs, _bad", "size(_bad) = 0")
     delete_propositions(stmt, "_ps")
     stmt.line("CALL (_cs, _bad) {")
     stmt.line("  WITH _cs WHERE size(_bad) = 0")

@@ -64,6 +64,11 @@ def _lock_statement() -> Compiled:
     s.line(f"MATCH (s:{K.C} {{id: $s}}), (t:{K.C} {{id: $t}})")
     s.line("SET s.", Ident(K.LOCK), " = true, t.", Ident(K.LOCK), " = true")
     s.line("REMOVE s.", Ident(K.LOCK), ", t.", Ident(K.LOCK))
+    # Both locks are held now: match again, so a concurrent MERGE / DELETE that removed either node
+    # while this transaction waited for its lock is seen (no rows → KIP_3002) instead of merging a
+    # ghost (tests/test_reliability_concurrency.py::test_concurrent_merge_of_one_source_into_two_targets).
+    s.line("WITH count(*) AS _locked")
+    s.line(f"MATCH (s:{K.C} {{id: $s}}), (t:{K.C} {{id: $t}})")
     s.line("RETURN properties(s) AS s, properties(t) AS t")
     return Compiled.of(s, "MERGE: lock and read source and target")
 
