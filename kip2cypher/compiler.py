@@ -77,8 +77,7 @@ def _default_settings() -> Settings:
     return Settings()
 
 
-@lru_cache(maxsize=2048)
-def _compile_cached(text: str, params_json: str, settings: Settings) -> Plan:
+def _compile(text: str, params_json: str, settings: Settings) -> Plan:
     from .parser import parse
     from .values import check_quoted_placeholders
 
@@ -86,6 +85,9 @@ def _compile_cached(text: str, params_json: str, settings: Settings) -> Plan:
     parameters = json.loads(params_json)
     check_quoted_placeholders(text, parameters)
     return lower(parse(text), parameters, settings)
+
+
+_compile_cached = lru_cache(maxsize=2048)(_compile)
 
 
 _BRACKETS = re.compile(r'"(?:[^"\\\n]|\\.)*"?|//[^\n]*|/\*[\s\S]*?(?:\*/|$)|[\[\]{}()]')
@@ -130,7 +132,13 @@ def compile_plan(text: str, parameters: Optional[dict[str, Any]] = None, setting
         params_json = json.dumps(parameters or {}, sort_keys=True, ensure_ascii=False)
     except (TypeError, ValueError) as exc:
         raise errors.KipError(errors.INVALID_SYNTAX, f"parameters must be JSON values: {exc}", "Pass strings, numbers, booleans, null, arrays and objects only.") from None
-    return _compile_cached(text, params_json, settings or _default_settings())
+    from .parser import CACHEABLE_CHARS
+
+    settings = settings or _default_settings()
+    if len(text) + len(params_json) > CACHEABLE_CHARS:
+        # A large capsule or parameter payload is rarely repeated: caching it would only hold memory.
+        return _compile(text, params_json, settings)
+    return _compile_cached(text, params_json, settings)
 
 
 def compile_command(text: str, parameters: Optional[dict[str, Any]] = None, settings: Optional[Settings] = None) -> list[dict[str, Any]]:

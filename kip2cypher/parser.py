@@ -40,6 +40,8 @@ MAX_INPUT_BYTES = 256 * 1024
 MAX_NESTING_DEPTH = 64
 #: Parsed commands kept by the text-keyed LRU cache.
 CACHE_SIZE = 2048
+#: Texts longer than this are parsed without caching (the compiler uses the same bound).
+CACHEABLE_CHARS = 64 * 1024
 
 # Parsimonious and the visitor recurse once per grammar level: at the nesting
 # bound the deepest inputs need ~800 frames on top of the caller's stack, too
@@ -65,12 +67,16 @@ def parse(text: str) -> ast.Command:
     Results are cached by text (ASTs are immutable), so re-parsing is a dict lookup.
     """
     _check_type(text)
+    if len(text) > CACHEABLE_CHARS:
+        return _parse(text, "single")[0]  # big capsules are rarely repeated; caching them only holds memory
     return _parse_single(text)
 
 
 def parse_script(text: str) -> tuple[ast.Command, ...]:
     """Parse a ``.kip`` script: commands one after another, e.g. a FIND then an UPSERT."""
     _check_type(text)
+    if len(text) > CACHEABLE_CHARS:
+        return tuple(_parse(text, "script"))
     return _parse_script(text)
 
 

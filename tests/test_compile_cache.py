@@ -1,0 +1,31 @@
+"""The compile and parse caches serve repeated small commands and never hold large payloads."""
+from __future__ import annotations
+
+from kip2cypher import compiler, parser
+
+QUERY = 'FIND(?d.name) WHERE { ?d {type: "Drug", name: :name} }'
+
+
+def test_repeated_small_command_is_served_from_the_cache():
+    first = compiler.compile_plan(QUERY, {"name": "Aspirin"})
+    assert compiler.compile_plan(QUERY, {"name": "Aspirin"}) is first
+    assert compiler.compile_plan(QUERY, {"name": "Ibuprofen"}) is not first
+
+
+def test_compile_cache_does_not_hold_large_parameter_payloads():
+    # Regression: the cache keyed on the full parameter JSON kept ~1.7 MB alive per 500-block
+    # parameterized capsule, so a server streaming capsules grew by gigabytes.
+    before = compiler._compile_cached.cache_info().currsize
+    big = "x" * (parser.CACHEABLE_CHARS + 1)
+    plan = compiler.compile_plan(QUERY, {"name": big})
+    assert plan.statements and any(big in s.params.values() for s in plan.statements)
+    assert compiler._compile_cached.cache_info().currsize == before
+
+
+def test_parse_cache_does_not_hold_large_texts():
+    items = ", ".join(f'k{i}: "{"v" * 60}"' for i in range(1200))
+    text = 'UPSERT { CONCEPT ?d { {type: "Drug", name: "Big"} SET ATTRIBUTES { ' + items + " } } }"
+    assert len(text) > parser.CACHEABLE_CHARS
+    before = parser._parse_single.cache_info().currsize
+    assert parser.parse(text) == parser.parse(text)
+    assert parser._parse_single.cache_info().currsize == before
