@@ -8,6 +8,8 @@ before: the graph held exactly what was intended at every step, and nothing else
 """
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from hostile_payloads import ALL, INVALID_TOKENS, NAMES, RESERVED_NAMES, TOO_LONG_NAMES, VALUES, fingerprint, kip_string
@@ -224,3 +226,31 @@ def test_unicode_escape_in_identifier_cannot_close_the_backticks(hx):
 
 def test_corpus_size():
     assert len(ALL) >= 100
+
+
+# ------------------------------------------------------------------ catastrophic REGEX
+def test_catastrophic_regex_is_stopped_by_the_query_timeout(neo4j_server, hx):
+    """A backtracking REGEX over many values is stopped by Settings.query_timeout_s → KIP_4001.
+
+    Java 17's regex engine memoizes ``(a+)+$``, so the classic example is harmless; a back-reference
+    (``(a+)+\\1b``) defeats the memoization and costs ~2^n steps per value. Neo4j checks the
+    timeout between rows (it cannot interrupt one running match: docs/reliability.md)."""
+    from kip2cypher.execute import Nexus
+
+    before = _fp(hx)
+    blocks = " ".join(f'CONCEPT ?c{i} {{ {{type: "Domain", name: "redos-{i:02d}"}} SET ATTRIBUTES {{ s: :s }} }}' for i in range(80))
+    # 2^23 backtracking steps per value: ~0.3 s once the JIT has compiled the matcher, seconds before.
+    ok(hx.execute_kip(f"UPSERT {{ {blocks} }}", parameters={"s": "a" * 23 + "c"}))
+    query = 'FIND(?d.name) WHERE { ?d {type: "Domain"} FILTER(STARTS_WITH(?d.name, "redos-") && REGEX(?d.attributes.s, :re)) }'
+    with Nexus(neo4j_server.uri, auth=neo4j_server.auth, database=neo4j_server.database, settings=Settings(embedder=False, query_timeout_s=1)) as nx:
+        started = time.monotonic()
+        assert ok(nx.execute_kip_readonly(query, parameters={"re": "(a+)+$"})) == []
+        assert time.monotonic() - started < 5
+        started = time.monotonic()
+        e = err(nx.execute_kip_readonly(query, parameters={"re": "(a+)+\\1b"}), "KIP_4001")
+        elapsed = time.monotonic() - started
+        assert "time limit" in e["message"] and elapsed < 20, elapsed
+        # The same Nexus answers right after, and nothing was written.
+        assert len(ok(nx.execute_kip_readonly('FIND(?d.name) WHERE { ?d {type: "Domain"} FILTER(STARTS_WITH(?d.name, "redos-")) }'))) == 80
+    ok(hx.execute_kip('DELETE CONCEPT ?d DETACH WHERE { ?d {type: "Domain"} FILTER(STARTS_WITH(?d.name, "redos-")) }'))
+    assert _fp(hx)["nodes"] == before["nodes"]
