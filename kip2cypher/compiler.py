@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import re
 from functools import lru_cache
 from typing import Any, Optional
 
@@ -90,40 +89,16 @@ def _compile(text: str, params_json: str, settings: Settings) -> Plan:
 _compile_cached = lru_cache(maxsize=2048)(_compile)
 
 
-_BRACKETS = re.compile(r'"(?:[^"\\\n]|\\.)*"?|//[^\n]*|/\*[\s\S]*?(?:\*/|$)|[\[\]{}()]')
-
-
 def check_limits(text: Any, settings: Settings) -> None:
     """``Settings.max_input_bytes`` / ``max_nesting_depth`` (KIP_4002), checked before parsing.
 
     The parser keeps its own built-in ceiling (the same defaults), so these settings tighten the
     bounds per Nexus; docs/limits.md.
     """
-    if not isinstance(text, str):
-        return  # the parser reports a non-string command
-    cap = settings.max_input_bytes
-    if len(text) > cap or (len(text) * 4 > cap and len(text.encode("utf-8", "surrogatepass")) > cap):
-        raise errors.KipError(
-            errors.RESOURCE_EXHAUSTED,
-            f"The command text exceeds the limit of {cap} bytes" + (f" ({cap // 1024} KiB)." if cap >= 1024 else "."),
-            "Split the work into several smaller commands (e.g. one UPSERT per capsule, batched via `commands`); pass large values as parameters.",
-        )
-    depth, deepest = 0, settings.max_nesting_depth
-    for match in _BRACKETS.finditer(text):
-        char = match.group()
-        if char in "{[(":
-            depth += 1
-            if depth > deepest:
-                line, column = errors.line_column(text, match.start())
-                raise errors.KipError(
-                    errors.RESOURCE_EXHAUSTED,
-                    f"Brackets are nested deeper than {deepest} levels at line {line}, column {column}.",
-                    "Flatten the structure: nest objects, lists, expressions and propositions less deeply.",
-                    line=line,
-                    column=column,
-                )
-        elif len(char) == 1:
-            depth = max(depth - 1, 0)
+    from .parser import check_bounds
+
+    if isinstance(text, str):  # the parser reports a non-string command
+        check_bounds(text, settings.max_input_bytes, settings.max_nesting_depth)
 
 
 def compile_plan(text: str, parameters: Optional[dict[str, Any]] = None, settings: Optional[Settings] = None) -> Plan:

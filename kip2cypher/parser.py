@@ -128,30 +128,34 @@ def _parse(text: str, rule: str, grammar: Grammar = FAST_GRAMMAR) -> list[ast.Co
 
 
 # ------------------------------------------------------------------ bounds check
-def check_bounds(text: str) -> None:
-    """Reject oversized or over-nested text cheaply, before the recursive parser sees it."""
-    if len(text) > MAX_INPUT_BYTES or (len(text) * 4 > MAX_INPUT_BYTES and len(text.encode("utf-8", "surrogatepass")) > MAX_INPUT_BYTES):
+def check_bounds(text: str, max_bytes: int = MAX_INPUT_BYTES, max_depth: int = MAX_NESTING_DEPTH) -> None:
+    """Reject oversized or over-nested text cheaply, before the recursive parser sees it.
+
+    The compiler calls it again with a Nexus's own (tighter) ``Settings`` limits.
+    """
+    if len(text) > max_bytes or (len(text) * 4 > max_bytes and len(text.encode("utf-8", "surrogatepass")) > max_bytes):
+        kib = f" ({max_bytes // 1024} KiB)" if max_bytes >= 1024 else ""
         raise KipError(
             RESOURCE_EXHAUSTED,
-            f"The command text exceeds {MAX_INPUT_BYTES // 1024} KiB.",
-            "Split the work into several smaller commands (e.g. one UPSERT per capsule, batched via `commands`).",
+            f"The command text exceeds the limit of {max_bytes} bytes{kib}.",
+            "Split the work into several smaller commands (e.g. one UPSERT per capsule, batched via `commands`); pass large values as parameters.",
         )
     nul = text.find(_SENTINEL)
     if nul >= 0:
         raise validate.error_at(text, nul, "A NUL character is not allowed in KIP text.", "Remove the NUL (\\x00) character.")
-    depth = _max_depth(text)
-    if depth is not None and depth <= MAX_NESTING_DEPTH:
+    depth = _max_depth(text, max_depth)
+    if depth is not None and depth <= max_depth:
         return
     depth = 0  # too deep, or closers without openers: scan exactly (and find where it gets too deep)
     for match in _BRACKET_RE.finditer(text):
         char = match.group()
         if char in _OPENERS:
             depth += 1
-            if depth > MAX_NESTING_DEPTH:
+            if depth > max_depth:
                 line, column = line_column(text, match.start())
                 raise KipError(
                     RESOURCE_EXHAUSTED,
-                    f"Brackets are nested deeper than {MAX_NESTING_DEPTH} levels at line {line}, column {column}.\n{snippet(text, match.start())}",
+                    f"Brackets are nested deeper than {max_depth} levels at line {line}, column {column}.\n{snippet(text, match.start())}",
                     "Flatten the structure: nest objects, lists, expressions and propositions less deeply.",
                     line=line,
                     column=column,
@@ -160,12 +164,12 @@ def check_bounds(text: str) -> None:
             depth = max(depth - 1, 0)
 
 
-def _max_depth(text: str) -> Optional[int]:
+def _max_depth(text: str, max_depth: int) -> Optional[int]:
     """Deepest bracket nesting outside strings and comments, computed in C-level passes.
 
     ``None`` when a closer comes without an opener (the exact scan clamps depth at 0 there).
     """
-    if text.count("{") + text.count("[") + text.count("(") <= MAX_NESTING_DEPTH:
+    if text.count("{") + text.count("[") + text.count("(") <= max_depth:
         return 0  # cannot be too deep
     brackets = _ONE_BRACKET_RE.findall(_SKIPPED_RE.sub("", text))
     depths = list(accumulate(map(_DEPTH_STEP.__getitem__, brackets)))
