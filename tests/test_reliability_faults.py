@@ -13,6 +13,7 @@ running inside Neo4j, then kills the server.
 """
 from __future__ import annotations
 
+import os
 import socket
 import threading
 import time
@@ -47,7 +48,12 @@ def private(neo4j_server, tmp_path_factory):
         port=_free_port(), home=tmp_path_factory.mktemp("fault") / "neo4j", heap="1g", page_cache_mb=256, tx_timeout_s=120
     )
     started = time.monotonic()
-    localneo4j.start(cfg)
+    try:
+        localneo4j.start(cfg)
+    except localneo4j.LocalNeo4jError as exc:  # no Java/Maven here (e.g. NEO4J_URI pointing elsewhere)
+        if os.environ.get("KIP2CYPHER_REQUIRE_NEO4J") == "1":
+            raise
+        pytest.skip(f"cannot start a private Neo4j for fault injection: {exc}")
     FIGURES["first start s"] = round(time.monotonic() - started, 1)
     yield cfg
     localneo4j.stop(cfg)
