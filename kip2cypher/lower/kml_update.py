@@ -40,7 +40,8 @@ class Targets:
     """The lowered WHERE of a bulk KML statement, reduced to one row per distinct ``?target``."""
 
     def __init__(self, where, target: str, parameters, settings: Settings, used_in: str, kinds, limit=None) -> None:
-        self.pattern = pat.lower_where(where, parameters, settings)
+        # Lean lowering (docs/kql.md): only ?target is read after the WHERE.
+        self.pattern = pat.lower_where(where, parameters, settings, used=[target])
         self.pattern.require(target, used_in=used_in, kinds=kinds)
         self.grounding_all = pat.grounding_names(self.pattern.grounding)
         self.grounding_optional = pat.grounding_names(self.pattern.grounding, required_only=False)

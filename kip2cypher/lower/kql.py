@@ -70,7 +70,8 @@ class _FindLowering:
         self.command = command
         self.parameters = parameters
         self.settings = settings
-        self.pattern: Pattern = lower_where(command.where, parameters, settings)
+        used = [_vars_of(p) for p in command.projections] + [_vars_of(k.expr) for k in command.order_by]
+        self.pattern: Pattern = lower_where(command.where, parameters, settings, used=used)
         self.columns = [_Column(expr, i) for i, expr in enumerate(command.projections)]
         self.aggregating = any(c.aggregate for c in self.columns)
         self.aggregates_only = all(c.aggregate for c in self.columns)
@@ -173,6 +174,10 @@ class _FindLowering:
         bindings = pattern.bindings
         core = list(pattern.lines)
         order: list[Fragment] = []
+        # The identity tie-break makes the order total: paging needs it (stable pages, the n+1
+        # probe row) and an ORDER BY gets deterministic ties from it at the price of one more key
+        # in a sort that runs anyway. Without LIMIT, CURSOR and ORDER BY nothing is sorted at all.
+        total_order = self.command.limit is not None or self.command.cursor is not None or bool(self.command.order_by)
 
         def sort(value: Fragment, descending: bool) -> None:
             if descending:
@@ -198,7 +203,7 @@ class _FindLowering:
                 if isinstance(key.expr, ast.Var) and bindings[key.expr.name].kind != PREDICATE:
                     value = frag("coalesce(", column.var, ".name, ", column.var, ".id)")
                 sort(value, key.descending)
-            for column in self.columns:
+            for column in self.columns if total_order else ():
                 if column.aggregate:
                     continue
                 if isinstance(column.expr, ast.Var) and bindings[column.expr.name].kind != PREDICATE:
@@ -218,10 +223,13 @@ class _FindLowering:
                 sort(value, key.descending)
             if projected:
                 core.append(frag("WITH *, ", join(", ", projected)))
-            for name in self.key_vars():
+            for name in self.key_vars() if total_order else ():
                 binding = bindings[name]
                 order.append(frag(binding.ref) if binding.kind == PREDICATE else frag("elementId(", binding.ref, ")"))
             returning = [frag(self.projection(c.expr), " AS ", c.var) for c in self.columns]
+            if order and not projected and not pattern.projected:
+                # DISTINCT was left out and nothing was projected: ORDER BY needs a WITH.
+                core.append(frag("WITH ", join(", ", [bindings[n].ref for n in self.key_vars()])))
         if order:
             core.append(frag("ORDER BY ", join(", ", order)))
         return_line = frag("RETURN ", join(", ", returning))

@@ -43,8 +43,9 @@ Lowering rules (the full list with rationale is in docs/kql.md):
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Optional, Union
+from typing import Any, Iterable, Iterator, Mapping, Optional, Union
 
 from .. import ast, storage
 from ..config import Settings
@@ -159,7 +160,7 @@ def call_head(keyword: str, body: list[Fragment], scope: Mapping[str, "Binding"]
     used = _variables(Fragment(list(body)), [])
     imports = [v for v in outer if v in used]
     if not imports:
-        return keyword + " {"
+        return keyword + " () {"
     return frag(keyword, " (", join(", ", imports), ") {")
 
 
@@ -178,6 +179,63 @@ class _Clause:
         return lines
 
 
+class _Keys:
+    """What determines one row of the top-level MATCH: the elements a row binds and the
+    functional dependencies between them, from the storage model (docs/storage-model.md):
+
+    - a concept matched by ``id`` or by ``(type, name)`` is one node (unique constraints);
+    - a proposition node has exactly one ``KIP_SUBJECT`` and one ``KIP_OBJECT``
+      relationship, so it determines its endpoints; ``(subject, predicate, object)`` is
+      unique, so endpoints plus a known predicate determine the proposition node;
+    - a native relationship exists once per proposition, so its two endpoint nodes plus
+      its type determine it (and it determines them and its type).
+
+    A row is a function of the variables FIND keeps when every element follows from them
+    (``unique``); then ``WITH DISTINCT`` cannot remove anything and is left out. Paths,
+    alternatives ``"a" | "b"`` of a native relationship and ``OPTIONAL CALL`` bodies add
+    an element nothing determines, so such patterns keep the DISTINCT."""
+
+    def __init__(self) -> None:
+        self.elements: set[str] = set()
+        self.rules: list[tuple[frozenset[str], frozenset[str]]] = []
+        self._anon = 0
+
+    def anonymous(self) -> str:
+        self._anon += 1
+        return f"#{self._anon}"
+
+    def add(self, key: str, *, seed: bool = False) -> str:
+        self.elements.add(key)
+        if seed:
+            self.rules.append((frozenset(), frozenset({key})))
+        return key
+
+    def rule(self, premises: Iterable[Optional[str]], conclusions: Iterable[Optional[str]]) -> None:
+        self.rules.append((frozenset(k for k in premises if k), frozenset(k for k in conclusions if k)))
+
+    def merge(self, other: "_Keys") -> None:
+        self.elements |= other.elements
+        self.rules.extend(other.rules)
+
+    def unique(self, kept: Iterable[str]) -> bool:
+        known = set(kept)
+        if not known:
+            return False
+        changed = True
+        while changed:
+            changed = False
+            for premises, conclusions in self.rules:
+                if premises <= known and not conclusions <= known:
+                    known |= conclusions
+                    changed = True
+        return self.elements <= known
+
+
+def node_key(name: str) -> str:
+    """The _Keys element of a KIP variable."""
+    return "?" + name
+
+
 @dataclass
 class Pattern:
     """A lowered WHERE: Cypher lines plus the visible variables."""
@@ -186,6 +244,10 @@ class Pattern:
     bindings: dict[str, Binding]
     grounding: Grounding
     lowerer: "Lowerer"
+    #: Set by ``distinct``: whether it appended a ``WITH`` (ORDER BY may follow directly),
+    #: and whether it could leave the DISTINCT out.
+    projected: bool = False
+    elided: bool = False
 
     # ---------------------------------------------------------------- variables
     def require(self, name: str, *, used_in: str = "FIND", kinds: Optional[Iterable[str]] = None) -> Binding:
@@ -217,7 +279,12 @@ class Pattern:
     # ---------------------------------------------------------------- clauses
     def distinct(self, names: Iterable[str], *, used_in: str = "FIND") -> None:
         """Append ``WITH DISTINCT …`` keeping only ``names`` (their identities): one row per
-        distinct solution over those variables. Predicate variables are materialized as strings."""
+        distinct solution over those variables. Predicate variables are materialized as strings.
+
+        In a lean pattern (``lower_where(…, used=…)``) the DISTINCT is left out when the
+        pattern provably yields one row per distinct solution over ``names`` (``_Keys``):
+        then nothing is appended when every kept variable is a plain Cypher variable
+        (``self.projected`` stays False), else a plain ``WITH`` materializes predicates."""
         names = list(dict.fromkeys(names))
         items = []
         kept: dict[str, Binding] = {}
@@ -232,8 +299,17 @@ class Pattern:
         if not items:
             # Nothing projected: keep one row per solution existence.
             self.lines.append(frag("WITH DISTINCT true AS ", Internal("any")))
+            self.projected = True
+        elif self.lowerer.lean and self.lowerer.keys.unique(node_key(n) for n in names):
+            self.elided = True
+            if all(isinstance(item, Var) for item in items):
+                self.projected = False
+            else:
+                self.lines.append(frag("WITH ", join(", ", items)))
+                self.projected = True
         else:
             self.lines.append(frag("WITH DISTINCT ", join(", ", items)))
+            self.projected = True
         self.bindings = kept
 
     def statement(self) -> Statement:
@@ -252,11 +328,23 @@ def unbound(name: str, used_in: str) -> KipError:
     )
 
 
-def lower_where(where: Iterable[ast.WhereItem], parameters: Mapping[str, Any], settings: Settings) -> Pattern:
+def lower_where(where: Iterable[ast.WhereItem], parameters: Mapping[str, Any], settings: Settings, *,
+                used: Optional[Iterable[str]] = None) -> Pattern:
     """Lower a WHERE block. Raises KipError for unbound FILTER variables (KIP_3001), bad path
-    quantifiers (KIP_1001/KIP_4002) and ill-typed placeholder values (KIP_1001)."""
-    lowerer = Lowerer(parameters, settings)
-    lines, bindings = lowerer.group(tuple(where), {}, required=True, top=True)
+    quantifiers (KIP_1001/KIP_4002) and ill-typed placeholder values (KIP_1001).
+
+    ``used``: every variable the caller reads after the WHERE (FIND and ORDER BY
+    expressions, the target of a KML statement). Giving it opts in to the *lean*
+    lowering, which yields the same solutions with less work:
+
+    - ``Pattern.distinct`` leaves the DISTINCT out when the rows are provably distinct
+      already (see ``_Keys``).
+    """
+    items = tuple(where)
+    lean = used is not None
+    dont_care: frozenset[str] = frozenset()
+    lowerer = Lowerer(parameters, settings, lean=lean, dont_care=dont_care)
+    lines, bindings = lowerer.group(items, {}, required=True, top=True)
     return Pattern(lines, bindings, lowerer.grounding, lowerer)
 
 
@@ -322,11 +410,26 @@ _STRING_FUNCS = {"CONTAINS": " CONTAINS ", "STARTS_WITH": " STARTS WITH ", "ENDS
 class Lowerer:
     """Stateful helper for one WHERE: fresh internal names and the grounding names seen."""
 
-    def __init__(self, parameters: Mapping[str, Any], settings: Settings) -> None:
+    def __init__(self, parameters: Mapping[str, Any], settings: Settings, *, lean: bool = False,
+                 dont_care: frozenset[str] = frozenset()) -> None:
         self.parameters = parameters
         self.settings = settings
         self.grounding = Grounding()
         self._counter = 0
+        self.lean = lean
+        #: variables written once in the whole WHERE and not read after it (lean only)
+        self.dont_care = dont_care
+        #: row determinants of the top-level group (nested groups record into a throwaway)
+        self.keys = _Keys()
+
+    @contextmanager
+    def nested(self) -> Iterator["_Keys"]:
+        """Record the keys of a nested group (UNION branch, NOT, OPTIONAL) apart from the top level."""
+        outer, self.keys = self.keys, _Keys()
+        try:
+            yield self.keys
+        finally:
+            self.keys = outer
 
     # ------------------------------------------------------------------ helpers
     def fresh(self, prefix: str) -> Internal:
@@ -360,9 +463,10 @@ class Lowerer:
             raise KipError(INVALID_SYNTAX, "UNION { … } needs a pattern before it in the same block.", "Write the first alternative, then UNION { second alternative }.")
         lines: list[Fragment] = []
         # Left branch: the items before UNION, seeing the enclosing scope.
-        left_lines, left_bind = self.group(left_items, scope, required=False, avoid=avoid)
-        # Right branch: an independent scope; names of the enclosing scope are shadowed internally.
-        right_lines, right_bind = self.group(right_items, {}, required=False, avoid=avoid | frozenset(scope))
+        with self.nested():
+            left_lines, left_bind = self.group(left_items, scope, required=False, avoid=avoid)
+            # Right branch: an independent scope; names of the enclosing scope are shadowed internally.
+            right_lines, right_bind = self.group(right_items, {}, required=False, avoid=avoid | frozenset(scope))
         left_new = {n: b for n, b in left_bind.items() if n not in scope}
         right_new = {n: b for n, b in right_bind.items() if n not in scope and n not in avoid}
         columns = list(dict.fromkeys([*left_new, *right_new]))
@@ -398,6 +502,8 @@ class Lowerer:
         else:
             body = [*left_lines, returning(left_bind), frag("UNION"), *right_lines, returning(right_bind)]
             lines.append(block(call_head("CALL", body, scope), body))
+            # UNION removes duplicate rows: per outer row, the columns determine the CALL's row.
+            self.keys.rule([self.keys.add(node_key(c)) for c in columns], [self.keys.add(self.keys.anonymous())])
         if rest:
             rest_lines, merged = self.sequence(rest, merged, required=required, avoid=avoid)
             lines.extend(rest_lines)
@@ -485,7 +591,8 @@ class Lowerer:
         if only_filters:
             conds = [self.condition(sub.expr, scope, "FILTER") for sub in item.items]
             return frag("NOT (", join(" AND ", conds), ")")
-        lines, _ = self.group(item.items, scope, required=False, avoid=avoid)
+        with self.nested():
+            lines, _ = self.group(item.items, scope, required=False, avoid=avoid)
         return block("NOT EXISTS {", lines)
 
     def optional(self, item: ast.OptionalBlock, scope: dict[str, Binding], avoid: frozenset[str]) -> Optional[_Clause]:
@@ -493,25 +600,31 @@ class Lowerer:
         filters = [sub for sub in item.items if isinstance(sub, ast.Filter)]
         if len(patterns) == 1 and len(patterns) + len(filters) == len(item.items):
             inner = dict(scope)
-            parts, conds = self.pattern_clause(patterns[0], inner, required=False, avoid=avoid)
+            with self.nested() as keys:
+                parts, conds = self.pattern_clause(patterns[0], inner, required=False, avoid=avoid)
             for sub in filters:
                 needs = _where_vars(sub.expr, set())
                 missing = sorted(needs - set(inner))
                 if missing:
                     raise unbound(missing[0], "FILTER")
+                # the WHERE of an OPTIONAL MATCH: null fails the match like false does
                 conds.append(self.condition(sub.expr, inner, "FILTER"))
             new = {n: b for n, b in inner.items() if n not in scope}
             if not new:
                 return None  # binds nothing new: a left join that cannot change the solutions
+            # At most one match per outer row when the keys determine it; none gives one null row.
+            self.keys.merge(keys)
             for name, binding in new.items():
                 binding.nullable = True
                 scope[name] = binding
             return _Clause(frag("OPTIONAL MATCH ", join(", ", parts)), "optional", conds)
         outer = dict(scope)
-        lines, inner = self.group(item.items, scope, required=False, avoid=avoid)
+        with self.nested():
+            lines, inner = self.group(item.items, scope, required=False, avoid=avoid)
         new = {n: b for n, b in inner.items() if n not in scope and n not in avoid}
         if not new:
             return None
+        self.keys.add(self.keys.anonymous())  # any number of body rows per outer row: not modelled
         cols = []
         for name, binding in new.items():
             var = Var(name)
@@ -542,15 +655,18 @@ class Lowerer:
         parts: list[Fragment] = []
         conds: list[Fragment] = []
         if isinstance(clause, ast.ConceptClause):
-            parts.append(self.concept_node(clause, scope, required=required, avoid=avoid))
+            parts.append(self.concept_node(clause, scope, required=required, avoid=avoid)[0])
         else:
             self.proposition(clause, scope, parts, conds, need_node=clause.var is not None, required=required, avoid=avoid)
         return parts, conds
 
-    def concept_node(self, clause: ast.ConceptClause, scope: dict[str, Binding], *, required: bool, avoid: frozenset[str]) -> Fragment:
+    def concept_node(self, clause: ast.ConceptClause, scope: dict[str, Binding], *, required: bool, avoid: frozenset[str]) -> tuple[Fragment, str]:
+        """The node pattern of a concept clause and its _Keys element."""
         ref: Optional[Part] = None
         if clause.var is not None:
             ref, _ = self.bind_node(clause.var, CONCEPT, scope, avoid)
+        key = self.keys.add(node_key(clause.var) if clause.var is not None else self.keys.anonymous(),
+                            seed=clause.id is not None or (clause.type is not None and clause.name is not None))
         out = frag("(")
         if ref is not None:
             out.add(ref)
@@ -572,33 +688,41 @@ class Lowerer:
         if props:
             out.add(" {", join(", ", props), "}")
         out.add(")")
-        return out
+        return out, key
 
     def endpoint(self, endpoint: ast.Endpoint, scope: dict[str, Binding], parts: list[Fragment], conds: list[Fragment], *,
-                 required: bool, avoid: frozenset[str]) -> tuple[Fragment, bool]:
-        """A subject/object → (node pattern, constrained?)."""
+                 required: bool, avoid: frozenset[str], reified: bool) -> tuple[Optional[Fragment], Optional[str]]:
+        """A subject/object → (node pattern, _Keys element); (None, None) for a variable of a
+        reified clause that nothing else reads (lean): the node need not be expanded to."""
         if isinstance(endpoint, ast.Var):
-            ref, bound = self.bind_node(endpoint.name, ELEMENT, scope, avoid)
-            return frag("(", ref, ")"), bound
+            if reified and endpoint.name in self.dont_care and endpoint.name not in scope:
+                return None, None
+            ref, _ = self.bind_node(endpoint.name, ELEMENT, scope, avoid)
+            return frag("(", ref, ")"), self.keys.add(node_key(endpoint.name))
         if isinstance(endpoint, ast.ConceptClause):
-            return self.concept_node(endpoint, scope, required=required, avoid=avoid), True
-        node = self.proposition(endpoint, scope, parts, conds, need_node=True, required=required, avoid=avoid)
-        return frag("(", node, ")"), True
+            return self.concept_node(endpoint, scope, required=required, avoid=avoid)
+        node, key = self.proposition(endpoint, scope, parts, conds, need_node=True, required=required, avoid=avoid)
+        return frag("(", node, ")"), key
 
     def proposition(self, clause: ast.PropositionClause, scope: dict[str, Binding], parts: list[Fragment], conds: list[Fragment], *,
-                    need_node: bool, required: bool, avoid: frozenset[str]) -> Optional[Part]:
+                    need_node: bool, required: bool, avoid: frozenset[str]) -> tuple[Optional[Part], Optional[str]]:
         """Append the pattern of a proposition clause to ``parts``; returns the proposition node
-        variable when ``need_node`` (a ?link variable or a nested endpoint)."""
+        variable when ``need_node`` (a ?link variable or a nested endpoint), and its _Keys element."""
         node: Optional[Part] = None
+        key: Optional[str] = None
+        keys = self.keys
         if need_node:
             if clause.var is not None:
                 node, _ = self.bind_node(clause.var, PROPOSITION, scope, avoid)
+                key = node_key(clause.var)
             else:
                 node = self.fresh("p")
+                key = keys.anonymous()
         if clause.id is not None:
             link_id = self.string_of(clause.id, "A proposition `id`")
             parts.append(frag("(", node if node is not None else "", ":", storage.PROPOSITION, " {id: ", Param(link_id), "})"))
-            return node
+            keys.add(key or keys.anonymous(), seed=True)
+            return node, key
         predicate = clause.predicate
         quantifier = predicate.quantifier if isinstance(predicate, ast.PredicatePattern) else None
         if quantifier is not None and need_node:
@@ -608,34 +732,56 @@ class Lowerer:
                 "Drop the ?link variable, or match a single hop without the quantifier.",
             )
         # Endpoints first (a nested proposition endpoint appends its own part before this one).
-        subject, _ = self.endpoint(clause.subject, scope, parts, conds, required=required, avoid=avoid)
-        obj, _ = self.endpoint(clause.object, scope, parts, conds, required=required, avoid=avoid)
+        reified = node is not None
+        subject, s_key = self.endpoint(clause.subject, scope, parts, conds, required=required, avoid=avoid, reified=reified)
+        obj, o_key = self.endpoint(clause.object, scope, parts, conds, required=required, avoid=avoid, reified=reified)
         if isinstance(predicate, ast.PredicatePattern):
             for name in predicate.names:
                 self.grounding.add(self.grounding.predicates, name, required)
         if node is not None:
+            keys.add(key)
+            keys.rule([key], [s_key, o_key])  # one KIP_SUBJECT and one KIP_OBJECT per proposition
             label = frag(node, ":", storage.PROPOSITION)
             if isinstance(predicate, ast.PredicatePattern) and len(predicate.names) == 1:
                 label.add(" {predicate: ", Param(predicate.names[0]), "}")
+                if s_key and o_key:
+                    keys.rule([s_key, o_key], [key])  # (subject, predicate, object) is unique
             elif isinstance(predicate, ast.PredicatePattern):
                 conds.append(frag(node, ".predicate IN ", Param(list(predicate.names))))
             else:
                 self.bind_predicate(predicate.name, frag(node, ".predicate"), scope, conds, avoid)
-            parts.append(frag(subject, "<-[:", storage.SUBJECT_REL, "]-(", label, ")-[:", storage.OBJECT_REL, "]->", obj))
-            return node
+                p_key = keys.add(node_key(predicate.name))
+                keys.rule([key], [p_key])
+                if s_key and o_key:
+                    keys.rule([s_key, o_key, p_key], [key])
+            pattern = frag("(", label, ")")
+            if subject is not None:
+                pattern = frag(subject, "<-[:", storage.SUBJECT_REL, "]-", pattern)
+            if obj is not None:
+                pattern = frag(pattern, "-[:", storage.OBJECT_REL, "]->", obj)
+            parts.append(pattern)
+            return node, key
+        rel_key = keys.add(keys.anonymous())
+        keys.rule([rel_key], [s_key, o_key])
         if isinstance(predicate, ast.Var):
             rel = self.fresh("r")
             parts.append(frag(subject, "-[", rel, "]->", obj))
             conds.append(frag(rel, ".", storage.LINK_ID, " IS NOT NULL"))
             self.bind_predicate(predicate.name, frag("type(", rel, ")"), scope, conds, avoid)
-            return None
+            p_key = keys.add(node_key(predicate.name))
+            keys.rule([rel_key], [p_key])
+            keys.rule([s_key, o_key, p_key], [rel_key])  # one native relationship per proposition
+            return None, None
         types = join("|", [Ident(name) for name in predicate.names])
         hops = ""
         if quantifier is not None:
             low, high = self.hops(quantifier)
             hops = f"*{low}..{high}"
+        elif len(predicate.names) == 1:
+            keys.rule([s_key, o_key], [rel_key])  # one native relationship per proposition
+        # (a path, or "a" | "b" between the same nodes, can match more than once)
         parts.append(frag(subject, "-[:", types, hops, "]->", obj))
-        return None
+        return None, None
 
     def hops(self, quantifier: ast.Quantifier) -> tuple[int, int]:
         cap = self.settings.max_hops
@@ -718,10 +864,14 @@ class Lowerer:
             return frag("CASE WHEN ", raw, " STARTS WITH ", JSON_MARKER_LITERAL, " THEN null ELSE ", raw, " END")
         return raw
 
-    def condition(self, expr: Any, scope: Mapping[str, Binding], used_in: str = "FILTER") -> Fragment:
-        """A boolean FILTER expression; every atom is null-safe (coalesce(…, false))."""
+    def condition(self, expr: Any, scope: Mapping[str, Binding], used_in: str = "FILTER", *, positive: bool = False) -> Fragment:
+        """A boolean FILTER expression; every atom is null-safe (coalesce(…, false)).
+
+        ``positive``: the expression is a WHERE condition (or part of one) under no NOT, where
+        null and false both drop the row and AND / OR are monotone — atoms are emitted bare
+        there, which leaves them visible to the planner (index seeks and scans)."""
         if isinstance(expr, ast.BoolOp):
-            chain = self.bool_chain(expr, scope, used_in)
+            chain = self.bool_chain(expr, scope, used_in, positive)
             # Conditions are AND-ed together by callers: an OR chain keeps its parentheses.
             return frag("(", chain, ")") if expr.op == "||" else chain
         if isinstance(expr, ast.NotExpr):
@@ -738,17 +888,17 @@ class Lowerer:
                         if self.is_null_literal(this):
                             return frag("true" if expr.op == "==" else "false")
                         call = ast.FuncCall("IS_NULL" if expr.op == "==" else "IS_NOT_NULL", (this,))
-                        return self.function(call, scope, used_in)
+                        return self.function(call, scope, used_in, positive)
                     return frag("false")
             left = self.operand(expr.left, scope, used_in, guard=self.needs_guard(expr.op, expr.right))
             right = self.operand(expr.right, scope, used_in, guard=self.needs_guard(_FLIP[expr.op], expr.left))
-            return frag("coalesce(", left, _CMP[expr.op], right, ", false)")
+            return null_safe(frag(left, _CMP[expr.op], right), positive)
         if isinstance(expr, ast.FuncCall):
-            return self.function(expr, scope, used_in)
+            return self.function(expr, scope, used_in, positive)
         # A bare value used as a condition: true only when it is the boolean true.
-        return frag("coalesce(", self.operand(expr, scope, used_in, guard=False), " = true, false)")
+        return null_safe(frag(self.operand(expr, scope, used_in, guard=False), " = true"), positive)
 
-    def bool_chain(self, expr: ast.BoolOp, scope: Mapping[str, Binding], used_in: str) -> Fragment:
+    def bool_chain(self, expr: ast.BoolOp, scope: Mapping[str, Binding], used_in: str, positive: bool = False) -> Fragment:
         """``a && b && c`` → ``a AND b AND c``; parentheses only where && and || meet."""
         operands: list[Any] = []
 
@@ -763,12 +913,12 @@ class Lowerer:
         parts = []
         for operand in operands:
             if isinstance(operand, ast.BoolOp):
-                parts.append(frag("(", self.bool_chain(operand, scope, used_in), ")"))
+                parts.append(frag("(", self.bool_chain(operand, scope, used_in, positive), ")"))
             else:
-                parts.append(self.condition(operand, scope, used_in))
+                parts.append(self.condition(operand, scope, used_in, positive=positive))
         return join(" AND " if expr.op == "&&" else " OR ", parts)
 
-    def function(self, call: ast.FuncCall, scope: Mapping[str, Binding], used_in: str) -> Fragment:
+    def function(self, call: ast.FuncCall, scope: Mapping[str, Binding], used_in: str, positive: bool = False) -> Fragment:
         name, args = call.name, call.args
         if name in ("IS_NULL", "IS_NOT_NULL"):
             arg = args[0]
@@ -787,9 +937,9 @@ class Lowerer:
             literal_list = isinstance(args[1], (ast.ListLit, ast.Placeholder, ast.Literal))
             if literal_list and not isinstance(self.value_of(args[1]), list):
                 raise KipError(INVALID_SYNTAX, f"IN needs a list as its second argument, got {describe(self.value_of(args[1]))}.", "Write IN(?x, [\"a\", \"b\"]) or bind the placeholder to an array.")
-            return frag("coalesce(", self.operand(args[0], scope, used_in, guard=not literal_list), " IN ", self.operand(args[1], scope, used_in), ", false)")
+            return null_safe(frag(self.operand(args[0], scope, used_in, guard=not literal_list), " IN ", self.operand(args[1], scope, used_in)), positive)
         if name in _STRING_FUNCS:
-            return frag("coalesce(", self.operand(args[0], scope, used_in), _STRING_FUNCS[name], self.operand(args[1], scope, used_in), ", false)")
+            return null_safe(frag(self.operand(args[0], scope, used_in), _STRING_FUNCS[name], self.operand(args[1], scope, used_in)), positive)
         if name == "REGEX":
             subject = self.operand(args[0], scope, used_in)
             pattern_arg = args[1]
@@ -801,8 +951,13 @@ class Lowerer:
                 regex = frag(Param(search_regex(pattern)))
             else:
                 regex = frag("'(?s).*(?:' + ", self.operand(pattern_arg, scope, used_in), " + ').*'")
-            return frag("coalesce(", subject, " =~ ", regex, ", false)")
+            return null_safe(frag(subject, " =~ ", regex), positive)
         raise KipError(INVALID_SYNTAX, f"Unknown FILTER function {name}.", "Use IN, IS_NULL, IS_NOT_NULL, CONTAINS, STARTS_WITH, ENDS_WITH or REGEX.")
+
+
+def null_safe(test: Fragment, positive: bool) -> Fragment:
+    """``coalesce(test, false)``, or the bare test in a positive WHERE context."""
+    return test if positive else frag("coalesce(", test, ", false)")
 
 
 def search_regex(pattern: str) -> str:
