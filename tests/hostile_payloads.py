@@ -229,11 +229,16 @@ def _canon(value: Any) -> Any:
 
 def fingerprint(driver, database=None) -> dict[str, Any]:
     """Counts plus a SHA-256 over every node (labels, properties) and relationship
-    (endpoints, type, properties). Element ids are part of it: a node deleted and
-    re-created identically still changes the fingerprint."""
+    (endpoints, type, properties), plus the names of all constraints and indexes. Element
+    ids are part of it: a node deleted and re-created identically still changes it."""
     nodes = driver.execute_query(_NODES, database_=database).records
     rels = driver.execute_query(_RELS, database_=database).records
     node_items = sorted(json.dumps([r["e"], sorted(r["l"]), _canon(dict(r["p"]))], ensure_ascii=False) for r in nodes)
     rel_items = sorted(json.dumps([r["a"], r["t"], _canon(dict(r["p"])), r["b"]], ensure_ascii=False) for r in rels)
     digest = hashlib.sha256("\n".join(node_items + ["--"] + rel_items).encode("utf-8", "surrogatepass")).hexdigest()
-    return {"nodes": len(node_items), "relationships": len(rel_items), "sha256": digest}
+    schema = sorted(
+        f"{kind}:{r['name']}"
+        for kind in ("CONSTRAINTS", "INDEXES")
+        for r in driver.execute_query(f"SHOW {kind} YIELD name RETURN name", database_=database).records
+    )
+    return {"nodes": len(node_items), "relationships": len(rel_items), "sha256": digest, "schema": schema}
