@@ -164,11 +164,23 @@ class _FindLowering:
             return frag("coalesce(", ref, ".name, ", ref, ".id)")
         return self.pattern.lowerer.operand(expr, self.pattern.bindings, "ORDER BY")
 
+    @staticmethod
+    def return_columns(returning: list) -> list:
+        """The column variables of the RETURN items (``x AS c0`` → ``c0``)."""
+        out = []
+        for item in returning:
+            if isinstance(item, Fragment):
+                out.append(item.parts[-1])
+            else:
+                out.append(item)
+        return out
+
     # ------------------------------------------------------------------ build
     def build(self) -> Plan:
         self.check()
         pattern = self.pattern
         grounding_all = pat.grounding_names(pattern.grounding)
+        grounding_required = pat.grounding_names(pattern.grounding, required_only=True)
         grounding_optional = pat.grounding_names(pattern.grounding, required_only=False)
         pattern.distinct(self.key_vars())
         bindings = pattern.bindings
@@ -211,6 +223,8 @@ class _FindLowering:
                 elif not (isinstance(column.expr, ast.DotPath) and len(column.expr.path) == 1 and column.expr.path[0] in pat.MAP_FIELDS):
                     order.append(frag(column.var))
             returning = [c.var for c in self.columns]
+            if self.aggregates_only:
+                returning.append(Internal("solutions"))  # 0 when nothing matched (grounding check)
         else:
             projected: list[Fragment] = []
             for key in self.command.order_by:
@@ -255,7 +269,18 @@ class _FindLowering:
             stmt.line(line)
         if paging:
             stmt.line(join(" ", paging))
-        stmt.line(return_line)
+        if grounding_optional:
+            # Names used only inside OPTIONAL / NOT / UNION: a typo would not empty the result,
+            # so they are checked on every run — in the same statement (one round trip): a
+            # UNION ALL tail adds one row, only when one of them is undefined.
+            undefined = Internal("undefined")
+            stmt.line(return_line, ", null AS ", undefined)
+            stmt.line("UNION ALL")
+            for line in pat.undefined_names_lines(Param(grounding_optional, "kip_names"), undefined):
+                stmt.line(line)
+            stmt.line("RETURN ", join(", ", [frag("null AS ", column) for column in self.return_columns(returning)]), ", ", undefined)
+        else:
+            stmt.line(return_line)
         main = Compiled.of(stmt, "FIND")
         columns = self.columns
         aggregates_only = self.aggregates_only
@@ -269,6 +294,11 @@ class _FindLowering:
                 if "Invalid Regex" in message:
                     raise KipError(INVALID_SYNTAX, f"Invalid REGEX pattern: {message.splitlines()[0]}", "Fix the regular expression (Java syntax).") from None
                 raise
+            if grounding_optional:
+                undefined = [row["_undefined"] for row in rows if row["_undefined"] is not None]
+                if undefined:
+                    pat.raise_undefined(tx, grounding_optional, undefined[0])
+                rows = [row for row in rows if row["_undefined"] is None]
             more = limit is not None and len(rows) > limit
             if more:
                 rows = rows[:limit]
@@ -276,7 +306,9 @@ class _FindLowering:
                 empty = not rows or rows[0].get("_solutions", 0) == 0
             else:
                 empty = not rows
-            pat.check_grounding(tx, grounding_all if empty else grounding_optional)
+            if empty:
+                # An undefined type or predicate has no instances: check the remaining names.
+                pat.check_grounding(tx, grounding_required)
             data = [[column.decode(row[column.var.name]) for row in rows] for column in columns]
             if aggregates_only:
                 result: Any = [col[0] if col else None for col in data]
@@ -287,7 +319,7 @@ class _FindLowering:
                 response["next_cursor"] = cursor.encode(settings, fingerprint, offset + limit)
             return response
 
-        statements = [main] + ([pat.grounding_compiled(grounding_all)] if grounding_all else [])
+        statements = [main] + ([pat.grounding_compiled(grounding_required)] if grounding_required else [])
 
         def dry(tx: Tx) -> dict[str, Any]:
             # dry_run (interfaces): every type and predicate must be defined; the query is only EXPLAINed.

@@ -1011,6 +1011,30 @@ def grounding_names(grounding: Grounding, required_only: Optional[bool] = None) 
     return [[storage.CONCEPT_TYPE, t] for t in types] + [[storage.PROPOSITION_TYPE, p] for p in predicates]
 
 
+def undefined_names_lines(names: Part, out: Internal) -> list[Fragment]:
+    """Cypher lines binding ``out`` to the undefined ones of ``names`` (``[[meta_type, name], …]``),
+    on a single row that exists only when at least one is undefined (to append to a statement
+    with ``UNION ALL``)."""
+    item, d = Internal("item"), Internal("d")
+    return [
+        frag("UNWIND ", names, " AS ", item, " OPTIONAL MATCH (", d, ":", storage.CONCEPT, " {type: ", item, "[0], name: ", item, "[1]})"),
+        frag("WITH collect(CASE WHEN ", d, " IS NULL THEN ", item, " END) AS ", out, " WHERE size(", out, ") > 0"),
+    ]
+
+
+def raise_undefined(tx: Any, names: list[list[str]], undefined: list[list[str]]) -> None:
+    """KIP_2001 (with a did-you-mean hint) for the first of ``names`` that is in ``undefined``."""
+    from ..errors import TYPE_MISMATCH, did_you_mean
+    from ..plan import Compiled
+
+    missing = {tuple(pair) for pair in undefined}
+    meta, name = next((m, n) for m, n in names if (m, n) in missing)
+    defined = [r["name"] for r in tx.run(Compiled.of(defined_names_statement(), "defined names"), {"meta": meta})]
+    kind = "concept type" if meta == storage.CONCEPT_TYPE else "proposition type"
+    what = "Concept type" if meta == storage.CONCEPT_TYPE else "Predicate"
+    raise KipError(TYPE_MISMATCH, f"{what} \"{name}\" is not defined in the schema.", did_you_mean(kind, name, sorted(n for n in defined if isinstance(n, str))))
+
+
 def check_grounding(tx: Any, names: list[list[str]]) -> None:
     """Raise KIP_2001 (with a did-you-mean hint) for the first undefined type or predicate.
 
@@ -1019,15 +1043,9 @@ def check_grounding(tx: Any, names: list[list[str]]) -> None:
     path at one round trip."""
     if not names:
         return
-    from ..errors import TYPE_MISMATCH, did_you_mean
     from ..plan import Compiled
 
     rows = tx.run(Compiled.of(grounding_statement(), "grounding check"), {"names": names})
-    for row in rows:
-        if row["defined"]:
-            continue
-        meta, name = row["meta"], row["name"]
-        defined = [r["name"] for r in tx.run(Compiled.of(defined_names_statement(), "defined names"), {"meta": meta})]
-        kind = "concept type" if meta == storage.CONCEPT_TYPE else "proposition type"
-        what = "Concept type" if meta == storage.CONCEPT_TYPE else "Predicate"
-        raise KipError(TYPE_MISMATCH, f"{what} \"{name}\" is not defined in the schema.", did_you_mean(kind, name, sorted(n for n in defined if isinstance(n, str))))
+    undefined = [[row["meta"], row["name"]] for row in rows if not row["defined"]]
+    if undefined:
+        raise_undefined(tx, names, undefined)
