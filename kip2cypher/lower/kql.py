@@ -77,6 +77,9 @@ class _FindLowering:
         self.aggregates_only = all(c.aggregate for c in self.columns)
         #: Variables an aggregating ORDER BY reads that are functionally grouped (carried along).
         self.hidden_groups: list[str] = []
+        #: Stored values read once into variables before they are guarded (``read_once``).
+        self.read_aliases: dict[ast.DotPath, Internal] = {}
+        self.reads: list[Fragment] = []
 
     # ------------------------------------------------------------------ checks
     def check(self) -> None:
@@ -137,18 +140,29 @@ class _FindLowering:
         func = AGG[agg.func]
         distinct = "DISTINCT " if agg.distinct else ""
         arg = agg.arg
-        lowerer = self.pattern.lowerer
-        if isinstance(arg, ast.Var) or not lowerer.is_stored(arg) or agg.func in ("SUM", "AVG"):
-            # SUM/AVG keep numbers only (JSON text is a string and drops out with the type test).
+        if isinstance(arg, ast.Var) or not self.pattern.lowerer.is_stored(arg):
             value = self.pattern.value(arg)
-        elif agg.func == "COUNT":
-            raw = self.pattern.value(arg)
-            value = frag("CASE WHEN ", raw, " = ", pat.JSON_NULL_LITERAL, " THEN null ELSE ", raw, " END")
         else:
-            value = lowerer.operand(arg, self.pattern.bindings, "FIND")
+            # A stored value is guarded (below), which names it twice: read it once, ahead.
+            value = self.read_once(arg)
+            if agg.func == "COUNT":
+                value = frag("CASE WHEN ", value, " = ", pat.JSON_NULL_LITERAL, " THEN null ELSE ", value, " END")
+            elif agg.func in ("MIN", "MAX"):
+                value = frag("CASE WHEN ", value, " STARTS WITH ", pat.JSON_MARKER_LITERAL, " THEN null ELSE ", value, " END")
         if agg.func in ("SUM", "AVG"):
+            # SUM/AVG keep numbers only (JSON text is a string and drops out with the type test).
             value = frag("CASE WHEN ", value, " IS :: INTEGER | FLOAT THEN ", value, " END")
         return frag(func, "(", distinct, value, ")")
+
+    def read_once(self, expr: ast.DotPath) -> Fragment:
+        """A stored attribute/metadata value bound to a variable by ``WITH *, <read> AS _aN``
+        (``self.reads``), so that guards naming it twice read the property once."""
+        alias = self.read_aliases.get(expr)
+        if alias is None:
+            alias = Internal(f"a{len(self.read_aliases)}")
+            self.read_aliases[expr] = alias
+            self.reads.append(frag(self.pattern.value(expr), " AS ", alias))
+        return frag(alias)
 
     def sort_value(self, expr: ast.Projection) -> Fragment:
         """The value a non-aggregating ORDER BY key sorts on."""
@@ -204,6 +218,8 @@ class _FindLowering:
                 items.insert(0, frag(bindings[name].ref))
             if self.aggregates_only:
                 items.append(frag("count(*) AS ", Internal("solutions")))
+            if self.reads:
+                core.append(frag("WITH *, ", join(", ", self.reads)))
             core.append(frag("WITH ", join(", ", items)))
             for key in self.command.order_by:
                 index = self._find_index(key.expr)
@@ -228,13 +244,17 @@ class _FindLowering:
         else:
             projected: list[Fragment] = []
             for key in self.command.order_by:
-                value = self.sort_value(key.expr)
                 if self.pattern.lowerer.is_stored(key.expr):
-                    # A guarded attribute value: compute it once, under a name.
+                    # A guarded attribute value: read once, guarded once, sorted under a name.
+                    raw = self.read_once(key.expr)
                     alias = Internal(f"k{len(projected)}")
-                    projected.append(frag(value, " AS ", alias))
+                    projected.append(frag("CASE WHEN ", raw, " STARTS WITH ", pat.JSON_MARKER_LITERAL, " THEN null ELSE ", raw, " END AS ", alias))
                     value = frag(alias)
+                else:
+                    value = self.sort_value(key.expr)
                 sort(value, key.descending)
+            if self.reads:
+                core.append(frag("WITH *, ", join(", ", self.reads)))
             if projected:
                 core.append(frag("WITH *, ", join(", ", projected)))
             for name in self.key_vars() if total_order else ():
