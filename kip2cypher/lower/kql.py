@@ -154,6 +154,29 @@ class _FindLowering:
             value = frag("CASE WHEN ", value, " IS :: INTEGER | FLOAT THEN ", value, " END")
         return frag(func, "(", distinct, value, ")")
 
+    def pre_group_owner(self) -> Optional[str]:
+        """The node variable ``?x`` whose properties are the whole grouping key, when the
+        aggregation can run per node of ``?x`` first: every non-aggregated FIND expression is a
+        dot path of ``?x``, every aggregate is a plain COUNT / MIN / MAX (partials combine
+        exactly) and one of them aggregates another variable (else there is one row per ``?x``
+        already and nothing to gain)."""
+        if self.aggregates_only:
+            return None
+        owners = {_vars_of(c.expr) for c in self.columns if not c.aggregate}
+        if len(owners) != 1 or any(isinstance(c.expr, ast.Var) for c in self.columns if not c.aggregate):
+            return None
+        owner = owners.pop()
+        if self.pattern.bindings[owner].kind == PREDICATE:
+            return None
+        aggregates = [c.expr for c in self.columns if c.aggregate]
+        if any(a.func not in ("COUNT", "MIN", "MAX") or a.distinct for a in aggregates):
+            return None
+        if all(_vars_of(a) == owner for a in aggregates):
+            return None
+        if any(name != owner for name in self.hidden_groups):
+            return None
+        return owner
+
     def read_once(self, expr: ast.DotPath) -> Fragment:
         """A stored attribute/metadata value bound to a variable by ``WITH *, <read> AS _aN``
         (``self.reads``), so that guards naming it twice read the property once."""
@@ -213,14 +236,37 @@ class _FindLowering:
                 order.append(value)
 
         if self.aggregating:
-            items = [frag(self.projection(c.expr), " AS ", c.var) for c in self.columns]
-            for name in dict.fromkeys(self.hidden_groups):
-                items.insert(0, frag(bindings[name].ref))
-            if self.aggregates_only:
-                items.append(frag("count(*) AS ", Internal("solutions")))
-            if self.reads:
-                core.append(frag("WITH *, ", join(", ", self.reads)))
-            core.append(frag("WITH ", join(", ", items)))
+            owner = self.pre_group_owner()
+            if owner is not None:
+                # Two phases: aggregate per node of `owner` first (a hash on the node, no
+                # property read), then read the grouping properties once per node and combine
+                # the partial counts / minima / maxima — exact for COUNT, MIN and MAX.
+                ref = bindings[owner].ref
+                partial = [frag(ref)]
+                items = []
+                for column in self.columns:
+                    if not column.aggregate:
+                        items.append(frag(self.projection(column.expr), " AS ", column.var))
+                        continue
+                    part = Internal(f"g{column.index}")
+                    partial.append(frag(self.aggregate(column.expr), " AS ", part))
+                    combine = "sum" if column.expr.func == "COUNT" else AGG[column.expr.func]
+                    items.append(frag(combine, "(", part, ") AS ", column.var))
+                if owner in self.hidden_groups:
+                    items.insert(0, frag(ref))
+                if self.reads:
+                    core.append(frag("WITH *, ", join(", ", self.reads)))
+                core.append(frag("WITH ", join(", ", partial)))
+                core.append(frag("WITH ", join(", ", items)))
+            else:
+                items = [frag(self.projection(c.expr), " AS ", c.var) for c in self.columns]
+                for name in dict.fromkeys(self.hidden_groups):
+                    items.insert(0, frag(bindings[name].ref))
+                if self.aggregates_only:
+                    items.append(frag("count(*) AS ", Internal("solutions")))
+                if self.reads:
+                    core.append(frag("WITH *, ", join(", ", self.reads)))
+                core.append(frag("WITH ", join(", ", items)))
             for key in self.command.order_by:
                 index = self._find_index(key.expr)
                 if index is None:  # a path of an identity-grouped variable, carried along
