@@ -254,3 +254,38 @@ def test_catastrophic_regex_is_stopped_by_the_query_timeout(neo4j_server, hx):
         assert len(ok(nx.execute_kip_readonly('FIND(?d.name) WHERE { ?d {type: "Domain"} FILTER(STARTS_WITH(?d.name, "redos-")) }'))) == 80
     ok(hx.execute_kip('DELETE CONCEPT ?d DETACH WHERE { ?d {type: "Domain"} FILTER(STARTS_WITH(?d.name, "redos-")) }'))
     assert _fp(hx)["nodes"] == before["nodes"]
+
+
+def test_hostile_attribute_and_metadata_keys_are_refused_before_anything_runs(hx):
+    """Top-level attribute / metadata keys are KIP identifiers (spec §2.8.1): a hostile key in KIP
+    text is refused with KIP_1002 at parse time; identifier-shaped ones are stored under exactly
+    that key (a reserved `_` metadata key is KIP_2002). Nested keys inside values are free-form
+    (tested above)."""
+    import re as _re
+
+    identifier = _re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*\Z")
+    before = _fp(hx)
+    outcomes = {"KIP_1002": 0, "stored": 0, "KIP_2002": 0}
+    for payload in NAMES:
+        key = kip_string(payload.text)
+        for text in (
+            f'UPSERT {{ CONCEPT ?c {{ {{type: "Domain", name: "keys"}} SET ATTRIBUTES {{ {key}: 1 }} }} }}',
+            f'UPSERT {{ CONCEPT ?c {{ {{type: "Domain", name: "keys"}} }} WITH METADATA {{ {key}: 1 }} }}',
+            f'UPDATE ?c SET ATTRIBUTES {{ {key}: 2 }} WHERE {{ ?c {{type: "Domain", name: "keys"}} }}',
+            f'DELETE ATTRIBUTES {{ {key} }} FROM ?c WHERE {{ ?c {{type: "Domain", name: "keys"}} }}',
+        ):
+            r = hx.execute_kip(text)
+            if not identifier.match(payload.text):
+                assert r.get("error", {}).get("code") == "KIP_1002", (payload.id, text, r)
+                outcomes["KIP_1002"] += 1
+            elif "error" in r:
+                assert r["error"]["code"] == "KIP_2002" and payload.text.startswith("_"), (payload.id, r)
+                outcomes["KIP_2002"] += 1
+            else:
+                outcomes["stored"] += 1
+        if identifier.match(payload.text):
+            rows = _rows(hx, "MATCH (n:KipConcept {type: 'Domain', name: 'keys'}) RETURN [k IN keys(n) WHERE k STARTS WITH 'attr.' | k] AS ks")
+            assert rows and all(k == "attr." + payload.text for k in rows[0]["ks"]), rows
+            _rows(hx, "MATCH (n:KipConcept {type: 'Domain', name: 'keys'}) DETACH DELETE n")
+    assert _fp(hx) == before
+    assert outcomes["KIP_1002"] >= 4 * 100, outcomes
