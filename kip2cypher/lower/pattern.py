@@ -337,12 +337,24 @@ def lower_where(where: Iterable[ast.WhereItem], parameters: Mapping[str, Any], s
     expressions, the target of a KML statement). Giving it opts in to the *lean*
     lowering, which yields the same solutions with less work:
 
+    - a FILTER test that sits under no ``!`` is emitted bare (no ``coalesce(…, false)``):
+      in a WHERE, null drops a row exactly like false, and AND / OR are monotone, so the
+      wrapper only matters under NOT — and it hides the test from the planner's indexes;
+    - a subject/object variable of a reified proposition clause that occurs nowhere else
+      (not in the WHERE, not in ``used``) is not expanded: every proposition node has
+      exactly one subject and one object, so the expansion cannot change the rows;
     - ``Pattern.distinct`` leaves the DISTINCT out when the rows are provably distinct
       already (see ``_Keys``).
     """
     items = tuple(where)
     lean = used is not None
     dont_care: frozenset[str] = frozenset()
+    if lean:
+        counts: dict[str, int] = {}
+        for item in items:
+            _count_vars(item, counts)
+        outside = set(used or ())
+        dont_care = frozenset(n for n, c in counts.items() if c == 1 and n not in outside)
     lowerer = Lowerer(parameters, settings, lean=lean, dont_care=dont_care)
     lines, bindings = lowerer.group(items, {}, required=True, top=True)
     return Pattern(lines, bindings, lowerer.grounding, lowerer)
@@ -381,6 +393,42 @@ def _where_vars(item: Any, out: set[str]) -> set[str]:
         for arg in item.args:
             _where_vars(arg, out)
     return out
+
+
+def _count_vars(item: Any, counts: dict[str, int]) -> None:
+    """How often each variable name is written anywhere in an item (nested blocks included)."""
+    def seen(name: str) -> None:
+        counts[name] = counts.get(name, 0) + 1
+
+    if isinstance(item, ast.Var):
+        seen(item.name)
+    elif isinstance(item, ast.DotPath):
+        seen(item.var)
+    elif isinstance(item, ast.ConceptClause):
+        if item.var:
+            seen(item.var)
+    elif isinstance(item, ast.PropositionClause):
+        if item.var:
+            seen(item.var)
+        for part in (item.subject, item.predicate, item.object):
+            if part is not None:
+                _count_vars(part, counts)
+    elif isinstance(item, ast.Filter):
+        _count_vars(item.expr, counts)
+    elif isinstance(item, (ast.NotBlock, ast.OptionalBlock, ast.UnionBlock)):
+        for sub in item.items:
+            _count_vars(sub, counts)
+    elif isinstance(item, ast.Comparison):
+        _count_vars(item.left, counts)
+        _count_vars(item.right, counts)
+    elif isinstance(item, ast.BoolOp):
+        _count_vars(item.left, counts)
+        _count_vars(item.right, counts)
+    elif isinstance(item, ast.NotExpr):
+        _count_vars(item.operand, counts)
+    elif isinstance(item, ast.FuncCall):
+        for arg in item.args:
+            _count_vars(arg, counts)
 
 
 def _bound_by(item: Any, out: set[str]) -> set[str]:
@@ -583,7 +631,7 @@ class Lowerer:
     # ------------------------------------------------------------------ blocks
     def filter_or_not(self, item: Any, scope: dict[str, Binding], avoid: frozenset[str]) -> Fragment:
         if isinstance(item, ast.Filter):
-            return self.condition(item.expr, scope, "FILTER")
+            return self.condition(item.expr, scope, "FILTER", positive=self.lean)
         return self.not_block(item, scope, avoid)
 
     def not_block(self, item: ast.NotBlock, scope: dict[str, Binding], avoid: frozenset[str]) -> Fragment:
@@ -608,7 +656,7 @@ class Lowerer:
                 if missing:
                     raise unbound(missing[0], "FILTER")
                 # the WHERE of an OPTIONAL MATCH: null fails the match like false does
-                conds.append(self.condition(sub.expr, inner, "FILTER"))
+                conds.append(self.condition(sub.expr, inner, "FILTER", positive=self.lean))
             new = {n: b for n, b in inner.items() if n not in scope}
             if not new:
                 return None  # binds nothing new: a left join that cannot change the solutions
