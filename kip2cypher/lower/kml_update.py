@@ -42,7 +42,8 @@ class Targets:
     def __init__(self, where, target: str, parameters, settings: Settings, used_in: str, kinds, limit=None) -> None:
         # Lean lowering (docs/kql.md): only ?target is read after the WHERE.
         self.pattern = pat.lower_where(where, parameters, settings, used=[target])
-        self.pattern.require(target, used_in=used_in, kinds=kinds)
+        #: concept / proposition when the WHERE pins the kind (element: either)
+        self.kind = self.pattern.require(target, used_in=used_in, kinds=kinds).kind
         self.grounding_all = pat.grounding_names(self.pattern.grounding)
         self.grounding_optional = pat.grounding_names(self.pattern.grounding, required_only=False)
         self.pattern.distinct([target], used_in=used_in)
@@ -56,19 +57,31 @@ class Targets:
         pat.check_grounding(tx, self.grounding_all if matched == 0 else self.grounding_optional)
 
 
-def bad_element(x: Any, *, core_directives: bool) -> Fragment:
+def bad_element(x: Any, *, core_directives: bool, kind: str = pat.ELEMENT) -> Fragment:
     """Cypher: ``x`` is a protected element for a bulk mutation.
 
     Fully protected concepts and their CoreSchema links always; $self/$system
-    only when the statement touches core_directives.
+    only when the statement touches core_directives. ``kind``: what the WHERE binds ``x`` to
+    (a ``concept`` clause only matches ``:KipConcept`` nodes, a ``?link (…)`` clause only
+    ``:KipProposition`` nodes): then only that half is tested, without label checks.
     """
-    parts = [
-        frag("(", x, ":", K.C, " AND ", schema.cy_protected_concept(frag(x, ".type"), frag(x, ".name")), ")"),
-        frag("(", x, ":", K.P, " AND ", schema.cy_protected_link(x), ")"),
-    ]
+    concept = [schema.cy_protected_concept(frag(x, ".type"), frag(x, ".name"))]
     if core_directives:
-        parts.append(frag("(", x, ":", K.C, " AND ", schema.cy_actor(frag(x, ".type"), frag(x, ".name")), ")"))
+        concept.append(schema.cy_actor(frag(x, ".type"), frag(x, ".name")))
+    if kind == pat.CONCEPT:
+        return frag("coalesce(", join(" OR ", concept), ", false)")
+    if kind == pat.PROPOSITION:
+        return frag("coalesce(", schema.cy_protected_link(x), ", false)")
+    parts = [frag("(", x, ":", K.C, " AND ", test, ")") for test in concept]
+    parts.insert(1, frag("(", x, ":", K.P, " AND ", schema.cy_protected_link(x), ")"))
     return frag("coalesce(", join(" OR ", parts), ", false)")
+
+
+def current(t: Any, keys: list[str]) -> Fragment:
+    """Cypher: the stored values of ``keys`` on ``t`` (a map; a missing key is null) — read
+    after ``t``'s lock. A map projection reads only these properties (``properties(t)`` reads
+    every one of them)."""
+    return frag(t, " {", join(", ", [frag(".", Ident(k)) for k in dict.fromkeys(keys)]), "}")
 
 
 def element_label(x: Any) -> Fragment:
@@ -89,6 +102,8 @@ class Expr:
     def __init__(self, target: str, parameters: dict[str, Any]) -> None:
         self.target = target
         self.parameters = parameters
+        #: the stored keys the expressions read (``cur.<key>``)
+        self.reads: list[str] = []
 
     def path(self, value: ast.DotPath) -> Fragment:
         if value.var != self.target:
@@ -104,6 +119,7 @@ class Expr:
                 f"Update expressions read ?{self.target}.attributes.<key> or ?{self.target}.metadata.<key>.",
             )
         prefix = storage.ATTR_PREFIX if value.path[0] == "attributes" else storage.META_PREFIX
+        self.reads.append(prefix + value.path[1])
         return frag(Internal("cur"), ".", Ident(prefix + value.path[1]))
 
     def numeric(self, value: Any) -> Fragment:
@@ -175,7 +191,7 @@ def lower_update(command: ast.Update, parameters: dict[str, Any], settings: Sett
     cur = Internal("cur")
     stmt = targets.stmt
     stmt.line("WITH collect(", t, ") AS _ts")
-    stmt.line("WITH _ts, [x IN _ts WHERE ", bad_element("x", core_directives=touches_cd), " | ", element_label("x"), "] AS _bad")
+    stmt.line("WITH _ts, [x IN _ts WHERE ", bad_element("x", core_directives=touches_cd, kind=targets.kind), " | ", element_label("x"), "] AS _bad")
     read_only = Statement().extend(stmt)
     read_only.line("RETURN size(_ts) AS matched, 0 AS updated, _bad")
     stmt.line("CALL (_ts, _bad) {")
@@ -183,7 +199,7 @@ def lower_update(command: ast.Update, parameters: dict[str, Any], settings: Sett
     stmt.line("  UNWIND _ts AS t")
     stmt.line("  CALL (t) {")
     stmt.line("    SET t.", Ident(K.LOCK), " = true REMOVE t.", Ident(K.LOCK))
-    stmt.line("    WITH t, properties(t) AS ", cur)
+    stmt.line("    WITH t, ", current("t", [*keys, *expr.reads, K.VERSION]), " AS ", cur)
     new_map = join(", ", [frag(Ident(k), ": ", v) for k, v in zip(keys, values)])
     stmt.line("    WITH t, ", cur, ", {", new_map, "} AS _new")
     stmt.line("    WITH t, ", cur, ", _new, [k IN keys(_new) WHERE _new[k] IS NOT NULL] AS _keys")
@@ -224,7 +240,7 @@ def _lower_delete_keys(command, parameters: dict[str, Any], settings: Settings, 
     t = targets.var
     stmt = targets.stmt
     stmt.line("WITH collect(", t, ") AS _ts")
-    stmt.line("WITH _ts, [x IN _ts WHERE ", bad_element("x", core_directives=touches_cd), " | ", element_label("x"), "] AS _bad")
+    stmt.line("WITH _ts, [x IN _ts WHERE ", bad_element("x", core_directives=touches_cd, kind=targets.kind), " | ", element_label("x"), "] AS _bad")
     read_only = Statement().extend(stmt)
     read_only.line("RETURN size(_ts) AS matched, 0 AS concepts, 0 AS propositions, _bad")
     stmt.line("CALL (_ts, _bad) {")
@@ -232,7 +248,7 @@ def _lower_delete_keys(command, parameters: dict[str, Any], settings: Settings, 
     stmt.line("  UNWIND _ts AS t")
     stmt.line("  CALL (t) {")
     stmt.line("    SET t.", Ident(K.LOCK), " = true REMOVE t.", Ident(K.LOCK))
-    stmt.line("    WITH t, properties(t) AS cur")
+    stmt.line("    WITH t, ", current("t", [*keys, K.VERSION]), " AS cur")
     stmt.line("    WITH t, cur, any(k IN ", Param(keys, "kip_keys"), " WHERE cur[k] IS NOT NULL) AS changed")
     stmt.line("    CALL (t, cur, changed) {")
     stmt.line("      WITH * WHERE changed")
