@@ -46,8 +46,24 @@ def locked_dependents(stmt: Statement, roots: str, out: str, keep: str, guard: s
     stmt.line(f"WITH {keep}, CASE WHEN {guard} THEN {dependents(roots)} ELSE [] END AS {out}")
 
 
-def delete_propositions(stmt: Statement, list_var: str, indent: str = "") -> None:
-    """Delete the proposition nodes in ``list_var`` with their native relationships (unit subqueries)."""
+def delete_propositions(stmt: Statement, list_var: str, indent: str = "", native: str | None = "") -> None:
+    """Delete the proposition nodes in ``list_var`` with their native relationships (unit subqueries).
+
+    ``native``: the list whose native relationships are looked up and deleted explicitly
+    (default: ``list_var`` itself; ``None``: none). A native relationship runs between the
+    proposition's subject and object nodes, so when one of those nodes is deleted by a
+    ``DETACH DELETE`` of the same statement it goes with it, and looking it up (an
+    ``Expand(Into)`` between two possibly dense nodes) is wasted work."""
+    native = list_var if native == "" else native
+    if native is not None:
+        _delete_native(stmt, native, indent)
+    stmt.line(indent, f"CALL ({list_var}) {{")
+    stmt.line(indent, f"  UNWIND {list_var} AS _x")
+    stmt.line(indent, "  DETACH DELETE _x")
+    stmt.line(indent, "}")
+
+
+def _delete_native(stmt: Statement, list_var: str, indent: str) -> None:
     stmt.line(indent, f"CALL ({list_var}) {{")
     stmt.line(indent, f"  UNWIND {list_var} AS _x")
     stmt.line(indent, "  CALL (_x) {")
@@ -57,24 +73,25 @@ def delete_propositions(stmt: Statement, list_var: str, indent: str = "") -> Non
     stmt.line(indent, "    DELETE _r")
     stmt.line(indent, "  }")
     stmt.line(indent, "}")
-    stmt.line(indent, f"CALL ({list_var}) {{")
-    stmt.line(indent, f"  UNWIND {list_var} AS _x")
-    stmt.line(indent, "  DETACH DELETE _x")
-    stmt.line(indent, "}")
 
 
 def lower_delete_propositions(command: ast.DeletePropositions, parameters: dict[str, Any], settings: Settings) -> Plan:
     targets = Targets(command.where, command.target, parameters, settings, "DELETE PROPOSITIONS", {pat.PROPOSITION, pat.ELEMENT})
     v = targets.var
     stmt = targets.stmt
-    stmt.line("WITH ", v, f" WHERE ", v, f":{K.P}")
+    if targets.kind != pat.PROPOSITION:  # an endpoint variable may bind concepts too
+        stmt.line("WITH ", v, f" WHERE ", v, f":{K.P}")
     stmt.line("WITH collect(", v, ") AS _ls")
     stmt.line("WITH _ls, [x IN _ls WHERE ", schema.cy_protected_link("x"), " | ", element_label("x"), "] AS _bad")
     read_only = Statement().extend(stmt)
     read_only.line("RETURN size(_ls) AS matched, 0 AS deleted, _bad")
     locked_dependents(stmt, "_ls", "_deps", "_ls, _bad", "size(_bad) = 0")
     stmt.line("WITH _ls, _bad, CASE WHEN size(_bad) = 0 THEN _ls + [h IN _deps WHERE NOT h IN _ls] ELSE [] END AS _all")
-    delete_propositions(stmt, "_all")
+    # A dependent references a deleted proposition directly (it reaches one through a chain of
+    # KIP_SUBJECT / KIP_OBJECT, and the first hop is deleted too), so its native relationship
+    # goes with that node's DETACH DELETE: only the matched ones are looked up.
+    stmt.line("WITH _ls, _bad, _all, _all[..size(_ls)] AS _roots")
+    delete_propositions(stmt, "_all", native="_roots")
     stmt.line("RETURN size(_ls) AS matched, size(_all) AS deleted, _bad")
     write = Compiled.of(stmt, "DELETE PROPOSITIONS: match, check protection, delete with higher-order cascade")
     probe = Compiled.of(read_only, "DELETE PROPOSITIONS dry_run")
@@ -92,7 +109,8 @@ def lower_delete_concept(command: ast.DeleteConcept, parameters: dict[str, Any],
     targets = Targets(command.where, command.target, parameters, settings, "DELETE CONCEPT", {pat.CONCEPT, pat.ELEMENT})
     v = targets.var
     stmt = targets.stmt
-    stmt.line("WITH ", v, " WHERE ", v, f":{K.C}")
+    if targets.kind != pat.CONCEPT:  # an endpoint variable may bind propositions too
+        stmt.line("WITH ", v, " WHERE ", v, f":{K.C}")
     stmt.line("WITH collect(", v, ") AS _cs")
     stmt.line(
         "WITH _cs, [x IN _cs WHERE coalesce(", schema.cy_protected_concept("x.type", "x.name"), " OR ",
@@ -101,7 +119,10 @@ def lower_delete_concept(command: ast.DeleteConcept, parameters: dict[str, Any],
     read_only = Statement().extend(stmt)
     read_only.line("RETURN size(_cs) AS matched, 0 AS concepts, 0 AS propositions, _bad")
     locked_dependents(stmt, "_cs", "_ps", "_cs, _bad", "size(_bad) = 0")
-    delete_propositions(stmt, "_ps")
+    # Every cascaded proposition references a deleted concept or a cascaded proposition
+    # directly (the first hop of its chain to a deleted concept), so its native relationship
+    # is removed by that node's DETACH DELETE: no lookup.
+    delete_propositions(stmt, "_ps", native=None)
     stmt.line("CALL (_cs, _bad) {")
     stmt.line("  WITH _cs WHERE size(_bad) = 0")
     stmt.line("  UNWIND _cs AS _c")
