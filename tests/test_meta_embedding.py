@@ -78,12 +78,20 @@ def test_bundled_model_vectors():
 
 @pytest.mark.parametrize("term", ['a:b', "(x) OR y*", '"quoted"', "x~2 y^3", "[1 TO 5]", "a/b\\c", "AND", "-minus +plus"])
 def test_lucene_query_only_contains_escaped_word_tokens(term):
-    query = search.lucene_query(term)
-    assert query is not None
-    # Strip our own operators; what is left are word tokens only.
-    residue = re.sub(r"\^\d|\*|~1|\(|\)| OR ", " ", query)
-    assert all(re.fullmatch(r"\w+", word) for word in residue.split()), query
-    assert not re.search(r"\b(AND|NOT|TO)\b", query), query  # user words are lower-cased: never operators
+    for expand in (False, True):
+        query = search.lucene_query(term, expand=expand)
+        assert query is not None
+        # Strip our own operators; what is left are word tokens only.
+        residue = re.sub(r"\^\d|\*|~1|\(|\)| OR ", " ", query)
+        assert all(re.fullmatch(r"\w+", word) for word in residue.split()), query
+        assert not re.search(r"\b(AND|NOT|TO)\b", query), query  # user words are lower-cased: never operators
+
+
+def test_lucene_query_plain_first_expansions_on_demand():
+    assert search.lucene_query("Side effect") == "(side^4 OR side*^2) OR (effect^4 OR effect*^2)"
+    assert search.lucene_query("Side effect", expand=True) == "(side^4 OR side*^2 OR *side*) OR (effect^4 OR effect*^2 OR *effect* OR effect~1)"
+    # Nothing to expand: the recall query is the plain one (and is not run a second time).
+    assert search.lucene_query("深色 ab", expand=True) == search.lucene_query("深色 ab") == "(深色^4) OR (ab^4 OR ab*^2)"
 
 
 def test_lucene_query_none_for_nothing_searchable():
@@ -98,6 +106,20 @@ def test_field_scores():
     assert search.field_score(q, "a drug like aspirin", False) == pytest.approx(0.7)
     assert search.field_score(q, "Paris", True) == 0.0
     assert search.field_score(search.tokens("side effect"), "has_side_effect", True) == pytest.approx(0.8233, abs=1e-4)
+
+
+def test_typo_similarity_is_the_lcs_ratio():
+    assert search._similarity_ratio("asprin", "aspirin") == pytest.approx(12 / 13)
+    assert search._similarity_ratio("abcd", "abcd") == 1.0
+    assert search._similarity_ratio("quantum", "lattice") < 0.8  # stops at the shared-letters bound
+    # The longest common subsequence "abad", which difflib's greedy longest-block matching
+    # under-counts (ratio 0.4): a typo match it used to miss.
+    assert search._similarity_ratio("adbacd", "abad") == pytest.approx(0.8)
+    assert search._token_similarity("asprin", "aspirin") == pytest.approx(0.8 * 12 / 13)
+    assert search._token_similarity("lattise", "lattice") == pytest.approx(0.8 * 12 / 14)
+    assert search._token_similarity("cat", "cut") == 0.0  # typos need 4+ letters
+    assert search._token_similarity("kernel", "colonel") == 0.0  # ratio below 0.8
+    assert search.tokens("MedicalDevice has_side_effect Café 深色") == ["medical", "device", "has", "side", "effect", "cafe", "深", "色"]
 
 
 def test_fusion():

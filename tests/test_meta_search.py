@@ -5,7 +5,7 @@ import dataclasses
 
 import pytest
 
-from kip2cypher import embedding
+from kip2cypher import compiler, embedding
 from kip2cypher.lower import search
 
 from meta_data import MEDICAL, TopicEmbedder, load, names, ok, scores
@@ -113,6 +113,87 @@ def test_limit_caps_and_default_limit(keyword_only):
         load(keyword_only, f'UPSERT {{ CONCEPT ?c {{ {{type: "Symptom", name: "Pain {i}"}} }} }}')
     assert len(ok(keyword_only.execute_kip('SEARCH CONCEPT "pain"'))) == search.SEARCH_DEFAULT_LIMIT
     assert len(ok(keyword_only.execute_kip('SEARCH CONCEPT "pain" LIMIT 100'))) == 18
+
+
+def test_keyword_expansions_only_when_the_plain_query_leaves_limit_unfilled(keyword_only):
+    # "effect" is no word of any grounding field: only the infix expansion finds has_side_effect.
+    hits = ok(keyword_only.execute_kip('SEARCH CONCEPT "effect"'))
+    assert names(hits) == ["has_side_effect"] and 0.6 < scores(hits)[0] < 0.8
+    for i in range(3):
+        load(keyword_only, f'UPSERT {{ CONCEPT ?c {{ {{type: "Symptom", name: "Effect {i}"}} }} }}')
+    # Three plain hits fill LIMIT 2: the infix query is not run.
+    effects = {"Effect 0", "Effect 1", "Effect 2"}
+    two = names(ok(keyword_only.execute_kip('SEARCH CONCEPT "effect" LIMIT 2')))
+    assert len(two) == 2 and set(two) <= effects
+    # Three plain hits leave LIMIT 10 unfilled: the expansions add has_side_effect below them.
+    hits = ok(keyword_only.execute_kip('SEARCH CONCEPT "effect"'))
+    assert set(names(hits)[:3]) == effects and names(hits)[3:] == ["has_side_effect"]
+    _ordered(hits)
+    # THRESHOLD counts too: no plain hit reaches 0.9, so the expansions run (and find nothing that strong).
+    assert ok(keyword_only.execute_kip('SEARCH CONCEPT "effect" THRESHOLD 0.9 LIMIT 2')) == []
+
+
+def _lite_only(real_rows):
+    """A ``search._rows`` that hands every candidate over as a partial (lite) one."""
+
+    def rows(row):
+        out = []
+        for rank, element_id, node, whole in real_rows(row):
+            if whole:
+                texts = [node[k] for k in search._DESCRIPTIVE if node.get(k) is not None]
+                node = [element_id, node.get("name"), node.get(search._ALIASES), texts]
+            out.append((rank, element_id, node, False))
+        return out
+
+    return rows
+
+
+KEYWORD_COMMANDS = [
+    'SEARCH CONCEPT "aspirin" LIMIT 3',
+    'SEARCH CONCEPT "pain"',
+    'SEARCH CONCEPT "asprin"',
+    'SEARCH CONCEPT "cephalalgia"',
+    'SEARCH PROPOSITION "treats"',
+    'SEARCH PROPOSITION "adverse reaction"',
+]
+
+
+def test_hits_scored_from_partial_candidates_and_fetched_afterwards_are_identical(keyword_only, monkeypatch):
+    """Only the first LIMIT candidates come back whole; the others are scored from [id, name,
+    aliases, texts] and fetched by id when they make the cut. Forcing every candidate through
+    that path must not change a single result."""
+    expected = [ok(keyword_only.execute_kip(c)) for c in KEYWORD_COMMANDS]
+    assert all(expected)
+    monkeypatch.setattr(search, "_rows", _lite_only(search._rows))
+    assert [ok(keyword_only.execute_kip(c)) for c in KEYWORD_COMMANDS] == expected
+
+
+def test_semantic_and_hybrid_hits_fetched_afterwards_are_identical(medical, monkeypatch):
+    commands = [
+        'SEARCH CONCEPT "analgesic" MODE "semantic" LIMIT 2',
+        'SEARCH CONCEPT "aspirin" MODE "hybrid" LIMIT 4',
+        'SEARCH PROPOSITION "migraine medicine" MODE "hybrid" LIMIT 3',
+    ]
+    expected = [ok(medical.execute_kip(c)) for c in commands]
+    assert all(expected)
+    monkeypatch.setattr(search, "_rows", _lite_only(search._rows))
+    assert [ok(medical.execute_kip(c)) for c in commands] == expected
+
+
+def test_candidate_statement_returns_the_first_limit_whole_and_the_rest_lite(keyword_only):
+    plan = compiler.compile_plan('SEARCH CONCEPT "aspirin pain"', {}, keyword_only.settings)
+    stmt = plan.statements[0]
+    with keyword_only.session("READ") as session:
+        row = session.run(stmt.text, {**stmt.params, "query": search.lucene_query("aspirin pain"), "type": None, "whole": 1}).single()
+    assert len(row["whole"]) == 1 and "id" in row["whole"][0] and row["whole"][0].get("kip_embedding") is None
+    assert row["whole"][0]["type"] and "meta._version" in row["whole"][0]
+    rest = {lite[1]: lite for lite in row["rest"]}
+    assert len(rest) >= 2
+    for element_id, name, aliases, texts in rest.values():
+        assert element_id.startswith("C:") and isinstance(texts, list)
+    if "Aspirin" in rest:
+        assert rest["Aspirin"][2] == ["acetylsalicylic acid", "ASA"]
+        assert rest["Aspirin"][3] == ["A nonsteroidal anti-inflammatory drug used to relieve pain and reduce fever."]
 
 
 @pytest.mark.parametrize("term", ["", "   ", "***", "?", "\\", '"', "AND", "OR NOT", "(", "a:b", "[x TO y]", "~", "/regex/", "x^2", "&&||!"])
