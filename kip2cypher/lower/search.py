@@ -168,7 +168,7 @@ def lucene_query(term: str, max_tokens: int = 32, expand: bool = False) -> Optio
     a token also matches as an infix — compound names such as ``belongs_to_domain`` are
     single index terms — and, when long enough, fuzzily. Those expansions cost: a
     leading-wildcard infix makes Lucene walk the whole term dictionary of every indexed
-    field (≈ 6× the plain query at 100k concepts), a fuzzy term ≈ 2×.
+    field (3–7× the plain query at 100k concepts), a fuzzy term ≈ 2×.
     """
     seen = _query_words(term, max_tokens)
     if not seen:
