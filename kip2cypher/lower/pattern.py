@@ -51,6 +51,7 @@ from .. import ast, storage
 from ..config import Settings
 from ..cypher.builder import Fragment, Ident, Internal, Param, Part, Statement, Var, frag, join
 from ..errors import INVALID_SYNTAX, REFERENCE_ERROR, RESOURCE_EXHAUSTED, KipError
+from ..regex_guard import check_backtracking
 from ..values import describe, resolve
 
 CONCEPT = "concept"
@@ -1018,7 +1019,9 @@ _JAVA_ONLY = re.compile(r"\\[pPQEhHvVRXzZGk]|\(\?<[a-zA-Z]|\[\[|&&|\(\?[a-zA-Z]*
 
 
 def check_regex(pattern: str) -> None:
-    """Reject a pattern that cannot compile (KIP_1001) before Neo4j would fail at run time."""
+    """Reject a pattern that cannot compile (KIP_1001) before Neo4j would fail at run time, or
+    that could backtrack past any time limit (KIP_4001, ``regex_guard``)."""
+    check_backtracking(pattern)
     if _JAVA_ONLY.search(pattern):
         return
     try:
