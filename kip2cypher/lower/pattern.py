@@ -362,74 +362,44 @@ def lower_where(where: Iterable[ast.WhereItem], parameters: Mapping[str, Any], s
 
 
 # ----------------------------------------------------------------------------- lowering
-def _where_vars(item: Any, out: set[str]) -> set[str]:
-    """Every variable name mentioned anywhere in an item (including nested blocks)."""
+def _var_mentions(item: Any) -> Iterator[str]:
+    """Every mention of a variable name in an item (nested blocks and expressions included)."""
     if isinstance(item, ast.Var):
-        out.add(item.name)
+        yield item.name
     elif isinstance(item, ast.DotPath):
-        out.add(item.var)
-    elif isinstance(item, ast.ConceptClause):
+        yield item.var
+    elif isinstance(item, (ast.ConceptClause, ast.PropositionClause)):
         if item.var:
-            out.add(item.var)
-    elif isinstance(item, ast.PropositionClause):
-        if item.var:
-            out.add(item.var)
-        for part in (item.subject, item.predicate, item.object):
-            if part is not None:
-                _where_vars(part, out)
+            yield item.var
+        if isinstance(item, ast.PropositionClause):
+            for part in (item.subject, item.predicate, item.object):
+                if part is not None:
+                    yield from _var_mentions(part)
     elif isinstance(item, ast.Filter):
-        _where_vars(item.expr, out)
+        yield from _var_mentions(item.expr)
     elif isinstance(item, (ast.NotBlock, ast.OptionalBlock, ast.UnionBlock)):
         for sub in item.items:
-            _where_vars(sub, out)
-    elif isinstance(item, ast.Comparison):
-        _where_vars(item.left, out)
-        _where_vars(item.right, out)
-    elif isinstance(item, ast.BoolOp):
-        _where_vars(item.left, out)
-        _where_vars(item.right, out)
+            yield from _var_mentions(sub)
+    elif isinstance(item, (ast.Comparison, ast.BoolOp)):
+        yield from _var_mentions(item.left)
+        yield from _var_mentions(item.right)
     elif isinstance(item, ast.NotExpr):
-        _where_vars(item.operand, out)
+        yield from _var_mentions(item.operand)
     elif isinstance(item, ast.FuncCall):
         for arg in item.args:
-            _where_vars(arg, out)
+            yield from _var_mentions(arg)
+
+
+def _where_vars(item: Any, out: set[str]) -> set[str]:
+    """Every variable name mentioned anywhere in an item (including nested blocks)."""
+    out.update(_var_mentions(item))
     return out
 
 
 def _count_vars(item: Any, counts: dict[str, int]) -> None:
     """How often each variable name is written anywhere in an item (nested blocks included)."""
-    def seen(name: str) -> None:
+    for name in _var_mentions(item):
         counts[name] = counts.get(name, 0) + 1
-
-    if isinstance(item, ast.Var):
-        seen(item.name)
-    elif isinstance(item, ast.DotPath):
-        seen(item.var)
-    elif isinstance(item, ast.ConceptClause):
-        if item.var:
-            seen(item.var)
-    elif isinstance(item, ast.PropositionClause):
-        if item.var:
-            seen(item.var)
-        for part in (item.subject, item.predicate, item.object):
-            if part is not None:
-                _count_vars(part, counts)
-    elif isinstance(item, ast.Filter):
-        _count_vars(item.expr, counts)
-    elif isinstance(item, (ast.NotBlock, ast.OptionalBlock, ast.UnionBlock)):
-        for sub in item.items:
-            _count_vars(sub, counts)
-    elif isinstance(item, ast.Comparison):
-        _count_vars(item.left, counts)
-        _count_vars(item.right, counts)
-    elif isinstance(item, ast.BoolOp):
-        _count_vars(item.left, counts)
-        _count_vars(item.right, counts)
-    elif isinstance(item, ast.NotExpr):
-        _count_vars(item.operand, counts)
-    elif isinstance(item, ast.FuncCall):
-        for arg in item.args:
-            _count_vars(arg, counts)
 
 
 def _bound_by(item: Any, out: set[str]) -> set[str]:
