@@ -21,7 +21,7 @@ state actually changed (and whose ``_version`` therefore grew).
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from .. import ast, errors, schema, storage
 from ..config import Settings
@@ -170,6 +170,27 @@ class Expr:
 
 
 # ====================================================================== UPDATE
+def locked_loop(targets: Targets, touches_cd: bool, dry_counts: str) -> tuple[Statement, Statement]:
+    """The guarded prologue UPDATE and DELETE ATTRIBUTES/METADATA share.
+
+    Collects the matched elements, names the protected ones (``_bad``), and opens a per-element
+    ``CALL`` that write-locks each element before it is read. Returns the write statement (left
+    open inside that ``CALL (t)``) and the read-only dry-run probe, which returns ``matched``,
+    ``dry_counts`` and ``_bad``.
+    """
+    stmt = targets.stmt
+    stmt.line("WITH collect(", targets.var, ") AS _ts")
+    stmt.line("WITH _ts, [x IN _ts WHERE ", bad_element("x", core_directives=touches_cd, kind=targets.kind), " | ", element_label("x"), "] AS _bad")
+    read_only = Statement().extend(stmt)
+    read_only.line("RETURN size(_ts) AS matched, ", dry_counts, ", _bad")
+    stmt.line("CALL (_ts, _bad) {")
+    stmt.line("  WITH _ts WHERE size(_bad) = 0")
+    stmt.line("  UNWIND _ts AS t")
+    stmt.line("  CALL (t) {")
+    stmt.line("    SET t.", Ident(K.LOCK), " = true REMOVE t.", Ident(K.LOCK))
+    return stmt, read_only
+
+
 def lower_update(command: ast.Update, parameters: dict[str, Any], settings: Settings) -> Plan:
     entries: list[tuple[str, Any]] = []
     if command.set_attributes is not None:
@@ -187,18 +208,8 @@ def lower_update(command: ast.Update, parameters: dict[str, Any], settings: Sett
     values = [expr.top(v) for _, v in entries]
 
     targets = Targets(command.where, command.target, parameters, settings, "UPDATE", pat.NODE_KINDS, command.limit)
-    t = targets.var
     cur = Internal("cur")
-    stmt = targets.stmt
-    stmt.line("WITH collect(", t, ") AS _ts")
-    stmt.line("WITH _ts, [x IN _ts WHERE ", bad_element("x", core_directives=touches_cd, kind=targets.kind), " | ", element_label("x"), "] AS _bad")
-    read_only = Statement().extend(stmt)
-    read_only.line("RETURN size(_ts) AS matched, 0 AS updated, _bad")
-    stmt.line("CALL (_ts, _bad) {")
-    stmt.line("  WITH _ts WHERE size(_bad) = 0")
-    stmt.line("  UNWIND _ts AS t")
-    stmt.line("  CALL (t) {")
-    stmt.line("    SET t.", Ident(K.LOCK), " = true REMOVE t.", Ident(K.LOCK))
+    stmt, read_only = locked_loop(targets, touches_cd, "0 AS updated")
     stmt.line("    WITH t, ", current("t", [*keys, *expr.reads, K.VERSION]), " AS ", cur)
     new_map = join(", ", [frag(Ident(k), ": ", v) for k, v in zip(keys, values)])
     stmt.line("    WITH t, ", cur, ", {", new_map, "} AS _new")
@@ -237,17 +248,7 @@ def _lower_delete_keys(command, parameters: dict[str, Any], settings: Settings, 
     keys = [prefix + k for k in command.keys]
     touches_cd = not metadata and K.CORE_DIRECTIVES in keys
     targets = Targets(command.where, command.target, parameters, settings, keyword, pat.NODE_KINDS)
-    t = targets.var
-    stmt = targets.stmt
-    stmt.line("WITH collect(", t, ") AS _ts")
-    stmt.line("WITH _ts, [x IN _ts WHERE ", bad_element("x", core_directives=touches_cd, kind=targets.kind), " | ", element_label("x"), "] AS _bad")
-    read_only = Statement().extend(stmt)
-    read_only.line("RETURN size(_ts) AS matched, 0 AS concepts, 0 AS propositions, _bad")
-    stmt.line("CALL (_ts, _bad) {")
-    stmt.line("  WITH _ts WHERE size(_bad) = 0")
-    stmt.line("  UNWIND _ts AS t")
-    stmt.line("  CALL (t) {")
-    stmt.line("    SET t.", Ident(K.LOCK), " = true REMOVE t.", Ident(K.LOCK))
+    stmt, read_only = locked_loop(targets, touches_cd, "0 AS concepts, 0 AS propositions")
     stmt.line("    WITH t, ", current("t", [*keys, K.VERSION]), " AS cur")
     stmt.line("    WITH t, cur, any(k IN ", Param(keys, "kip_keys"), " WHERE cur[k] IS NOT NULL) AS changed")
     stmt.line("    CALL (t, cur, changed) {")
