@@ -536,10 +536,19 @@ def test_cursor_with_aggregation_groups(kg):
 
 # ----------------------------------------------------------------------------- errors
 def test_undefined_type_and_predicate_are_kip_2001_with_hint(kg):
+    # Semantic errors carry line/column and the excerpt with a caret, like syntax errors (issue 13).
     r = run(kg, 'FIND(?d) WHERE { ?d {type: "drug"} }')
-    assert r == {"error": {"code": "KIP_2001", "message": 'Concept type "drug" is not defined in the schema.', "hint": 'Names are case-sensitive: use "Drug", not "drug".'}}
+    assert r == {"error": {
+        "code": "KIP_2001",
+        "message": 'Concept type "drug" is not defined in the schema. (line 1, column 28)\nFIND(?d) WHERE { ?d {type: "drug"} }\n                           ^',
+        "hint": 'Names are case-sensitive: use "Drug", not "drug".', "line": 1, "column": 28,
+    }}
     r = run(kg, 'FIND(?d) WHERE { (?d, "treat", ?s) }')
-    assert r == {"error": {"code": "KIP_2001", "message": 'Predicate "treat" is not defined in the schema.', "hint": 'Did you mean "treats"? Run DESCRIBE PROPOSITION TYPES to list the defined names.'}}
+    assert r == {"error": {
+        "code": "KIP_2001",
+        "message": 'Predicate "treat" is not defined in the schema. (line 1, column 23)\nFIND(?d) WHERE { (?d, "treat", ?s) }\n                      ^',
+        "hint": 'Did you mean "treats"? Run DESCRIBE PROPOSITION TYPES to list the defined names.', "line": 1, "column": 23,
+    }}
 
 
 def test_undefined_name_in_optional_is_reported_even_with_results(kg):

@@ -7,7 +7,9 @@ threads and requests.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
 from functools import lru_cache
 from typing import Any, Callable, Optional
 
@@ -53,7 +55,11 @@ def _compile(text: str, params_json: str, settings: Settings) -> Plan:
     parameters = json.loads(params_json)
     command = parse(text, max_bytes=settings.max_input_bytes, max_depth=settings.max_nesting_depth)
     check_quoted_placeholders(command, text, parameters)
-    return lower(command, parameters, settings)
+    try:
+        plan = lower(command, parameters, settings)
+    except errors.KipError as exc:
+        raise exc.locate(text)
+    return dataclasses.replace(plan, source=text) if isinstance(plan, Plan) else plan
 
 
 _compile_cached = lru_cache(maxsize=2048)(_compile)
@@ -62,8 +68,12 @@ _compile_cached = lru_cache(maxsize=2048)(_compile)
 def compile_plan(text: str, parameters: Optional[dict[str, Any]] = None, settings: Optional[Settings] = None) -> Plan:
     """Parse and lower one command (cached by text, parameters and settings)."""
     try:
-        params_json = json.dumps(parameters or {}, sort_keys=True, ensure_ascii=False)
-    except (TypeError, ValueError) as exc:
+        params_json = json.dumps(parameters or {}, sort_keys=True, ensure_ascii=False, allow_nan=False)
+    except ValueError:
+        # NaN / ±Infinity: Python's json reads those tokens, JSON has no such numbers.
+        where = _non_finite(parameters)
+        raise errors.KipError(errors.INVALID_SYNTAX, f"The parameter {where} is not a finite number (NaN or Infinity is not a JSON value).", "Pass finite numbers only; use null for an unknown value.") from None
+    except TypeError as exc:
         raise errors.KipError(errors.INVALID_SYNTAX, f"parameters must be JSON values: {exc}", "Pass strings, numbers, booleans, null, arrays and objects only.") from None
     settings = settings or _default_settings()
     if not isinstance(text, str):
@@ -72,6 +82,18 @@ def compile_plan(text: str, parameters: Optional[dict[str, Any]] = None, setting
         # A large capsule or parameter payload is rarely repeated: caching it would only hold memory.
         return _compile(text, params_json, settings)
     return _compile_cached(text, params_json, settings)
+
+
+def _non_finite(value: Any, path: str = "") -> str:
+    """The path (``:name[2].key``) of the first NaN / ±Infinity inside the parameters."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return path
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        found = _non_finite(item, f"{path}[{key}]" if isinstance(key, int) else (f"{path}.{key}" if path else f":{key}"))
+        if found:
+            return found
+    return ""
 
 
 def statements(plan: Plan) -> list[dict[str, Any]]:

@@ -59,6 +59,7 @@ class FindPlan(Plan):
     fingerprint: str
     aggregates_only: bool
     grounding: grounding.Names
+    grounding_at: grounding.Offsets = ()
 
     def steps(self) -> tuple[Compiled, ...]:
         if not self.grounding:
@@ -110,7 +111,7 @@ class _FindLowering:
     # ------------------------------------------------------------------ checks
     def check(self) -> None:
         for column in self.columns:
-            binding = self.pattern.require(_vars_of(column.expr), used_in="FIND")
+            binding = self.pattern.require(_vars_of(column.expr), used_in="FIND", at=column.expr.span.start)
             if column.aggregate:
                 agg = column.expr
                 if agg.func != "COUNT" and isinstance(agg.arg, ast.Var) and binding.kind != PREDICATE:
@@ -121,7 +122,7 @@ class _FindLowering:
                     )
             column.decode = _decoder(column.expr, binding)
         for key in self.command.order_by:
-            self.pattern.require(_vars_of(key.expr), used_in="ORDER BY")
+            self.pattern.require(_vars_of(key.expr), used_in="ORDER BY", at=key.span.start)
             if self.aggregating and self._find_index(key.expr) is None and not isinstance(key.expr, ast.Aggregate):
                 name = _vars_of(key.expr)
                 if name not in self.identity_grouped():
@@ -406,6 +407,7 @@ class _FindLowering:
             fingerprint=fingerprint,
             aggregates_only=self.aggregates_only,
             grounding=names,
+            grounding_at=grounding.offsets(pattern.grounding),
         )
 
 

@@ -17,6 +17,8 @@ from .pattern import Grounding
 from .plan import Compiled
 
 Names = tuple[tuple[str, str], ...]
+#: ((meta_type, name), text offset where the command first names it) — for error positions.
+Offsets = tuple[tuple[tuple[str, str], int], ...]
 
 
 def _grounding() -> Compiled:
@@ -45,6 +47,10 @@ def names(grounding: Grounding, required_only: Optional[bool] = None) -> Names:
     """The ``(meta_type, name)`` pairs a pattern refers to (``required_only``: only / never those outside OPTIONAL/NOT/UNION)."""
     types, predicates = grounding.names(required_only)
     return tuple((storage.CONCEPT_TYPE, t) for t in types) + tuple((storage.PROPOSITION_TYPE, p) for p in predicates)
+
+
+def offsets(grounding: Grounding) -> Offsets:
+    return tuple(grounding.offsets.items())
 
 
 def check_statement(pairs: Names) -> Compiled:

@@ -99,9 +99,13 @@ class Grounding:
     #: when nothing matched is enough.
     types: dict[str, bool] = field(default_factory=dict)
     predicates: dict[str, bool] = field(default_factory=dict)
+    #: (meta-type, name) -> where the command first names it (a text offset)
+    offsets: dict[tuple[str, str], int] = field(default_factory=dict)
 
-    def add(self, table: dict[str, bool], name: str, required: bool) -> None:
+    def add(self, table: dict[str, bool], name: str, required: bool, offset: int = 0) -> None:
         table[name] = table.get(name, False) or required
+        meta = storage.CONCEPT_TYPE if table is self.types else storage.PROPOSITION_TYPE
+        self.offsets.setdefault((meta, name), offset)
 
     def names(self, required_only: Optional[bool] = None) -> tuple[list[str], list[str]]:
         def pick(table: dict[str, bool]) -> list[str]:
@@ -243,16 +247,18 @@ class Pattern:
     elided: bool = False
 
     # ---------------------------------------------------------------- variables
-    def require(self, name: str, *, used_in: str = "FIND", kinds: Optional[Iterable[str]] = None) -> Binding:
-        """The binding of ``?name``; KIP_3001 if the WHERE never binds it (visibly)."""
+    def require(self, name: str, *, used_in: str = "FIND", kinds: Optional[Iterable[str]] = None, at: Optional[int] = None) -> Binding:
+        """The binding of ``?name``; KIP_3001 if the WHERE never binds it (visibly). ``at``: where
+        the command uses it (a text offset, for the error's position)."""
         binding = self.bindings.get(name)
         if binding is None:
-            raise unbound(name, used_in)
+            raise unbound(name, used_in, at)
         if kinds is not None and binding.kind not in set(kinds):
             raise KipError(
                 INVALID_SYNTAX,
                 f"?{name} is bound to a {binding.kind} but {used_in} needs a {' or '.join(sorted(set(kinds)))}.",
                 "Use a variable bound to a concept node or proposition link here." if binding.kind == PREDICATE else "Bind the right kind of element to this variable.",
+                offset=at,
             )
         return binding
 
@@ -330,12 +336,13 @@ def _types(predicate: ast.PredicatePattern) -> Fragment:
     return join("|", [Ident(name) for name in predicate.names])
 
 
-def unbound(name: str, used_in: str) -> KipError:
+def unbound(name: str, used_in: str, offset: Optional[int] = None) -> KipError:
     return KipError(
         REFERENCE_ERROR,
         f"The variable ?{name} is used in {used_in} but never bound in WHERE.",
         f"Bind ?{name} with a pattern clause in WHERE (e.g. ?{name} {{type: \"…\"}} or (?{name}, \"…\", ?o)); "
         "variables bound inside NOT { … } are not visible outside it.",
+        offset=offset,
     )
 
 
@@ -548,7 +555,7 @@ class Lowerer:
                 needs = _where_vars(item.expr, set())
                 missing = sorted(needs - will_bind)
                 if missing:
-                    raise unbound(missing[0], "FILTER")
+                    raise unbound(missing[0], "FILTER", item.span.start)
                 pending.append((item, needs))
             elif isinstance(item, ast.NotBlock):
                 pending.append((item, _where_vars(item, set()) & will_bind))
@@ -636,7 +643,7 @@ class Lowerer:
                 needs = _where_vars(sub.expr, set())
                 missing = sorted(needs - set(inner))
                 if missing:
-                    raise unbound(missing[0], "FILTER")
+                    raise unbound(missing[0], "FILTER", sub.span.start)
                 # the WHERE of an OPTIONAL MATCH: null fails the match like false does
                 conds.append(self.condition(sub.expr, inner, "FILTER"))
             new = {n: b for n, b in inner.items() if n not in scope}
@@ -710,7 +717,7 @@ class Lowerer:
             props.append(frag("id: ", Param(self.string_of(clause.id, "A concept `id`"))))
         type_name = self.string_of(clause.type, "A concept `type`") if clause.type is not None else None
         if type_name is not None:
-            self.grounding.add(self.grounding.types, type_name, required)
+            self.grounding.add(self.grounding.types, type_name, required, clause.type.span.start)
         if clause.name is not None:
             name = self.string_of(clause.name, "A concept `name`")
             if type_name is not None:
@@ -812,7 +819,7 @@ class Lowerer:
         quantifier = predicate.quantifier
         certain = required and len(predicate.names) == 1 and (quantifier is None or int(quantifier.min) > 0)
         for name in predicate.names:
-            self.grounding.add(self.grounding.predicates, name, certain)
+            self.grounding.add(self.grounding.predicates, name, certain, predicate.span.start)
 
     # ------------------------------------------------------------------ paths
     def path(self, clause: ast.PropositionClause, scope: dict[str, Binding], parts: list[Fragment], conds: list[Fragment], *,

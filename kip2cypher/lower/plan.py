@@ -12,7 +12,7 @@ tests EXPLAIN on Neo4j.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, ClassVar, Mapping
 
@@ -46,10 +46,14 @@ class Compiled:
 
 @dataclass(frozen=True)
 class Plan:
-    """Base of every plan. ``KIND`` is KQL / KML / META; ``ACCESS`` the transaction it needs."""
+    """Base of every plan. ``KIND`` is KQL / KML / META; ``ACCESS`` the transaction it needs.
+
+    ``source`` is the command text (set by ``lower.compile``): an error a program raises with
+    an ``offset`` is located in it (line, column, excerpt)."""
 
     KIND: ClassVar[str] = ""
     ACCESS: ClassVar[str] = "READ"
+    source: str = field(default="", kw_only=True, repr=False, compare=False)
 
     @property
     def kind(self) -> str:

@@ -41,9 +41,10 @@ def resolve(value: ast.Value, params: Optional[Mapping[str, Any]] = None) -> Any
         return {key: resolve(item, params) for key, item in value.entries}
     if isinstance(value, ast.Placeholder):
         if params is None or value.name not in params:
+            supplied = ", ".join(f'"{k}"' for k in sorted(params or ())) or "none"
             raise KipError(
                 INVALID_SYNTAX,
-                f"The placeholder :{value.name} has no value.",
+                f"The placeholder :{value.name} has no value (parameters supplied: {supplied}).",
                 f"Add \"{value.name}\" to the request's `parameters` object, or write the value in the command.",
             )
         return params[value.name]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Generator
 
+from ...errors import KipError
 from ...lower.find import FindPlan
 from ...lower.plan import Plan
 from ...lower.search import SearchPlan
@@ -23,7 +24,10 @@ PROGRAMS: dict[type, Callable[[Any, Context], Generator[Any, Any, dict]]] = {
 def start(plan: Plan, ctx: Context) -> Generator[Any, Any, dict]:
     """The whole program of one command: the plan's program, then (after a write, with an
     embedder) the embedding refresh of what it touched."""
-    response = yield from PROGRAMS[type(plan)](plan, ctx)
+    try:
+        response = yield from PROGRAMS[type(plan)](plan, ctx)
+    except KipError as exc:
+        raise exc.locate(plan.source)
     if plan.kind == "KML" and not ctx.dry_run and ctx.embedder is not None:
         yield from embeddings.refresh_touched(ctx)
     return response

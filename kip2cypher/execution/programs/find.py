@@ -14,7 +14,7 @@ from . import grounding
 def find(plan: FindPlan, ctx: Context) -> Generator[Any, Any, dict]:
     if ctx.dry_run:
         # dry_run (interfaces): every type and predicate must be defined; the query is only EXPLAINed.
-        yield from grounding.check(plan.grounding)
+        yield from grounding.check(plan.grounding, plan.grounding_at)
         yield Explain(plan.query)
         return {"result": {"dry_run": True, "kind": "KQL", "statements": [plan.query.text]}}
     cap = ctx.settings.max_result_rows
@@ -24,7 +24,7 @@ def find(plan: FindPlan, ctx: Context) -> Generator[Any, Any, dict]:
     if plan.grounding:
         undefined = [row["_undefined"] for row in rows if row["_undefined"] is not None]
         if undefined:
-            yield from grounding.fail(plan.grounding, undefined[0])
+            yield from grounding.fail(plan.grounding, undefined[0], plan.grounding_at)
         rows = [row for row in rows if row["_undefined"] is None]
     if len(rows) > cap + (1 if plan.limit is not None and plan.limit <= cap else 0):
         raise too_many_rows(cap)
