@@ -9,12 +9,18 @@ from __future__ import annotations
 from typing import Any, Callable, Generator
 
 from ...lower.find import FindPlan
+from ...lower.merge import MergePlan
 from ...lower.plan import Plan
+from ...lower.upsert import UpsertPlan
 from ..requests import Context
 from .find import find
+from .merge import merge
+from .upsert import upsert
 
 PROGRAMS: dict[type, Callable[[Any, Context], Generator[Any, Any, dict]]] = {
     FindPlan: find,
+    UpsertPlan: upsert,
+    MergePlan: merge,
 }
 
 
