@@ -34,7 +34,7 @@ from typing import Any, Optional
 
 from ..config import Settings
 from ..cypher import storage
-from ..cypher.builder import Ident, Param, Statement
+from ..cypher.builder import Ident, Param, Statement, literal
 from ..errors import KipError
 from ..syntax import ast
 from ..syntax.values import resolve
@@ -124,8 +124,8 @@ def _repoint_statement() -> Compiled:
             s.line(K.lock("q"))
             s.line("WITH l, q, cur, properties(q) AS qc")
             s.line(
-                "WITH l, q, cur, qc, [k IN keys(cur) WHERE (k STARTS WITH '", storage.ATTR_PREFIX, "' OR (k STARTS WITH '",
-                storage.META_PREFIX, "' AND NOT k STARTS WITH '", storage.META_PREFIX, "_')) AND qc[k] IS NULL] AS fill",
+                "WITH l, q, cur, qc, [k IN keys(cur) WHERE (k STARTS WITH ", literal(storage.ATTR_PREFIX), " OR (k STARTS WITH ",
+                literal(storage.META_PREFIX), " AND NOT k STARTS WITH ", literal(storage.META_PREFIX + "_"), ")) AND qc[k] IS NULL] AS fill",
             )
             s.line("FOREACH (k IN fill | SET q[k] = cur[k])")
             s.line("FOREACH (_ IN CASE WHEN size(fill) > 0 THEN [1] ELSE [] END |")

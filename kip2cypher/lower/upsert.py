@@ -39,7 +39,7 @@ from typing import Any, Callable, ClassVar, Mapping, Optional, Union
 from .. import errors
 from ..config import Settings
 from ..cypher import storage
-from ..cypher.builder import Ident, Param, Part, Statement, frag
+from ..cypher.builder import Ident, Param, Part, Statement, frag, literal
 from ..errors import KipError
 from ..syntax import ast
 from ..syntax.values import describe, resolve, resolve_str
@@ -210,7 +210,7 @@ def _resolve_statement() -> Compiled:
         for index, (kind, label, match, schema) in enumerate(branches):
             if index:
                 s.line("UNION ALL")
-            s.line("WITH r WHERE r.k = '", kind, "'")
+            s.line("WITH r WHERE r.k = ", literal(kind))
             s.line("OPTIONAL MATCH (n:", label, " {", match, "})")
             s.line("RETURN n.id AS id, ", schema, " AS schema")
     s.line("RETURN r.i AS i, id, schema")

@@ -21,7 +21,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from ..cypher import storage
-from ..cypher.builder import Fragment, Ident, Param, Part, Statement, frag
+from ..cypher.builder import Fragment, Ident, Param, Part, Statement, frag, literal
 from . import rules
 
 LOCK = "_kip_lock"
@@ -130,7 +130,7 @@ def apply_tail(stmt: Statement, *, concept: bool, attr_keys: bool = False) -> No
     if attr_keys:
         stmt.line(
             "RETURN n.id AS id, status, v0 AS version, created, [n.type, n.name] AS tn, ",
-            "[k IN keys(n) WHERE k STARTS WITH '", storage.ATTR_PREFIX, "'] AS attr_keys",
+            "[k IN keys(n) WHERE k STARTS WITH ", literal(storage.ATTR_PREFIX), "] AS attr_keys",
         )
     else:
         stmt.line("RETURN n.id AS id, status, v0 AS version, created")
