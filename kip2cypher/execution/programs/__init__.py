@@ -10,14 +10,18 @@ from typing import Any, Callable, Generator
 
 from ...errors import KipError
 from ...lower.find import FindPlan
+from ...lower.merge import MergePlan
 from ...lower.plan import Plan
 from ...lower.search import SearchPlan
+from ...lower.upsert import UpsertPlan
 from ..requests import Context
-from . import embeddings, find, search
+from . import embeddings, find, merge, search, upsert
 
 PROGRAMS: dict[type, Callable[[Any, Context], Generator[Any, Any, dict]]] = {
     FindPlan: find.find,
     SearchPlan: search.search,
+    UpsertPlan: upsert.upsert,
+    MergePlan: merge.merge,
 }
 
 
