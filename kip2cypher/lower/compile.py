@@ -59,7 +59,7 @@ def _compile(text: str, params_json: str, settings: Settings) -> Plan:
         plan = lower(command, parameters, settings)
     except errors.KipError as exc:
         raise exc.locate(text)
-    return dataclasses.replace(plan, source=text) if isinstance(plan, Plan) else plan
+    return dataclasses.replace(plan, command_text=text) if isinstance(plan, Plan) else plan
 
 
 _compile_cached = lru_cache(maxsize=2048)(_compile)

@@ -48,12 +48,12 @@ class Compiled:
 class Plan:
     """Base of every plan. ``KIND`` is KQL / KML / META; ``ACCESS`` the transaction it needs.
 
-    ``source`` is the command text (set by ``lower.compile``): an error a program raises with
+    ``command_text`` is the command (set by ``lower.compile``): an error a program raises with
     an ``offset`` is located in it (line, column, excerpt)."""
 
     KIND: ClassVar[str] = ""
     ACCESS: ClassVar[str] = "READ"
-    source: str = field(default="", kw_only=True, repr=False, compare=False)
+    command_text: str = field(default="", kw_only=True, repr=False, compare=False)
 
     @property
     def kind(self) -> str:

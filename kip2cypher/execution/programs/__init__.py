@@ -31,7 +31,7 @@ def start(plan: Plan, ctx: Context) -> Generator[Any, Any, dict]:
     try:
         response = yield from PROGRAMS[type(plan)](plan, ctx)
     except KipError as exc:
-        raise exc.locate(plan.source)
+        raise exc.locate(plan.command_text)
     if plan.kind == "KML" and not ctx.dry_run and ctx.embedder is not None:
         yield from embeddings.refresh_touched(ctx)
     return response
