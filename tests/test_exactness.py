@@ -120,8 +120,8 @@ def test_order_by_a_variable_find_does_not_keep_still_collapses_duplicates(nexus
     # smallest symptom name (ASC): Aspirin (Fever), Ibuprofen (Headache), Naproxen (Pain).
     r = nexus13.execute_kip('FIND(?d.name) WHERE { ?d {type: "Drug"} (?d, "treats", ?s) } ORDER BY ?s.name')
     assert ok(r) == ["Aspirin", "Ibuprofen", "Naproxen"]
-    # DESC sorts by the largest: Aspirin (Pain), Naproxen (Pain), Ibuprofen (Headache).
-    r = nexus13.execute_kip('FIND(?d.name) WHERE { ?d {type: "Drug"} (?d, "treats", ?s) } ORDER BY ?s.name DESC')
+    # DESC sorts by the largest: Aspirin (Pain) and Naproxen (Pain), then Ibuprofen (Headache).
+    r = nexus13.execute_kip('FIND(?d.name) WHERE { ?d {type: "Drug"} (?d, "treats", ?s) } ORDER BY ?s.name DESC, ?d.name')
     assert ok(r) == ["Aspirin", "Naproxen", "Ibuprofen"]
 
 

@@ -843,7 +843,7 @@ class Lowerer:
         self.keys.add(self.keys.anonymous())  # a path element: nothing determines it, so DISTINCT stays
         types = _types(predicate)
         if o_ref == s_ref:
-            o_bound = o_bound or not s_bound  # (?x, "p"{m,n}, ?x): the end is the start
+            o_bound = s_bound  # the same variable: bound only if it was before this clause
         if not s_bound and not o_bound:
             # Neither end known: start from every node that can begin such a walk.
             parts.append(frag("(", s_ref, ")"))
@@ -852,6 +852,8 @@ class Lowerer:
             else:
                 conds.append(frag("EXISTS { (", s_ref, ")-[:", types, "]->() }"))
             s_bound = True
+        if o_ref == s_ref:  # (?x, "p"{m,n}, ?x): the end is the start, bound with it
+            s_bound = o_bound = True
         forward = s_bound
         start, end, end_bound = (s_ref, o_ref, o_bound) if forward else (o_ref, s_ref, s_bound)
         step = ("-[:", types, "]->") if forward else ("<-[:", types, "]-")
