@@ -401,22 +401,30 @@ def shell_cmd(readonly: bool, show_cypher: bool, history_file: Optional[str], ur
         Shell(nexus, readonly=readonly, show_cypher=show_cypher, history_file=history_file).loop()
 
 
+class _EnvOption(click.Option):
+    """An option whose bad value names its environment variable too (it may have come from there)."""
+
+    def get_error_hint(self, ctx: click.Context) -> str:
+        envvars = [self.envvar] if isinstance(self.envvar, str) else list(self.envvar or [])
+        return super().get_error_hint(ctx) + (f" (env {' / '.join(envvars)})" if envvars else "")
+
+
 def _csv(value: Optional[str]) -> list[str]:
     return [item.strip() for item in (value or "").split(",") if item.strip()]
 
 
 @main.command("mcp")
-@click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True, envvar="KIP2CYPHER_MCP_TRANSPORT", help="stdio: one local client; http: the SDK's streamable HTTP, many clients [env KIP2CYPHER_MCP_TRANSPORT].")
-@click.option("--host", default="127.0.0.1", show_default=True, envvar="KIP2CYPHER_MCP_HOST", help="HTTP: address to listen on [env KIP2CYPHER_MCP_HOST].")
-@click.option("--port", type=int, default=8000, show_default=True, envvar="KIP2CYPHER_MCP_PORT", help="HTTP: port (0 = any free port, printed at start) [env KIP2CYPHER_MCP_PORT].")
-@click.option("--path", "http_path", default="/mcp", show_default=True, envvar="KIP2CYPHER_MCP_PATH", help="HTTP: endpoint path [env KIP2CYPHER_MCP_PATH].")
-@click.option("--tokens-file", default=None, envvar="KIP2CYPHER_MCP_TOKENS_FILE", type=click.Path(dir_okay=False), help="HTTP: bearer tokens, `<token> rw|ro` a line [env KIP2CYPHER_MCP_TOKENS_FILE]; also KIP2CYPHER_MCP_TOKENS='<token>:rw,<token>:ro'.")
+@click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True, cls=_EnvOption, envvar="KIP2CYPHER_MCP_TRANSPORT", help="stdio: one local client; http: the SDK's streamable HTTP, many clients [env KIP2CYPHER_MCP_TRANSPORT].")
+@click.option("--host", default="127.0.0.1", show_default=True, cls=_EnvOption, envvar="KIP2CYPHER_MCP_HOST", help="HTTP: address to listen on [env KIP2CYPHER_MCP_HOST].")
+@click.option("--port", type=int, default=8000, show_default=True, cls=_EnvOption, envvar="KIP2CYPHER_MCP_PORT", help="HTTP: port (0 = any free port, printed at start) [env KIP2CYPHER_MCP_PORT].")
+@click.option("--path", "http_path", default="/mcp", show_default=True, cls=_EnvOption, envvar="KIP2CYPHER_MCP_PATH", help="HTTP: endpoint path [env KIP2CYPHER_MCP_PATH].")
+@click.option("--tokens-file", default=None, cls=_EnvOption, envvar="KIP2CYPHER_MCP_TOKENS_FILE", type=click.Path(dir_okay=False), help="HTTP: bearer tokens, `<token> rw|ro` a line [env KIP2CYPHER_MCP_TOKENS_FILE]; also KIP2CYPHER_MCP_TOKENS='<token>:rw,<token>:ro'.")
 @click.option("--no-auth", is_flag=True, help="HTTP: serve without tokens (refused unless --host is loopback).")
-@click.option("--allowed-hosts", default=None, envvar="KIP2CYPHER_MCP_ALLOWED_HOSTS", help="HTTP: extra Host header values accepted, comma-separated, e.g. 'kip.example.com:*' (DNS-rebinding protection) [env KIP2CYPHER_MCP_ALLOWED_HOSTS].")
-@click.option("--allowed-origins", default=None, envvar="KIP2CYPHER_MCP_ALLOWED_ORIGINS", help="HTTP: extra browser Origin values accepted, comma-separated [env KIP2CYPHER_MCP_ALLOWED_ORIGINS].")
-@click.option("--max-request-bytes", type=click.IntRange(min=1024), default=None, envvar="KIP2CYPHER_MCP_MAX_REQUEST_BYTES", help="HTTP: largest request body (default 2 MiB); larger ones get KIP_4002 before parsing [env KIP2CYPHER_MCP_MAX_REQUEST_BYTES].")
-@click.option("--request-timeout", type=click.FloatRange(min=0), default=None, envvar="KIP2CYPHER_MCP_REQUEST_TIMEOUT_S", help="Seconds one tool call may take before it answers KIP_4001 (default 120; 0 = none) [env KIP2CYPHER_MCP_REQUEST_TIMEOUT_S].")
-@click.option("--readonly", is_flag=True, envvar="KIP2CYPHER_READONLY", help="Expose only execute_kip_readonly [env KIP2CYPHER_READONLY=1].")
+@click.option("--allowed-hosts", default=None, cls=_EnvOption, envvar="KIP2CYPHER_MCP_ALLOWED_HOSTS", help="HTTP: extra Host header values accepted, comma-separated, e.g. 'kip.example.com:*' (DNS-rebinding protection) [env KIP2CYPHER_MCP_ALLOWED_HOSTS].")
+@click.option("--allowed-origins", default=None, cls=_EnvOption, envvar="KIP2CYPHER_MCP_ALLOWED_ORIGINS", help="HTTP: extra browser Origin values accepted, comma-separated [env KIP2CYPHER_MCP_ALLOWED_ORIGINS].")
+@click.option("--max-request-bytes", type=click.IntRange(min=1024), default=None, cls=_EnvOption, envvar="KIP2CYPHER_MCP_MAX_REQUEST_BYTES", help="HTTP: largest request body (default 2 MiB); larger ones get KIP_4002 before parsing [env KIP2CYPHER_MCP_MAX_REQUEST_BYTES].")
+@click.option("--request-timeout", type=click.FloatRange(min=0), default=None, cls=_EnvOption, envvar="KIP2CYPHER_MCP_REQUEST_TIMEOUT_S", help="Seconds one tool call may take before it answers KIP_4001 (default 120; 0 = none) [env KIP2CYPHER_MCP_REQUEST_TIMEOUT_S].")
+@click.option("--readonly", is_flag=True, cls=_EnvOption, envvar="KIP2CYPHER_READONLY", help="Expose only execute_kip_readonly [env KIP2CYPHER_READONLY=1].")
 @click.option("--bootstrap", is_flag=True, help="Create the schema objects and apply Genesis before serving (idempotent).")
 @click.option("--with-capsules", is_flag=True, help="With --bootstrap: also apply the standard capsules ($self, Person, Event, …).")
 @click.option("--start-local", is_flag=True, help="Start the bundled local Neo4j when no --uri / NEO4J_URI is set.")
