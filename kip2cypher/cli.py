@@ -459,9 +459,11 @@ def mcp_cmd(transport: str, host: str, port: int, http_path: str, tokens_file: O
 @_connect_options
 def bootstrap_cmd(with_capsules: bool, uri, user, password, database) -> None:
     """Create the schema objects and apply the Genesis capsule (idempotent)."""
+    from .demo import where
     from .errors import KipError
 
     with open_nexus(uri, user, password, database, start_local=True) as nexus:
+        click.echo(f"Bootstrapping {where(nexus)}", err=True)
         try:
             applied = nexus.bootstrap(capsules=with_capsules)
         except KipError as exc:
@@ -472,13 +474,29 @@ def bootstrap_cmd(with_capsules: bool, uri, user, password, database) -> None:
 
 
 @main.command("demo")
+@click.option("--yes", is_flag=True, help="Write the example capsules even into a database that holds data other than KIP's.")
 @_connect_options
-def demo_cmd(uri, user, password, database) -> None:
-    """Start the local Neo4j if none is configured, bootstrap, load an example capsule and run queries."""
-    from .demo import run_demo
+def demo_cmd(yes: bool, uri, user, password, database) -> None:
+    """Bootstrap, load an example capsule and run queries, showing each one's Cypher.
 
-    with open_nexus(uri, user, password, database, start_local=True) as nexus:
-        run_demo(nexus, click.echo)
+    Without --uri / NEO4J_URI the demo starts (or reuses) a local Neo4j of its own: port
+    KIP2CYPHER_DEMO_PORT (7697), data directory KIP2CYPHER_DEMO_HOME — never the server on 7687.
+    """
+    from . import demo, localneo4j
+
+    if uri is None:
+        cfg = localneo4j.demo_config()
+        try:
+            version = localneo4j.start(cfg, log=lambda m: click.echo(m, err=True), require_own=True)
+        except localneo4j.LocalNeo4jError as exc:
+            raise click.ClickException(str(exc))
+        click.echo(f"The demo's own local Neo4j {version} at {cfg.uri} (data: {cfg.home}; stop it with `kip2cypher neo4j stop --port {cfg.port} --data {cfg.home}`)", err=True)
+        uri = cfg.uri
+    with open_nexus(uri, user, password, database) as nexus:
+        try:
+            demo.run_demo(nexus, click.echo, yes=yes)
+        except demo.DemoRefused as exc:
+            raise click.ClickException(str(exc))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -125,7 +125,7 @@ def build_server(nexus: Any, *, readonly: bool = False, request_timeout_s: float
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         if params.name not in (EXECUTE_KIP, EXECUTE_KIP_READONLY) or (readonly and params.name == EXECUTE_KIP):
-            return to_call_result(_unknown_tool(params.name, readonly))
+            return to_call_result(unknown_tool(params.name, readonly))
         if params.name == EXECUTE_KIP and not _token_may_write(ctx):
             return to_call_result({"error": _read_only_token_error().to_dict()})
         arguments = params.arguments if params.arguments is not None else {}
@@ -189,7 +189,7 @@ def _call(nexus: Any, arguments: Any, readonly: bool) -> dict[str, Any]:
         return {"error": KipError(INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}").to_dict()}
 
 
-def _unknown_tool(name: str, readonly: bool) -> dict[str, Any]:
+def unknown_tool(name: str, readonly: bool) -> dict[str, Any]:
     available = EXECUTE_KIP_READONLY if readonly else f"{EXECUTE_KIP}, {EXECUTE_KIP_READONLY}"
     return {"error": KipError(INVALID_SYNTAX, f"Unknown tool {name!r}.", f"Available tools: {available}.").to_dict()}
 
