@@ -132,7 +132,7 @@ def guard_against_foreign_data(server: Neo4jServer) -> Optional[str]:
         return None
     with _driver(server) as driver:
         record = driver.execute_query(
-            f"CALL {{ MATCH (n) RETURN count(n) AS nodes }} CALL {{ MATCH (m:{MARKER_LABEL}) RETURN count(m) AS markers }} RETURN nodes, markers",
+            f"MATCH (n) RETURN count(n) AS nodes, count(CASE WHEN n:{MARKER_LABEL} THEN 1 END) AS markers",
             database_=server.database,
         ).records[0]
     if record["nodes"] == 0 or record["markers"] > 0:
