@@ -16,7 +16,7 @@ from typing import Any, Optional
 
 import click
 
-from . import __version__
+from .version import __version__
 
 
 def _dump(obj: Any) -> str:
@@ -67,13 +67,14 @@ class _Group(click.Group):
         from neo4j.exceptions import DriverError, Neo4jError
 
         from . import errors
+        from .execution.neo4j_errors import from_neo4j
 
         try:
             return super().invoke(ctx)
         except errors.KipError as exc:
             _fail(exc.to_dict(), err=True)
         except (Neo4jError, DriverError) as exc:
-            _fail(errors.from_neo4j(exc).to_dict(), err=True)
+            _fail(from_neo4j(exc).to_dict(), err=True)
         except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit, KeyboardInterrupt):
             raise
         except Exception as exc:  # noqa: BLE001
@@ -164,8 +165,8 @@ def _fail(error: dict[str, Any], *, err: bool = False) -> None:
 def _command_texts(text: str) -> list[tuple[str, int]]:
     """One command, or the commands of a script; raises KipError (the single-command error)."""
     from .errors import KipError
-    from .execute import split_script
-    from .parser import parse
+    from .syntax.script import split_script
+    from .syntax.parser import parse
 
     try:
         parse(text)
@@ -183,8 +184,8 @@ def _command_texts(text: str) -> list[tuple[str, int]]:
 def parse_cmd(source: str) -> None:
     """Print the AST of a KIP command (or of each command of a script) as JSON."""
     from .errors import KipError
-    from .parser import parse
-    from .serialize import ast_to_json
+    from .syntax.parser import parse
+    from .syntax.serialize import ast_to_json
 
     text = _read_source(source)
     try:
@@ -203,7 +204,7 @@ def parse_cmd(source: str) -> None:
 @_connect_options
 def compile_cmd(source: str, params: Optional[str], fmt: str, explain: bool, uri, user, password, database) -> None:
     """Print the Cypher (and parameters) a KIP command — or each command of a script — compiles to."""
-    from .compiler import compile_command
+    from .lower.compile import compile_command
     from .errors import KipError
 
     parameters = _parse_params(params)
@@ -299,7 +300,7 @@ def run_cmd(source: str, params: Optional[str], dry_run: bool, readonly: bool, f
     when any command failed.
     """
     from .errors import KipError
-    from .execute import command_kind_of, split_script
+    from .syntax.script import command_kind_of, split_script
 
     parameters = _parse_params(params)
     text = _read_source(source)

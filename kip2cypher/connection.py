@@ -21,6 +21,7 @@ from neo4j.exceptions import DriverError, Neo4jError
 
 from . import errors
 from .errors import KipError
+from .execution.neo4j_errors import from_neo4j
 
 #: Seconds the first contact may take (TCP connect, then the Bolt handshake and authentication).
 CHECK_TIMEOUT_S = 3.0
@@ -100,7 +101,7 @@ class ReachabilityCheck:
 
 def unreachable(uri: str, exc: BaseException) -> KipError:
     """The driver's failure, mapped as usual, with the (redacted) URI it was about."""
-    mapped = errors.from_neo4j(exc)
+    mapped = from_neo4j(exc)
     where = redact(uri)
     if mapped.message.startswith("Neo4j is unavailable"):
         return KipError(

@@ -28,8 +28,8 @@ import anyio
 import mcp_types as types
 from mcp.server.lowlevel import Server
 
-from . import __version__
 from .errors import EXECUTION_TIMEOUT, IMMUTABLE_TARGET, INTERNAL_ERROR, INVALID_SYNTAX, RESOURCE_EXHAUSTED, KipError
+from .version import __version__
 from .models import tool_input_schema, tool_output_schema
 
 log = logging.getLogger("kip2cypher.mcp")

@@ -153,7 +153,7 @@ class Shell:
 
     def run(self, text: str) -> None:
         from .errors import KipError
-        from .execute import split_script
+        from .syntax.script import split_script
 
         try:
             commands = [c for c, _ in split_script(text)]
@@ -171,7 +171,7 @@ class Shell:
                 break
 
     def _print_cypher(self, command: str) -> None:
-        from .compiler import compile_command
+        from .lower.compile import compile_command
         from .errors import KipError
 
         try:
@@ -224,8 +224,8 @@ def _render_result(command: str, result: Any) -> str:
 
 def _find_headers(command: str) -> Optional[list[str]]:
     """The FIND projections as written, or None when the command is not a FIND."""
-    from . import ast
-    from .parser import parse
+    from .syntax import ast
+    from .syntax.parser import parse
 
     try:
         node = parse(command)
