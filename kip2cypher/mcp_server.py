@@ -111,22 +111,22 @@ DEFAULT_REQUEST_TIMEOUT_S = 120.0
 DEFAULT_MAX_REQUEST_BYTES = 2 * 1024 * 1024
 
 
-def build_server(nexus: Any, *, readonly: bool = False, request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S) -> Server:
+def build_server(nexus: Any, *, readonly: bool = False, request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S, tokens_required: bool = False) -> Server:
     """An MCP server answering tool calls with ``nexus`` (anything with ``execute(arguments, readonly=)``).
 
-    ``readonly`` limits the whole server to execute_kip_readonly; over authenticated HTTP an
-    ``ro`` token limits its own requests the same way (``_token_may_write``).
+    ``readonly`` limits the whole server to execute_kip_readonly; over authenticated HTTP
+    (``tokens_required``) an ``ro`` token limits its own requests the same way (``_may_write``).
     """
 
     listed = {True: tools(True), False: tools(readonly)}
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=listed[not _token_may_write(ctx)])
+        return types.ListToolsResult(tools=listed[not _may_write(ctx, tokens_required)])
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         if params.name not in (EXECUTE_KIP, EXECUTE_KIP_READONLY) or (readonly and params.name == EXECUTE_KIP):
             return to_call_result(unknown_tool(params.name, readonly))
-        if params.name == EXECUTE_KIP and not _token_may_write(ctx):
+        if params.name == EXECUTE_KIP and not _may_write(ctx, tokens_required):
             return to_call_result({"error": _read_only_token_error().to_dict()})
         arguments = params.arguments if params.arguments is not None else {}
         return to_call_result(await _call_with_timeout(nexus, arguments, params.name == EXECUTE_KIP_READONLY, request_timeout_s))
@@ -142,17 +142,18 @@ def build_server(nexus: Any, *, readonly: bool = False, request_timeout_s: float
     )
 
 
-def _token_may_write(ctx: Any) -> bool:
-    """Whether the bearer token of this request holds the write scope; True where there is no
-    token at all (stdio, or HTTP started with --no-auth on loopback: the server's own --readonly
-    decides). Over authenticated HTTP an unauthenticated request never reaches a handler (401)."""
+def _may_write(ctx: Any, tokens_required: bool) -> bool:
+    """Whether this request may use execute_kip: its bearer token holds the write scope. Without
+    tokens (stdio, or HTTP with --no-auth on loopback) the server's own --readonly decides. Fails
+    closed: with tokens required, a request whose token cannot be found here may not write (the
+    SDK's middleware has already answered 401 to a request without a valid token)."""
     from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 
     request = getattr(ctx, "request", None)
     user = request.scope.get("user") if request is not None and hasattr(request, "scope") else None
     if isinstance(user, AuthenticatedUser):
         return WRITE_SCOPE in user.scopes
-    return True
+    return not tokens_required
 
 
 def _read_only_token_error() -> KipError:
@@ -459,7 +460,7 @@ def run(
         if http is None:
             anyio.run(lambda: serve_stdio(nexus, readonly=readonly, request_timeout_s=request_timeout_s))
         else:
-            server = build_server(nexus, readonly=readonly, request_timeout_s=request_timeout_s)
+            server = build_server(nexus, readonly=readonly, request_timeout_s=request_timeout_s, tokens_required=bool(http.tokens))
             serve_http(server, http, announce=lambda line: print(line, file=sys.stderr, flush=True))
     finally:
         nexus.close()

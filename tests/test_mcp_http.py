@@ -378,3 +378,32 @@ def test_http_listener_sockets_get_tcp_nodelay_so_answers_are_not_held_by_nagle(
         assert listener.proto == socket.IPPROTO_TCP
     finally:
         listener.close()
+
+
+def test_write_permission_fails_closed_when_a_request_carries_no_token():
+    """With tokens required, a request whose authenticated user cannot be found (no HTTP request
+    on the context) is treated as read-only, never as a writer."""
+    import mcp_types as types
+
+    class Recorder:
+        def __init__(self):
+            self.calls = []
+
+        def execute(self, arguments, readonly=False):
+            self.calls.append(readonly)
+            return {"result": "ran"}
+
+    class NoRequest:
+        request = None
+
+    nexus = Recorder()
+    server = mcp_server.build_server(nexus, tokens_required=True)
+    call = server.get_request_handler("tools/call").handler
+    listing = server.get_request_handler("tools/list").handler
+    refused = anyio.run(call, NoRequest(), types.CallToolRequestParams(name="execute_kip", arguments={"command": "DESCRIBE PRIMER"}))
+    assert json.loads(refused.content[0].text)["error"]["code"] == "KIP_3004" and nexus.calls == []
+    assert [t.name for t in anyio.run(listing, NoRequest(), None).tools] == ["execute_kip_readonly"]
+    read = anyio.run(call, NoRequest(), types.CallToolRequestParams(name="execute_kip_readonly", arguments={"command": "DESCRIBE PRIMER"}))
+    assert json.loads(read.content[0].text) == {"result": "ran"} and nexus.calls == [True]
+    open_server = mcp_server.build_server(Recorder(), tokens_required=False)  # stdio: no tokens at all
+    assert [t.name for t in anyio.run(open_server.get_request_handler("tools/list").handler, NoRequest(), None).tools] == ["execute_kip", "execute_kip_readonly"]
