@@ -402,21 +402,57 @@ def shell_cmd(readonly: bool, show_cypher: bool, history_file: Optional[str], ur
         Shell(nexus, readonly=readonly, show_cypher=show_cypher, history_file=history_file).loop()
 
 
+class _EnvOption(click.Option):
+    """An option whose bad value names its environment variable too (it may have come from there)."""
+
+    def get_error_hint(self, ctx: click.Context) -> str:
+        envvars = [self.envvar] if isinstance(self.envvar, str) else list(self.envvar or [])
+        return super().get_error_hint(ctx) + (f" (env {' / '.join(envvars)})" if envvars else "")
+
+
+def _csv(value: Optional[str]) -> list[str]:
+    return [item.strip() for item in (value or "").split(",") if item.strip()]
+
+
 @main.command("mcp")
-@click.option("--readonly", is_flag=True, help="Expose only execute_kip_readonly.")
+@click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True, cls=_EnvOption, envvar="KIP2CYPHER_MCP_TRANSPORT", help="stdio: one local client; http: the SDK's streamable HTTP, many clients [env KIP2CYPHER_MCP_TRANSPORT].")
+@click.option("--host", default="127.0.0.1", show_default=True, cls=_EnvOption, envvar="KIP2CYPHER_MCP_HOST", help="HTTP: address to listen on [env KIP2CYPHER_MCP_HOST].")
+@click.option("--port", type=int, default=8000, show_default=True, cls=_EnvOption, envvar="KIP2CYPHER_MCP_PORT", help="HTTP: port (0 = any free port, printed at start) [env KIP2CYPHER_MCP_PORT].")
+@click.option("--path", "http_path", default="/mcp", show_default=True, cls=_EnvOption, envvar="KIP2CYPHER_MCP_PATH", help="HTTP: endpoint path [env KIP2CYPHER_MCP_PATH].")
+@click.option("--tokens-file", default=None, cls=_EnvOption, envvar="KIP2CYPHER_MCP_TOKENS_FILE", type=click.Path(dir_okay=False), help="HTTP: bearer tokens, `<token> rw|ro` a line [env KIP2CYPHER_MCP_TOKENS_FILE]; also KIP2CYPHER_MCP_TOKENS='<token>:rw,<token>:ro'.")
+@click.option("--no-auth", is_flag=True, help="HTTP: serve without tokens (refused unless --host is loopback).")
+@click.option("--allowed-hosts", default=None, cls=_EnvOption, envvar="KIP2CYPHER_MCP_ALLOWED_HOSTS", help="HTTP: extra Host header values accepted, comma-separated, e.g. 'kip.example.com:*' (DNS-rebinding protection) [env KIP2CYPHER_MCP_ALLOWED_HOSTS].")
+@click.option("--allowed-origins", default=None, cls=_EnvOption, envvar="KIP2CYPHER_MCP_ALLOWED_ORIGINS", help="HTTP: extra browser Origin values accepted, comma-separated [env KIP2CYPHER_MCP_ALLOWED_ORIGINS].")
+@click.option("--max-request-bytes", type=click.IntRange(min=1024), default=None, cls=_EnvOption, envvar="KIP2CYPHER_MCP_MAX_REQUEST_BYTES", help="HTTP: largest request body (default 2 MiB); larger ones get KIP_4002 before parsing [env KIP2CYPHER_MCP_MAX_REQUEST_BYTES].")
+@click.option("--request-timeout", type=click.FloatRange(min=0), default=None, cls=_EnvOption, envvar="KIP2CYPHER_MCP_REQUEST_TIMEOUT_S", help="Seconds one tool call may take before it answers KIP_4001 (default 120; 0 = none) [env KIP2CYPHER_MCP_REQUEST_TIMEOUT_S].")
+@click.option("--readonly", is_flag=True, cls=_EnvOption, envvar="KIP2CYPHER_READONLY", help="Expose only execute_kip_readonly [env KIP2CYPHER_READONLY=1].")
 @click.option("--bootstrap", is_flag=True, help="Create the schema objects and apply Genesis before serving (idempotent).")
 @click.option("--with-capsules", is_flag=True, help="With --bootstrap: also apply the standard capsules ($self, Person, Event, …).")
 @click.option("--start-local", is_flag=True, help="Start the bundled local Neo4j when no --uri / NEO4J_URI is set.")
 @_connect_options
-def mcp_cmd(readonly: bool, bootstrap: bool, with_capsules: bool, start_local: bool, uri, user, password, database) -> None:
-    """Serve execute_kip and execute_kip_readonly over MCP on stdin/stdout.
+def mcp_cmd(transport: str, host: str, port: int, http_path: str, tokens_file: Optional[str], no_auth: bool, allowed_hosts: Optional[str], allowed_origins: Optional[str],
+            max_request_bytes: Optional[int], request_timeout: Optional[float], readonly: bool, bootstrap: bool, with_capsules: bool, start_local: bool, uri, user, password, database) -> None:
+    """Serve execute_kip and execute_kip_readonly over MCP: stdio (default) or streamable HTTP.
 
-    stdout carries only the protocol; logs go to stderr.
+    stdio: stdout carries only the protocol; logs go to stderr. http: every request needs
+    `Authorization: Bearer <token>`; an `ro` token may only use execute_kip_readonly.
     """
     from . import mcp_server
 
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(name)s: %(message)s")
-    mcp_server.run(lambda: open_nexus(uri, user, password, database, start_local=start_local), readonly=readonly, bootstrap=bootstrap, capsules=with_capsules)
+    http = None
+    try:
+        if transport == "http":
+            http = mcp_server.HttpOptions(
+                host=host, port=port, path=http_path, no_auth=no_auth,
+                tokens=mcp_server.parse_tokens(os.environ.get("KIP2CYPHER_MCP_TOKENS"), tokens_file),
+                allowed_hosts=_csv(allowed_hosts), allowed_origins=_csv(allowed_origins),
+                max_request_bytes=max_request_bytes or mcp_server.DEFAULT_MAX_REQUEST_BYTES,
+            )
+        timeout = mcp_server.DEFAULT_REQUEST_TIMEOUT_S if request_timeout is None else request_timeout
+        mcp_server.run(lambda: open_nexus(uri, user, password, database, start_local=start_local), readonly=readonly, bootstrap=bootstrap, capsules=with_capsules, http=http, request_timeout_s=timeout)
+    except mcp_server.McpConfigError as exc:
+        raise click.ClickException(str(exc))
 
 
 @main.command("bootstrap")
@@ -424,9 +460,11 @@ def mcp_cmd(readonly: bool, bootstrap: bool, with_capsules: bool, start_local: b
 @_connect_options
 def bootstrap_cmd(with_capsules: bool, uri, user, password, database) -> None:
     """Create the schema objects and apply the Genesis capsule (idempotent)."""
+    from .demo import where
     from .errors import KipError
 
     with open_nexus(uri, user, password, database, start_local=True) as nexus:
+        click.echo(f"Bootstrapping {where(nexus)}", err=True)
         try:
             applied = nexus.bootstrap(capsules=with_capsules)
         except KipError as exc:
@@ -437,13 +475,29 @@ def bootstrap_cmd(with_capsules: bool, uri, user, password, database) -> None:
 
 
 @main.command("demo")
+@click.option("--yes", is_flag=True, help="Write the example capsules even into a database that holds data other than KIP's.")
 @_connect_options
-def demo_cmd(uri, user, password, database) -> None:
-    """Start the local Neo4j if none is configured, bootstrap, load an example capsule and run queries."""
-    from .demo import run_demo
+def demo_cmd(yes: bool, uri, user, password, database) -> None:
+    """Bootstrap, load an example capsule and run queries, showing each one's Cypher.
 
-    with open_nexus(uri, user, password, database, start_local=True) as nexus:
-        run_demo(nexus, click.echo)
+    Without --uri / NEO4J_URI the demo starts (or reuses) a local Neo4j of its own: port
+    KIP2CYPHER_DEMO_PORT (7697), data directory KIP2CYPHER_DEMO_HOME — never the server on 7687.
+    """
+    from . import demo, localneo4j
+
+    if uri is None:
+        cfg = localneo4j.demo_config()
+        try:
+            version = localneo4j.start(cfg, log=lambda m: click.echo(m, err=True), require_own=True)
+        except localneo4j.LocalNeo4jError as exc:
+            raise click.ClickException(str(exc))
+        click.echo(f"The demo's own local Neo4j {version} at {cfg.uri} (data: {cfg.home}; stop it with `kip2cypher neo4j stop --port {cfg.port} --data {cfg.home}`)", err=True)
+        uri = cfg.uri
+    with open_nexus(uri, user, password, database) as nexus:
+        try:
+            demo.run_demo(nexus, click.echo, yes=yes)
+        except demo.DemoRefused as exc:
+            raise click.ClickException(str(exc))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,4 +1,9 @@
-"""`kip2cypher demo`: bootstrap, load a small capsule, run a few queries and show their Cypher."""
+"""`kip2cypher demo`: bootstrap, load a small capsule, run a few queries and show their Cypher.
+
+Without NEO4J_URI the demo runs on a local server of its own (``localneo4j.demo_config``: its
+own port and data directory); with one, it says where it writes and refuses to add its example
+capsules to a database holding data that is not KIP's unless asked (``--yes``).
+"""
 from __future__ import annotations
 
 import json
@@ -69,11 +74,38 @@ def _summary(response) -> str:
     return _short(response)
 
 
-def run_demo(nexus, echo: Callable[[str], None]) -> None:
+class DemoRefused(Exception):
+    """The target database holds data other than KIP's and ``--yes`` was not given."""
+
+
+def where(nexus) -> str:
+    """'Neo4j 5.26.x community at bolt://host:7687, database neo4j' (the URI without credentials)."""
+    return f"Neo4j {nexus.server_version()} at {nexus.uri}, database {nexus.database or '(the server default)'}"
+
+
+def foreign_nodes(nexus) -> int:
+    """Nodes that are not KIP concepts or propositions: somebody else's data."""
+    records, _, _ = nexus.driver.execute_query("MATCH (n) WHERE NOT (n:KipConcept OR n:KipProposition) RETURN count(n) AS c", database_=nexus.database)
+    return records[0]["c"]
+
+
+def check_target(nexus, *, yes: bool) -> None:
+    """Refuse (DemoRefused) to write the example capsules next to data that is not KIP's, unless ``yes``."""
+    foreign = foreign_nodes(nexus)
+    if foreign and not yes:
+        raise DemoRefused(
+            f"{nexus.uri} holds {foreign} node(s) that are not KIP data; the demo would add its example types and "
+            "capsules (Drug, Symptom, …) to that database. Re-run with --yes to write there anyway, or unset "
+            "NEO4J_URI / --uri to run the demo on its own local server."
+        )
+
+
+def run_demo(nexus, echo: Callable[[str], None], *, yes: bool = False) -> None:
     """Each step prints its KIP, the Cypher it compiles to, and the KIP response (JSON and as a table)."""
     from .shell import render_response
 
-    echo(f"Neo4j {nexus.server_version()} at {nexus.uri}")
+    echo(f"Writing the demo into {where(nexus)}")
+    check_target(nexus, yes=yes)
     try:
         applied = nexus.bootstrap()
         echo(f"Bootstrapped Genesis: {_summary({'result': applied['Genesis']})}")

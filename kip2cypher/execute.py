@@ -16,7 +16,7 @@ import neo4j
 from neo4j import GraphDatabase
 from neo4j.exceptions import DriverError, Neo4jError
 
-from . import embedding, errors
+from . import connection, embedding, errors
 from .version import __version__
 from .config import Settings
 from .cypher import catalog
@@ -76,20 +76,39 @@ def new_context(settings: Settings, plan: Plan, dry_run: bool) -> Context:
     return Context(settings, now(), dry_run=dry_run, embedder=embedding.resolve(settings) if plan.kind != "KQL" else None)
 
 
+#: ``Nexus.uri`` of a Nexus built on an application's driver (which does not expose its URI).
+APPLICATION_DRIVER = "(the application's driver)"
+
+
 class Nexus:
     """A Cognitive Nexus stored in one Neo4j database."""
 
-    def __init__(self, uri: Optional[str] = None, *, auth: Any = None, database: Optional[str] = None, settings: Optional[Settings] = None, **driver_options: Any) -> None:
-        self.uri = uri or default_uri()
+    def __init__(self, uri: Optional[str] = None, *, auth: Any = None, database: Optional[str] = None, settings: Optional[Settings] = None, driver: Optional[neo4j.Driver] = None, **driver_options: Any) -> None:
+        """Open a driver on ``uri`` (credentials from ``auth``, the URI's ``user:password@`` or
+        NEO4J_USERNAME/PASSWORD), or use the application's own ``driver`` — its auth, TLS, pool and
+        routing — which this Nexus never closes. Raises KipError for a URI that cannot work."""
         self.database = database or default_database()
         self.settings = settings or Settings()
-        self._driver = GraphDatabase.driver(self.uri, auth=auth if auth is not None else env_auth(), **base_options(self.settings, driver_options))
+        if driver is not None:
+            if uri is not None or auth is not None or driver_options:
+                raise TypeError("Nexus(driver=...) uses the application's driver as it is configured: pass no uri, auth or driver options.")
+            self.uri = APPLICATION_DRIVER
+            self._driver, self._owns_driver = driver, False
+            self._reachable = connection.ReachabilityCheck(self.uri, None, {}, driver=driver)
+        else:
+            self.uri, uri_auth = connection.split_credentials(uri or default_uri())
+            auth = auth if auth is not None else uri_auth or env_auth()
+            options = base_options(self.settings, driver_options)
+            self._driver, self._owns_driver = connection.open_driver(self.uri, auth, options), True
+            self._reachable = connection.ReachabilityCheck(self.uri, auth, options)
         # One bookmark manager per Nexus: a caller's reads see its own earlier writes on a cluster.
         self._bookmarks = GraphDatabase.bookmark_manager()
 
     # ------------------------------------------------------------------ lifecycle
     def close(self) -> None:
-        self._driver.close()
+        """Close the driver this Nexus opened; an application's driver stays open (it owns it)."""
+        if self._owns_driver:
+            self._driver.close()
 
     def __enter__(self) -> "Nexus":
         return self
@@ -102,10 +121,13 @@ class Nexus:
         return self._driver
 
     def session(self, access: str = "WRITE") -> neo4j.Session:
+        """A session on this Nexus's database; the first one proves the server answers (KIP_4003 fast if not)."""
+        self._reachable.ensure()
         mode = neo4j.READ_ACCESS if access == "READ" else neo4j.WRITE_ACCESS
-        return self._driver.session(database=self.database, default_access_mode=mode, bookmark_manager=self._bookmarks)
+        return self._driver.session(database=self.database, default_access_mode=mode, bookmark_manager=self._bookmarks, notifications_min_severity="OFF")
 
     def server_version(self) -> str:
+        self._reachable.ensure()
         records, _, _ = self._driver.execute_query("CALL dbms.components() YIELD versions, edition RETURN versions[0] AS v, edition AS e", database_=self.database)
         return f"{records[0]['v']} {records[0]['e']}"
 

@@ -1,7 +1,6 @@
 """DESCRIBE PRIMER / DOMAINS / CONCEPT TYPES / PROPOSITION TYPES / … TYPE "X" on the real Neo4j."""
 from __future__ import annotations
 
-import dataclasses
 
 import pytest
 
@@ -14,7 +13,7 @@ from meta_data import MEDICAL, PERSON_AND_SELF, TopicEmbedder, load, ok
 
 @pytest.fixture()
 def medical(genesis):
-    genesis.settings = dataclasses.replace(genesis.settings, embedder=False)
+    genesis.settings = genesis.settings.replace(embedder=False)
     load(genesis, MEDICAL)
     return genesis
 
@@ -149,7 +148,7 @@ def test_primer_without_self_and_without_embedder(medical):
 def test_primer_with_self_and_embedder(medical):
     load(medical, PERSON_AND_SELF)
     embedder = TopicEmbedder()
-    medical.settings = dataclasses.replace(medical.settings, embedder=embedder)
+    medical.settings = medical.settings.replace(embedder=embedder)
     identity = ok(medical.execute_kip("DESCRIBE PRIMER"))["identity"]
     assert identity["exists"] is True and identity["id"].startswith("C:")
     assert identity["summary"] == "I am Medibot, a careful medical knowledge assistant."
@@ -164,7 +163,7 @@ def test_primer_with_self_and_embedder(medical):
 
 
 def test_describe_on_empty_nexus(nexus):
-    nexus.settings = dataclasses.replace(nexus.settings, embedder=False)
+    nexus.settings = nexus.settings.replace(embedder=False)
     assert ok(nexus.execute_kip("DESCRIBE CONCEPT TYPES")) == []
     assert ok(nexus.execute_kip("DESCRIBE DOMAINS")) == []
     primer = ok(nexus.execute_kip("DESCRIBE PRIMER"))

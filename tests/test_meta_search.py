@@ -15,7 +15,7 @@ from meta_data import MEDICAL, TopicEmbedder, load, names, ok, scores
 
 
 def _use(nexus, embedder):
-    nexus.settings = dataclasses.replace(nexus.settings, embedder=embedder)
+    nexus.settings = nexus.settings.replace(embedder=embedder)
 
 
 @pytest.fixture()
@@ -368,12 +368,12 @@ def test_bulk_update_reembeds_in_chunks_within_the_row_cap(medical):
     embedder = medical.settings.embedder
     blocks = "\n".join(f'CONCEPT ?c{i} {{ {{type: "Symptom", name: "Bulk {i}"}} }}' for i in range(25))
     load(medical, "UPSERT {\n" + blocks + "\n}")
-    medical.settings = dataclasses.replace(medical.settings, max_result_rows=7)
+    medical.settings = medical.settings.replace(max_result_rows=7)
     before = len(embedder.calls)
     result = ok(medical.execute_kip('UPDATE ?s SET ATTRIBUTES { description: "queasy stomach" } WHERE { ?s {type: "Symptom"} FILTER(STARTS_WITH(?s.name, "Bulk")) }'))
     assert result == {"updated": 25, "matched": 25}
     embedded = [text for call in embedder.calls[before:] for text in call]
     assert len(embedded) == 25 and all(len(call) <= 7 for call in embedder.calls[before:])
-    medical.settings = dataclasses.replace(medical.settings, max_result_rows=10000)
+    medical.settings = medical.settings.replace(max_result_rows=10000)
     hits = ok(medical.execute_kip('SEARCH CONCEPT "vomit" WITH TYPE "Symptom" MODE "semantic" THRESHOLD 0.9 LIMIT 30'))
     assert len([h for h in hits if h["name"].startswith("Bulk")]) == 25
