@@ -1,0 +1,153 @@
+"""Where the CLI gets KIP text from, and how it splits it — the one place the CLI touches the syntax modules.
+
+``compile`` / ``parse`` / ``call`` take SOURCE, resolved in this order (no guessing):
+
+1. ``-`` (or no argument) is standard input;
+2. the path of an existing file is that file;
+3. anything else is the KIP text itself (``kip2cypher compile 'FIND(?d.name) WHERE {…}'``).
+
+A SOURCE that is neither an existing file nor valid KIP and looks like a file name (one
+word, no KIP brackets or quotes) is reported as a missing file, not as a syntax error.
+Nothing here imports the neo4j driver until a script has to be split (``split_script``
+lives beside the executor for now).
+"""
+from __future__ import annotations
+
+import os
+import re
+import sys
+from dataclasses import astuple, dataclass
+from typing import Any, Optional
+
+import click
+
+from .. import KipError
+from .. import parse as parse_command
+
+_PATH_LIKE = re.compile(r"[^\s{}()\[\]\"?]+")
+
+
+@dataclass(frozen=True)
+class Source:
+    """KIP text and where it came from (``-``, a path, or ``argument``)."""
+
+    text: str
+    origin: str
+
+    @property
+    def is_argument(self) -> bool:
+        return self.origin == "argument"
+
+
+def read_file(path: str) -> str:
+    """The text of a file, or of stdin for ``-``."""
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except OSError as exc:
+        raise click.BadParameter(f"cannot read {path}: {exc.strerror}")
+
+
+def read_source(source: Optional[str]) -> Source:
+    """SOURCE → its text, by the three rules of the module docstring."""
+    if source is None or source == "-" or os.path.isfile(source):
+        return Source(read_file(source or "-"), source or "-")
+    return Source(source, "argument")
+
+
+def missing_file(source: Source) -> bool:
+    """True when an argument that is not KIP looks like a file name the user mistyped."""
+    return source.is_argument and _PATH_LIKE.fullmatch(source.text.strip() or "?") is not None
+
+
+def command_texts(source: Source) -> list[tuple[str, int]]:
+    """One command, or the commands of a script, as ``(text, line)``; raises KipError (the single-command error).
+
+    A one-word argument that is no KIP command is a file that does not exist: ``click.BadParameter``.
+    """
+    try:
+        parse_command(source.text)
+        return [(source.text, 1)]
+    except KipError as single_error:
+        if missing_file(source):
+            raise click.BadParameter(f"{source.text!r} is neither an existing file nor a KIP command.", param_hint="SOURCE") from None
+        try:
+            return split_script(source.text)
+        except KipError:
+            raise single_error from None
+
+
+def split_script(text: str) -> list[tuple[str, int]]:
+    """The commands of a script (consecutive UPSERTs stay one capsule), each with its 1-based line."""
+    from ..execute import split_script as split
+
+    return split(text)
+
+
+def parsed(text: str) -> Optional[Any]:
+    """The AST of one command, or None when it does not parse (the executor reports that error)."""
+    try:
+        return parse_command(text)
+    except KipError:
+        return None
+
+
+def ast_json(text: str) -> Any:
+    """``kip2cypher parse`` output for one command."""
+    from ..serialize import ast_to_json
+
+    return ast_to_json(parse_command(text))
+
+
+def find_headers(text: str) -> Optional[list[str]]:
+    """The FIND projections as written (the table header), or None when the text is not a FIND."""
+    from .. import ast
+
+    node = parsed(text)
+    if not isinstance(node, ast.Find):
+        return None
+    return [text[p.span.start : p.span.end] or f"col{i + 1}" for i, p in enumerate(node.projections)]
+
+
+@dataclass(frozen=True)
+class WriteCounts:
+    """What a capsule writes, read from its AST (the §6.2.2 UPSERT result does not itemize
+    SET PROPOSITIONS links, so the response alone under-counts)."""
+
+    upserts: int = 0
+    concepts: int = 0
+    proposition_blocks: int = 0
+    links: int = 0  # SET PROPOSITIONS entries
+
+    @property
+    def propositions(self) -> int:
+        return self.proposition_blocks + self.links
+
+    def __add__(self, other: "WriteCounts") -> "WriteCounts":
+        return WriteCounts(*(a + b for a, b in zip(astuple(self), astuple(other))))
+
+
+def write_counts(text: str) -> WriteCounts:
+    """The UPSERT statements, CONCEPT blocks, PROPOSITION blocks and SET PROPOSITIONS links of a capsule (zeros otherwise)."""
+    from .. import ast
+
+    node = parsed(text)
+    if not isinstance(node, ast.Capsule):
+        return WriteCounts()
+    blocks = [block for upsert in node.upserts for block in upsert.blocks]
+    concepts = [b for b in blocks if isinstance(b, ast.ConceptBlock)]
+    return WriteCounts(
+        upserts=len(node.upserts),
+        concepts=len(concepts),
+        proposition_blocks=len(blocks) - len(concepts),
+        links=sum(len(b.set_propositions or ()) for b in concepts),
+    )
+
+
+def command_kind(text: str) -> Optional[str]:
+    """KQL / KML / META of a command text (by its first keyword when it does not parse)."""
+    from ..execute import command_kind_of
+
+    return command_kind_of(text)
