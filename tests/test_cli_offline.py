@@ -187,3 +187,19 @@ def test_completion_offers_the_buffers_variables():
 def test_console_for_pipes_is_plain_and_wide():
     console = make_console()
     assert not console.is_terminal and console.width > 1000 and console.no_color
+
+
+# ---------------------------------------------------------------- shell completion (click's built-in)
+@pytest.mark.parametrize("shell, marker", [("bash", "complete -o nosort -F _kip2cypher_completion kip2cypher"), ("zsh", "#compdef kip2cypher"), ("fish", "complete --no-files --command kip2cypher")])
+def test_completion_scripts_for_bash_zsh_and_fish(shell, marker):
+    out = CliRunner().invoke(main, [], env={"_KIP2CYPHER_COMPLETE": f"{shell}_source"}, prog_name="kip2cypher")
+    assert out.exit_code == 0 and marker in out.output
+
+
+def test_completion_answers_subcommands_and_options():
+    def complete(words: str) -> str:
+        env = {"_KIP2CYPHER_COMPLETE": "bash_complete", "COMP_WORDS": words, "COMP_CWORD": str(len(words.split()) - 1)}
+        return CliRunner().invoke(main, [], env=env, prog_name="kip2cypher").output
+
+    assert complete("kip2cypher com") == "plain,compile\n"
+    assert "plain,--format" in complete("kip2cypher run --for")

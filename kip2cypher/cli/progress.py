@@ -1,7 +1,7 @@
 """``kip2cypher run``'s progress: a rich live bar on a terminal, nothing but plain lines otherwise.
 
 What moves the bar. A capsule (consecutive UPSERT statements) is ONE command and runs in one
-transaction (spec §4.1: a capsule is atomic), and its Cypher covers all of its UPSERT
+transaction (spec §1: UPSERT writes are atomic transactions), and its Cypher covers all of its UPSERT
 blocks at once, so nothing can be observed between two blocks of the same capsule without
 breaking that atomicity. The bar therefore measures *work*: each command weighs the
 elements it writes (CONCEPT blocks + PROPOSITION blocks + SET PROPOSITIONS links, read from
