@@ -70,6 +70,12 @@ class Terminal:
                 raise AssertionError(f"{pattern!r} did not appear within {WAIT_S}s; the screen:\n{screen}")
             time.sleep(0.2)
 
+    def cancel(self) -> None:
+        """Ctrl-C, then wait for the fresh prompt (keys typed before it would reach the tty in cooked mode)."""
+        prompts = self.prompt_count()
+        self.press("C-c")
+        self._wait_prompts(prompts + 1)
+
     def prompt_count(self) -> int:
         return len(re.findall(r"^kip>", self.screen(), re.M))  # capture-pane drops trailing blanks
 
@@ -129,9 +135,7 @@ def test_ctrl_c_inside_a_multiline_command_discards_it_instead_of_executing_it(s
     shell.type('UPSERT { CONCEPT ?x { {type: "Drug", name: "Ibuprofen"} } }')
     shell.press("Enter")
     shell.wait_for(r"\.\.\.>")
-    before = shell.prompt_count()
-    shell.press("C-c")
-    shell._wait_prompts(before + 1)
+    shell.cancel()
     screen = shell.run('FIND(?d.name) WHERE { ?d {type: "Drug"} } ORDER BY ?d.name;')
     assert "Paracetamol" in screen and "(2 rows)" in screen
     assert "upsert_concept_nodes" not in screen and "Ibuprofen" not in screen.split("FIND(?d.name)")[-1]
@@ -171,11 +175,11 @@ def test_tab_completes_keywords_colon_commands_and_live_names(shell):
     shell.type("DESCR")
     shell.press("Tab")
     shell.wait_for(r"kip> DESCRIBE")
-    shell.press("C-c")
+    shell.cancel()
     shell.type(":rea")
     shell.press("Tab")
     shell.wait_for(r"kip> :readonly")
-    shell.press("C-c")
+    shell.cancel()
     shell.type('FIND(?d.name) WHERE { (?d, "has_s')
     shell.press("Tab")
     shell.wait_for(r'\(\?d, "has_side_effect"')

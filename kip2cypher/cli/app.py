@@ -151,10 +151,6 @@ def _parse_params(params: Optional[str]) -> dict[str, Any]:
     return value
 
 
-def _first_line(command: str, width: int = 50) -> str:
-    return command.strip().splitlines()[0][:width] if command.strip() else ""
-
-
 SOURCE_HELP = "SOURCE is a file, '-' for stdin (the default), or the KIP text itself."
 
 
@@ -183,7 +179,7 @@ def compile_cmd(source: str, params: Optional[str], fmt: str, explain: bool, uri
 
     Without --explain nothing connects to Neo4j (the driver is not even imported).
     """
-    from .source import command_texts, read_source
+    from .source import command_texts, first_line, read_source
 
     parameters = _parse_params(params)
     try:
@@ -202,7 +198,7 @@ def compile_cmd(source: str, params: Optional[str], fmt: str, explain: bool, uri
         return
     for number, ((command, line), statements) in enumerate(zip(commands, compiled), start=1):
         if len(commands) > 1:
-            click.echo(f"// ===== command {number} (line {line}): {_first_line(command, 60)}")
+            click.echo(f"// ===== command {number} (line {line}): {first_line(command, 60)}")
         for index, statement in enumerate(statements):
             if len(statements) > 1:
                 click.echo(f"// statement {index + 1}{': ' + statement['label'] if statement.get('label') else ''}")
@@ -270,16 +266,17 @@ def _request_arguments(text: str, parameters: dict[str, Any], readonly: bool) ->
 
 def _print_table_response(arguments: Any, response: dict[str, Any]) -> None:
     """``call --format table``: each command's response as the shell prints it."""
-    from .output import error_text, make_console, render_response
+    from .output import make_console, render_response
+    from .source import first_line
 
     console = make_console()
     if not isinstance(arguments, dict) or "error" in response or arguments.get("commands") is None:
         command = arguments.get("command") if isinstance(arguments, dict) else None
-        console.print(render_response(command or "", response, console=console) if command or "error" not in response else error_text(response["error"]))
+        console.print(render_response(command or "", response, console=console))
         return
     for index, (item, item_response) in enumerate(zip(arguments["commands"], response["result"])):
         command = item.get("command", "") if isinstance(item, dict) else str(item)
-        console.print(f"[{index}] {_first_line(command, 70)}")
+        console.print(f"[{index}] {first_line(command, 70)}")
         console.print(render_response(command, item_response, console=console))
 
 

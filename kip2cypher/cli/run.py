@@ -20,7 +20,7 @@ from .. import KipError
 from .jsonout import dump, fail
 from .output import make_console, result_summary, table, writes_summary
 from .progress import RunProgress
-from .source import WriteCounts, command_kind, split_script, write_counts
+from .source import WriteCounts, command_kind, first_line, split_script, write_counts
 
 
 @dataclass
@@ -40,7 +40,7 @@ class Step:
 
     @property
     def first_line(self) -> str:
-        return self.text.strip().splitlines()[0][:50] if self.text.strip() else ""
+        return first_line(self.text)
 
     @property
     def error(self) -> Optional[dict[str, Any]]:
@@ -102,12 +102,11 @@ def _steps(text: str, readonly: bool) -> list[Step]:
 
 
 def _step_text(step: Step, dry_run: bool) -> Text:
-    """``[n] line L: <first line>`` and the outcome: the result summary, or the error, its hint."""
-    head = f"[{step.number}] line {step.line}: {step.first_line}\n"
+    """``[n] line L: <first line>`` and, indented, its outcome (an error in red, with its hint)."""
+    text = Text(f"[{step.number}] line {step.line}: {step.first_line}\n")
     if step.error:
-        err = step.error
-        return Text(head) + Text(f"    {err['code']} {err['message']}\n    hint: {err.get('hint', '')}", style="red")
-    return Text(head + f"    ok: {result_summary(step.text, (step.response or {}).get('result'), dry_run=dry_run)}")
+        return text + Text(f"    {_outcome(step, dry_run)}\n    hint: {step.error.get('hint', '')}", style="red")
+    return text + Text(f"    {_outcome(step, dry_run)}")
 
 
 def _report(steps: list[Step], totals: Totals, elapsed: float, *, fmt: str, dry_run: bool) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Optional
@@ -28,6 +29,7 @@ from typing import Any, Iterable, Optional
 from rich.console import Console
 from rich.text import Text
 
+from .jsonout import dump
 from .lexer import CONSTANTS, FUNCTIONS, KEYWORDS
 from .output import make_console, render_response
 
@@ -98,6 +100,38 @@ class Names:
         return cls(_describe_all(nexus, "CONCEPT"), _describe_all(nexus, "PROPOSITION"))
 
 
+class LiveNames:
+    """``Names`` of the nexus, re-read in the background so the prompt never waits for them;
+    reading ``types`` / ``predicates`` waits (at most ``WAIT_S``) for a refresh in flight."""
+
+    WAIT_S = 10.0
+
+    def __init__(self, nexus: Any) -> None:
+        self._nexus = nexus
+        self._names = Names()
+        self._thread: Optional[threading.Thread] = None
+
+    def refresh(self) -> None:
+        def fetch() -> None:
+            self._names = Names.of(self._nexus)
+
+        self._thread = threading.Thread(target=fetch, name="kip2cypher-shell-names", daemon=True)
+        self._thread.start()
+
+    def _current(self) -> Names:
+        if self._thread is not None:
+            self._thread.join(self.WAIT_S)
+        return self._names
+
+    @property
+    def types(self) -> list[str]:
+        return self._current().types
+
+    @property
+    def predicates(self) -> list[str]:
+        return self._current().predicates
+
+
 def _describe_all(nexus: Any, meta: str) -> list[str]:
     """``DESCRIBE <meta> TYPES``, page after page (through the public read-only interface)."""
     names: list[str] = []
@@ -134,7 +168,7 @@ def _make_completer(shell: "Shell"):
     return KipCompleter()
 
 
-def _candidates(before: str, whole: str, names: Names) -> list[tuple[str, int]]:
+def _candidates(before: str, whole: str, names: "Names | LiveNames") -> list[tuple[str, int]]:
     """``(completion, start offset)`` pairs for the text before the cursor."""
     stripped = before.lstrip()
     if stripped.startswith(":"):
@@ -187,7 +221,7 @@ class Shell:
         self.console = console or make_console()
         self.interactive = sys.stdin.isatty() if interactive is None else interactive
         self.history_file = Path(history_file) if history_file else default_history_file()
-        self.names = Names()
+        self.names = LiveNames(nexus)
         self._dumb = False
 
     # ------------------------------------------------------------------ loops
@@ -198,7 +232,7 @@ class Shell:
                     return
             return
         self.console.print(f"kip2cypher shell on {self.nexus.uri} — end commands with a blank line or ';', :help for help.")
-        self.names = Names.of(self.nexus)
+        self.names.refresh()
         session = self._session()
         pending = ""  # only on a dumb terminal (TERM=dumb), where Enter hands over every line
         while True:
@@ -296,11 +330,11 @@ class Shell:
                 self._print_cypher(command)
             outcome = self.nexus.execute_command(command, self.parameters, dry_run=self.dry_run, readonly=self.readonly)
             if self.raw_json:
-                self.console.print(json.dumps(outcome.response, ensure_ascii=False, indent=2, default=str), soft_wrap=True)
+                self.console.print(dump(outcome.response), soft_wrap=True)
             else:
                 self.console.print(render_response(command, outcome.response, console=self.console))
             if outcome.kind == "KML" and "error" not in outcome.response and not self.dry_run and self.interactive:
-                self.names = Names.of(self.nexus)
+                self.names.refresh()
             if outcome.stops_batch:
                 break
 

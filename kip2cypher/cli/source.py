@@ -79,6 +79,11 @@ def command_texts(source: Source) -> list[tuple[str, int]]:
             raise single_error from None
 
 
+def first_line(command: str, width: int = 50) -> str:
+    """A command's first line, cut to ``width``: how a command is named in listings."""
+    return command.strip().splitlines()[0][:width] if command.strip() else ""
+
+
 def split_script(text: str) -> list[tuple[str, int]]:
     """The commands of a script (consecutive UPSERTs stay one capsule), each with its 1-based line."""
     from ..execute import split_script as split
