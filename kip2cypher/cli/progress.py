@@ -9,8 +9,8 @@ the parsed AST; 1 for any other command), and when a command finishes the bar ad
 its weight and the counters by its commands and UPSERT blocks — a 13-block capsule adds
 13 to "UPSERT blocks" when its transaction commits. While a command runs, the spinner,
 the elapsed time and the command's first line keep the display alive. The ETA is rich's
-extrapolation of the work rate over the last 30 s; it shows ``-:--:--`` until a command
-has finished, instead of a guess.
+extrapolation of the work rate over the last 30 s; it shows ``-:--:--`` until two commands
+have finished (a rate needs two measurements), instead of a guess.
 
 Per-command lines are printed above the live bar (through its console), never through it.
 """

@@ -222,7 +222,6 @@ class Shell:
         self.interactive = sys.stdin.isatty() if interactive is None else interactive
         self.history_file = Path(history_file) if history_file else default_history_file()
         self.names = LiveNames(nexus)
-        self._dumb = False
 
     # ------------------------------------------------------------------ loops
     def loop(self) -> None:
@@ -234,20 +233,13 @@ class Shell:
         self.console.print(f"kip2cypher shell on {self.nexus.uri} — end commands with a blank line or ';', :help for help.")
         self.names.refresh()
         session = self._session()
-        pending = ""  # only on a dumb terminal (TERM=dumb), where Enter hands over every line
         while True:
             try:
-                text = session.prompt("...> " if pending else "kip> ")
+                text = session.prompt("kip> ")
             except KeyboardInterrupt:
-                pending = ""
                 continue  # Ctrl-C: the buffer is discarded, nothing runs
             except EOFError:
                 return
-            if self._dumb:
-                pending = f"{pending}\n{text}" if pending else text
-                if not is_finished(pending):
-                    continue
-                text, pending = pending, ""
             if text.strip() and not self.handle(command_of(text)):
                 return
 
@@ -256,11 +248,9 @@ class Shell:
         from prompt_toolkit import PromptSession
         from prompt_toolkit.history import FileHistory
         from prompt_toolkit.lexers import PygmentsLexer
-        from prompt_toolkit.utils import is_dumb_terminal
 
         from .lexer import KipLexer
 
-        self._dumb = is_dumb_terminal()
         self.history_file.parent.mkdir(parents=True, exist_ok=True)
         return PromptSession(
             multiline=True,
