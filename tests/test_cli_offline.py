@@ -43,6 +43,8 @@ def test_compile_parse_take_the_command_as_an_argument_a_file_or_stdin(tmp_path)
 def test_an_argument_that_is_neither_a_file_nor_kip_is_reported_as_a_missing_file():
     out = cli("compile", "drugs.kip")
     assert out.exit_code == 2 and "neither an existing file nor a KIP command" in out.output
+    out = cli("call", "request.json")
+    assert out.exit_code == 2 and "neither an existing file nor a KIP command" in out.output
     out = cli("parse", "FIND(?d.name WHERE { ?d {type: 1} }")  # KIP with a syntax error: the KIP error
     assert out.exit_code == 1 and json.loads(out.stdout)["error"]["code"] == "KIP_1001"
 

@@ -177,7 +177,7 @@ def parse_cmd(source: str) -> None:
 def compile_cmd(source: str, params: Optional[str], fmt: str, explain: bool, uri, user, password, database) -> None:
     """Print the Cypher (and parameters) a KIP command — or each command of a script — compiles to.
 
-    Without --explain nothing connects to Neo4j (the driver is not even imported).
+    Without --explain nothing connects to Neo4j.
     """
     from .source import command_texts, first_line, read_source
 
@@ -226,10 +226,12 @@ def call_cmd(source: Optional[str], request_file: Optional[str], params: Optiona
     or simply a KIP command (kip2cypher call 'DESCRIBE PRIMER').
     Exit status 1 when the response has a top-level error.
     """
-    from .source import read_source
+    from .source import read_source, refuse_missing_file
 
-    text = read_source(source or request_file or "-").text
-    arguments, readonly = _request_arguments(text, _parse_params(params), readonly)
+    request = read_source(source or request_file or "-")
+    if not request.text.lstrip().startswith(("{", "[")):
+        refuse_missing_file(request)
+    arguments, readonly = _request_arguments(request.text, _parse_params(params), readonly)
     with open_nexus(uri, user, password, database) as nexus:
         response = nexus.execute(arguments, readonly=readonly)
     if fmt == "table":

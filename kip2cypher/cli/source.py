@@ -57,22 +57,20 @@ def read_source(source: Optional[str]) -> Source:
     return Source(source, "argument")
 
 
-def missing_file(source: Source) -> bool:
-    """True when an argument that is not KIP looks like a file name the user mistyped."""
-    return source.is_argument and _PATH_LIKE.fullmatch(source.text.strip() or "?") is not None
+def refuse_missing_file(source: Source) -> None:
+    """An argument that is not KIP and looks like a file name (one word, no KIP brackets or
+    quotes) is a file that does not exist: say so instead of reporting a KIP syntax error."""
+    if source.is_argument and _PATH_LIKE.fullmatch(source.text.strip() or "?") and parsed(source.text) is None:
+        raise click.BadParameter(f"{source.text!r} is neither an existing file nor a KIP command.", param_hint="SOURCE")
 
 
 def command_texts(source: Source) -> list[tuple[str, int]]:
-    """One command, or the commands of a script, as ``(text, line)``; raises KipError (the single-command error).
-
-    A one-word argument that is no KIP command is a file that does not exist: ``click.BadParameter``.
-    """
+    """One command, or the commands of a script, as ``(text, line)``; raises KipError (the single-command error)."""
     try:
         parse_command(source.text)
         return [(source.text, 1)]
     except KipError as single_error:
-        if missing_file(source):
-            raise click.BadParameter(f"{source.text!r} is neither an existing file nor a KIP command.", param_hint="SOURCE") from None
+        refuse_missing_file(source)
         try:
             return split_script(source.text)
         except KipError:
