@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -205,3 +206,38 @@ def test_completion_answers_subcommands_and_options():
 
     assert complete("kip2cypher com") == "plain,compile\n"
     assert "plain,--format" in complete("kip2cypher run --for")
+
+
+# ---------------------------------------------------------------- output snapshots
+SNAPSHOT = ROOT / "tests" / "snapshots" / "cli_output.txt"
+SNAPSHOT_CASES = [
+    ("find columns with CJK and emoji", 'FIND(?d.name, ?d.attributes.risk_level) WHERE { ?d {type: "Drug"} }', {"result": [["Aspirin", "阿司匹林 💊", "Paracetamol"], [2, None, 1]]}),
+    ("find one column of nodes, paged", 'FIND(?d) WHERE { ?d {type: "Drug"} } LIMIT 1', {"result": [{"type": "Drug", "name": "Aspirin", "attributes": {}}], "next_cursor": "k1.abc"}),
+    ("find a scalar aggregate", 'FIND(COUNT(?d)) WHERE { ?d {type: "Drug"} }', {"result": 2}),
+    ("upsert result", 'UPSERT { CONCEPT ?x { {type: "Drug", name: "X"} } }', {"result": {"blocks": 1, "upsert_concept_nodes": ["C:1"], "upsert_proposition_links": []}}),
+    ("describe types", "DESCRIBE CONCEPT TYPES", {"result": ["$ConceptType", "Drug", "症状"]}),
+    ("search results", 'SEARCH CONCEPT "asp"', {"result": [{"type": "Drug", "name": "Aspirin", "_score": 0.9}, {"subject": "C:1", "predicate": "treats", "object": "C:2"}]}),
+    ("markup-like values print as written", 'FIND(?d.attributes.aliases) WHERE { ?d {type: "Drug"} }', {"result": [["[bold]ASA[/bold]", ":pill:"]]}),
+    ("an error", "FIND(?d.name WHERE", {"error": {"code": "KIP_1001", "message": "Expected ')' at line 1, column 14.", "hint": "Close the projection list.", "line": 1, "column": 14}}),
+]
+
+
+def _snapshot_text() -> str:
+    from kip2cypher.cli.output import render_response
+
+    parts = []
+    for name, command, response in SNAPSHOT_CASES:
+        for mode, console in (("pipe", make_console()), ("terminal", Console(force_terminal=True, width=100, color_system=None, markup=False, emoji=False, highlight=False))):
+            with console.capture() as captured:
+                console.print(render_response(command, response, console=console))
+            parts.append(f"=== {name} ({mode})\n{captured.get()}")
+    return "".join(parts)
+
+
+def test_output_snapshots():
+    """Tables, pages, scalars, errors as people see them, on a terminal and in a pipe
+    (regenerate with KIP2CYPHER_REGEN_GOLDEN=1 and review the diff)."""
+    text = _snapshot_text()
+    if os.environ.get("KIP2CYPHER_REGEN_GOLDEN") == "1":
+        SNAPSHOT.write_text(text, encoding="utf-8")
+    assert text == SNAPSHOT.read_text(encoding="utf-8")

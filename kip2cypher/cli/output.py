@@ -48,7 +48,7 @@ def cell(value: Any) -> str:
 def table(headers: list[str], rows: list[list[Any]], *, console: Optional[Console] = None, count: bool = True) -> RenderableType:
     """A rich table (box characters on a terminal, ASCII otherwise) and, below it, the row count."""
     terminal = (console or make_console()).is_terminal
-    grid = Table(box=box.ROUNDED if terminal else box.ASCII, header_style="bold" if terminal else "")
+    grid = Table(box=box.ROUNDED if terminal else box.ASCII2, header_style="bold" if terminal else "")
     for header in headers:
         grid.add_column(Text(header), overflow="fold")
     for row in rows:
