@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kip2cypher import parser as kparser
-from kip2cypher.compiler import _compile_cached, compile_plan
+from kip2cypher.syntax import parser as kparser
+from kip2cypher.lower.compile import _compile_cached, compile_plan
 from kip2cypher.errors import KipError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))

@@ -143,7 +143,7 @@ def wipe(driver, database=None) -> None:
 
 def load_graph(nexus, graph: MemoryGraph, log=print, top: int = BATCH) -> LoadStats:
     """Bootstrap, apply the schema capsule and load ``graph`` through ``Nexus.execute_kip``."""
-    from kip2cypher.compiler import compile_plan
+    from kip2cypher.lower.compile import compile_plan
 
     stats = LoadStats()
     start = time.perf_counter()

@@ -26,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import parser_fixtures  # noqa: E402
-from kip2cypher.parser import clear_cache, parse  # noqa: E402
+from kip2cypher.syntax.parser import clear_cache, parse  # noqa: E402
 from kip2cypher.resources import capsule_text  # noqa: E402
 
 _TYPES = ("Drug", "Symptom", "Person", "Event", "Topic")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from kip2cypher import storage
+from kip2cypher.cypher import storage
 
 from . import writer
 from .capsule import small_capsule

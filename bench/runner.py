@@ -18,9 +18,9 @@ from typing import Any, Optional
 
 import neo4j
 
-from kip2cypher import parser as kparser
-from kip2cypher.compiler import _compile_cached, compile_plan
-from kip2cypher.plan import Tx
+from kip2cypher.syntax import parser as kparser
+from kip2cypher.lower.compile import _compile_cached, compile_plan
+from kip2cypher.lower._legacy import Tx
 
 from .queries import Query
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any, Iterable
 
-from kip2cypher import storage
+from kip2cypher.cypher import storage
 
 CONCEPTS = """UNWIND $rows AS row
 MERGE (n:KipConcept {type: row.type, name: row.name})

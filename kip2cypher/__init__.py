@@ -1,20 +1,20 @@
 """kip2cypher: KIP v1.0-RC10 compiled to parameterized Cypher and executed on Neo4j."""
 from .errors import KipError
 
-__version__ = "0.1.0"
+from .version import __version__
 __all__ = ["KipError", "parse", "compile", "connect", "Nexus", "__version__"]
 
 
 def parse(text: str):
     """Parse one KIP command into its typed AST (cached by text)."""
-    from .parser import parse as _parse
+    from .syntax.parser import parse as _parse
 
     return _parse(text)
 
 
 def compile(text: str, parameters=None):  # noqa: A001 - public API name fixed by the project
     """Compile one KIP command into its Cypher statement(s) and parameters."""
-    from .compiler import compile_command
+    from .lower.compile import compile_command
 
     return compile_command(text, parameters)
 

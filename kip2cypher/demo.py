@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from typing import Callable
 
-from .compiler import compile_command
+from .lower.compile import compile_command
 from .errors import KipError
 
 DEMO_SCHEMA = """

@@ -81,7 +81,7 @@ def identifier_words(name: str) -> str:
 
 def _text_values(value: Any) -> list[str]:
     if isinstance(value, str):
-        from .storage import JSON_MARKER
+        from .cypher.storage import JSON_MARKER
 
         return [] if value.startswith(JSON_MARKER) else [value]
     if isinstance(value, (list, tuple)):
@@ -375,7 +375,7 @@ SET n.{emb} = row.vector, n.{model} = $model, n.{hash} = row.hash"""
 
 def safe_decode(value: Any) -> Any:
     """``storage.decode`` that never raises (a value it cannot decode simply has no text)."""
-    from .storage import decode
+    from .cypher.storage import decode
 
     try:
         return decode(value)
@@ -490,7 +490,7 @@ RETURN n.id AS id ORDER BY id LIMIT $chunk"""
 
 
 def _runner(tx: Any):
-    from .plan import Compiled, Tx
+    from .lower._legacy import Compiled, Tx
 
     if isinstance(tx, Tx):
         return lambda text, params: tx.run(Compiled(text, params, "embedding refresh"))

@@ -9,19 +9,25 @@ from __future__ import annotations
 
 import logging
 import os
-import re
+from datetime import datetime, timezone
 from typing import Any, Optional
 
 import neo4j
 from neo4j import GraphDatabase
 from neo4j.exceptions import DriverError, Neo4jError
 
-from . import __version__, ast, errors, storage
-from .compiler import compile_plan
+from . import embedding, errors
+from .version import __version__
 from .config import Settings
+from .cypher import storage
 from .errors import KipError
+from .execution import loop, programs
+from .execution.neo4j_errors import from_neo4j
+from .execution.requests import Context
+from .lower.compile import compile_plan
+from .lower.plan import Plan
 from .models import ExecuteRequest
-from .plan import Plan, Tx
+from .syntax.script import command_kind_of, sniff_kind
 
 log = logging.getLogger("kip2cypher")
 
@@ -136,11 +142,11 @@ class Nexus:
         try:
             plan = compile_plan(text, parameters, self.settings)
         except KipError as exc:
-            return Outcome({"error": exc.to_dict()}, _sniff_kind(text))
+            return Outcome({"error": exc.to_dict()}, sniff_kind(text))
         except Exception as exc:  # noqa: BLE001 - a compiler bug must still come back as a KIP error
             log.error("compiler failure: %r", exc, exc_info=True)
             err = KipError(errors.INTERNAL_ERROR, f"Internal compiler error: {type(exc).__name__}: {exc}", "This is an engine bug; the command itself may be valid.")
-            return Outcome({"error": err.to_dict()}, _sniff_kind(text))
+            return Outcome({"error": err.to_dict()}, sniff_kind(text))
         if readonly and plan.kind == "KML":  # _reject_kml already caught it; a second lock on the door
             return Outcome({"error": _readonly_error("This is a KML command").to_dict()}, "KML")
         try:
@@ -155,7 +161,7 @@ class Nexus:
         Reads (KQL, META, every dry run, everything under readonly) run in a READ-access
         session through ``execute_read``: read routing on clusters, and Neo4j itself refuses
         any write that reaches them. KML runs through ``execute_write``. Both retry
-        transient errors; a KipError raised by the plan rolls the transaction back.
+        transient errors; a KipError raised by the program rolls the transaction back.
         """
         access = "READ" if (readonly or dry_run or plan.access == "READ") else "WRITE"
         metadata = {
@@ -165,6 +171,22 @@ class Nexus:
             "interface": "execute_kip_readonly" if readonly else "execute_kip",
             "dry_run": bool(dry_run),
         }
+        if hasattr(plan, "runner"):
+            return self._run_legacy(plan, access, metadata, dry_run)
+        ctx = Context(self.settings, _now(), dry_run=dry_run, embedder=embedding.resolve(self.settings) if plan.kind != "KQL" else None)
+        try:
+            with self.session(access) as session:
+                return loop.run_sync(session, access, lambda: programs.start(plan, ctx), ctx, metadata)
+        except KipError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            log.error("execution failure: %r", exc, exc_info=True)
+            raise KipError(errors.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}", "This is an engine bug; report it with the debug field.") from None
+
+    def _run_legacy(self, plan: Any, access: str, metadata: dict[str, Any], dry_run: bool) -> dict[str, Any]:
+        """A plan of the previous shape (statements + closures), until every lowering returns data."""
+        from .lower._legacy import Tx
+
         holder: dict[str, Tx] = {}
 
         @neo4j.unit_of_work(timeout=self.settings.query_timeout_s or None, metadata=metadata)
@@ -172,13 +194,15 @@ class Nexus:
             tx = Tx(neo4j_tx, self.settings)
             holder["tx"] = tx
             if not dry_run:
-                return plan.run(tx)
+                since = _now()
+                response = plan.run(tx)
+                if plan.kind == "KML":
+                    embedding.after_write(tx, since)
+                return response
             if plan.dry_result is None:
-                # No plan-specific validation: at least have Neo4j compile every statement
-                # (EXPLAIN plans without executing), so a dry run still proves the Cypher is valid.
                 for stmt in plan.statements:
                     tx.current = stmt
-                    neo4j_tx.run(_with_prefix(self.settings, "EXPLAIN " + stmt.text), stmt.params).consume()
+                    neo4j_tx.run(loop.statement_text(self.settings, "EXPLAIN " + stmt.text), stmt.params).consume()
                 tx.current = None
             return plan.dry_run(tx)
 
@@ -190,7 +214,7 @@ class Nexus:
         except KipError:
             raise
         except (Neo4jError, DriverError) as exc:
-            raise errors.from_neo4j(exc, _current_cypher(holder)) from None
+            raise from_neo4j(exc, _current_cypher(holder)) from None
         except Exception as exc:  # noqa: BLE001
             log.error("execution failure: %r", exc, exc_info=True)
             cypher = _current_cypher(holder)
@@ -207,7 +231,7 @@ class Nexus:
             return self._one(text, dict(parameters or {}), dry_run, readonly)
         except Exception as exc:  # noqa: BLE001
             log.error("command failure: %r", exc, exc_info=True)
-            return Outcome({"error": KipError(errors.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}").to_dict()}, _sniff_kind(text))
+            return Outcome({"error": KipError(errors.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}").to_dict()}, sniff_kind(text))
 
     # ------------------------------------------------------------------ explain
     def explain(self, text: str, parameters: Optional[dict[str, Any]] = None) -> list[dict[str, Any]]:
@@ -215,23 +239,23 @@ class Nexus:
 
         Returns ``[{"cypher", "parameters", "label"?, "plan": <operator tree text>}]``; raises KipError.
         """
+        from .lower.compile import statements
+
         plan = compile_plan(text, parameters or {}, self.settings)
-        out = []
+        out = statements(plan)
 
         @neo4j.unit_of_work(timeout=self.settings.query_timeout_s or None, metadata={"app": self.settings.app_name, "version": __version__, "kind": plan.kind, "interface": "explain"})
         def work(tx: neo4j.ManagedTransaction) -> None:
-            for stmt in plan.statements:
-                summary = tx.run(_with_prefix(self.settings, f"EXPLAIN {stmt.text}"), stmt.params).consume()
-                entry = {"cypher": stmt.text, "parameters": stmt.params, "plan": plan_text(summary.plan)}
-                if stmt.label:
-                    entry["label"] = stmt.label
-                out.append(entry)
+            for entry in out:
+                summary = tx.run(loop.statement_text(self.settings, f"EXPLAIN {entry['cypher']}"), entry["parameters"]).consume()
+                entry["plan"] = plan_text(summary.plan)
 
         try:
             with self.session("READ") as session:
                 session.execute_read(work)
         except (Neo4jError, DriverError) as exc:
-            raise errors.from_neo4j(exc, out[-1]["cypher"] if out else None) from None
+            done = [e for e in out if "plan" in e]
+            raise from_neo4j(exc, out[len(done)]["cypher"] if len(done) < len(out) else None) from None
         return out
 
 
@@ -262,40 +286,14 @@ def _clean_response(response: Any) -> dict[str, Any]:
     return out
 
 
-def _with_prefix(settings: Settings, text: str) -> str:
-    return f"{settings.cypher_prefix}\n{text}" if settings.cypher_prefix else text
+def _now() -> str:
+    """ISO-8601 UTC with milliseconds and a Z, e.g. 2026-07-04T10:11:12.345Z."""
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def _current_cypher(holder: dict[str, Tx]) -> Optional[str]:
+def _current_cypher(holder: dict[str, Any]) -> Optional[str]:
     tx = holder.get("tx")
     return tx.current.text if tx is not None and tx.current is not None else None
-
-
-KML_KEYWORDS = ("UPSERT", "UPDATE", "MERGE", "DELETE")
-_FIRST_WORD = re.compile(r"(?:\s|//[^\n]*|/\*[\s\S]*?\*/)*([A-Za-z]+)")
-
-
-def _sniff_kind(text: str) -> Optional[str]:
-    """The kind of a command that did not compile, from its first keyword (None when unknown)."""
-    match = _FIRST_WORD.match(text or "")
-    word = match.group(1).upper() if match else ""
-    if word in KML_KEYWORDS:
-        return "KML"
-    if word == "FIND":
-        return "KQL"
-    if word in ("DESCRIBE", "SEARCH", "EXPORT"):
-        return "META"
-    return None
-
-
-def command_kind_of(text: str) -> Optional[str]:
-    """``KQL`` / ``KML`` / ``META`` of a command text; falls back to its first keyword when it does not parse."""
-    from .parser import parse
-
-    try:
-        return ast.command_kind(parse(text))
-    except Exception:  # noqa: BLE001 - unparsable: classify by keyword
-        return _sniff_kind(text)
 
 
 def _readonly_error(what: str) -> KipError:
@@ -315,85 +313,6 @@ def _reject_kml(request: ExecuteRequest) -> None:
         raise _readonly_error("This is a KML command")
     where = ", ".join(f"commands[{i}]" for i in kml[:10]) + (" …" if len(kml) > 10 else "")
     raise _readonly_error(f"The batch contains KML at {where}")
-
-
-def split_script(text: str) -> list[tuple[str, int]]:
-    """The commands of a ``.kip`` script as ``(command text, 1-based line)``; raises KipError.
-
-    Consecutive UPSERT blocks stay together as one capsule (one command). A script larger
-    than the parser's input bound is cut at top-level command boundaries into pieces that
-    fit, each parsed on its own (a capsule spanning a cut then runs as two capsules).
-    """
-    from .parser import MAX_INPUT_BYTES, parse_script
-
-    if len(text) * 4 <= MAX_INPUT_BYTES or len(text.encode("utf-8", "surrogatepass")) <= MAX_INPUT_BYTES:
-        pieces = [(text, 0)]
-    else:
-        pieces = _pieces(text, MAX_INPUT_BYTES)
-    out = []
-    for piece, offset in pieces:
-        base_line = text.count("\n", 0, offset)
-        try:
-            commands = parse_script(piece)
-        except KipError as exc:
-            if exc.line is not None:
-                exc.line += base_line
-                exc.message = exc.message.replace(f"line {exc.line - base_line},", f"line {exc.line},", 1)
-            raise
-        for command in commands:
-            span = command.span
-            out.append((piece[span.start : span.end], base_line + errors.line_column(piece, span.start)[0]))
-    return out
-
-
-_COMMAND_WORD = re.compile(r"(?:FIND|UPSERT|UPDATE|MERGE|DELETE|DESCRIBE|SEARCH|EXPORT)(?![A-Za-z0-9_])")
-
-
-def _command_starts(text: str) -> list[int]:
-    """Offsets of command keywords at bracket depth 0, outside strings and comments."""
-    starts, depth, i, n = [], 0, 0, len(text)
-    while i < n:
-        c = text[i]
-        if c == '"':
-            i += 1
-            while i < n and text[i] not in '"\n':
-                i += 2 if text[i] == "\\" else 1
-        elif text.startswith("//", i):
-            end = text.find("\n", i)
-            i = n if end < 0 else end
-        elif text.startswith("/*", i):
-            end = text.find("*/", i + 2)
-            i = n if end < 0 else end + 1
-        elif c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth = max(0, depth - 1)
-        elif c.isalpha() and depth == 0 and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] in "_?$:.")):
-            match = _COMMAND_WORD.match(text, i)
-            if match:
-                starts.append(i)
-            while i < n and (text[i].isalnum() or text[i] == "_"):
-                i += 1
-            continue
-        i += 1
-    return starts
-
-
-def _pieces(text: str, limit: int) -> list[tuple[str, int]]:
-    """Greedy groups of whole commands, each at most ``limit`` UTF-8 bytes (an oversized single
-    command stays alone and the parser reports it)."""
-    starts = _command_starts(text) or [0]
-    bounds = [0] + starts[1:] + [len(text)]
-    pieces: list[tuple[str, int]] = []
-    begin, size = 0, 0
-    for left, right in zip(bounds, bounds[1:]):
-        chunk = len(text[left:right].encode("utf-8", "surrogatepass"))
-        if size and size + chunk > limit:
-            pieces.append((text[begin:left], begin))
-            begin, size = left, 0
-        size += chunk
-    pieces.append((text[begin:], begin))
-    return pieces
 
 
 def plan_text(plan: Any, depth: int = 0) -> str:
@@ -423,8 +342,6 @@ def _standard_capsule_order(available: list[str]) -> list[str]:
 
 def _optional_schema_statements() -> tuple[str, ...]:
     """Schema objects owned by optional modules (full-text / vector indexes for SEARCH)."""
-    try:
-        from .lower import meta
-    except ImportError:
-        return ()
-    return tuple(getattr(meta, "SCHEMA_STATEMENTS", ()))
+    from .lower import describe
+
+    return tuple(describe.SCHEMA_STATEMENTS)

@@ -17,7 +17,7 @@ import anyio
 import mcp_types as types
 from mcp.server.lowlevel import Server
 
-from . import __version__
+from .version import __version__
 from .models import tool_input_schema, tool_output_schema
 
 log = logging.getLogger("kip2cypher.mcp")

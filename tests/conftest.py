@@ -166,3 +166,23 @@ def genesis(nexus):
 def pytest_terminal_summary(terminalreporter):
     if _TESTED_AGAINST:
         terminalreporter.write_line(f"Neo4j tested against: {_TESTED_AGAINST[-1]}")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Fail the run if any kip2cypher module was imported from outside this checkout.
+
+    An editable install of another checkout resolves modules missing here from there, which
+    would test code this checkout does not contain (e.g. a module deleted by a refactor)."""
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    data_packages = {"kip2cypher.grammar", "kip2cypher.capsules"}  # folders mapped into the package (pyproject)
+    strays = sorted(
+        name for name, module in list(sys.modules.items())
+        if (name == "kip2cypher" or name.startswith("kip2cypher.")) and name not in data_packages
+        and getattr(module, "__file__", None) and root not in Path(module.__file__).resolve().parents
+    )
+    if strays:
+        session.config.get_terminal_writer().line(f"kip2cypher modules imported from outside {root}: {strays}", red=True)
+        session.exitstatus = 1

@@ -12,7 +12,7 @@ import json
 from typing import Any, Callable, Optional
 
 from kip2cypher.errors import KipError
-from kip2cypher.plan import Compiled, Plan, Tx
+from kip2cypher.lower._legacy import Compiled, Plan, Tx
 
 
 def kql_text(tag: str) -> str:

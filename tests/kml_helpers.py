@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from kip2cypher import results
+from kip2cypher.execution import results
 
 SCHEMA = """
 UPSERT {

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from kip2cypher import storage
+from kip2cypher.cypher import storage
 from kip2cypher.cypher.builder import quote
 
 UPDATED = "2025-01-01T00:00:00Z"

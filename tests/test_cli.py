@@ -238,7 +238,7 @@ def test_demo_runs_against_the_configured_neo4j(cli, nexus):
 
 
 def test_run_handles_a_script_larger_than_the_parser_bound(cli, genesis, tmp_path):
-    from kip2cypher.parser import MAX_INPUT_BYTES
+    from kip2cypher.syntax.parser import MAX_INPUT_BYTES
 
     padding = "x" * 200
     lines = [DEMO_SCHEMA] + [f'UPSERT {{ CONCEPT ?c {{ {{type: "Symptom", name: "s{i} {padding}"}} }} }}' for i in range(1300)]

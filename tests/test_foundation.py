@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from kip2cypher import storage
+from kip2cypher.cypher import storage
 from kip2cypher.cypher.builder import Ident, Param, Statement, Var, quote
 
 

@@ -132,7 +132,7 @@ def golden_settings():
 
 
 def compile_case(case: Case) -> Case:
-    from kip2cypher.compiler import compile_command
+    from kip2cypher.lower.compile import compile_command
     from kip2cypher.errors import KipError
 
     actual = Case(case.name, case.kip, case.request)

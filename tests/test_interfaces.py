@@ -13,13 +13,13 @@ import time
 
 import pytest
 
-import kip2cypher.compiler as compiler_module
+import kip2cypher.lower.compile as compiler_module
 import kip2cypher.execute as execute_module
 from kip2cypher.config import Settings
 from kip2cypher.errors import KipError
 from kip2cypher.execute import Nexus
 from kip2cypher.models import ExecuteArguments, ExecuteRequest, tool_input_schema
-from kip2cypher.plan import Compiled, Plan
+from kip2cypher.lower._legacy import Compiled, Plan
 
 from interface_helpers import shape_checked, FakePlans, count, cypher_plan, failing_plan, fingerprint, kml_text, kql_text, meta_text
 
@@ -230,8 +230,8 @@ def test_a_write_forced_through_the_read_path_is_refused_by_neo4j(nexus, fake):
 def test_readonly_fingerprint_unchanged_after_every_kml_example(genesis):
     """Every KML example of the spec (and the parser's extra KML fixtures) thrown at execute_kip_readonly."""
     import parser_fixtures
-    from kip2cypher import ast
-    from kip2cypher.parser import parse
+    from kip2cypher.syntax import ast
+    from kip2cypher.syntax.parser import parse
 
     kml = [e for e in parser_fixtures.valid() if ast.command_kind(parse(e.text)) == "KML"]
     assert len(kml) >= 15

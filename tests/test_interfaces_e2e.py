@@ -101,8 +101,8 @@ def test_readonly_runs_every_read_command(medical):
 
 def test_readonly_fingerprint_unchanged_with_data_loaded(medical):
     import parser_fixtures
-    from kip2cypher import ast
-    from kip2cypher.parser import parse
+    from kip2cypher.syntax import ast
+    from kip2cypher.syntax.parser import parse
 
     kml = [e.text for e in parser_fixtures.valid() if ast.command_kind(parse(e.text)) == "KML"]
     kml += [DEMO_DATA, 'DELETE CONCEPT ?d DETACH WHERE { ?d {type: "Drug"} }', 'UPDATE ?d SET ATTRIBUTES { risk_level: 9 } WHERE { ?d {type: "Drug"} }']
@@ -165,8 +165,8 @@ def test_explain_returns_a_plan_per_statement(medical):
 def test_dry_run_of_every_read_example_compiles_in_neo4j_and_writes_nothing(medical):
     """Every KQL/META fixture: a dry run has Neo4j EXPLAIN its Cypher (or runs the plan's own check)."""
     import parser_fixtures
-    from kip2cypher import ast
-    from kip2cypher.parser import parse
+    from kip2cypher.syntax import ast
+    from kip2cypher.syntax.parser import parse
 
     reads = [e for e in parser_fixtures.valid() if ast.command_kind(parse(e.text)) != "KML"]
     assert len(reads) > 40

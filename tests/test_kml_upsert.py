@@ -466,7 +466,7 @@ def test_strict_instance_schema(genesis):
 
 def test_capsule_is_batched_into_a_handful_of_statements(med, monkeypatch):
     """200 concept blocks + 400 links → resolve, concepts, one proposition wave: 3 round trips."""
-    from kip2cypher import plan as planmod
+    from kip2cypher.lower import _legacy as planmod
 
     labels: list[str] = []
     original = planmod.Tx.run

@@ -659,8 +659,8 @@ def test_shared_pattern_api_for_kml(kg):
     from kip2cypher.config import Settings
     from kip2cypher.cypher.builder import frag
     from kip2cypher.lower import pattern as pat
-    from kip2cypher.parser import parse
-    from kip2cypher.plan import Compiled
+    from kip2cypher.syntax.parser import parse
+    from kip2cypher.lower._legacy import Compiled
 
     where = parse('FIND(?l) WHERE { ?l (?s, ?p, ?o) FILTER(?p != "belongs_to_domain") FILTER(?l.metadata.confidence > 0.8) }').where
     p = pat.lower_where(where, {}, Settings())

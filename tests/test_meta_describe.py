@@ -6,7 +6,8 @@ import dataclasses
 import pytest
 
 from kip2cypher import __version__
-from kip2cypher.lower import meta, search
+from kip2cypher.lower import describe as meta
+from kip2cypher.lower import search
 
 from meta_data import MEDICAL, PERSON_AND_SELF, TopicEmbedder, load, ok
 

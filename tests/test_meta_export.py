@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from kip2cypher import storage
-from kip2cypher.parser import parse
+from kip2cypher.cypher import storage
+from kip2cypher.syntax.parser import parse
 
 from conftest import wipe
 from meta_data import MEDICAL, PERSON_AND_SELF, load, ok

@@ -5,7 +5,8 @@ import dataclasses
 
 import pytest
 
-from kip2cypher import compiler, embedding
+from kip2cypher import embedding
+from kip2cypher.lower import compile as compiler
 from kip2cypher.lower import search
 
 from meta_data import MEDICAL, TopicEmbedder, load, names, ok, scores

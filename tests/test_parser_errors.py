@@ -4,9 +4,9 @@ from __future__ import annotations
 import pytest
 
 import parser_fixtures
-from kip2cypher import ast
+from kip2cypher.syntax import ast
 from kip2cypher.errors import INVALID_IDENTIFIER, INVALID_SYNTAX, RESOURCE_EXHAUSTED, KipError
-from kip2cypher.parser import MAX_INPUT_BYTES, MAX_NESTING_DEPTH, parse, parse_script
+from kip2cypher.syntax.parser import MAX_INPUT_BYTES, MAX_NESTING_DEPTH, parse, parse_script
 
 INVALID = parser_fixtures.invalid()
 

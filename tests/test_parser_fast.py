@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import parser_fixtures
-from kip2cypher import grammars, parser
+from kip2cypher.syntax import grammars, parser
 from kip2cypher.errors import KipError
 from kip2cypher.resources import capsule_names, capsule_text
 
@@ -38,7 +38,7 @@ def _dump(node):
 
 def _outcome(text: str, rule: str, grammar) -> tuple:
     try:
-        return ("ok", _dump(parser._parse(text, rule, grammar)))
+        return ("ok", _dump(parser._parse(text, rule, grammar=grammar)))
     except KipError as error:
         return ("error", error.code, error.message, error.hint, error.line, error.column)
 

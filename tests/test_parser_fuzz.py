@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 import parser_fixtures
 from kip2cypher.errors import KipError
-from kip2cypher.parser import parse, parse_script
-from kip2cypher.printer import to_kip
+from kip2cypher.syntax.parser import parse, parse_script
+from kip2cypher.syntax.printer import to_kip
 
 SEEDS = [entry.text for entry in parser_fixtures.valid()]
 FRAGMENTS = [

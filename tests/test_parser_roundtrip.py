@@ -8,9 +8,9 @@ import time
 import pytest
 
 import parser_fixtures
-from kip2cypher import ast
-from kip2cypher.parser import parse, parse_script
-from kip2cypher.printer import to_kip
+from kip2cypher.syntax import ast
+from kip2cypher.syntax.parser import parse, parse_script
+from kip2cypher.syntax.printer import to_kip
 from kip2cypher.resources import capsule_text
 
 VALID = parser_fixtures.valid()

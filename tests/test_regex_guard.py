@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from kip2cypher.errors import KipError
-from kip2cypher.regex_guard import check_backtracking
+from kip2cypher.lower.regex_guard import check_backtracking
 
 REFUSED = [
     r"(a+)+$",

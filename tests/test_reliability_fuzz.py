@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 import parser_fixtures
 from hostile_payloads import NAMES, kip_string
-from kip2cypher.compiler import compile_plan
+from kip2cypher.lower.compile import compile_plan, statements
 from kip2cypher.config import Settings
 from kip2cypher.errors import KipError
 
@@ -96,8 +96,8 @@ def compile_and_explain(text: str, params: dict[str, Any], explain_driver, kind:
         return
     STATS[f"{kind} compiled"] += 1
     driver, database = explain_driver
-    for statement in plan.statements:
-        explain(driver, database, statement.text, statement.params)
+    for statement in statements(plan):
+        explain(driver, database, statement["cypher"], statement["parameters"])
 
 
 # ------------------------------------------------------------------ mutants of the valid fixtures

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from hostile_payloads import ALL, INVALID_TOKENS, NAMES, RESERVED_NAMES, TOO_LONG_NAMES, VALUES, fingerprint, kip_string
-from kip2cypher import storage
+from kip2cypher.cypher import storage
 from kip2cypher.config import Settings
 from kip2cypher.cypher.builder import quote
 from kml_helpers import err, integrity, ok
@@ -234,7 +234,7 @@ def test_catastrophic_regex_is_refused_before_it_can_outrun_the_query_timeout(ne
 
     Neo4j checks the transaction timeout only between rows and Java's matcher ignores
     interruption, so one evaluation of ``(a+)+\\1b`` (~2^n steps) on one value ran 67 s past a
-    3 s timeout. kip2cypher.regex_guard therefore refuses nested quantifiers, back-references
+    3 s timeout. kip2cypher.lower.regex_guard therefore refuses nested quantifiers, back-references
     and long chains of unbounded quantifiers before anything runs (docs/limits.md); the query
     timeout itself (KIP_4001 between rows) is tested in tests/test_interfaces.py."""
     from kip2cypher.execute import Nexus

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from hostile_payloads import fingerprint
-from kip2cypher import parser
+from kip2cypher.syntax import parser
 from kip2cypher.config import Settings
 from kml_helpers import err, ok
 

@@ -15,9 +15,9 @@ import pytest
 
 import parser_fixtures
 from hostile_payloads import NAMES, fingerprint, kip_string
-from kip2cypher.compiler import compile_plan
+from kip2cypher.lower.compile import compile_plan
 from kip2cypher.config import Settings
-from kip2cypher.execute import command_kind_of
+from kip2cypher.syntax.script import command_kind_of
 from kml_helpers import COGNIZINE, SCHEMA, ok
 
 FIXTURES = parser_fixtures.valid()

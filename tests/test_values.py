@@ -3,12 +3,11 @@ from __future__ import annotations
 
 import pytest
 
-from kip2cypher import ast
+from kip2cypher.syntax import ast
 from kip2cypher.errors import INVALID_SYNTAX, KipError
-from kip2cypher.parser import parse
-from kip2cypher.values import (
-    check_quoted_placeholders,
-    placeholders,
+from kip2cypher.syntax.parser import parse
+from kip2cypher.syntax.placeholders import check_quoted_placeholders, placeholders
+from kip2cypher.syntax.values import (
     resolve,
     resolve_int,
     resolve_number,
@@ -83,7 +82,7 @@ def test_placeholders_are_collected_from_every_position():
 def test_quoted_placeholder_of_a_known_parameter_is_rejected():
     text = 'UPSERT {\n  CONCEPT ?e { {type: "Event", name: "Hello :name"} }\n}'
     with pytest.raises(KipError) as info:
-        check_quoted_placeholders(text, {"name": "x"})
+        check_quoted_placeholders(parse(text), text, {"name": "x"})
     error = info.value
     assert (error.code, error.line, error.column) == (INVALID_SYNTAX, 2, 45)
     assert "name: :name" in error.hint
@@ -100,9 +99,10 @@ def test_quoted_placeholder_of_a_known_parameter_is_rejected():
     ],
 )
 def test_quoted_placeholder_check_has_no_false_positives(text):
-    check_quoted_placeholders(text, {"name": "x"})
+    check_quoted_placeholders(parse(text), text, {"name": "x"})
 
 
 def test_quoted_placeholder_check_without_parameters_is_a_no_op():
-    check_quoted_placeholders('FIND(?x) WHERE { ?x {name: ":name"} }', None)
-    check_quoted_placeholders('FIND(?x) WHERE { ?x {name: ":name"} }', {})
+    text = 'FIND(?x) WHERE { ?x {name: ":name"} }'
+    check_quoted_placeholders(parse(text), text, None)
+    check_quoted_placeholders(parse(text), text, {})

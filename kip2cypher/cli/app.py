@@ -74,7 +74,9 @@ class _Group(click.Group):
             raise
         except Exception as exc:  # noqa: BLE001
             if _is_driver_error(exc):
-                _fail(errors.from_neo4j(exc).to_dict(), err=True)
+                from ..execution.neo4j_errors import from_neo4j
+
+                _fail(from_neo4j(exc).to_dict(), err=True)
             if os.environ.get("KIP2CYPHER_DEBUG") == "1":
                 raise
             _fail(errors.KipError(errors.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}", "Set KIP2CYPHER_DEBUG=1 to see the traceback.").to_dict(), err=True)

@@ -8,8 +8,7 @@
 
 A SOURCE that is neither an existing file nor valid KIP and looks like a file name (one
 word, no KIP brackets or quotes) is reported as a missing file, not as a syntax error.
-Nothing here imports the neo4j driver until a script has to be split (``split_script``
-lives beside the executor for now).
+Nothing here imports the neo4j driver.
 """
 from __future__ import annotations
 
@@ -23,6 +22,10 @@ import click
 
 from .. import KipError
 from .. import parse as parse_command
+from ..syntax.script import command_kind_of as command_kind
+from ..syntax.script import split_script
+
+__all__ = ["Source", "WriteCounts", "command_kind", "command_texts", "first_line", "read_file", "read_source", "split_script", "write_counts"]
 
 _PATH_LIKE = re.compile(r"[^\s{}()\[\]\"?]+")
 
@@ -82,13 +85,6 @@ def first_line(command: str, width: int = 50) -> str:
     return command.strip().splitlines()[0][:width] if command.strip() else ""
 
 
-def split_script(text: str) -> list[tuple[str, int]]:
-    """The commands of a script (consecutive UPSERTs stay one capsule), each with its 1-based line."""
-    from ..execute import split_script as split
-
-    return split(text)
-
-
 def parsed(text: str) -> Optional[Any]:
     """The AST of one command, or None when it does not parse (the executor reports that error)."""
     try:
@@ -99,14 +95,14 @@ def parsed(text: str) -> Optional[Any]:
 
 def ast_json(text: str) -> Any:
     """``kip2cypher parse`` output for one command."""
-    from ..serialize import ast_to_json
+    from ..syntax.serialize import ast_to_json
 
     return ast_to_json(parse_command(text))
 
 
 def find_headers(text: str) -> Optional[list[str]]:
     """The FIND projections as written (the table header), or None when the text is not a FIND."""
-    from .. import ast
+    from ..syntax import ast
 
     node = parsed(text)
     if not isinstance(node, ast.Find):
@@ -134,7 +130,7 @@ class WriteCounts:
 
 def write_counts(text: str) -> WriteCounts:
     """The UPSERT statements, CONCEPT blocks, PROPOSITION blocks and SET PROPOSITIONS links of a capsule (zeros otherwise)."""
-    from .. import ast
+    from ..syntax import ast
 
     node = parsed(text)
     if not isinstance(node, ast.Capsule):
@@ -147,10 +143,3 @@ def write_counts(text: str) -> WriteCounts:
         proposition_blocks=len(blocks) - len(concepts),
         links=sum(len(b.set_propositions or ()) for b in concepts),
     )
-
-
-def command_kind(text: str) -> Optional[str]:
-    """KQL / KML / META of a command text (by its first keyword when it does not parse)."""
-    from ..execute import command_kind_of
-
-    return command_kind_of(text)

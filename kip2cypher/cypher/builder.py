@@ -12,8 +12,9 @@ first appearance, so the same command always compiles to the same text.
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Union
+from typing import Any, Iterable, Iterator, Union
 
 _PLAIN = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
 
@@ -119,14 +120,34 @@ def labels(*names: str) -> Fragment:
 
 
 class Statement:
-    """One Cypher statement built line by line; ``build()`` gives ``(text, params)``."""
+    """One Cypher statement built line by line; ``build()`` gives ``(text, params)``.
+
+    ``block`` opens a braced sub-clause whose lines are indented and whose closing brace is
+    written by the builder, so no caller ever balances braces across functions::
+
+        with stmt.block("CALL (row)"):
+            stmt.line("MATCH (n:", storage.CONCEPT, " {id: row.id})")
+            stmt.line("RETURN n")
+    """
 
     def __init__(self) -> None:
         self.lines: list[Fragment] = []
+        self._depth = 0
 
     def line(self, *parts: Part) -> "Statement":
-        self.lines.append(Fragment(list(parts)))
+        self.lines.append(Fragment(["  " * self._depth, *parts] if self._depth else list(parts)))
         return self
+
+    @contextmanager
+    def block(self, *head: Part, close: str = "}") -> Iterator["Statement"]:
+        """``head {`` … ``}`` with the lines added inside indented one level."""
+        self.line(*head, " {")
+        self._depth += 1
+        try:
+            yield self
+        finally:
+            self._depth -= 1
+            self.line(close)
 
     def extend(self, other: "Statement") -> "Statement":
         self.lines.extend(other.lines)

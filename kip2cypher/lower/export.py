@@ -21,12 +21,15 @@ from __future__ import annotations
 import json
 from typing import Any, Optional, Union
 
-from .. import ast, errors, storage
+from .. import errors
+
+from ..cypher import storage
+from ..syntax import ast
 from ..config import Settings
 from ..cypher.builder import Ident, Internal, Param, Statement
 from ..errors import KipError
-from ..plan import Compiled, Plan, Tx
-from ..values import resolve, resolve_int
+from ._legacy import Compiled, Plan, Tx
+from ..syntax.values import resolve, resolve_int
 
 #: Elements per page when EXPORT has no LIMIT (next_cursor beyond), and the largest LIMIT accepted.
 EXPORT_DEFAULT_LIMIT = 1000
@@ -56,7 +59,8 @@ def author_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
 def _page_statement(command: ast.Export, parameters: dict[str, Any], settings: Settings) -> tuple[Compiled, list, list]:
     """The page query, plus the (meta-type, name) pairs the WHERE grounds on: all, and those
     only in OPTIONAL/NOT/UNION (checked like FIND: KIP_2001 for an undefined name)."""
-    from .pattern import NODE_KINDS, grounding_names, lower_where
+    from .pattern import NODE_KINDS, lower_where
+    from .grounding import names as grounding_names
 
     pattern = lower_where(command.where, parameters, settings)
     pattern.require(command.target, used_in="EXPORT", kinds=NODE_KINDS)
@@ -165,13 +169,13 @@ class _Capsule:
     def text(self) -> str:
         if not self.blocks:
             return ""
-        from ..printer import to_kip
+        from ..syntax.printer import to_kip
 
         return to_kip(ast.Capsule((ast.Upsert(tuple(self.blocks)),)))
 
 
 def lower_export(command: ast.Export, parameters: dict[str, Any], settings: Settings) -> Plan:
-    from .meta import make_cursor, query_scope, read_cursor
+    from .describe import make_cursor, query_scope, read_cursor
 
     limit = resolve_int(command.limit, parameters, "LIMIT") if command.limit is not None else EXPORT_DEFAULT_LIMIT
     if limit > EXPORT_MAX_LIMIT:
@@ -183,7 +187,7 @@ def lower_export(command: ast.Export, parameters: dict[str, Any], settings: Sett
     refs = _refs_statement()
 
     def runner(tx: Tx) -> dict[str, Any]:
-        from .pattern import check_grounding
+        from ._legacy import check_grounding
 
         rows = tx.run(page, {"after": after, "fetch": limit + 1})
         check_grounding(tx, grounding_all if not rows and after is None else grounding_optional)
@@ -207,7 +211,7 @@ def lower_export(command: ast.Export, parameters: dict[str, Any], settings: Sett
 
     statements = [page, refs]
     if grounding_all:
-        from .pattern import grounding_compiled
+        from ._legacy import grounding_compiled
 
         statements.append(grounding_compiled(grounding_all))
     return Plan("META", "READ", statements, runner)

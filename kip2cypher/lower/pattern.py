@@ -47,12 +47,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Mapping, Optional, Union
 
-from .. import ast, storage
+from ..cypher import storage
+from ..syntax import ast
 from ..config import Settings
 from ..cypher.builder import Fragment, Ident, Internal, Param, Part, Statement, Var, frag, join
 from ..errors import INVALID_SYNTAX, REFERENCE_ERROR, RESOURCE_EXHAUSTED, KipError
-from ..regex_guard import check_backtracking
-from ..values import describe, resolve
+from .regex_guard import check_backtracking
+from ..syntax.values import describe, resolve
 
 CONCEPT = "concept"
 PROPOSITION = "proposition"
@@ -998,75 +999,3 @@ def check_regex(pattern: str) -> None:
         re.compile(pattern)
     except re.error as exc:
         raise KipError(INVALID_SYNTAX, f"Invalid REGEX pattern {pattern!r}: {exc}.", "Fix the regular expression (Java syntax); escape literal characters such as ( [ . * with a backslash.") from None
-
-
-# ----------------------------------------------------------------------------- grounding (KIP_2001)
-def grounding_statement() -> Statement:
-    """Which of ``$names`` (``[[meta_type, name], …]``) have a definition node."""
-    stmt = Statement()
-    stmt.line(
-        "UNWIND $names AS item OPTIONAL MATCH (d:", storage.CONCEPT, " {type: item[0], name: item[1]}) ",
-        "RETURN item[0] AS meta, item[1] AS name, d IS NOT NULL AS defined",
-    )
-    return stmt
-
-
-def grounding_compiled(names: list[list[str]]) -> "Any":
-    """The grounding check as a ``Compiled`` carrying ``names`` (for Plan.statements)."""
-    from ..plan import Compiled
-
-    text, _ = grounding_statement().build()
-    return Compiled(text, {"names": names}, "grounding check (runs only when it can matter)")
-
-
-def defined_names_statement() -> Statement:
-    """Every name defined under one meta-type (for the did-you-mean hint)."""
-    stmt = Statement()
-    stmt.line("MATCH (d:", storage.CONCEPT, " {type: $meta})")
-    stmt.line("RETURN d.name AS name")
-    return stmt
-
-
-def grounding_names(grounding: Grounding, required_only: Optional[bool] = None) -> list[list[str]]:
-    types, predicates = grounding.names(required_only)
-    return [[storage.CONCEPT_TYPE, t] for t in types] + [[storage.PROPOSITION_TYPE, p] for p in predicates]
-
-
-def undefined_names_lines(names: Part, out: Internal) -> list[Fragment]:
-    """Cypher lines binding ``out`` to the undefined ones of ``names`` (``[[meta_type, name], …]``),
-    on a single row that exists only when at least one is undefined (to append to a statement
-    with ``UNION ALL``)."""
-    item, d = Internal("item"), Internal("d")
-    return [
-        frag("UNWIND ", names, " AS ", item, " OPTIONAL MATCH (", d, ":", storage.CONCEPT, " {type: ", item, "[0], name: ", item, "[1]})"),
-        frag("WITH collect(CASE WHEN ", d, " IS NULL THEN ", item, " END) AS ", out, " WHERE size(", out, ") > 0"),
-    ]
-
-
-def raise_undefined(tx: Any, names: list[list[str]], undefined: list[list[str]]) -> None:
-    """KIP_2001 (with a did-you-mean hint) for the first of ``names`` that is in ``undefined``."""
-    from ..errors import TYPE_MISMATCH, did_you_mean
-    from ..plan import Compiled
-
-    missing = {tuple(pair) for pair in undefined}
-    meta, name = next((m, n) for m, n in names if (m, n) in missing)
-    defined = [r["name"] for r in tx.run(Compiled.of(defined_names_statement(), "defined names"), {"meta": meta})]
-    kind = "concept type" if meta == storage.CONCEPT_TYPE else "proposition type"
-    what = "Concept type" if meta == storage.CONCEPT_TYPE else "Predicate"
-    raise KipError(TYPE_MISMATCH, f"{what} \"{name}\" is not defined in the schema.", did_you_mean(kind, name, sorted(n for n in defined if isinstance(n, str))))
-
-
-def check_grounding(tx: Any, names: list[list[str]]) -> None:
-    """Raise KIP_2001 (with a did-you-mean hint) for the first undefined type or predicate.
-
-    ``tx`` is a ``plan.Tx``. Callers run this only when it can matter — typically when a
-    pattern matched nothing (an undefined type has no instances), which keeps the hot
-    path at one round trip."""
-    if not names:
-        return
-    from ..plan import Compiled
-
-    rows = tx.run(Compiled.of(grounding_statement(), "grounding check"), {"names": names})
-    undefined = [[row["meta"], row["name"]] for row in rows if not row["defined"]]
-    if undefined:
-        raise_undefined(tx, names, undefined)

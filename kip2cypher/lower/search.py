@@ -22,13 +22,16 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any, Iterable, Optional
 
-from .. import ast, embedding, errors, storage
+from .. import embedding, errors
+
+from ..cypher import storage
+from ..syntax import ast
 from ..config import Settings
 from ..cypher.builder import Ident, Param, Statement
 from ..errors import KipError
-from ..plan import Compiled, Plan, Tx
-from ..results import concept_object, proposition_object
-from ..values import describe, resolve, resolve_int, resolve_str
+from ._legacy import Compiled, Plan, Tx
+from ..execution.results import concept_object, proposition_object
+from ..syntax.values import describe, resolve, resolve_int, resolve_str
 
 CONCEPT_TEXT_INDEX = "kip_concept_text"
 PROPOSITION_TEXT_INDEX = "kip_proposition_text"
@@ -75,9 +78,8 @@ SCHEMA_STATEMENTS = (
 _NODE = "{.*, kip_embedding: null}"
 
 
-def search_capabilities(settings: Optional[Settings]) -> dict[str, Any]:
-    """The live SEARCH capability, as advertised by DESCRIBE PRIMER."""
-    embedder = embedding.resolve(settings)
+def search_capabilities(embedder: Any, unavailable_reason: str) -> dict[str, Any]:
+    """The live SEARCH capability, as advertised by DESCRIBE PRIMER (``embedder``: the one in force, or None)."""
     out: dict[str, Any] = {
         "modes": list(MODES) if embedder else ["keyword"],
         "default_mode": "hybrid" if embedder else "keyword",
@@ -93,7 +95,7 @@ def search_capabilities(settings: Optional[Settings]) -> dict[str, Any]:
     if embedder is not None:
         out["embedder"] = {"name": embedder.name, "dimensions": embedder.dimensions}
     else:
-        out["semantic_unavailable_reason"] = embedding.unavailable_reason() + "; semantic and hybrid run as keyword"
+        out["semantic_unavailable_reason"] = unavailable_reason + "; semantic and hybrid run as keyword"
     return out
 
 

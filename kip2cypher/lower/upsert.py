@@ -35,13 +35,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
-from .. import ast, errors, schema, storage
+from .. import errors
+
+from ..cypher import storage
+from . import rules
+from ..syntax import ast
 from ..config import Settings
 from ..cypher.builder import Ident, Param, Statement
 from ..errors import KipError
-from ..plan import Compiled, Plan, Tx
-from ..values import describe, resolve, resolve_str
-from . import kml_common as K
+from ._legacy import Compiled, Plan, Tx
+from ..syntax.values import describe, resolve, resolve_str
+from . import writes as K
 
 Ref = tuple  # see module doc
 
@@ -132,7 +136,7 @@ def _object(obj: Optional[ast.ObjectLit], params: dict[str, Any]) -> dict[str, A
 
 def _metadata(obj: Optional[ast.ObjectLit], params: dict[str, Any], where: str) -> dict[str, Any]:
     meta = _object(obj, params)
-    schema.check_metadata_keys(meta, where)
+    rules.check_metadata_keys(meta, where)
     return meta
 
 
@@ -178,13 +182,13 @@ class Analyzer:
         pos = len(program.concepts)
         if ident.id is not None:
             cid = resolve_str(ident.id, self.params, "A concept `id`")
-            row = ConceptRow(pos, self.seq, None, None, cid, attrs, _encode(attrs, meta), _encode(attrs, own_meta), expect, f"{{id: {schema._q(cid)}}}")
+            row = ConceptRow(pos, self.seq, None, None, cid, attrs, _encode(attrs, meta), _encode(attrs, own_meta), expect, f"{{id: {rules._q(cid)}}}")
             self.by_cid.setdefault(cid, pos)
             program.targets.append((self.seq, ("cid", cid)))
         else:
             type_ = resolve_str(ident.type, self.params, "A concept `type`")
             name = resolve_str(ident.name, self.params, "A concept `name`")
-            row = ConceptRow(pos, self.seq, type_, name, None, attrs, _encode(attrs, meta), _encode(attrs, own_meta), expect, schema.label(type_, name))
+            row = ConceptRow(pos, self.seq, type_, name, None, attrs, _encode(attrs, meta), _encode(attrs, own_meta), expect, rules.label(type_, name))
             self.require_type(type_, name)
             _refuse_engine_name(type_, name)
             if type_ == storage.CONCEPT_TYPE:
@@ -203,7 +207,7 @@ class Analyzer:
             self.require_predicate(entry.predicate)
             full = {**meta, **entry_meta}
             own = {**own_meta, **entry_meta}
-            label = f"({row.label}, {schema._q(entry.predicate)}, …)"
+            label = f"({row.label}, {rules._q(entry.predicate)}, …)"
             self.add_prop(False, here, entry.predicate, target, None, {}, full, own, None, label)
         if block.handle is not None:
             # Bound once the block (including its SET PROPOSITIONS) has executed (§4.1 define before use).
@@ -218,13 +222,13 @@ class Analyzer:
         if ident.id is not None:
             pid = resolve_str(ident.id, self.params, "A proposition `id`")
             self.program.targets.append((self.seq, ("pid", pid)))
-            pos = self.add_prop(True, None, None, None, pid, attrs, meta, own_meta, expect, f"(id: {schema._q(pid)})")
+            pos = self.add_prop(True, None, None, None, pid, attrs, meta, own_meta, expect, f"(id: {rules._q(pid)})")
         else:
             predicate = self.predicate_name(ident.predicate)
             subject = self.ref(ident.subject)
             obj = self.ref(ident.object)
             self.require_predicate(predicate)
-            pos = self.add_prop(True, subject, predicate, obj, None, attrs, meta, own_meta, expect, f"(…, {schema._q(predicate)}, …)")
+            pos = self.add_prop(True, subject, predicate, obj, None, attrs, meta, own_meta, expect, f"(…, {rules._q(predicate)}, …)")
         self.program.order.append(("R", pos))
         if block.handle is not None:
             self.handles[block.handle] = ("R", pos)
@@ -322,7 +326,7 @@ def _refuse_engine_name(type_: str, name: str) -> None:
         kind = "concept type" if type_ == storage.CONCEPT_TYPE else "predicate"
         raise KipError(
             errors.IMMUTABLE_TARGET,
-            f"The {kind} name {schema._q(name)} is reserved: the engine uses it as a Neo4j "
+            f"The {kind} name {rules._q(name)} is reserved: the engine uses it as a Neo4j "
             f"{'label' if kind == 'concept type' else 'relationship type'} of its own storage model.",
             f"Choose another name; {', '.join(storage.RESERVED_LABELS + storage.RESERVED_REL_TYPES)} are engine-reserved.",
         )
@@ -395,8 +399,8 @@ def _concept_probe_statement() -> Compiled:
     s.line("  WITH row, coalesce(a, b) AS n")
     s.line("  WITH row, n, properties(n) AS cur")
     s.line(
-        "  WITH row, n, cur, coalesce(", schema.cy_protected_concept("cur.type", "cur.name"), ", false) AS prot, ",
-        "coalesce(", schema.cy_actor("cur.type", "cur.name"), ", false) AS actor",
+        "  WITH row, n, cur, coalesce(", rules.cy_protected_concept("cur.type", "cur.name"), ", false) AS prot, ",
+        "coalesce(", rules.cy_actor("cur.type", "cur.name"), ", false) AS actor",
     )
     s.line("  WITH row, n, cur, prot, actor, CASE WHEN prot THEN row.own ELSE row.props END AS props")
     s.line("  RETURN CASE")
@@ -568,11 +572,11 @@ class Runner:
         if missing_types:
             seq, name = min(missing_types)
             candidates = self.names(storage.CONCEPT_TYPE) + p.defined_types
-            failures.append((seq, 0, schema.undefined_type(name, candidates)))
+            failures.append((seq, 0, rules.undefined_type(name, candidates)))
         if missing_preds:
             seq, name = min(missing_preds)
             candidates = self.names(storage.PROPOSITION_TYPE) + p.defined_predicates
-            failures.append((seq, 0, schema.undefined_predicate(name, candidates)))
+            failures.append((seq, 0, rules.undefined_predicate(name, candidates)))
         for seq, ref in simple:
             if self.ids.get(ref) is None:
                 failures.append((seq, 1, self.missing(ref)))
@@ -591,15 +595,15 @@ class Runner:
         kind = ref[0]
         if kind == "ctn":
             return K.not_found(
-                f"Concept {schema.label(ref[1], ref[2])} does not exist.",
-                f"Create it first (a CONCEPT block earlier in the capsule or an earlier UPSERT), or find the right name with SEARCH CONCEPT {schema._q(ref[2])} WITH TYPE {schema._q(ref[1])}.",
+                f"Concept {rules.label(ref[1], ref[2])} does not exist.",
+                f"Create it first (a CONCEPT block earlier in the capsule or an earlier UPSERT), or find the right name with SEARCH CONCEPT {rules._q(ref[2])} WITH TYPE {rules._q(ref[1])}.",
             )
         if kind == "cid":
-            return K.not_found(f"No concept has id {schema._q(ref[1])}.", "Ids are opaque: FIND or SEARCH the concept to get its current id; {id: …} only matches, it never creates.")
+            return K.not_found(f"No concept has id {rules._q(ref[1])}.", "Ids are opaque: FIND or SEARCH the concept to get its current id; {id: …} only matches, it never creates.")
         if kind == "pid":
-            return K.not_found(f"No proposition has id {schema._q(ref[1])}.", "FIND the proposition to get its current id; (id: …) only matches, it never creates.")
+            return K.not_found(f"No proposition has id {rules._q(ref[1])}.", "FIND the proposition to get its current id; (id: …) only matches, it never creates.")
         return K.not_found(
-            f"The proposition ({self.describe(ref[1])}, {schema._q(ref[2])}, {self.describe(ref[3])}) does not exist.",
+            f"The proposition ({self.describe(ref[1])}, {rules._q(ref[2])}, {self.describe(ref[3])}) does not exist.",
             "A structural (s, \"p\", o) target must already exist: create it first with a PROPOSITION block placed earlier, or FIND it.",
         )
 
@@ -610,12 +614,12 @@ class Runner:
         if kind == "R":
             return self.p.props[ref[1]].label
         if kind == "ctn":
-            return schema.label(ref[1], ref[2])
+            return rules.label(ref[1], ref[2])
         if kind == "cid":
-            return f"{{id: {schema._q(ref[1])}}}"
+            return f"{{id: {rules._q(ref[1])}}}"
         if kind == "pid":
-            return f"(id: {schema._q(ref[1])})"
-        return f"({self.describe(ref[1])}, {schema._q(ref[2])}, {self.describe(ref[3])})"
+            return f"(id: {rules._q(ref[1])})"
+        return f"({self.describe(ref[1])}, {rules._q(ref[2])}, {self.describe(ref[3])})"
 
     def write_concepts(self) -> None:
         rows = [c.payload() for c in self.p.concepts]
@@ -628,7 +632,7 @@ class Runner:
         for c in self.p.concepts:
             r = by_i.get(c.pos)
             if r is None or r["status"] == "missing":
-                raise K.not_found(f"No concept has id {schema._q(c.id)}.", "Ids are opaque: FIND or SEARCH the concept to get its current id; {id: …} only matches, it never creates.")
+                raise K.not_found(f"No concept has id {rules._q(c.id)}.", "Ids are opaque: FIND or SEARCH the concept to get its current id; {id: …} only matches, it never creates.")
             self.check_status(r, c.label, c.expect)
             self.concept_ids[c.pos] = r["id"]
             if strict:
@@ -636,9 +640,9 @@ class Runner:
                 schema_ = self.schemas.get(type_)
                 if schema_ is None and type_ is not None and type_ not in self.schemas:
                     schema_ = self.fetch_schema(type_)
-                schema.check_value_types(type_, schema_, c.attrs)
+                rules.check_value_types(type_, schema_, c.attrs)
                 present = [k[len(storage.ATTR_PREFIX):] for k in r["attr_keys"]]
-                schema.check_required(type_, schema_, present, f"Concept {c.label}")
+                rules.check_required(type_, schema_, present, f"Concept {c.label}")
 
     def fetch_schema(self, type_: str) -> Any:
         rows = self.lookup([("ctn", storage.CONCEPT_TYPE, type_)])
@@ -653,7 +657,7 @@ class Runner:
         if status == "version":
             raise K.version_conflict(label, expect, None if r.get("created") else r["version"])
         if status == "protected":
-            raise schema.immutable(label, "it already exists and this write would change it")
+            raise rules.immutable(label, "it already exists and this write would change it")
         raise K.not_found(f"{label} does not exist.")
 
     def refs_of(self, row: PropRow) -> list[Ref]:

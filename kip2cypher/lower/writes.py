@@ -20,10 +20,12 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
-from .. import errors, storage
+from .. import errors
+
+from ..cypher import storage
 from ..cypher.builder import Ident, Param, Statement
 from ..errors import KipError
-from .. import schema
+from . import rules
 
 LOCK = "_kip_lock"
 NEW = "_kip_new"
@@ -88,11 +90,11 @@ def apply_tail(stmt: Statement, *, concept: bool, attr_keys: bool = False) -> No
     stmt.line("WITH row, n, created, CASE WHEN created THEN 0 ELSE n[", Param(VERSION, P_VERSION_KEY), "] END AS v0")
     if concept:
         stmt.line(
-            "WITH row, n, created, v0, coalesce(", schema.cy_protected_concept("n.type", "n.name"), ", false) AS prot, ",
-            "coalesce(", schema.cy_actor("n.type", "n.name"), ", false) AS actor",
+            "WITH row, n, created, v0, coalesce(", rules.cy_protected_concept("n.type", "n.name"), ", false) AS prot, ",
+            "coalesce(", rules.cy_actor("n.type", "n.name"), ", false) AS actor",
         )
     else:
-        stmt.line("WITH row, n, created, v0, CASE WHEN row.btd THEN coalesce(", schema.cy_protected_link("n"), ", false) ELSE false END AS prot, false AS actor")
+        stmt.line("WITH row, n, created, v0, CASE WHEN row.btd THEN coalesce(", rules.cy_protected_link("n"), ", false) ELSE false END AS prot, false AS actor")
     stmt.line("WITH row, n, created, v0, prot, actor, CASE WHEN prot AND NOT created THEN row.own ELSE row.props END AS props")
     stmt.line("WITH row, n, created, v0, prot, actor, props, created OR any(k IN keys(props) WHERE n[k] IS NULL OR n[k] <> props[k]) AS changed")
     stmt.line("WITH row, n, created, v0, props, changed, CASE")

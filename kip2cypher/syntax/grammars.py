@@ -42,8 +42,8 @@ from parsimonious.nodes import Node, RegexNode
 
 from . import ast
 from . import validate
-from .errors import KipError
-from .resources import grammar_text
+from ..errors import KipError
+from ..resources import grammar_text
 
 GRAMMAR = Grammar(grammar_text())
 

@@ -11,9 +11,9 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from . import errors
-from .config import Settings
-from .cypher.builder import Statement
+from .. import errors
+from ..config import Settings
+from ..cypher.builder import Statement
 
 log = logging.getLogger("kip2cypher.cypher")
 
@@ -91,3 +91,28 @@ def single(kind: str, access: str, stmt: Compiled, shape: Callable[[list[dict[st
         return {"result": shape(tx.run(stmt))}
 
     return Plan(kind, access, [stmt], runner)
+
+
+# ---------------------------------------------------------------------- bridges to the new shape
+def drive(tx: Tx, program: Any) -> Any:
+    """Run a new-style (sub-)program synchronously on a legacy ``Tx`` (Run requests only)."""
+    reply: Any = None
+    while True:
+        try:
+            request = program.send(reply)
+        except StopIteration as stop:
+            return stop.value
+        reply = tx.run(Compiled(request.statement.text, request.parameters(), request.statement.label))
+
+
+def check_grounding(tx: Tx, names: Any) -> None:
+    from ..execution.programs import grounding
+
+    drive(tx, grounding.check(tuple(tuple(n) for n in names)))
+
+
+def grounding_compiled(names: Any) -> Compiled:
+    from . import grounding
+
+    new = grounding.check_statement(tuple(tuple(n) for n in names))
+    return Compiled(new.text, dict(new.params), new.label)

@@ -23,13 +23,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import ast, errors, schema, storage
+from .. import errors
+
+from ..cypher import storage
+from . import rules
+from ..syntax import ast
 from ..config import Settings
 from ..cypher.builder import Fragment, Ident, Internal, Param, Statement, frag, join
 from ..errors import KipError
-from ..plan import Compiled, Plan, Tx
-from ..values import describe, resolve, resolve_int
-from . import kml_common as K
+from ._legacy import Compiled, Plan, Tx
+from ..syntax.values import describe, resolve, resolve_int
+from . import writes as K
+from . import _legacy, grounding
 from . import pattern as pat
 
 NUMERIC = " IS :: INTEGER | FLOAT"
@@ -44,8 +49,8 @@ class Targets:
         self.pattern = pat.lower_where(where, parameters, settings, used=[target])
         #: concept / proposition when the WHERE pins the kind (element: either)
         self.kind = self.pattern.require(target, used_in=used_in, kinds=kinds).kind
-        self.grounding_all = pat.grounding_names(self.pattern.grounding)
-        self.grounding_optional = pat.grounding_names(self.pattern.grounding, required_only=False)
+        self.grounding_all = grounding.names(self.pattern.grounding)
+        self.grounding_optional = grounding.names(self.pattern.grounding, required_only=False)
         self.pattern.distinct([target], used_in=used_in)
         self.var = self.pattern.ref(target)
         self.stmt = self.pattern.statement()
@@ -54,7 +59,7 @@ class Targets:
 
     def check_grounding(self, tx: Tx, matched: int) -> None:
         """KIP_2001 for undefined types/predicates: always for OPTIONAL/NOT/UNION names, for all when nothing matched."""
-        pat.check_grounding(tx, self.grounding_all if matched == 0 else self.grounding_optional)
+        _legacy.check_grounding(tx, self.grounding_all if matched == 0 else self.grounding_optional)
 
 
 def bad_element(x: Any, *, core_directives: bool, kind: str = pat.ELEMENT) -> Fragment:
@@ -65,15 +70,15 @@ def bad_element(x: Any, *, core_directives: bool, kind: str = pat.ELEMENT) -> Fr
     (a ``concept`` clause only matches ``:KipConcept`` nodes, a ``?link (…)`` clause only
     ``:KipProposition`` nodes): then only that half is tested, without label checks.
     """
-    concept = [schema.cy_protected_concept(frag(x, ".type"), frag(x, ".name"))]
+    concept = [rules.cy_protected_concept(frag(x, ".type"), frag(x, ".name"))]
     if core_directives:
-        concept.append(schema.cy_actor(frag(x, ".type"), frag(x, ".name")))
+        concept.append(rules.cy_actor(frag(x, ".type"), frag(x, ".name")))
     if kind == pat.CONCEPT:
         return frag("coalesce(", join(" OR ", concept), ", false)")
     if kind == pat.PROPOSITION:
-        return frag("coalesce(", schema.cy_protected_link(x), ", false)")
+        return frag("coalesce(", rules.cy_protected_link(x), ", false)")
     parts = [frag("(", x, ":", K.C, " AND ", test, ")") for test in concept]
-    parts.insert(1, frag("(", x, ":", K.P, " AND ", schema.cy_protected_link(x), ")"))
+    parts.insert(1, frag("(", x, ":", K.P, " AND ", rules.cy_protected_link(x), ")"))
     return frag("coalesce(", join(" OR ", parts), ", false)")
 
 
@@ -92,7 +97,7 @@ def element_label(x: Any) -> Fragment:
 def raise_protected(bad: list[str], what: str) -> None:
     if bad:
         shown = ", ".join(bad[:3]) + (f" and {len(bad) - 3} more" if len(bad) > 3 else "")
-        raise schema.immutable(f"{what} matched {shown}, which")
+        raise rules.immutable(f"{what} matched {shown}, which")
 
 
 # ====================================================================== UPDATE expressions
@@ -196,7 +201,7 @@ def lower_update(command: ast.Update, parameters: dict[str, Any], settings: Sett
     if command.set_attributes is not None:
         entries += [(storage.attr_key(k), v) for k, v in command.set_attributes.entries]
     if command.set_metadata is not None:
-        schema.check_metadata_keys([k for k, _ in command.set_metadata.entries], "UPDATE … SET METADATA")
+        rules.check_metadata_keys([k for k, _ in command.set_metadata.entries], "UPDATE … SET METADATA")
         entries += [(storage.meta_key(k), v) for k, v in command.set_metadata.entries]
     if not entries:
         raise KipError(errors.INVALID_SYNTAX, "UPDATE needs at least one key in SET ATTRIBUTES or SET METADATA.", "Write UPDATE ?x SET ATTRIBUTES { key: value } WHERE { … }.")
@@ -243,7 +248,7 @@ def lower_update(command: ast.Update, parameters: dict[str, Any], settings: Sett
 def _lower_delete_keys(command, parameters: dict[str, Any], settings: Settings, *, metadata: bool) -> Plan:
     keyword = "DELETE METADATA" if metadata else "DELETE ATTRIBUTES"
     if metadata:
-        schema.check_metadata_keys(command.keys, keyword)
+        rules.check_metadata_keys(command.keys, keyword)
     prefix = storage.META_PREFIX if metadata else storage.ATTR_PREFIX
     keys = [prefix + k for k in command.keys]
     touches_cd = not metadata and K.CORE_DIRECTIVES in keys

@@ -29,15 +29,20 @@ from __future__ import annotations
 import json
 from typing import Any, Optional
 
-from .. import ast, errors, schema, storage
+from .. import errors
+
+from ..cypher import storage
+from . import rules
+from ..syntax import ast
 from ..config import Settings
 from ..cypher.builder import Ident, Param, Statement
 from ..errors import KipError
-from ..plan import Compiled, Plan, Tx
-from ..values import resolve
-from . import kml_common as K
+from ._legacy import Compiled, Plan, Tx
+from ..syntax.values import resolve
+from . import writes as K
+from . import _legacy, grounding
 from . import pattern as pat
-from .kml_delete import delete_propositions
+from .delete import delete_propositions
 
 ALIASES = storage.attr_key("aliases")
 
@@ -49,13 +54,13 @@ def _bind_statement(pattern: pat.Pattern, source: str, target: str) -> Compiled:
     stmt.line("WITH collect(DISTINCT ", s, ") AS _ss, collect(DISTINCT ", t, ") AS _ts")
     info = (
         f"{{id: x.id, type: x.type, name: x.name, concept: x:{K.C}, "
-        "protected: coalesce(" + "[x.type, x.name] IN $" + schema.P_PROTECTED + " OR [x.type, x.name] IN $" + schema.P_ACTORS + ", false)}"
+        "protected: coalesce(" + "[x.type, x.name] IN $" + rules.P_PROTECTED + " OR [x.type, x.name] IN $" + rules.P_ACTORS + ", false)}"
     )
     stmt.line(f"RETURN size(_ss) AS ns, size(_ts) AS nt, [x IN _ss[..2] | {info}] AS ss, [x IN _ts[..2] | {info}] AS ts")
     compiled = Compiled.of(stmt, "MERGE: bind ?source and ?target")
     params = dict(compiled.params)
-    params[schema.P_PROTECTED] = schema.protected_pairs().value
-    params[schema.P_ACTORS] = schema.actor_pairs().value
+    params[rules.P_PROTECTED] = rules.protected_pairs().value
+    params[rules.P_ACTORS] = rules.actor_pairs().value
     return Compiled(compiled.text, params, compiled.label)
 
 
@@ -172,7 +177,7 @@ def _source_identity(where: tuple, source: str, parameters: dict[str, Any]) -> O
 
 
 def _label(info: dict[str, Any]) -> str:
-    return schema.label(info["type"], info["name"])
+    return rules.label(info["type"], info["name"])
 
 
 def _decode_list(value: Any) -> list:
@@ -184,15 +189,15 @@ def lower_merge(command: ast.MergeConcept, parameters: dict[str, Any], settings:
     pattern = pat.lower_where(command.where, parameters, settings)
     pattern.require(command.source, used_in="MERGE", kinds={pat.CONCEPT, pat.ELEMENT})
     pattern.require(command.target, used_in="MERGE", kinds={pat.CONCEPT, pat.ELEMENT})
-    grounding_all = pat.grounding_names(pattern.grounding)
-    grounding_optional = pat.grounding_names(pattern.grounding, required_only=False)
+    grounding_all = grounding.names(pattern.grounding)
+    grounding_optional = grounding.names(pattern.grounding, required_only=False)
     bind = _bind_statement(pattern, command.source, command.target)
     source_identity = _source_identity(command.where, command.source, parameters)
     src_name, tgt_name = command.source, command.target
 
     def check(tx: Tx) -> Optional[tuple[dict, dict]]:
         row = tx.run(bind)[0]
-        pat.check_grounding(tx, grounding_all if row["ns"] == 0 or row["nt"] == 0 else grounding_optional)
+        _legacy.check_grounding(tx, grounding_all if row["ns"] == 0 or row["nt"] == 0 else grounding_optional)
         if row["ns"] == 0 or row["nt"] == 0:
             hint = ""
             if source_identity is not None:
@@ -200,8 +205,8 @@ def lower_merge(command: ast.MergeConcept, parameters: dict[str, Any], settings:
                 found = tx.run(_static("merged"), {"type": source_identity[0], "entry": entry})
                 if found:
                     hint = (
-                        f"The merge already happened: {schema.label(*source_identity)} was merged into "
-                        f"{schema.label(found[0]['type'], found[0]['name'])} (its metadata._merged_from lists \"{entry}\"). "
+                        f"The merge already happened: {rules.label(*source_identity)} was merged into "
+                        f"{rules.label(found[0]['type'], found[0]['name'])} (its metadata._merged_from lists \"{entry}\"). "
                         "Treat this as success; query the surviving concept instead."
                     )
             missing = [f"?{v}" for v, n in ((src_name, row["ns"]), (tgt_name, row["nt"])) if n == 0] or [f"?{src_name}", f"?{tgt_name}"]
@@ -226,7 +231,7 @@ def lower_merge(command: ast.MergeConcept, parameters: dict[str, Any], settings:
             )
         for info in (s, t):
             if info["protected"]:
-                raise schema.immutable(_label(info), "it cannot take part in a MERGE")
+                raise rules.immutable(_label(info), "it cannot take part in a MERGE")
         return s, t
 
     def runner(tx: Tx) -> dict[str, Any]:

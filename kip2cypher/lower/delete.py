@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import ast, schema
+from . import rules
+from ..syntax import ast
 from ..config import Settings
 from ..cypher.builder import Ident, Statement
-from ..plan import Compiled, Plan, Tx
-from . import kml_common as K
+from ._legacy import Compiled, Plan, Tx
+from . import writes as K
 from . import pattern as pat
-from .kml_update import Targets, element_label, raise_protected
+from .update import Targets, element_label, raise_protected
 
 
 def dependents(list_var: str) -> str:
@@ -82,7 +83,7 @@ def lower_delete_propositions(command: ast.DeletePropositions, parameters: dict[
     if targets.kind != pat.PROPOSITION:  # an endpoint variable may bind concepts too
         stmt.line("WITH ", v, f" WHERE ", v, f":{K.P}")
     stmt.line("WITH collect(", v, ") AS _ls")
-    stmt.line("WITH _ls, [x IN _ls WHERE ", schema.cy_protected_link("x"), " | ", element_label("x"), "] AS _bad")
+    stmt.line("WITH _ls, [x IN _ls WHERE ", rules.cy_protected_link("x"), " | ", element_label("x"), "] AS _bad")
     read_only = Statement().extend(stmt)
     read_only.line("RETURN size(_ls) AS matched, 0 AS deleted, _bad")
     locked_dependents(stmt, "_ls", "_deps", "_ls, _bad", "size(_bad) = 0")
@@ -113,8 +114,8 @@ def lower_delete_concept(command: ast.DeleteConcept, parameters: dict[str, Any],
         stmt.line("WITH ", v, " WHERE ", v, f":{K.C}")
     stmt.line("WITH collect(", v, ") AS _cs")
     stmt.line(
-        "WITH _cs, [x IN _cs WHERE coalesce(", schema.cy_protected_concept("x.type", "x.name"), " OR ",
-        schema.cy_actor("x.type", "x.name"), ", false) | ", element_label("x"), "] AS _bad",
+        "WITH _cs, [x IN _cs WHERE coalesce(", rules.cy_protected_concept("x.type", "x.name"), " OR ",
+        rules.cy_actor("x.type", "x.name"), ", false) | ", element_label("x"), "] AS _bad",
     )
     read_only = Statement().extend(stmt)
     read_only.line("RETURN size(_cs) AS matched, 0 AS concepts, 0 AS propositions, _bad")

@@ -20,9 +20,11 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Optional
 
-from . import errors, storage
-from .cypher.builder import Fragment, Param, frag
-from .errors import KipError
+from .. import errors
+
+from ..cypher import storage
+from ..cypher.builder import Fragment, Param, frag
+from ..errors import KipError
 
 # ------------------------------------------------------------------ protected targets
 #: Concepts that KML may create (bootstrap) but never change, delete or merge.
@@ -163,7 +165,7 @@ def check_value_types(type_name: str, instance_schema: Any, attributes: dict[str
         if not isinstance(spec, dict) or "type" not in spec:
             continue
         if not _type_ok(spec["type"], value, spec.get("item_type")):
-            from .values import describe
+            from ..syntax.values import describe
 
             raise KipError(
                 errors.INVALID_VALUE_TYPE,

@@ -6,19 +6,11 @@ structure of a command.
 """
 from __future__ import annotations
 
-import dataclasses
 import math
-import re
 from typing import Any, Mapping, Optional
 
 from . import ast
-from .errors import INVALID_SYNTAX, KipError, line_column, snippet
-
-_IDENTIFIER = r"[A-Za-z_][A-Za-z0-9_]*"
-# A string literal or a comment (skipped: `:x` in a comment is not a placeholder).
-_STRING_OR_COMMENT_RE = re.compile(r'"(?:[^"\\\n]|\\.)*"|//[^\n]*|/\*[\s\S]*?\*/')
-_EMBEDDED_RE = re.compile(r":(" + _IDENTIFIER + r")(?![A-Za-z0-9_])")
-_KEY_BEFORE_RE = re.compile(r'"?(' + _IDENTIFIER + r')"?\s*:\s*\Z')
+from ..errors import INVALID_SYNTAX, KipError
 
 
 def describe(value: Any) -> str:
@@ -90,45 +82,3 @@ def resolve_number(value: ast.Value, params: Optional[Mapping[str, Any]], what: 
             f"Write {what} followed by a number (or bind its placeholder to one).",
         )
     return resolved
-
-
-def placeholders(node: Any) -> set[str]:
-    """Names of all placeholders anywhere in an AST (sub)tree."""
-    found: set[str] = set()
-    stack = [node]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, ast.Placeholder):
-            found.add(item.name)
-        elif dataclasses.is_dataclass(item):
-            stack.extend(getattr(item, field.name) for field in dataclasses.fields(item) if field.compare)
-        elif isinstance(item, (tuple, list)):
-            stack.extend(item)
-    return found
-
-
-def check_quoted_placeholders(text: str, params: Optional[Mapping[str, Any]]) -> None:
-    """Reject ``"… :name …"`` when ``name`` is a parameter: strings are never substituted.
-
-    The author almost certainly expected substitution; silently storing the
-    literal text ``:name`` would be a wrong write that nobody notices.
-    """
-    if not params:
-        return
-    for literal in _STRING_OR_COMMENT_RE.finditer(text):
-        if not literal.group().startswith('"'):
-            continue
-        for embedded in _EMBEDDED_RE.finditer(literal.group()):
-            name = embedded.group(1)
-            if name in params:
-                offset = literal.start() + embedded.start()
-                line, column = line_column(text, offset)
-                key = _KEY_BEFORE_RE.search(text, max(0, literal.start() - 80), literal.start())
-                example = f"{key.group(1) if key else name}: :{name}"
-                raise KipError(
-                    INVALID_SYNTAX,
-                    f"The placeholder :{name} at line {line}, column {column} is inside a quoted string, where it is never substituted.\n{snippet(text, offset)}",
-                    f"Placeholders must occupy a whole value position: write `{example}` (no quotes) and, if you need surrounding text, put the complete string in the parameter.",
-                    line=line,
-                    column=column,
-                )

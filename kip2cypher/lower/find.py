@@ -11,19 +11,19 @@ Shape of the generated query (docs/kql.md has every rule)::
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Union
+from dataclasses import dataclass
+from typing import Any, Optional, Union
 
-from neo4j.exceptions import Neo4jError
-
-from .. import ast, cursor, storage
+from .. import cursor
 from ..config import Settings
 from ..cypher.builder import Fragment, Internal, Param, Statement, Var, frag, join
 from ..errors import INVALID_SYNTAX, KipError
-from ..plan import Compiled, Plan, Tx
-from ..results import element_object
-from ..values import resolve, resolve_int
+from ..syntax import ast
+from ..syntax.values import resolve, resolve_int
+from . import grounding
 from . import pattern as pat
 from .pattern import CONCEPT, ELEMENT, PREDICATE, PROPOSITION, Binding, Pattern, lower_where
+from .plan import Compiled, Plan
 
 AGG = {"COUNT": "count", "SUM": "sum", "AVG": "avg", "MIN": "min", "MAX": "max"}
 
@@ -38,6 +38,36 @@ def _column(index: int) -> Var:
     return Var(f"c{index}")
 
 
+#: How a result column is decoded (``kip2cypher.execution.results.DECODERS``).
+RAW, ELEMENT_OBJECT, STORED, ATTRIBUTES, METADATA = "raw", "element", "stored", "attributes", "metadata"
+
+
+@dataclass(frozen=True)
+class FindPlan(Plan):
+    """A FIND: one query, its result columns, paging and the names a KIP_2001 check may need.
+
+    ``grounding_required`` are checked when the result is empty; ``grounding_optional``
+    (names used only inside OPTIONAL / NOT / UNION) are checked by the query itself, whose
+    ``UNION ALL`` tail yields an ``_undefined`` row only when one of them is undefined.
+    """
+
+    KIND = "KQL"
+    query: Compiled
+    columns: tuple[tuple[str, str], ...]  # (column name, decoder)
+    limit: Optional[int]
+    offset: int
+    fingerprint: str
+    aggregates_only: bool
+    grounding_all: grounding.Names
+    grounding_required: grounding.Names
+    grounding_optional: grounding.Names
+
+    def steps(self) -> tuple[Compiled, ...]:
+        checks = (grounding.check_statement(self.grounding_required),) if self.grounding_required else ()
+        names = (grounding.DEFINED_NAMES,) if self.grounding_all else ()
+        return (self.query, *checks, *names)
+
+
 class _Column:
     """One FIND expression: how it is computed in Cypher and decoded in Python."""
 
@@ -46,23 +76,20 @@ class _Column:
         self.index = index
         self.var = _column(index)
         self.aggregate = isinstance(expr, ast.Aggregate)
-        self.decode: Callable[[Any], Any] = lambda v: v
+        self.decode = RAW
 
 
-def _decoder(expr: ast.Projection, binding: Binding) -> Callable[[Any], Any]:
+def _decoder(expr: ast.Projection, binding: Binding) -> str:
     if isinstance(expr, ast.Aggregate):
-        if expr.func in ("MIN", "MAX"):
-            return storage.decode
-        return lambda v: v
+        return STORED if expr.func in ("MIN", "MAX") else RAW
     if isinstance(expr, ast.Var):
-        return (lambda v: v) if binding.kind == PREDICATE else element_object
+        return RAW if binding.kind == PREDICATE else ELEMENT_OBJECT
     head = expr.path[0]
     if head in pat.MAP_FIELDS:
         if len(expr.path) == 1:
-            index = 0 if head == "attributes" else 1
-            return lambda v: None if v is None else storage.split_properties(v)[index]
-        return storage.decode
-    return lambda v: v
+            return ATTRIBUTES if head == "attributes" else METADATA
+        return STORED
+    return RAW
 
 
 class _FindLowering:
@@ -213,12 +240,12 @@ class _FindLowering:
         return out
 
     # ------------------------------------------------------------------ build
-    def build(self) -> Plan:
+    def build(self) -> FindPlan:
         self.check()
         pattern = self.pattern
-        grounding_all = pat.grounding_names(pattern.grounding)
-        grounding_required = pat.grounding_names(pattern.grounding, required_only=True)
-        grounding_optional = pat.grounding_names(pattern.grounding, required_only=False)
+        grounding_all = grounding.names(pattern.grounding)
+        grounding_required = grounding.names(pattern.grounding, required_only=True)
+        grounding_optional = grounding.names(pattern.grounding, required_only=False)
         pattern.distinct(self.key_vars())
         bindings = pattern.bindings
         core = list(pattern.lines)
@@ -344,60 +371,24 @@ class _FindLowering:
             undefined = Internal("undefined")
             stmt.line(return_line, ", null AS ", undefined)
             stmt.line("UNION ALL")
-            for line in pat.undefined_names_lines(Param(grounding_optional, "kip_names"), undefined):
+            for line in grounding.undefined_names_lines(Param([list(p) for p in grounding_optional], "kip_names"), undefined):
                 stmt.line(line)
             stmt.line("RETURN ", join(", ", [frag("null AS ", column) for column in self.return_columns(returning)]), ", ", undefined)
         else:
             stmt.line(return_line)
-        main = Compiled.of(stmt, "FIND")
-        columns = self.columns
-        aggregates_only = self.aggregates_only
-        settings = self.settings
-
-        def runner(tx: Tx) -> dict[str, Any]:
-            try:
-                rows = tx.run(main)
-            except Neo4jError as exc:
-                message = getattr(exc, "message", None) or str(exc)
-                if "Invalid Regex" in message:
-                    raise KipError(INVALID_SYNTAX, f"Invalid REGEX pattern: {message.splitlines()[0]}", "Fix the regular expression (Java syntax).") from None
-                raise
-            if grounding_optional:
-                undefined = [row["_undefined"] for row in rows if row["_undefined"] is not None]
-                if undefined:
-                    pat.raise_undefined(tx, grounding_optional, undefined[0])
-                rows = [row for row in rows if row["_undefined"] is None]
-            more = limit is not None and len(rows) > limit
-            if more:
-                rows = rows[:limit]
-            if aggregates_only:
-                empty = not rows or rows[0].get("_solutions", 0) == 0
-            else:
-                empty = not rows
-            if empty:
-                # An undefined type or predicate has no instances: check the remaining names.
-                pat.check_grounding(tx, grounding_required)
-            data = [[column.decode(row[column.var.name]) for row in rows] for column in columns]
-            if aggregates_only:
-                result: Any = [col[0] if col else None for col in data]
-            else:
-                result = data
-            response: dict[str, Any] = {"result": result[0] if len(columns) == 1 else result}
-            if more:
-                response["next_cursor"] = cursor.encode(settings, fingerprint, offset + limit)
-            return response
-
-        statements = [main] + ([pat.grounding_compiled(grounding_required)] if grounding_required else [])
-
-        def dry(tx: Tx) -> dict[str, Any]:
-            # dry_run (interfaces): every type and predicate must be defined; the query is only EXPLAINed.
-            pat.check_grounding(tx, grounding_all)
-            tx.run(Compiled("EXPLAIN " + main.text, main.params, "EXPLAIN"))
-            return {"result": {"dry_run": True, "kind": "KQL", "statements": [s.text for s in statements]}}
-
-        return Plan("KQL", "READ", statements, runner, dry_result=dry)
+        return FindPlan(
+            query=Compiled.of(stmt, "FIND"),
+            columns=tuple((c.var.name, c.decode) for c in self.columns),
+            limit=limit,
+            offset=offset,
+            fingerprint=fingerprint,
+            aggregates_only=self.aggregates_only,
+            grounding_all=grounding_all,
+            grounding_required=grounding_required,
+            grounding_optional=grounding_optional,
+        )
 
 
-def lower_find(command: ast.Find, parameters: dict[str, Any], settings: Settings) -> Plan:
+def lower_find(command: ast.Find, parameters: dict[str, Any], settings: Settings) -> FindPlan:
     """Compile a FIND command into a read plan (one query; a grounding check only on an empty result)."""
     return _FindLowering(command, parameters, settings).build()

@@ -14,7 +14,7 @@ import re
 from typing import Any, Iterable, Optional
 
 from . import ast
-from .errors import INVALID_IDENTIFIER, INVALID_SYNTAX, KipError, line_column, snippet
+from ..errors import INVALID_IDENTIFIER, INVALID_SYNTAX, KipError, line_column, snippet
 from .values import describe
 
 IDENTIFIER_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")

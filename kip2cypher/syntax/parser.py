@@ -1,6 +1,6 @@
-"""KIP text → typed AST (``kip2cypher.ast``).
+"""KIP text → typed AST (``kip2cypher.syntax.ast``).
 
-The grammar lives in ``grammar/kip.peg``; ``kip2cypher.grammars`` compiles it
+The grammar lives in ``grammar/kip.peg``; ``kip2cypher.syntax.grammars`` compiles it
 once as written (``GRAMMAR``, the reference) and once as the fast grammar every
 text goes through first (``FAST_GRAMMAR``: folded tokens, scanned values and
 blocks). A ``NodeVisitor`` turns either parse tree straight into AST nodes with
@@ -18,6 +18,8 @@ import dataclasses
 import difflib
 import re
 import sys
+import threading
+from contextlib import contextmanager
 from collections import defaultdict
 from functools import lru_cache
 from itertools import accumulate
@@ -30,7 +32,7 @@ from parsimonious.nodes import Node, NodeVisitor
 
 from . import ast
 from . import validate
-from .errors import INVALID_SYNTAX, RESOURCE_EXHAUSTED, KipError, line_column, snippet
+from ..errors import INVALID_SYNTAX, RESOURCE_EXHAUSTED, KipError, line_column, snippet
 from .grammars import CONSTANTS, FAST_GRAMMAR, GRAMMAR, TOKENS as _TOKENS, ScannedNode, dot_path, identifier, number_literal, string_literal
 
 # ------------------------------------------------------------------ bounds
@@ -46,10 +48,12 @@ CACHEABLE_CHARS = 64 * 1024
 # Parsimonious and the visitor recurse once per grammar level: at the nesting
 # bound the deepest inputs need ~800 frames on top of the caller's stack, too
 # close to Python's default limit of 1000. Python 3.11 runs Python-to-Python
-# calls without growing the C stack, so raising the soft limit is safe.
+# calls without growing the C stack, so raising the soft limit is safe; it is
+# raised only while a parse runs (``_deep_recursion``), never at import.
 _REQUIRED_RECURSION = 5_000
-if sys.getrecursionlimit() < _REQUIRED_RECURSION:
-    sys.setrecursionlimit(_REQUIRED_RECURSION)
+_recursion_lock = threading.Lock()
+_recursion_users = 0
+_recursion_saved = 0
 
 _SENTINEL = "\x00"  # matched by the grammar's END rule
 _BRACKET_RE = re.compile(r'"(?:[^"\\\n]|\\.)*"?|//[^\n]*|/\*[\s\S]*?(?:\*/|$)|[\[\]{}()]')
@@ -61,15 +65,18 @@ _DEPTH_STEP = {"{": 1, "[": 1, "(": 1, "}": -1, "]": -1, ")": -1}
 
 
 # ------------------------------------------------------------------ public API
-def parse(text: str) -> ast.Command:
+def parse(text: str, *, max_bytes: int = MAX_INPUT_BYTES, max_depth: int = MAX_NESTING_DEPTH) -> ast.Command:
     """Parse and validate exactly one KIP command (consecutive UPSERTs form one ``Capsule``).
 
-    Results are cached by text (ASTs are immutable), so re-parsing is a dict lookup.
+    ``max_bytes`` / ``max_depth`` tighten the built-in bounds (a Nexus passes its ``Settings``);
+    they are checked once, before the recursive parser sees the text. Results are cached by
+    text and bounds (ASTs are immutable), so re-parsing is a dict lookup.
     """
     _check_type(text)
+    bounds = (min(max_bytes, MAX_INPUT_BYTES), min(max_depth, MAX_NESTING_DEPTH))
     if len(text) > CACHEABLE_CHARS:
-        return _parse(text, "single")[0]  # big capsules are rarely repeated; caching them only holds memory
-    return _parse_single(text)
+        return _parse(text, "single", bounds)[0]  # big capsules are rarely repeated; caching them only holds memory
+    return _parse_single(text, bounds)
 
 
 def parse_script(text: str) -> tuple[ast.Command, ...]:
@@ -92,8 +99,8 @@ def _check_type(text: Any) -> None:
 
 
 @lru_cache(maxsize=CACHE_SIZE)
-def _parse_single(text: str) -> ast.Command:
-    return _parse(text, "single")[0]
+def _parse_single(text: str, bounds: tuple[int, int]) -> ast.Command:
+    return _parse(text, "single", bounds)[0]
 
 
 @lru_cache(maxsize=CACHE_SIZE // 8)
@@ -101,25 +108,45 @@ def _parse_script(text: str) -> tuple[ast.Command, ...]:
     return tuple(_parse(text, "script"))
 
 
-def _parse(text: str, rule: str, grammar: Grammar = FAST_GRAMMAR) -> list[ast.Command]:
+@contextmanager
+def _deep_recursion():
+    """Raise the recursion limit to ``_REQUIRED_RECURSION`` while any thread parses; restore it after the last."""
+    global _recursion_users, _recursion_saved
+    with _recursion_lock:
+        if _recursion_users == 0:
+            _recursion_saved = sys.getrecursionlimit()
+            if _recursion_saved < _REQUIRED_RECURSION:
+                sys.setrecursionlimit(_REQUIRED_RECURSION)
+        _recursion_users += 1
+    try:
+        yield
+    finally:
+        with _recursion_lock:
+            _recursion_users -= 1
+            if _recursion_users == 0:
+                sys.setrecursionlimit(_recursion_saved)
+
+
+def _parse(text: str, rule: str, bounds: tuple[int, int] = (MAX_INPUT_BYTES, MAX_NESTING_DEPTH), grammar: Grammar = FAST_GRAMMAR) -> list[ast.Command]:
     """Parse with the fast grammar; any failure is re-run on the reference grammar, which reports it.
 
     (``grammar=GRAMMAR`` parses with the reference grammar alone: tests compare both.)
     """
-    check_bounds(text)
+    check_bounds(text, *bounds)
     source = text + _SENTINEL
     commands = None
-    if grammar is not GRAMMAR:
-        try:
-            commands = _Builder(text).visit(grammar[rule].parse(source))
-        except (ParseError, KipError):
-            pass  # the reference path explains every failure, in its own order
-    if commands is None:
-        log = _FailureLog(source)
-        tree = GRAMMAR[rule].match_core(source, 0, defaultdict(dict), log)
-        if tree is None:
-            raise _syntax_error(source, rule, log)
-        commands = _Builder(text).visit(tree)
+    with _deep_recursion():
+        if grammar is not GRAMMAR:
+            try:
+                commands = _Builder(text).visit(grammar[rule].parse(source))
+            except (ParseError, KipError):
+                pass  # the reference path explains every failure, in its own order
+        if commands is None:
+            log = _FailureLog(source)
+            tree = GRAMMAR[rule].match_core(source, 0, defaultdict(dict), log)
+            if tree is None:
+                raise _syntax_error(source, rule, log)
+            commands = _Builder(text).visit(tree)
     if rule == "single":
         commands = [commands]
     for command in commands:
@@ -129,10 +156,7 @@ def _parse(text: str, rule: str, grammar: Grammar = FAST_GRAMMAR) -> list[ast.Co
 
 # ------------------------------------------------------------------ bounds check
 def check_bounds(text: str, max_bytes: int = MAX_INPUT_BYTES, max_depth: int = MAX_NESTING_DEPTH) -> None:
-    """Reject oversized or over-nested text cheaply, before the recursive parser sees it.
-
-    The compiler calls it again with a Nexus's own (tighter) ``Settings`` limits.
-    """
+    """Reject oversized or over-nested text cheaply, before the recursive parser sees it."""
     if len(text) > max_bytes or (len(text) * 4 > max_bytes and len(text.encode("utf-8", "surrogatepass")) > max_bytes):
         kib = f" ({max_bytes // 1024} KiB)" if max_bytes >= 1024 else ""
         raise KipError(

@@ -15,7 +15,7 @@ patterns are refused up front with KIP_4001 — the code whose recovery hint alr
 """
 from __future__ import annotations
 
-from .errors import EXECUTION_TIMEOUT, KipError
+from ..errors import EXECUTION_TIMEOUT, KipError
 
 MAX_UNBOUNDED = 3
 

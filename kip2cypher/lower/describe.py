@@ -7,13 +7,17 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from .. import __version__, ast, cursor, errors, storage
+from .. import cursor, embedding, errors
+from ..version import __version__
+
+from ..cypher import storage
+from ..syntax import ast
 from ..config import Settings
 from ..cypher.builder import Ident, Param, Statement
 from ..errors import KipError
-from ..plan import Compiled, Plan, Tx
-from ..results import concept_object
-from ..values import resolve, resolve_int, resolve_str
+from ._legacy import Compiled, Plan, Tx
+from ..execution.results import concept_object
+from ..syntax.values import resolve, resolve_int, resolve_str
 from .search import SCHEMA_STATEMENTS as _SEARCH_SCHEMA
 from .search import lower_search, search_capabilities  # noqa: F401 - re-exported for the compiler
 
@@ -213,7 +217,7 @@ def capabilities(settings: Settings) -> dict[str, Any]:
         "protocol": "KIP v1.0-RC10",
         "engine": f"kip2cypher {__version__} (Cypher on Neo4j)",
         "commands": ["FIND", "UPSERT", "UPDATE", "MERGE", "DELETE", "DESCRIBE", "SEARCH", "EXPORT"],
-        "search": search_capabilities(settings),
+        "search": search_capabilities(embedding.resolve(settings), embedding.unavailable_reason()),
         "limits": {
             "max_path_hops": settings.max_hops,
             "max_result_rows": settings.max_result_rows,

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import storage
+from ..cypher import storage
 
 
 def _props(entity: Any) -> dict[str, Any]:
@@ -46,3 +46,17 @@ def element_object(entity: Any) -> Any:
     if entity is None:
         return None
     return proposition_object(entity) if is_proposition(entity) else concept_object(entity)
+
+
+def _map_half(index: int):
+    return lambda value: None if value is None else storage.split_properties(value)[index]
+
+
+#: Column decoders by name (``kip2cypher.lower.find``): stored values → KIP JSON values.
+DECODERS = {
+    "raw": lambda value: value,
+    "element": element_object,
+    "stored": storage.decode,
+    "attributes": _map_half(0),
+    "metadata": _map_half(1),
+}

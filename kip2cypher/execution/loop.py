@@ -1,0 +1,171 @@
+"""The two driver loops: run a program inside one Neo4j transaction, synchronously or with asyncio.
+
+A program (a generator, see ``requests.py``) is stepped until it returns its response:
+each ``Run`` goes to ``tx.run`` and its records come back as a list of dicts (at most
+``Settings.max_result_rows`` of them, else KIP_4002), each ``Explain`` is planned by Neo4j,
+each ``Embed`` goes to the context's embedder (in a worker thread under asyncio, so model
+inference never blocks the event loop). ``run_sync`` / ``run_async`` open the managed
+transaction of the plan's access mode — the driver retries transient failures and re-runs
+the whole program — and map every driver exception to a KIP error in one place
+(``neo4j_errors.from_neo4j``), with the statement in flight as debug information.
+
+These two loops are the only code that touches the neo4j driver while a command runs.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, Callable, Generator, Optional
+
+import neo4j
+
+from .. import errors
+from ..config import Settings
+from ..errors import KipError
+from ..lower.plan import Compiled
+from .neo4j_errors import DRIVER_ERRORS, from_neo4j
+from .requests import Context, Embed, Explain, Run
+
+log = logging.getLogger("kip2cypher.cypher")
+
+Program = Generator[Any, Any, dict]
+
+
+class _Trace:
+    """The statement in flight, for the debug field of an error report."""
+
+    __slots__ = ("current",)
+
+    def __init__(self) -> None:
+        self.current: Optional[Compiled] = None
+
+    def cypher(self) -> Optional[str]:
+        return self.current.text if self.current is not None else None
+
+
+def statement_text(settings: Settings, text: str) -> str:
+    """``Settings.cypher_prefix`` (query options such as ``CYPHER runtime=slotted``) before a statement."""
+    return f"{settings.cypher_prefix}\n{text}" if settings.cypher_prefix else text
+
+
+def _prepare(request: Any, settings: Settings, trace: _Trace) -> tuple[str, dict[str, Any]]:
+    trace.current = request.statement
+    text = statement_text(settings, request.statement.text)
+    if isinstance(request, Explain):
+        text = "EXPLAIN " + text
+    params = request.parameters()
+    if log.isEnabledFor(logging.DEBUG):
+        log.debug("%s\n-- params: %r", text, params)
+    return text, params
+
+
+def _too_many_rows(cap: int) -> KipError:
+    return KipError(
+        errors.RESOURCE_EXHAUSTED,
+        f"The command produced more than {cap} rows.",
+        "Add LIMIT (and page with CURSOR) to the command, or narrow the WHERE pattern.",
+    )
+
+
+def _no_embedder() -> KipError:
+    return KipError(errors.INTERNAL_ERROR, "Internal error: a program asked for embeddings but no embedder is configured.", "This is an engine bug; report it.")
+
+
+def _unknown(request: Any) -> KipError:
+    return KipError(errors.INTERNAL_ERROR, f"Internal error: a program yielded {type(request).__name__}.", "This is an engine bug; report it.")
+
+
+# ---------------------------------------------------------------------------- synchronous
+def drive_sync(program: Program, tx: Any, ctx: Context, trace: _Trace) -> dict:
+    """Step ``program`` to its response inside the open transaction ``tx``."""
+    reply: Any = None
+    while True:
+        try:
+            request = program.send(reply)
+        except StopIteration as stop:
+            return stop.value
+        if isinstance(request, Run):
+            reply = _rows_sync(tx.run(*_prepare(request, ctx.settings, trace)), ctx.settings.max_result_rows)
+        elif isinstance(request, Explain):
+            tx.run(*_prepare(request, ctx.settings, trace)).consume()
+            reply = None
+        elif isinstance(request, Embed):
+            if ctx.embedder is None:
+                raise _no_embedder()
+            reply = ctx.embedder.embed(list(request.texts))
+        else:
+            raise _unknown(request)
+
+
+def _rows_sync(result: Any, cap: int) -> list[dict[str, Any]]:
+    rows = []
+    for record in result:
+        rows.append(dict(record))
+        if len(rows) > cap:
+            result.consume()
+            raise _too_many_rows(cap)
+    return rows
+
+
+def run_sync(session: Any, access: str, start: Callable[[], Program], ctx: Context, metadata: dict[str, Any]) -> dict:
+    """Run the program ``start()`` builds in one managed transaction of ``session`` (READ or WRITE)."""
+    trace = _Trace()
+
+    @neo4j.unit_of_work(timeout=ctx.settings.query_timeout_s or None, metadata=metadata)
+    def work(tx: Any) -> dict:
+        return drive_sync(start(), tx, ctx, trace)
+
+    try:
+        if access == "READ":
+            return session.execute_read(work)
+        return session.execute_write(work)
+    except DRIVER_ERRORS as exc:
+        raise from_neo4j(exc, trace.cypher()) from None
+
+
+# ---------------------------------------------------------------------------- asyncio
+async def drive_async(program: Program, tx: Any, ctx: Context, trace: _Trace) -> dict:
+    """``drive_sync`` for an ``AsyncManagedTransaction``."""
+    reply: Any = None
+    while True:
+        try:
+            request = program.send(reply)
+        except StopIteration as stop:
+            return stop.value
+        if isinstance(request, Run):
+            reply = await _rows_async(await tx.run(*_prepare(request, ctx.settings, trace)), ctx.settings.max_result_rows)
+        elif isinstance(request, Explain):
+            await (await tx.run(*_prepare(request, ctx.settings, trace))).consume()
+            reply = None
+        elif isinstance(request, Embed):
+            if ctx.embedder is None:
+                raise _no_embedder()
+            reply = await asyncio.to_thread(ctx.embedder.embed, list(request.texts))
+        else:
+            raise _unknown(request)
+
+
+async def _rows_async(result: Any, cap: int) -> list[dict[str, Any]]:
+    rows = []
+    async for record in result:
+        rows.append(dict(record))
+        if len(rows) > cap:
+            await result.consume()
+            raise _too_many_rows(cap)
+    return rows
+
+
+async def run_async(session: Any, access: str, start: Callable[[], Program], ctx: Context, metadata: dict[str, Any]) -> dict:
+    """``run_sync`` for an ``AsyncSession``."""
+    trace = _Trace()
+
+    @neo4j.unit_of_work(timeout=ctx.settings.query_timeout_s or None, metadata=metadata)
+    async def work(tx: Any) -> dict:
+        return await drive_async(start(), tx, ctx, trace)
+
+    try:
+        if access == "READ":
+            return await session.execute_read(work)
+        return await session.execute_write(work)
+    except DRIVER_ERRORS as exc:
+        raise from_neo4j(exc, trace.cypher()) from None

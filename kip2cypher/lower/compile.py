@@ -1,0 +1,86 @@
+"""Text → ``Plan``: parse once, check what needs the request's parameters, dispatch to the lowering.
+
+``LOWERINGS`` is the static table from each command's AST class to the function that lowers
+it (``fn(command, parameters, settings) -> Plan``). ``compile_plan`` caches plans by text,
+parameters and settings; plans are immutable, so a cached plan is shared safely between
+threads and requests.
+"""
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from typing import Any, Callable, Optional
+
+from .. import errors
+from ..config import Settings
+from ..syntax import ast
+from ..syntax.parser import CACHEABLE_CHARS, parse
+from ..syntax.placeholders import check_quoted_placeholders
+from . import delete, describe, export, find, merge, search, update, upsert
+from .plan import Plan
+
+LOWERINGS: dict[type, Callable[[Any, dict[str, Any], Settings], Plan]] = {
+    ast.Find: find.lower_find,
+    ast.Capsule: upsert.lower_capsule,
+    ast.Update: update.lower_update,
+    ast.MergeConcept: merge.lower_merge,
+    ast.DeleteAttributes: update.lower_delete_attributes,
+    ast.DeleteMetadata: update.lower_delete_metadata,
+    ast.DeletePropositions: delete.lower_delete_propositions,
+    ast.DeleteConcept: delete.lower_delete_concept,
+    ast.DescribePrimer: describe.lower_describe_primer,
+    ast.DescribeDomains: describe.lower_describe_domains,
+    ast.DescribeConceptTypes: describe.lower_describe_concept_types,
+    ast.DescribeConceptType: describe.lower_describe_concept_type,
+    ast.DescribePropositionTypes: describe.lower_describe_proposition_types,
+    ast.DescribePropositionType: describe.lower_describe_proposition_type,
+    ast.Search: search.lower_search,
+    ast.Export: export.lower_export,
+}
+
+
+def lower(command: ast.Command, parameters: Optional[dict[str, Any]] = None, settings: Optional[Settings] = None) -> Plan:
+    """Lower a parsed command to a plan, binding the request's parameters."""
+    return LOWERINGS[type(command)](command, dict(parameters or {}), settings or _default_settings())
+
+
+@lru_cache(maxsize=1)
+def _default_settings() -> Settings:
+    return Settings()
+
+
+def _compile(text: str, params_json: str, settings: Settings) -> Plan:
+    parameters = json.loads(params_json)
+    command = parse(text, max_bytes=settings.max_input_bytes, max_depth=settings.max_nesting_depth)
+    check_quoted_placeholders(command, text, parameters)
+    return lower(command, parameters, settings)
+
+
+_compile_cached = lru_cache(maxsize=2048)(_compile)
+
+
+def compile_plan(text: str, parameters: Optional[dict[str, Any]] = None, settings: Optional[Settings] = None) -> Plan:
+    """Parse and lower one command (cached by text, parameters and settings)."""
+    try:
+        params_json = json.dumps(parameters or {}, sort_keys=True, ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise errors.KipError(errors.INVALID_SYNTAX, f"parameters must be JSON values: {exc}", "Pass strings, numbers, booleans, null, arrays and objects only.") from None
+    settings = settings or _default_settings()
+    if not isinstance(text, str):
+        parse(text)  # reports the non-string command (KIP_1001)
+    if len(text) + len(params_json) > CACHEABLE_CHARS:
+        # A large capsule or parameter payload is rarely repeated: caching it would only hold memory.
+        return _compile(text, params_json, settings)
+    return _compile_cached(text, params_json, settings)
+
+
+def statements(plan: Plan) -> list[dict[str, Any]]:
+    """Every statement a plan's program may issue, in program order: ``{"cypher", "parameters", "label"}``
+    (``label`` names the step of the program that issues the statement)."""
+    listed = plan.statements if hasattr(plan, "runner") else plan.steps()  # runner: a plan of the previous shape
+    return [{"cypher": s.text, "parameters": dict(s.params), **({"label": s.label} if s.label else {})} for s in listed]
+
+
+def compile_command(text: str, parameters: Optional[dict[str, Any]] = None, settings: Optional[Settings] = None) -> list[dict[str, Any]]:
+    """Public ``kip2cypher.compile``: the Cypher statements with their parameters and steps."""
+    return statements(compile_plan(text, parameters, settings))

@@ -1,0 +1,64 @@
+"""What lowering hands the executor: a ``Plan``, an immutable value.
+
+A plan is the compiled form of one command: the Cypher statements its program may issue
+(each a ``Compiled``: text, parameters and a label naming the step that issues it) plus the facts that
+program needs at run time (result columns and their decoders, limits, cursor fingerprints,
+grounding names, the UPSERT rows and waves …). Nothing here runs anything: the program of
+each plan kind lives in ``kip2cypher.execution.programs`` and is driven by the executor.
+
+Every plan class is a frozen dataclass deriving from ``Plan`` and lists its statements in
+program order through ``steps()`` — what ``kip2cypher compile`` prints and what the golden
+tests EXPLAIN on Neo4j.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, ClassVar, Mapping
+
+from ..cypher.builder import Statement
+
+EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """One Cypher statement: text, the parameters known at compile time, and ``label``: the step of
+    the program that issues it.
+
+    Parameters supplied only at run time (rows of a wave, a page cursor …) are absent or
+    ``None`` here and given by the program with each run.
+    """
+
+    text: str
+    params: Mapping[str, Any]
+    label: str = ""
+
+    @classmethod
+    def of(cls, statement: Statement, label: str = "") -> "Compiled":
+        text, params = statement.build()
+        return cls(text, MappingProxyType(params), label)
+
+    def with_params(self, **params: Any) -> "Compiled":
+        """The same statement with more compile-time parameters bound."""
+        return Compiled(self.text, MappingProxyType({**self.params, **params}), self.label)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Base of every plan. ``KIND`` is KQL / KML / META; ``ACCESS`` the transaction it needs."""
+
+    KIND: ClassVar[str] = ""
+    ACCESS: ClassVar[str] = "READ"
+
+    @property
+    def kind(self) -> str:
+        return self.KIND
+
+    @property
+    def access(self) -> str:
+        return self.ACCESS
+
+    def steps(self) -> tuple[Compiled, ...]:
+        """Every statement the program may issue, in program order."""
+        raise NotImplementedError

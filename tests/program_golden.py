@@ -1,0 +1,181 @@
+"""Program goldens: the sequence of requests a command's program issues, driven by canned rows.
+
+File format (``tests/golden/programs/*.txt``, one file per area)::
+
+    === a unique case name
+    --- kip
+    UPSERT { … }
+    --- request parameters            (optional: the request's `parameters` JSON)
+    {"name": "Aspirin"}
+    --- settings                      (optional: Settings fields for this case)
+    {"strict_schema": true}
+    --- dry run                       (optional, empty: run the program as a dry run)
+    --- replies                       (one JSON value per line: the reply to each Run / Embed, in order)
+    [{"i": 0, "id": null, "schema": null}]
+    [[0.1, 0.2, 0.3]]
+    --- program                       (generated: one line per request, then its run-time parameters)
+    run    UPSERT: check types/predicates and look up outside targets
+           {"refs": […]}
+    --- response                      (generated: the command's response, or the KIP error code)
+    {"result": …}
+
+The statements' texts are pinned by the plan goldens (``test_golden.py``); a program golden
+pins what the program does with them: which it runs, in which order, with which run-time
+parameters, and what it answers for the rows it was given. Every statement a program issues
+must be one its plan lists in ``steps()`` (what ``kip2cypher compile`` prints, and what the
+plan goldens EXPLAIN on Neo4j). Regenerate with ``KIP2CYPHER_REGEN_GOLDEN=1``.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Optional
+
+PROGRAM_DIR = Path(__file__).parent / "golden" / "programs"
+NOW = "2026-01-01T00:00:00.000Z"
+
+
+@dataclass
+class ProgramCase:
+    name: str
+    kip: str = ""
+    request: Optional[dict[str, Any]] = None
+    settings: Optional[dict[str, Any]] = None
+    dry_run: bool = False
+    replies: list[Any] = field(default_factory=list)
+    program: str = ""
+    response: str = ""
+
+
+class GoldenEmbedder:
+    """A deterministic stand-in for the embedding model (the model is not what these goldens test)."""
+
+    name = "golden-embedder"
+    dimensions = 3
+
+    def embed(self, texts):  # pragma: no cover - programs never call it: the loop does
+        raise AssertionError("program goldens reply to Embed requests with canned vectors")
+
+
+SECTIONS = ("kip", "request parameters", "settings", "dry run", "replies", "program", "response")
+
+
+def parse_text(text: str, filename: str) -> list[ProgramCase]:
+    cases: list[ProgramCase] = []
+    section: Optional[str] = None
+    buffer: list[str] = []
+
+    def close() -> None:
+        if section is None or not cases:
+            return
+        body = "\n".join(buffer).strip("\n")
+        case = cases[-1]
+        if section == "kip":
+            case.kip = body
+        elif section == "request parameters":
+            case.request = json.loads(body)
+        elif section == "settings":
+            case.settings = json.loads(body)
+        elif section == "dry run":
+            case.dry_run = True
+        elif section == "replies":
+            case.replies = [json.loads(line) for line in body.splitlines() if line.strip()]
+        elif section == "program":
+            case.program = body
+        elif section == "response":
+            case.response = body
+        else:
+            raise ValueError(f"{filename}: unknown section --- {section} in case {case.name!r}")
+
+    for line in text.splitlines():
+        if line.startswith("=== "):
+            close()
+            section, buffer = None, []
+            cases.append(ProgramCase(line[4:].strip()))
+        elif line.startswith("--- "):
+            close()
+            section, buffer = line[4:].strip(), []
+        elif section is not None:
+            buffer.append(line)
+        elif line.strip() and not line.startswith("#"):
+            raise ValueError(f"{filename}: text outside a section: {line!r}")
+    close()
+    names = [c.name for c in cases]
+    duplicates = {n for n in names if names.count(n) > 1}
+    if duplicates:
+        raise ValueError(f"{filename}: duplicate case names {sorted(duplicates)}")
+    return cases
+
+
+def render(header: str, cases: list[ProgramCase]) -> str:
+    out = [header.rstrip("\n")] if header.strip() else []
+    for case in cases:
+        out += [f"=== {case.name}", "--- kip", case.kip]
+        if case.request is not None:
+            out += ["--- request parameters", _json(case.request)]
+        if case.settings is not None:
+            out += ["--- settings", _json(case.settings)]
+        if case.dry_run:
+            out.append("--- dry run")
+        out.append("--- replies")
+        out += [_json(reply) for reply in case.replies]
+        out += ["--- program", case.program, "--- response", case.response, ""]
+    return "\n".join(out)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def run_case(case: ProgramCase) -> ProgramCase:
+    """Compile the case's command and drive its program with the canned replies."""
+    from kip2cypher.config import Settings
+    from kip2cypher.errors import KipError
+    from kip2cypher.execution import programs
+    from kip2cypher.execution.requests import Context, Embed, Explain, Run
+    from kip2cypher.lower.compile import compile_plan
+
+    settings = Settings(max_hops=10, max_result_rows=10000, strict_schema=False, cypher_prefix="", cursor_secret=b"golden-secret", embedder=False)
+    if case.settings:
+        settings = replace(settings, **case.settings)
+    actual = replace(case, program="", response="")
+    lines: list[str] = []
+    try:
+        plan = compile_plan(case.kip, case.request, settings)
+    except KipError as exc:
+        actual.response = f"error {exc.code}"
+        return actual
+    listed = {s.text for s in plan.steps()}
+    ctx = Context(settings, NOW, dry_run=case.dry_run, embedder=GoldenEmbedder())
+    program = programs.start(plan, ctx)
+    replies = iter(case.replies)
+    reply: Any = None
+    try:
+        while True:
+            request = program.send(reply)
+            if isinstance(request, (Run, Explain)):
+                assert request.statement.text in listed, f"{case.name}: the program ran a statement its plan does not list: {request.statement.label}"
+                verb = "run" if isinstance(request, Run) else "explain"
+                lines.append(f"{verb:<8}{request.statement.label}")
+                if request.params:
+                    lines.append(" " * 8 + _json(dict(request.params)))
+                reply = _next(replies, case) if isinstance(request, Run) else None
+            elif isinstance(request, Embed):
+                lines.append(f"{'embed':<8}{_json(list(request.texts))}")
+                reply = _next(replies, case)
+            else:  # pragma: no cover
+                raise AssertionError(f"unknown request {request!r}")
+    except StopIteration as stop:
+        actual.response = _json(stop.value)
+    except KipError as exc:
+        actual.response = f"error {exc.code}: {exc.message}"
+    actual.program = "\n".join(lines)
+    return actual
+
+
+def _next(replies, case: ProgramCase) -> Any:
+    try:
+        return next(replies)
+    except StopIteration:
+        raise AssertionError(f"{case.name}: the program asked for more replies than the case gives") from None
