@@ -19,11 +19,13 @@ from neo4j.exceptions import DriverError, Neo4jError
 from . import embedding, errors
 from .version import __version__
 from .config import Settings
-from .cypher import storage
+from .cypher import catalog
 from .errors import KipError
 from .execution import loop, programs
 from .execution.neo4j_errors import from_neo4j
-from .execution.requests import Context
+from .execution.programs import embeddings as refresh_program
+from .execution.requests import Context, Run
+from .lower import embeddings
 from .lower.compile import compile_plan
 from .lower.plan import Plan
 from .models import ExecuteRequest
@@ -86,10 +88,7 @@ class Nexus:
     def ensure_schema(self) -> None:
         """Create constraints and indexes idempotently, each in a transaction of its own."""
         with self.session() as session:
-            for statement in storage.SCHEMA_STATEMENTS:
-                session.run(statement).consume()
-            extra = _optional_schema_statements()
-            for statement in extra:
+            for statement in catalog.SCHEMA:
                 session.run(statement).consume()
 
     def bootstrap(self, *, capsules: bool = False) -> dict[str, Any]:
@@ -174,18 +173,40 @@ class Nexus:
         if hasattr(plan, "runner"):
             return self._run_legacy(plan, access, metadata, dry_run)
         ctx = Context(self.settings, _now(), dry_run=dry_run, embedder=embedding.resolve(self.settings) if plan.kind != "KQL" else None)
+        return self.run_program(access, lambda: programs.start(plan, ctx), ctx, metadata)
+
+    def run_program(self, access: str, start: Any, ctx: Context, metadata: Optional[dict[str, Any]] = None) -> Any:
+        """Run the program ``start()`` builds in one managed transaction of ``access``; every failure becomes a KipError."""
         try:
             with self.session(access) as session:
-                return loop.run_sync(session, access, lambda: programs.start(plan, ctx), ctx, metadata)
+                return loop.run_sync(session, access, start, ctx, metadata or {"app": self.settings.app_name, "version": __version__})
         except KipError:
             raise
         except Exception as exc:  # noqa: BLE001
             log.error("execution failure: %r", exc, exc_info=True)
             raise KipError(errors.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}", "This is an engine bug; report it with the debug field.") from None
 
+    def sync_embeddings(self, *, embedder: Any = None, batch: int = 256, force: bool = False) -> dict[str, int]:
+        """Embed every element whose vector is missing, stale or from another model (``embedding.sync_embeddings``)."""
+        chosen = embedder or embedding.resolve(self.settings)
+        counts = {"concepts": 0, "propositions": 0}
+        if chosen is None:
+            return counts
+        for kind in embeddings.KINDS:
+            last = ""
+            while True:
+                ctx = Context(self.settings, _now(), embedder=chosen)
+                rows = self.run_program("READ", lambda: _rows_of(embeddings.ALL[kind], {"last": last, "chunk": batch}), ctx)
+                ids = [r["id"] for r in rows]
+                if not ids:
+                    break
+                last = ids[-1]
+                counts[kind + "s"] += self.run_program("WRITE", lambda: refresh_program.refresh(kind, ids, force, ctx), ctx)
+        return counts
+
     def _run_legacy(self, plan: Any, access: str, metadata: dict[str, Any], dry_run: bool) -> dict[str, Any]:
         """A plan of the previous shape (statements + closures), until every lowering returns data."""
-        from .lower._legacy import Tx
+        from .lower._legacy import Tx, drive
 
         holder: dict[str, Tx] = {}
 
@@ -194,10 +215,10 @@ class Nexus:
             tx = Tx(neo4j_tx, self.settings)
             holder["tx"] = tx
             if not dry_run:
-                since = _now()
+                ctx = Context(self.settings, _now(), embedder=embedding.resolve(self.settings))
                 response = plan.run(tx)
-                if plan.kind == "KML":
-                    embedding.after_write(tx, since)
+                if plan.kind == "KML" and ctx.embedder is not None:
+                    drive(tx, refresh_program.refresh_touched(ctx), ctx.embedder)
                 return response
             if plan.dry_result is None:
                 for stmt in plan.statements:
@@ -286,6 +307,12 @@ def _clean_response(response: Any) -> dict[str, Any]:
     return out
 
 
+def _rows_of(statement: Any, params: dict[str, Any]) -> Any:
+    """The one-statement program: its rows."""
+    rows = yield Run(statement, params)
+    return rows
+
+
 def _now() -> str:
     """ISO-8601 UTC with milliseconds and a Z, e.g. 2026-07-04T10:11:12.345Z."""
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
@@ -338,10 +365,3 @@ def _standard_capsule_order(available: list[str]) -> list[str]:
     """Every shipped capsule except Genesis: the standard ones in dependency order, then any others by name."""
     known = [n for n in STANDARD_CAPSULES if n in available]
     return known + sorted(n for n in available if n not in known and n != "Genesis")
-
-
-def _optional_schema_statements() -> tuple[str, ...]:
-    """Schema objects owned by optional modules (full-text / vector indexes for SEARCH)."""
-    from .lower import describe
-
-    return tuple(describe.SCHEMA_STATEMENTS)

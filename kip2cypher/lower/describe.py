@@ -18,11 +18,7 @@ from ..errors import KipError
 from ._legacy import Compiled, Plan, Tx
 from ..execution.results import concept_object
 from ..syntax.values import resolve, resolve_int, resolve_str
-from .search import SCHEMA_STATEMENTS as _SEARCH_SCHEMA
-from .search import lower_search, search_capabilities  # noqa: F401 - re-exported for the compiler
-
-#: Schema objects of META (full-text and vector indexes), run by ``Nexus.ensure_schema``.
-SCHEMA_STATEMENTS = tuple(_SEARCH_SCHEMA)
+from .search import search_capabilities
 
 #: Page size of DESCRIBE CONCEPT TYPES / PROPOSITION TYPES without LIMIT (next_cursor beyond).
 DESCRIBE_DEFAULT_LIMIT = 1000
@@ -264,5 +260,3 @@ def lower_describe_primer(command: ast.DescribePrimer, parameters: dict[str, Any
 
     return _plan([self_stmt, domains], runner)
 
-
-from .export import lower_export  # noqa: E402,F401 - re-exported for the compiler

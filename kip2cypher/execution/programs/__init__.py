@@ -10,15 +10,20 @@ from typing import Any, Callable, Generator
 
 from ...lower.find import FindPlan
 from ...lower.plan import Plan
+from ...lower.search import SearchPlan
 from ..requests import Context
-from .find import find
+from . import embeddings, find, search
 
 PROGRAMS: dict[type, Callable[[Any, Context], Generator[Any, Any, dict]]] = {
-    FindPlan: find,
+    FindPlan: find.find,
+    SearchPlan: search.search,
 }
 
 
 def start(plan: Plan, ctx: Context) -> Generator[Any, Any, dict]:
-    """The whole program of one command."""
+    """The whole program of one command: the plan's program, then (after a write, with an
+    embedder) the embedding refresh of what it touched."""
     response = yield from PROGRAMS[type(plan)](plan, ctx)
+    if plan.kind == "KML" and not ctx.dry_run and ctx.embedder is not None:
+        yield from embeddings.refresh_touched(ctx)
     return response
