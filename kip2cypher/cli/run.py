@@ -91,13 +91,9 @@ def _steps(text: str, readonly: bool) -> list[Step]:
     if readonly:
         kml = [line for command, line in commands if command_kind(command) == "KML"]
         if kml:
-            from ..errors import IMMUTABLE_TARGET
+            from ..execution.request import readonly_error
 
-            fail(KipError(
-                IMMUTABLE_TARGET,
-                f"--readonly runs only FIND, DESCRIBE, SEARCH and EXPORT; the script contains KML (UPSERT/UPDATE/MERGE/DELETE) at line(s) {', '.join(map(str, kml[:10]))}. Nothing was executed.",
-                "Run the script without --readonly to write.",
-            ).to_dict())
+            fail(readonly_error(f"The script contains KML at line(s) {', '.join(map(str, kml[:10]))}").to_dict())
     return [Step(number, command, line, write_counts(command)) for number, (command, line) in enumerate(commands, start=1)]
 
 
