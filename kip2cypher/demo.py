@@ -67,11 +67,14 @@ def _short(obj, limit: int = 400) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _summary(response) -> str:
-    result = response.get("result")
-    if isinstance(result, dict) and "upsert_concept_nodes" in result:
-        return f"upserted {len(result['upsert_concept_nodes'])} concepts and {len(result['upsert_proposition_links'])} propositions in {result['blocks']} UPSERT block(s)"
-    return _short(response)
+def _summary(capsule: str, response) -> str:
+    """What a capsule wrote, counted from its text (SET PROPOSITIONS links included), or the error."""
+    from .cli.output import writes_summary
+    from .cli.source import write_counts
+
+    if "error" in response:
+        return _short(response)
+    return writes_summary(write_counts(capsule))
 
 
 class DemoRefused(Exception):
@@ -102,19 +105,20 @@ def check_target(nexus, *, yes: bool) -> None:
 
 def run_demo(nexus, echo: Callable[[str], None], *, yes: bool = False) -> None:
     """Each step prints its KIP, the Cypher it compiles to, and the KIP response (JSON and as a table)."""
-    from .shell import render_response
+    from . import resources
+    from .cli.output import response_text
 
     echo(f"Writing the demo into {where(nexus)}")
     check_target(nexus, yes=yes)
     try:
         applied = nexus.bootstrap()
-        echo(f"Bootstrapped Genesis: {_summary({'result': applied['Genesis']})}")
+        echo(f"Bootstrapped Genesis: {_summary(resources.capsule_text('Genesis'), {'result': applied['Genesis']})}")
     except KipError as exc:
         echo(f"Bootstrap failed: {json.dumps(exc.to_dict())}")
         return
     for title, command in (("Schema capsule", DEMO_SCHEMA), ("Data capsule", DEMO_DATA)):
         echo(f"\n== {title}\n{command.strip()}")
-        echo("-- response " + _summary(nexus.execute_kip(command)))
+        echo("-- response " + _summary(command, nexus.execute_kip(command)))
     for command in DEMO_QUERIES:
         echo(f"\n== KIP\n{command}")
         try:
@@ -125,7 +129,7 @@ def run_demo(nexus, echo: Callable[[str], None], *, yes: bool = False) -> None:
             echo(f"-- compile error {json.dumps(exc.to_dict())}")
         response = nexus.execute_kip_readonly(command)
         echo("-- response " + _short(response))
-        echo(render_response(command, response))
+        echo(response_text(command, response))
     echo("\n== A batch (spec §6.2.3): syntax and read errors come back inline, a failing UPSERT stops the rest")
     echo(json.dumps(DEMO_BATCH, ensure_ascii=False, indent=2))
     for index, item in enumerate(nexus.execute_kip(commands=DEMO_BATCH)["result"]):

@@ -320,7 +320,9 @@ def plan_text(plan: Any, depth: int = 0) -> str:
     args = plan.get("args", {}) if isinstance(plan, dict) else {}
     op = plan.get("operatorType", "?") if isinstance(plan, dict) else str(plan)
     detail = args.get("Details", "")
-    line = f"{'  ' * depth}+{op}{'  ' + str(detail) if detail else ''}"
+    # Neo4j's details can span lines (a CASE expression): continuation lines keep the operator's indent.
+    detail = str(detail).replace("\n", "\n" + "  " * depth + "   ") if detail else ""
+    line = f"{'  ' * depth}+{op}{'  ' + detail if detail else ''}"
     children = plan.get("children", []) if isinstance(plan, dict) else []
     return "\n".join([line] + [plan_text(child, depth + 1) for child in children])
 

@@ -4,6 +4,9 @@ Every sub-command that talks to Neo4j takes ``--uri --user --password --database
 (defaulting to ``NEO4J_URI`` / ``NEO4J_USERNAME`` / ``NEO4J_PASSWORD`` /
 ``NEO4J_DATABASE``). KIP errors are printed as the spec's error JSON and give
 exit status 1; no Python traceback is ever shown for a KIP-level failure.
+
+Imports are lazy: ``parse`` and ``compile`` never load the neo4j driver, rich or
+prompt_toolkit (``tests/test_cli_offline.py`` checks the driver stays out).
 """
 from __future__ import annotations
 
@@ -11,16 +14,13 @@ import json
 import logging
 import os
 import sys
-import time
 from typing import Any, Optional
 
 import click
 
-from .version import __version__
-
-
-def _dump(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False, indent=2, default=str)
+from .. import KipError, __version__
+from .jsonout import dump
+from .jsonout import fail as _fail
 
 
 def _connect_options(fn):
@@ -33,10 +33,10 @@ def _connect_options(fn):
 
 def open_nexus(uri: Optional[str], user: Optional[str], password: Optional[str], database: Optional[str], *, start_local: bool = False):
     """Connect; with ``start_local`` and no URI configured, start the bundled local Neo4j first."""
-    from .execute import Nexus
+    from ..execute import Nexus
 
     if uri is None and start_local:
-        from . import localneo4j
+        from .. import localneo4j
 
         try:
             version = localneo4j.start(log=lambda m: click.echo(m, err=True))
@@ -64,23 +64,29 @@ class _Group(click.Group):
     """Every sub-command's failure is printed as a KIP error object (exit 1), never a traceback."""
 
     def invoke(self, ctx: click.Context) -> Any:
-        from neo4j.exceptions import DriverError, Neo4jError
-
-        from . import errors
-        from .execution.neo4j_errors import from_neo4j
+        from .. import errors
 
         try:
             return super().invoke(ctx)
         except errors.KipError as exc:
             _fail(exc.to_dict(), err=True)
-        except (Neo4jError, DriverError) as exc:
-            _fail(from_neo4j(exc).to_dict(), err=True)
         except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit, KeyboardInterrupt):
             raise
         except Exception as exc:  # noqa: BLE001
+            if _is_driver_error(exc):
+                from ..execution.neo4j_errors import from_neo4j
+
+                _fail(from_neo4j(exc).to_dict(), err=True)
             if os.environ.get("KIP2CYPHER_DEBUG") == "1":
                 raise
             _fail(errors.KipError(errors.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}", "Set KIP2CYPHER_DEBUG=1 to see the traceback.").to_dict(), err=True)
+
+
+def _is_driver_error(exc: Exception) -> bool:
+    """A neo4j driver exception — checked without importing the driver (a command that never
+    connected cannot raise one)."""
+    driver_errors = sys.modules.get("neo4j.exceptions")
+    return driver_errors is not None and isinstance(exc, (driver_errors.Neo4jError, driver_errors.DriverError))
 
 
 @click.group(cls=_Group)
@@ -100,7 +106,7 @@ def neo4j() -> None:
 @click.option("--data", "home", default=None, help="Data directory (default under ~/.cache/kip2cypher).")
 def neo4j_start(port: Optional[int], home: Optional[str]) -> None:
     """Start Neo4j in the background and wait until Bolt answers."""
-    from . import localneo4j
+    from .. import localneo4j
 
     cfg = localneo4j.LocalConfig.from_env(port, home)
     try:
@@ -115,7 +121,7 @@ def neo4j_start(port: Optional[int], home: Optional[str]) -> None:
 @click.option("--data", "home", default=None)
 def neo4j_stop(port: Optional[int], home: Optional[str]) -> None:
     """Shut the local Neo4j down cleanly."""
-    from . import localneo4j
+    from .. import localneo4j
 
     cfg = localneo4j.LocalConfig.from_env(port, home)
     click.echo("stopped" if localneo4j.stop(cfg) else "not running")
@@ -126,7 +132,7 @@ def neo4j_stop(port: Optional[int], home: Optional[str]) -> None:
 @click.option("--data", "home", default=None)
 def neo4j_status(port: Optional[int], home: Optional[str]) -> None:
     """Say whether the local Neo4j is up, and its version."""
-    from . import localneo4j
+    from .. import localneo4j
 
     cfg = localneo4j.LocalConfig.from_env(port, home)
     up, version = localneo4j.status(cfg)
@@ -135,16 +141,6 @@ def neo4j_status(port: Optional[int], home: Optional[str]) -> None:
 
 
 # ---------------------------------------------------------------- helpers
-def _read_source(source: str) -> str:
-    if source == "-":
-        return sys.stdin.read()
-    try:
-        with open(source, encoding="utf-8") as fh:
-            return fh.read()
-    except OSError as exc:
-        raise click.BadParameter(f"cannot read {source}: {exc.strerror}")
-
-
 def _parse_params(params: Optional[str]) -> dict[str, Any]:
     if not params:
         return {}
@@ -157,73 +153,54 @@ def _parse_params(params: Optional[str]) -> dict[str, Any]:
     return value
 
 
-def _fail(error: dict[str, Any], *, err: bool = False) -> None:
-    click.echo(_dump({"error": error}), err=err)
-    sys.exit(1)
-
-
-def _command_texts(text: str) -> list[tuple[str, int]]:
-    """One command, or the commands of a script; raises KipError (the single-command error)."""
-    from .errors import KipError
-    from .syntax.script import split_script
-    from .syntax.parser import parse
-
-    try:
-        parse(text)
-        return [(text, 1)]
-    except KipError as single_error:
-        try:
-            return split_script(text)
-        except KipError:
-            raise single_error from None
+SOURCE_HELP = "SOURCE is a file, '-' for stdin (the default), or the KIP text itself."
 
 
 # ---------------------------------------------------------------- language
-@main.command("parse")
+@main.command("parse", epilog=SOURCE_HELP)
 @click.argument("source", default="-")
 def parse_cmd(source: str) -> None:
     """Print the AST of a KIP command (or of each command of a script) as JSON."""
-    from .errors import KipError
-    from .syntax.parser import parse
-    from .syntax.serialize import ast_to_json
+    from .source import ast_json, command_texts, read_source
 
-    text = _read_source(source)
     try:
-        commands = _command_texts(text)
-        trees = [ast_to_json(parse(command)) for command, _ in commands]
+        trees = [ast_json(command) for command, _ in command_texts(read_source(source))]
     except KipError as exc:
         _fail(exc.to_dict())
-    click.echo(_dump(trees[0] if len(trees) == 1 else trees))
+    click.echo(dump(trees[0] if len(trees) == 1 else trees))
 
 
-@main.command("compile")
+@main.command("compile", epilog=SOURCE_HELP)
 @click.argument("source", default="-")
 @click.option("--params", default=None, help="Parameters as a JSON object.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--explain", is_flag=True, help="Run EXPLAIN on the configured Neo4j and print each statement's plan.")
 @_connect_options
 def compile_cmd(source: str, params: Optional[str], fmt: str, explain: bool, uri, user, password, database) -> None:
-    """Print the Cypher (and parameters) a KIP command — or each command of a script — compiles to."""
-    from .lower.compile import compile_command
-    from .errors import KipError
+    """Print the Cypher (and parameters) a KIP command — or each command of a script — compiles to.
+
+    Without --explain nothing connects to Neo4j.
+    """
+    from .source import command_texts, first_line, read_source
 
     parameters = _parse_params(params)
-    text = _read_source(source)
     try:
-        commands = _command_texts(text)
+        commands = command_texts(read_source(source))
         if explain:
             with open_nexus(uri, user, password, database) as nexus:
                 compiled = [nexus.explain(command, parameters) for command, _ in commands]
         else:
+            from .. import compile as compile_command
+
             compiled = [compile_command(command, parameters) for command, _ in commands]
     except KipError as exc:
         _fail(exc.to_dict())
     if fmt == "json":
-        click.echo(_dump(compiled[0] if len(compiled) == 1 else compiled))
+        click.echo(dump(compiled[0] if len(compiled) == 1 else compiled))
         return
     for number, ((command, line), statements) in enumerate(zip(commands, compiled), start=1):
         if len(commands) > 1:
-            click.echo(f"// ===== command {number} (line {line}): {command.strip().splitlines()[0][:60]}")
+            click.echo(f"// ===== command {number} (line {line}): {first_line(command, 60)}")
         for index, statement in enumerate(statements):
             if len(statements) > 1:
                 click.echo(f"// statement {index + 1}{': ' + statement['label'] if statement.get('label') else ''}")
@@ -234,23 +211,46 @@ def compile_cmd(source: str, params: Optional[str], fmt: str, explain: bool, uri
 
 
 # ---------------------------------------------------------------- execution
-@main.command("call")
-@click.option("--request", "request_file", default=None, help="Read the request JSON from FILE (default: stdin).")
+@main.command("call", epilog="SOURCE is a file, '-' for stdin (the default), or the request itself. "
+              "Whatever its origin, text starting with '{' is the request JSON; anything else is one KIP command.")
+@click.argument("source", required=False)
+@click.option("--request", "request_file", default=None, help="Read the request from FILE (same as giving FILE as SOURCE).")
+@click.option("--params", default=None, help="Parameters for a KIP command given as text, as a JSON object.")
 @click.option("--readonly", is_flag=True, help="Use execute_kip_readonly.")
+@click.option("--format", "fmt", type=click.Choice(["json", "table"]), default="json", show_default=True, help="table prints results as the shell does.")
 @_verbose_option
 @_connect_options
-def call_cmd(request_file: Optional[str], readonly: bool, uri, user, password, database) -> None:
+def call_cmd(source: Optional[str], request_file: Optional[str], params: Optional[str], readonly: bool, fmt: str, uri, user, password, database) -> None:
     """Function-call JSON in, response JSON out (spec §6).
 
     The request is the arguments object {"command"|"commands", "parameters", "dry_run"},
-    or the spec's full envelope {"function": {"name": "execute_kip[_readonly]", "arguments": {...}}}.
+    the spec's full envelope {"function": {"name": "execute_kip[_readonly]", "arguments": {...}}},
+    or simply a KIP command (kip2cypher call 'DESCRIBE PRIMER').
     Exit status 1 when the response has a top-level error.
     """
-    from .errors import INVALID_SYNTAX, KipError
+    from .source import read_source, refuse_missing_file
 
-    raw = _read_source(request_file or "-")
+    request = read_source(source or request_file or "-")
+    if not request.text.lstrip().startswith(("{", "[")):
+        refuse_missing_file(request)
+    arguments, readonly = _request_arguments(request.text, _parse_params(params), readonly)
+    with open_nexus(uri, user, password, database) as nexus:
+        response = nexus.execute(arguments, readonly=readonly)
+    if fmt == "table":
+        _print_table_response(arguments, response)
+    else:
+        click.echo(dump(response))
+    sys.exit(1 if "error" in response else 0)
+
+
+def _request_arguments(text: str, parameters: dict[str, Any], readonly: bool) -> tuple[Any, bool]:
+    """The §6.1 arguments object of ``call``'s input, and whether it asks for execute_kip_readonly."""
+    from ..errors import INVALID_SYNTAX
+
+    if not text.lstrip().startswith(("{", "[")):
+        return {"command": text, "parameters": parameters or None}, readonly
     try:
-        arguments = json.loads(raw)
+        arguments = json.loads(text)
     except ValueError as exc:
         _fail(KipError(INVALID_SYNTAX, f"The request is not JSON: {exc}", 'Send {"command": "<KIP>"}.').to_dict())
     if isinstance(arguments, dict) and isinstance(arguments.get("function"), dict) and set(arguments) == {"function"}:
@@ -265,23 +265,23 @@ def call_cmd(request_file: Optional[str], readonly: bool, uri, user, password, d
                 arguments = json.loads(arguments)
             except ValueError as exc:
                 _fail(KipError(INVALID_SYNTAX, f"function.arguments is not JSON: {exc}").to_dict())
-    with open_nexus(uri, user, password, database) as nexus:
-        response = nexus.execute(arguments, readonly=readonly)
-    click.echo(_dump(response))
-    sys.exit(1 if "error" in response else 0)
+    return arguments, readonly
 
 
-def _summary_of(result: Any) -> str:
-    """A short human description of one command's result."""
-    if isinstance(result, dict):
-        if "upsert_concept_nodes" in result:
-            return f"upserted {len(result['upsert_concept_nodes'])} concepts, {len(result['upsert_proposition_links'])} propositions in {result.get('blocks', '?')} blocks"
-        if "capsule" in result:
-            return f"exported {result.get('concepts', '?')} concepts, {result.get('propositions', '?')} propositions"
-        return ", ".join(f"{k}={v}" for k, v in result.items() if isinstance(v, (int, float, bool, str)))[:120] or "ok"
-    if isinstance(result, list):
-        return f"{len(result)} rows"
-    return json.dumps(result, ensure_ascii=False, default=str)[:120]
+def _print_table_response(arguments: Any, response: dict[str, Any]) -> None:
+    """``call --format table``: each command's response as the shell prints it."""
+    from .output import make_console, render_response
+    from .source import first_line
+
+    console = make_console()
+    if not isinstance(arguments, dict) or "error" in response or arguments.get("commands") is None:
+        command = arguments.get("command") if isinstance(arguments, dict) else None
+        console.print(render_response(command or "", response, console=console))
+        return
+    for index, (item, item_response) in enumerate(zip(arguments["commands"], response["result"])):
+        command = item.get("command", "") if isinstance(item, dict) else str(item)
+        console.print(f"[{index}] {first_line(command, 70)}")
+        console.print(render_response(command, item_response, console=console))
 
 
 @main.command("run")
@@ -289,62 +289,26 @@ def _summary_of(result: Any) -> str:
 @click.option("--params", default=None, help="Shared parameters as a JSON object.")
 @click.option("--dry-run", is_flag=True, help="Validate every command against the live schema without writing.")
 @click.option("--readonly", is_flag=True, help="Refuse KML: run the script as execute_kip_readonly would.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True, help="json prints the §6.2.3 batch response.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "table"]), default="text", show_default=True,
+              help="text: a line per command; json: the §6.2.3 batch response; table: one table at the end.")
 @_verbose_option
 @_connect_options
 def run_cmd(source: str, params: Optional[str], dry_run: bool, readonly: bool, fmt: str, uri, user, password, database) -> None:
     """Execute a .kip file: a capsule or a script of several commands, in order.
 
     Follows the batch rules of spec §6: a KML execution error stops the run; read
-    errors are reported and the run goes on. Prints a summary at the end; exit 1
-    when any command failed.
+    errors are reported and the run goes on. On a terminal a live bar on stderr counts
+    commands and UPSERT blocks; the summary counts what was written (SET PROPOSITIONS
+    links included). Exit 1 when any command failed.
     """
-    from .errors import KipError
-    from .syntax.script import command_kind_of, split_script
+    from .run import run_script
+    from .source import read_file
 
     parameters = _parse_params(params)
-    text = _read_source(source)
-    try:
-        commands = split_script(text)
-    except KipError as exc:
-        _fail(exc.to_dict())
-    if readonly:
-        kml = [line for command, line in commands if command_kind_of(command) == "KML"]
-        if kml:
-            from .execution.request import readonly_error
-
-            _fail(readonly_error(f"The script contains KML at line(s) {', '.join(map(str, kml[:10]))}").to_dict())
-    started = time.monotonic()
-    responses: list[dict[str, Any]] = []
-    failures: list[tuple[int, int, dict[str, Any]]] = []
-    stopped = False
-    echo_lines = fmt == "text"
+    text = read_file(source)
     with open_nexus(uri, user, password, database) as nexus:
-        with click.progressbar(length=len(commands), label=f"{source}: {len(commands)} commands", file=sys.stderr, show_pos=True) as bar:
-            for number, (command, line) in enumerate(commands, start=1):
-                outcome = nexus.execute_command(command, parameters, dry_run=dry_run, readonly=readonly)
-                responses.append(outcome.response)
-                bar.update(1)
-                first = command.strip().splitlines()[0][:50]
-                if "error" in outcome.response:
-                    failures.append((number, line, outcome.response["error"]))
-                    if echo_lines:
-                        err = outcome.response["error"]
-                        click.echo(f"[{number}] line {line}: {first}\n    {err['code']} {err['message']}\n    hint: {err.get('hint', '')}")
-                elif echo_lines:
-                    click.echo(f"[{number}] line {line}: {first}\n    ok: {_summary_of(outcome.response.get('result'))}")
-                if outcome.stops_batch:
-                    stopped = True
-                    break
-    elapsed = time.monotonic() - started
-    if fmt == "json":
-        click.echo(_dump({"result": responses}))
-    ran = len(responses)
-    summary = f"{ran}/{len(commands)} commands run{' (dry run)' if dry_run else ''}: {ran - len(failures)} ok, {len(failures)} failed in {elapsed:.2f}s"
-    if stopped:
-        summary += f"; stopped at command {ran} (line {failures[-1][1]}) on a KML error, {len(commands) - ran} not run"
-    click.echo(summary, err=fmt == "json")
-    sys.exit(1 if failures else 0)
+        failed = run_script(nexus, text, source, parameters=parameters, dry_run=dry_run, readonly=readonly, fmt=fmt)
+    sys.exit(1 if failed else 0)
 
 
 @main.command("export")
@@ -392,10 +356,14 @@ def export_cmd(pattern: str, target: str, limit: int, params: Optional[str], max
 @main.command("shell")
 @click.option("--readonly", is_flag=True, help="Start with writes refused (toggle with :readonly off).")
 @click.option("--cypher/--no-cypher", "show_cypher", default=False, help="Show each command's Cypher (toggle with :cypher on|off).")
-@click.option("--history", "history_file", default=None, envvar="KIP2CYPHER_HISTORY", help="History file [default ~/.kip2cypher_history].")
+@click.option("--history", "history_file", default=None, envvar="KIP2CYPHER_HISTORY", help="History file [env KIP2CYPHER_HISTORY; default: shell_history in the user data dir].")
 @_connect_options
 def shell_cmd(readonly: bool, show_cypher: bool, history_file: Optional[str], uri, user, password, database) -> None:
-    """Interactive KIP: end a command with a blank line or `;`. Type :help for the colon commands."""
+    """Interactive KIP: end a command with a blank line or `;`. Type :help for the colon commands.
+
+    Ctrl-C discards the command being typed, Ctrl-D leaves; Tab completes keywords, :commands
+    and the connected nexus's concept types and predicates.
+    """
     from .shell import Shell
 
     with open_nexus(uri, user, password, database) as nexus:
@@ -437,7 +405,7 @@ def mcp_cmd(transport: str, host: str, port: int, http_path: str, tokens_file: O
     stdio: stdout carries only the protocol; logs go to stderr. http: every request needs
     `Authorization: Bearer <token>`; an `ro` token may only use execute_kip_readonly.
     """
-    from . import mcp_server
+    from .. import mcp_server
 
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(name)s: %(message)s")
     http = None
@@ -457,21 +425,33 @@ def mcp_cmd(transport: str, host: str, port: int, http_path: str, tokens_file: O
 
 @main.command("bootstrap")
 @click.option("--with-capsules", is_flag=True, help="Also apply the standard capsules (Event, Person, $self, …).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "table"]), default="text", show_default=True, help="json: each capsule's UPSERT result, ids included.")
+@click.option("-v", "--verbose", is_flag=True, help="text/table: also list the element ids each capsule upserted.")
 @_connect_options
-def bootstrap_cmd(with_capsules: bool, uri, user, password, database) -> None:
+def bootstrap_cmd(with_capsules: bool, fmt: str, verbose: bool, uri, user, password, database) -> None:
     """Create the schema objects and apply the Genesis capsule (idempotent)."""
-    from .demo import where
-    from .errors import KipError
+    from .. import resources
+    from ..demo import where
+    from .output import make_console, table, writes_summary
+    from .source import write_counts
 
     with open_nexus(uri, user, password, database, start_local=True) as nexus:
         click.echo(f"Bootstrapping {where(nexus)}", err=True)
-        try:
-            applied = nexus.bootstrap(capsules=with_capsules)
-        except KipError as exc:
-            click.echo(_dump({"error": exc.to_dict()}))
-            sys.exit(1)
-    for name, result in applied.items():
-        click.echo(f"applied {name}: {json.dumps(result, ensure_ascii=False)}")
+        applied = nexus.bootstrap(capsules=with_capsules)
+    if fmt == "json":
+        click.echo(dump(applied))
+        return
+    counts = {name: write_counts(resources.capsule_text(name)) for name in applied}
+    console = make_console()
+    if fmt == "table":
+        rows = [[name, c.upserts, c.concepts, c.propositions] for name, c in counts.items()]
+        console.print(table(["capsule", "UPSERT blocks", "concepts", "propositions"], rows, console=console, count=False))
+    else:
+        for name, c in counts.items():
+            console.print(f"applied {name}: {writes_summary(c)}", soft_wrap=True)
+    if verbose:
+        for name, result in applied.items():
+            console.print(f"{name} ids: {json.dumps(result, ensure_ascii=False)}", soft_wrap=True)
 
 
 @main.command("demo")
@@ -483,7 +463,7 @@ def demo_cmd(yes: bool, uri, user, password, database) -> None:
     Without --uri / NEO4J_URI the demo starts (or reuses) a local Neo4j of its own: port
     KIP2CYPHER_DEMO_PORT (7697), data directory KIP2CYPHER_DEMO_HOME — never the server on 7687.
     """
-    from . import demo, localneo4j
+    from .. import demo, localneo4j
 
     if uri is None:
         cfg = localneo4j.demo_config()
@@ -499,6 +479,3 @@ def demo_cmd(yes: bool, uri, user, password, database) -> None:
         except demo.DemoRefused as exc:
             raise click.ClickException(str(exc))
 
-
-if __name__ == "__main__":  # pragma: no cover
-    main()
