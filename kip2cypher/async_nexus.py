@@ -11,16 +11,17 @@ worker thread, so a command never blocks the event loop on the model::
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any, Optional
 
 import neo4j
 
-from . import errors, resources
+from . import connection, errors, resources
 from .config import Settings
 from .cypher import catalog
 from .errors import KipError
-from .execute import base_options, default_database, default_uri, env_auth, explain_entries, metadata, new_context, plan_text, standard_capsule_order
+from .execute import APPLICATION_DRIVER, base_options, default_database, default_uri, env_auth, explain_entries, metadata, new_context, plan_text, standard_capsule_order
 from .execution import loop, programs
 from .execution.neo4j_errors import DRIVER_ERRORS, from_neo4j
 from .execution.request import Outcome, command_program, request_program
@@ -40,13 +41,18 @@ class AsyncNexus:
     def __init__(self, uri: Optional[str] = None, *, auth: Any = None, database: Optional[str] = None, driver: Any = None, settings: Optional[Settings] = None, **driver_options: Any) -> None:
         self.settings = settings or Settings()
         self.database = database or default_database()
-        self._owns_driver = driver is None
-        if driver is None:
-            self.uri = uri or default_uri()
-            driver = neo4j.AsyncGraphDatabase.driver(self.uri, auth=auth if auth is not None else env_auth(), **base_options(self.settings, driver_options))
+        if driver is not None:
+            if uri is not None or auth is not None or driver_options:
+                raise TypeError("AsyncNexus(driver=...) uses the application's driver as it is configured: pass no uri, auth or driver options.")
+            self.uri = APPLICATION_DRIVER
+            self._driver, self._owns_driver = driver, False
+            self._reachable = connection.AsyncReachabilityCheck(self.uri, None, {}, driver=driver)
         else:
-            self.uri = uri or "(the application's driver)"
-        self._driver = driver
+            self.uri, uri_auth = connection.split_credentials(uri or default_uri())
+            auth = auth if auth is not None else uri_auth or env_auth()
+            options = base_options(self.settings, driver_options)
+            self._driver, self._owns_driver = connection.open_async_driver(self.uri, auth, options), True
+            self._reachable = connection.AsyncReachabilityCheck(self.uri, auth, options)
         # One bookmark manager per nexus: a caller's reads see its own earlier writes on a cluster.
         self._bookmarks = neo4j.AsyncGraphDatabase.bookmark_manager()
 
@@ -65,14 +71,16 @@ class AsyncNexus:
     def driver(self) -> Any:
         return self._driver
 
-    def session(self, access: str = "WRITE") -> Any:
+    async def session(self, access: str = "WRITE") -> Any:
+        """A session on this nexus's database; the first one proves the server answers (KIP_4003 fast if not)."""
+        await self._reachable.ensure()
         mode = neo4j.READ_ACCESS if access == "READ" else neo4j.WRITE_ACCESS
-        return self._driver.session(database=self.database, default_access_mode=mode, bookmark_manager=self._bookmarks)
+        return self._driver.session(database=self.database, default_access_mode=mode, bookmark_manager=self._bookmarks, notifications_min_severity="OFF")
 
     # ------------------------------------------------------------------ schema
     async def ensure_schema(self) -> None:
         """Create constraints and indexes idempotently, each in a transaction of its own."""
-        async with self.session() as session:
+        async with await self.session() as session:
             for statement in catalog.SCHEMA:
                 await (await session.run(statement)).consume()
 
@@ -106,12 +114,13 @@ class AsyncNexus:
         return await self._drive(command_program(text, dict(parameters or {}), dry_run=dry_run, readonly=readonly, settings=self.settings))
 
     async def _drive(self, program: Any) -> Any:
+        """Step a request program; its steps (parsing, compiling) run in a worker thread so a
+        large command never blocks the event loop that serves other requests."""
         reply: Any = None
         while True:
-            try:
-                ask = program.send(reply)
-            except StopIteration as stop:
-                return stop.value
+            done, ask = await asyncio.to_thread(_step, program, reply)
+            if done:
+                return ask
             try:
                 reply = await self.run_plan(ask.plan, dry_run=ask.dry_run, readonly=ask.readonly)
             except KipError as exc:
@@ -122,7 +131,7 @@ class AsyncNexus:
         access = "READ" if (readonly or dry_run or plan.access == "READ") else "WRITE"
         ctx = new_context(self.settings, plan, dry_run)
         try:
-            async with self.session(access) as session:
+            async with await self.session(access) as session:
                 return await loop.run_async(session, access, lambda: programs.start(plan, ctx), ctx, metadata(self.settings, plan.kind, readonly, dry_run))
         except KipError:
             raise
@@ -143,12 +152,20 @@ class AsyncNexus:
                 entry["plan"] = plan_text((await result.consume()).plan)
 
         try:
-            async with self.session("READ") as session:
+            async with await self.session("READ") as session:
                 await session.execute_read(work)
         except DRIVER_ERRORS as exc:
             done = [e for e in out if "plan" in e]
             raise from_neo4j(exc, out[len(done)]["cypher"] if len(done) < len(out) else None) from None
         return out
+
+
+def _step(program: Any, reply: Any) -> tuple[bool, Any]:
+    """``program.send(reply)`` as (finished, request-or-result): StopIteration cannot cross a thread."""
+    try:
+        return False, program.send(reply)
+    except StopIteration as stop:
+        return True, stop.value
 
 
 class _Connecting:

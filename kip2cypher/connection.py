@@ -12,11 +12,12 @@ its error), and every message names ``redact(uri)``.
 """
 from __future__ import annotations
 
+import asyncio
 import threading
 from typing import Any, Optional
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from neo4j import GraphDatabase
+from neo4j import AsyncGraphDatabase, GraphDatabase
 from neo4j.exceptions import DriverError, Neo4jError
 
 from . import errors
@@ -119,3 +120,41 @@ def _scrub(text: str, uri: str) -> str:
     if credentials and credentials[1]:
         text = text.replace(credentials[1], "***")
     return text
+
+
+# ---------------------------------------------------------------------------- asyncio
+def open_async_driver(uri: str, auth: Any, options: dict[str, Any]) -> Any:
+    """``open_driver`` for ``neo4j.AsyncGraphDatabase``."""
+    check_uri(uri)
+    try:
+        return AsyncGraphDatabase.driver(uri, auth=auth, **options)
+    except (DriverError, ValueError, TypeError) as exc:
+        raise KipError(errors.INTERNAL_ERROR, f"Cannot open a Neo4j driver for {redact(uri)}: {_scrub(str(exc), uri)}", "Fix NEO4J_URI / --uri or the driver options.") from None
+
+
+class AsyncReachabilityCheck:
+    """``ReachabilityCheck`` for an ``AsyncNexus``: the same probe, awaited."""
+
+    def __init__(self, uri: str, auth: Any, options: dict[str, Any], driver: Any = None) -> None:
+        self._uri, self._auth, self._options, self._driver = uri, auth, options, driver
+        self._done = False
+        self._lock = asyncio.Lock()
+
+    async def ensure(self) -> None:
+        if self._done:
+            return
+        async with self._lock:
+            if not self._done:
+                await self._probe()
+                self._done = True
+
+    async def _probe(self) -> None:
+        try:
+            if self._driver is not None:
+                await self._driver.verify_connectivity()
+                return
+            options = {**self._options, "connection_timeout": CHECK_TIMEOUT_S, "connection_acquisition_timeout": CHECK_TIMEOUT_S, "max_connection_pool_size": 1}
+            async with AsyncGraphDatabase.driver(self._uri, auth=self._auth, **options) as probe:
+                await probe.verify_connectivity()
+        except (Neo4jError, DriverError, OSError) as exc:
+            raise unreachable(self._uri, exc) from None

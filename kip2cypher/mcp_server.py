@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 import anyio
+import contextlib
+import inspect
 import mcp_types as types
 from mcp.server.lowlevel import Server
 
@@ -165,21 +167,32 @@ def _read_only_token_error() -> KipError:
 
 
 async def _call_with_timeout(nexus: Any, arguments: Any, readonly: bool, timeout_s: float) -> dict[str, Any]:
-    """Run the call in a worker thread; past ``timeout_s`` answer KIP_4001 instead of waiting.
+    """Run the call; past ``timeout_s`` answer KIP_4001 instead of waiting.
 
-    The worker thread cannot be interrupted: it finishes the transaction it is in (each one is
-    bounded by ``Settings.query_timeout_s``), so a batch past the deadline may still complete
-    commands after the answer. The message says so; docs/interfaces.md lists it as a limit.
+    With an ``AsyncNexus`` (what ``kip2cypher mcp`` serves) the call is cancelled at the
+    deadline: the driver rolls the open transaction back. A synchronous nexus runs in a worker
+    thread, which cannot be interrupted: it finishes the transaction it is in (each bounded by
+    ``Settings.query_timeout_s``), so a batch past the deadline may still complete commands.
     """
     with anyio.move_on_after(timeout_s or None):
+        if inspect.iscoroutinefunction(nexus.execute):
+            return await _acall(nexus, arguments, readonly)
         return await anyio.to_thread.run_sync(_call, nexus, arguments, readonly, abandon_on_cancel=True)
     return {
         "error": KipError(
             EXECUTION_TIMEOUT,
-            f"The request did not finish within the server's request timeout ({timeout_s:g} s). A command that was already running may still complete.",
+            f"The request did not finish within the server's request timeout ({timeout_s:g} s); its open transaction was rolled back.",
             "Send fewer commands per request, lower LIMIT, or narrow the pattern; re-read (FIND) before repeating a write.",
         ).to_dict()
     }
+
+
+async def _acall(nexus: Any, arguments: Any, readonly: bool) -> dict[str, Any]:
+    try:
+        return await nexus.execute(arguments, readonly=readonly)
+    except Exception as exc:  # noqa: BLE001 - the protocol loop must never see an exception
+        log.exception("tool call failed")
+        return {"error": KipError(INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}").to_dict()}
 
 
 def _call(nexus: Any, arguments: Any, readonly: bool) -> dict[str, Any]:
@@ -352,7 +365,7 @@ def transport_security(options: HttpOptions) -> Any:
     )
 
 
-def http_app(server: Server, options: HttpOptions) -> Any:
+def http_app(server: Server, options: HttpOptions, nexus: Any = None) -> Any:
     """The Starlette app: the SDK's streamable-HTTP session manager behind the SDK's bearer-token
     middleware (when tokens are configured) and a request-size check that answers KIP_4002."""
     from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
@@ -374,7 +387,20 @@ def http_app(server: Server, options: HttpOptions) -> Any:
             Middleware(AuthenticationMiddleware, backend=BearerAuthBackend(StaticTokenVerifier(options.tokens))),
             Middleware(AuthContextMiddleware),
         ]
-    return Starlette(routes=[Route(options.path, endpoint=endpoint)], middleware=middleware, lifespan=lambda app: manager.run())
+    return Starlette(routes=[Route(options.path, endpoint=endpoint)], middleware=middleware, lifespan=lambda app: _lifespan(manager, nexus))
+
+
+@contextlib.asynccontextmanager
+async def _lifespan(manager: Any, nexus: Any) -> Any:
+    """The session manager's task group, and the nexus opened in uvicorn's own loop."""
+    async with manager.run():
+        if nexus is not None and hasattr(nexus, "start"):
+            await nexus.start()
+        try:
+            yield
+        finally:
+            if nexus is not None and hasattr(nexus, "start"):
+                await nexus.close()
 
 
 class _BodySizeLimit:
@@ -417,7 +443,7 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def serve_http(server: Server, options: HttpOptions, *, announce: Callable[[str], None]) -> None:
+def serve_http(server: Server, options: HttpOptions, *, announce: Callable[[str], None], nexus: Any = None) -> None:
     """Serve until SIGINT/SIGTERM (uvicorn's graceful shutdown)."""
     import uvicorn
 
@@ -428,7 +454,7 @@ def serve_http(server: Server, options: HttpOptions, *, announce: Callable[[str]
     announce(f"kip2cypher MCP (streamable HTTP) listening on http://{shown}:{port}{options.path} — {access}")
     if options.host in ("0.0.0.0", "::") and not options.allowed_hosts:
         announce("warning: bound to every interface, but only loopback Host headers are accepted; name this server's public host:port in --allowed-hosts.")
-    config = uvicorn.Config(http_app(server, options), log_level="warning", lifespan="on")
+    config = uvicorn.Config(http_app(server, options, nexus), log_level="warning", lifespan="on")
     uvicorn.Server(config).run(sockets=[sock])
 
 
@@ -441,6 +467,27 @@ async def serve_stdio(nexus: Any, *, readonly: bool = False, request_timeout_s: 
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
+class LoopNexus:
+    """An ``AsyncNexus`` opened inside the event loop that serves it (its driver belongs to that
+    loop): ``start`` opens it (and bootstraps when asked), ``execute`` delegates, ``close`` closes."""
+
+    def __init__(self, factory: Callable[[], Any], *, bootstrap: bool = False, capsules: bool = False) -> None:
+        self._factory, self._bootstrap, self._capsules = factory, bootstrap, capsules
+        self._nexus: Any = None
+
+    async def start(self) -> None:
+        self._nexus = self._factory()
+        if self._bootstrap:
+            await _bootstrap_quietly(self._nexus, self._capsules)
+
+    async def execute(self, arguments: Any, *, readonly: bool = False) -> dict[str, Any]:
+        return await self._nexus.execute(arguments, readonly=readonly)
+
+    async def close(self) -> None:
+        if self._nexus is not None:
+            await self._nexus.close()
+
+
 def run(
     nexus_factory: Callable[[], Any],
     *,
@@ -450,26 +497,29 @@ def run(
     http: Optional[HttpOptions] = None,
     request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S,
 ) -> None:
-    """Entry point of ``kip2cypher mcp``: open the Nexus, optionally bootstrap it, serve stdio or HTTP."""
+    """Entry point of ``kip2cypher mcp``: open the (async) nexus in the serving loop, optionally
+    bootstrap it, serve stdio or HTTP."""
     if http is not None:
         http.check()
-    nexus = nexus_factory()
-    try:
-        if bootstrap:
-            _bootstrap_quietly(nexus, capsules)
-        if http is None:
-            anyio.run(lambda: serve_stdio(nexus, readonly=readonly, request_timeout_s=request_timeout_s))
-        else:
-            server = build_server(nexus, readonly=readonly, request_timeout_s=request_timeout_s, tokens_required=bool(http.tokens))
-            serve_http(server, http, announce=lambda line: print(line, file=sys.stderr, flush=True))
-    finally:
-        nexus.close()
+    nexus = LoopNexus(nexus_factory, bootstrap=bootstrap, capsules=capsules)
+    if http is None:
+        async def stdio() -> None:
+            await nexus.start()
+            try:
+                await serve_stdio(nexus, readonly=readonly, request_timeout_s=request_timeout_s)
+            finally:
+                await nexus.close()
+
+        anyio.run(stdio)
+    else:
+        server = build_server(nexus, readonly=readonly, request_timeout_s=request_timeout_s, tokens_required=bool(http.tokens))
+        serve_http(server, http, announce=lambda line: print(line, file=sys.stderr, flush=True), nexus=nexus)
 
 
-def _bootstrap_quietly(nexus: Any, capsules: bool = False) -> Optional[str]:
+async def _bootstrap_quietly(nexus: Any, capsules: bool = False) -> Optional[str]:
     """Apply schema + Genesis (+ the standard capsules); a failure is logged to stderr and the server still starts."""
     try:
-        nexus.bootstrap(capsules=capsules)
+        await nexus.bootstrap(capsules=capsules)
         return None
     except Exception as exc:  # noqa: BLE001
         log.warning("bootstrap failed: %s", exc)

@@ -31,8 +31,9 @@ def _connect_options(fn):
     return fn
 
 
-def open_nexus(uri: Optional[str], user: Optional[str], password: Optional[str], database: Optional[str], *, start_local: bool = False):
-    """Connect; with ``start_local`` and no URI configured, start the bundled local Neo4j first."""
+def open_nexus(uri: Optional[str], user: Optional[str], password: Optional[str], database: Optional[str], *, start_local: bool = False, asynchronous: bool = False):
+    """Connect (an ``AsyncNexus`` with ``asynchronous``); with ``start_local`` and no URI
+    configured, start the bundled local Neo4j first."""
     from ..execute import Nexus
 
     if uri is None and start_local:
@@ -44,6 +45,10 @@ def open_nexus(uri: Optional[str], user: Optional[str], password: Optional[str],
             raise click.ClickException(str(exc))
         click.echo(f"Local Neo4j {version} at {localneo4j.LocalConfig.from_env().uri}", err=True)
     auth = (user, password) if user and password is not None else None
+    if asynchronous:
+        from ..async_nexus import AsyncNexus
+
+        return AsyncNexus(uri, auth=auth, database=database)
     return Nexus(uri, auth=auth, database=database)
 
 
@@ -418,7 +423,7 @@ def mcp_cmd(transport: str, host: str, port: int, http_path: str, tokens_file: O
                 max_request_bytes=max_request_bytes or mcp_server.DEFAULT_MAX_REQUEST_BYTES,
             )
         timeout = mcp_server.DEFAULT_REQUEST_TIMEOUT_S if request_timeout is None else request_timeout
-        mcp_server.run(lambda: open_nexus(uri, user, password, database, start_local=start_local), readonly=readonly, bootstrap=bootstrap, capsules=with_capsules, http=http, request_timeout_s=timeout)
+        mcp_server.run(lambda: open_nexus(uri, user, password, database, start_local=start_local, asynchronous=True), readonly=readonly, bootstrap=bootstrap, capsules=with_capsules, http=http, request_timeout_s=timeout)
     except mcp_server.McpConfigError as exc:
         raise click.ClickException(str(exc))
 
