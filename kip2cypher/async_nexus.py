@@ -21,7 +21,7 @@ from . import connection, errors, resources
 from .config import Settings
 from .cypher import catalog
 from .errors import KipError
-from .execute import APPLICATION_DRIVER, base_options, default_database, default_uri, env_auth, explain_entries, metadata, new_context, plan_text, standard_capsule_order
+from .execute import APPLICATION_DRIVER, base_options, cursor_key, new_secret, default_database, default_uri, env_auth, explain_entries, metadata, new_context, plan_text, standard_capsule_order
 from .execution import loop, programs
 from .execution.neo4j_errors import DRIVER_ERRORS, from_neo4j
 from .execution.request import Outcome, command_program, request_program
@@ -41,6 +41,8 @@ class AsyncNexus:
     def __init__(self, uri: Optional[str] = None, *, auth: Any = None, database: Optional[str] = None, driver: Any = None, settings: Optional[Settings] = None, **driver_options: Any) -> None:
         self.settings = settings or Settings()
         self.database = database or default_database()
+        self._configured_secret = bool(self.settings.cursor_secret)
+        self._secret_loaded = False
         if driver is not None:
             if uri is not None or auth is not None or driver_options:
                 raise TypeError("AsyncNexus(driver=...) uses the application's driver as it is configured: pass no uri, auth or driver options.")
@@ -79,10 +81,26 @@ class AsyncNexus:
 
     # ------------------------------------------------------------------ schema
     async def ensure_schema(self) -> None:
-        """Create constraints and indexes idempotently, each in a transaction of its own."""
+        """Create constraints and indexes idempotently, each in a transaction of its own, and
+        the nexus node with its cursor-signing secret."""
         async with await self.session() as session:
             for statement in catalog.SCHEMA:
                 await (await session.run(statement)).consume()
+            record = await (await session.run(catalog.NEXUS_CREATE, secret=new_secret())).single()
+        self._adopt_secret(record["secret"])
+
+    async def _request_settings(self) -> Settings:
+        """``Nexus._request_settings``: the stored cursor secret, read once."""
+        if not self.settings.cursor_secret and not self._secret_loaded:
+            async with await self.session("READ") as session:
+                record = await (await session.run(catalog.NEXUS_READ)).single()
+            self._adopt_secret(record["secret"] if record else None)
+        return self.settings
+
+    def _adopt_secret(self, secret: Optional[str]) -> None:
+        self._secret_loaded = True
+        if secret and not self._configured_secret:
+            self.settings = self.settings.replace(cursor_secret=cursor_key(secret))
 
     async def bootstrap(self, *, capsules: bool = False) -> dict[str, Any]:
         """Create the schema objects and apply Genesis (and, optionally, the standard capsules)."""
@@ -107,11 +125,19 @@ class AsyncNexus:
 
     async def execute(self, arguments: Any, *, readonly: bool = False) -> dict[str, Any]:
         """Run one function call given its raw JSON arguments object (what MCP receives)."""
-        return await self._drive(request_program(arguments, readonly=readonly, settings=self.settings))
+        try:
+            settings = await self._request_settings()
+        except KipError as exc:
+            return {"error": exc.to_dict()}
+        return await self._drive(request_program(arguments, readonly=readonly, settings=settings))
 
     async def execute_command(self, text: str, parameters: Optional[dict[str, Any]] = None, *, dry_run: bool = False, readonly: bool = False) -> Outcome:
         """One command text → ``Outcome`` (its response, its kind, whether it stops a batch); never raises."""
-        return await self._drive(command_program(text, dict(parameters or {}), dry_run=dry_run, readonly=readonly, settings=self.settings))
+        try:
+            settings = await self._request_settings()
+        except KipError as exc:
+            return Outcome({"error": exc.to_dict()}, None)
+        return await self._drive(command_program(text, dict(parameters or {}), dry_run=dry_run, readonly=readonly, settings=settings))
 
     async def _drive(self, program: Any) -> Any:
         """Step a request program; its steps (parsing, compiling) run in a worker thread so a

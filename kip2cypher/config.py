@@ -47,7 +47,8 @@ class Settings(BaseSettings):
     max_input_bytes: PositiveInt = 256 * 1024
     #: Deepest nesting of { [ ( in a command (KIP_4002 beyond); ceiling parser.MAX_NESTING_DEPTH (64).
     max_nesting_depth: PositiveInt = 64
-    #: Cap for unbounded path quantifiers ``{m,}`` and the largest allowed bound (KIP_4002 beyond).
+    #: Largest *minimum* of a path quantifier ``{m,n}`` (each mandatory hop is one clause;
+    #: KIP_4002 beyond). The maximum is unbounded: paths are breadth-first searches.
     max_hops: PositiveInt = 10
     #: Seconds a transaction may run before Neo4j terminates it (KIP_4001). 0 = server default.
     query_timeout_s: NonNegativeFloat = 30.0
@@ -60,8 +61,9 @@ class Settings(BaseSettings):
     #: Optional prefix put before every generated statement, e.g. "CYPHER runtime=slotted".
     cypher_prefix: str = ""
     #: Key that signs CURSOR tokens so a token from another query is rejected (KIP_1001).
-    #: Unset: a random key per Settings object (cursors then do not survive a restart).
-    cursor_secret: bytes = Field(default_factory=lambda: secrets.token_bytes(32), repr=False)
+    #: Unset: a Nexus signs with the secret its database stored at bootstrap, so every process
+    #: and replica of one nexus honours the others' cursors (``cursor.signing_key``).
+    cursor_secret: bytes = Field(default=b"", repr=False)
     #: Seconds the driver keeps retrying a transaction on transient errors of a server that
     #: answered (cluster fail-over) before the command fails with KIP_4003 and a retry hint.
     max_retry_s: NonNegativeFloat = 30.0

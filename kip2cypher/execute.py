@@ -7,8 +7,10 @@ atomic. A caller only ever receives the response dict — never an exception.
 """
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
+import secrets
 from datetime import datetime, timezone
 from typing import Any, Optional
 
@@ -89,6 +91,8 @@ class Nexus:
         routing — which this Nexus never closes. Raises KipError for a URI that cannot work."""
         self.database = database or default_database()
         self.settings = settings or Settings()
+        self._configured_secret = bool(self.settings.cursor_secret)
+        self._secret_loaded = False
         if driver is not None:
             if uri is not None or auth is not None or driver_options:
                 raise TypeError("Nexus(driver=...) uses the application's driver as it is configured: pass no uri, auth or driver options.")
@@ -133,10 +137,27 @@ class Nexus:
 
     # ------------------------------------------------------------------ schema
     def ensure_schema(self) -> None:
-        """Create constraints and indexes idempotently, each in a transaction of its own."""
+        """Create constraints and indexes idempotently, each in a transaction of its own, and
+        the nexus node with its cursor-signing secret."""
         with self.session() as session:
             for statement in catalog.SCHEMA:
                 session.run(statement).consume()
+            secret = session.run(catalog.NEXUS_CREATE, secret=new_secret()).single()["secret"]
+        self._adopt_secret(secret)
+
+    def _request_settings(self) -> Settings:
+        """The settings requests compile and run with: without a configured ``cursor_secret``,
+        the one this nexus stored at bootstrap (read once), so every process signs alike."""
+        if not self.settings.cursor_secret and not self._secret_loaded:
+            with self.session("READ") as session:
+                record = session.run(catalog.NEXUS_READ).single()
+            self._adopt_secret(record["secret"] if record else None)
+        return self.settings
+
+    def _adopt_secret(self, secret: Optional[str]) -> None:
+        self._secret_loaded = True
+        if secret and not self._configured_secret:
+            self.settings = self.settings.replace(cursor_secret=cursor_key(secret))
 
     def bootstrap(self, *, capsules: bool = False) -> dict[str, Any]:
         """Create the schema objects and apply Genesis (and, optionally, the standard capsules)."""
@@ -163,7 +184,11 @@ class Nexus:
 
     def execute(self, arguments: Any, *, readonly: bool = False) -> dict[str, Any]:
         """Run one function call given its raw JSON arguments object (what MCP and ``kip2cypher call`` receive)."""
-        return self._drive(request_program(arguments, readonly=readonly, settings=self.settings))
+        try:
+            settings = self._request_settings()
+        except KipError as exc:
+            return {"error": exc.to_dict()}
+        return self._drive(request_program(arguments, readonly=readonly, settings=settings))
 
     def _drive(self, program: Any) -> Any:
         """Step a request program: run each plan it asks for, hand back its response or its error."""
@@ -264,7 +289,11 @@ class Nexus:
 
         For callers that drive their own loop (``kip2cypher run``, the shell); never raises.
         """
-        return self._drive(command_program(text, dict(parameters or {}), dry_run=dry_run, readonly=readonly, settings=self.settings))
+        try:
+            settings = self._request_settings()
+        except KipError as exc:
+            return Outcome({"error": exc.to_dict()}, None)
+        return self._drive(command_program(text, dict(parameters or {}), dry_run=dry_run, readonly=readonly, settings=settings))
 
     # ------------------------------------------------------------------ explain
     def explain(self, text: str, parameters: Optional[dict[str, Any]] = None) -> list[dict[str, Any]]:
@@ -288,6 +317,16 @@ class Nexus:
             done = [e for e in out if "plan" in e]
             raise from_neo4j(exc, out[len(done)]["cypher"] if len(done) < len(out) else None) from None
         return out
+
+
+def new_secret() -> str:
+    """A fresh random nexus secret (stored once, at the first bootstrap of a database)."""
+    return secrets.token_hex(32)
+
+
+def cursor_key(secret: str) -> bytes:
+    """The cursor-signing key derived from a nexus's stored secret."""
+    return hashlib.sha256(f"kip2cypher cursor key|{secret}".encode()).digest()
 
 
 def explain_entries(plan: Plan) -> list[dict[str, Any]]:

@@ -132,3 +132,34 @@ def test_limit_counts_collapsed_solutions(nexus13):
     assert ok(first) == ["Aspirin", "Ibuprofen"]
     rest = nexus13.execute_kip('FIND(?d.name) WHERE { ?d {type: "Drug"} (?d, "treats", ?s) } ORDER BY ?s.name LIMIT 2 CURSOR :c', parameters={"c": first["next_cursor"]})
     assert ok(rest) == ["Naproxen"]
+
+
+# ---------------------------------------------------------------- cursors survive across processes
+def test_next_cursor_of_one_process_is_honoured_by_another_of_the_same_nexus(nexus13, neo4j_server):
+    # Regression: the signing key was random per process unless KIP2CYPHER_CURSOR_SECRET was set,
+    # so a restart or a second replica refused every cursor. Two Nexus objects with default
+    # settings stand for two processes: they sign with the secret the database stored.
+    from kip2cypher.config import Settings
+    from kip2cypher.execute import Nexus
+
+    query = 'FIND(?x.name) WHERE { ?x {type: "Step"} } ORDER BY ?x.name LIMIT 5'
+
+    def nexus(**settings):
+        return Nexus(neo4j_server.uri, auth=neo4j_server.auth, database=neo4j_server.database, settings=Settings(embedder=False, **settings))
+
+    with nexus() as first, nexus() as second, nexus(cursor_secret=b"another nexus") as foreign:
+        page = first.execute_kip_readonly(query)
+        assert ok(page) == ["c0", "c1", "s00", "s01", "s02"]
+        following = second.execute_kip_readonly(query + " CURSOR :c", parameters={"c": page["next_cursor"]})
+        assert ok(following) == ["s03", "s04", "s05", "s06", "s07"]
+        refused = error(foreign.execute_kip_readonly(query + " CURSOR :c", parameters={"c": page["next_cursor"]}))
+        assert refused["code"] == "KIP_1001" and "another nexus" in refused["message"]
+        other_query = error(second.execute_kip_readonly(query.replace("LIMIT 5", "LIMIT 5 ") .replace("?x.name)", "?x.id)", 1) + " CURSOR :c", parameters={"c": page["next_cursor"]}))
+        assert other_query["code"] == "KIP_1001"
+
+
+def test_nan_and_infinity_parameters_are_refused_before_anything_runs(nexus13):
+    for bad in (float("nan"), float("inf"), [1, float("-inf")]):
+        e = error(nexus13.execute_kip('UPSERT { CONCEPT ?d { {type: "Drug", name: "Bad"} SET ATTRIBUTES { x: :v } } }', parameters={"v": bad}))
+        assert e["code"] == "KIP_1001" and ":v" in e["message"]
+    assert ok(nexus13.execute_kip('FIND(COUNT(?d)) WHERE { ?d {type: "Drug", name: "Bad"} }')) == 0

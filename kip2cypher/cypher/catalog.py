@@ -9,7 +9,8 @@ idempotent (``IF NOT EXISTS``) and run in a transaction of its own:
   executor finds the elements a KML command touched through it, for the embedding refresh);
 - the full-text indexes of keyword SEARCH over the grounding fields;
 - the vector indexes of semantic SEARCH (no fixed dimensions: any embedder's vectors are
-  indexed; queries filter on the model name).
+  indexed; queries filter on the model name);
+- the key of the nexus node (``NEXUS_CREATE``), which holds the cursor-signing secret.
 """
 from __future__ import annotations
 
@@ -55,4 +56,13 @@ SCHEMA: tuple[str, ...] = (
     f"CREATE INDEX kip_concept_updated_at IF NOT EXISTS FOR (n:{_C}) ON (n.{_UPDATED_AT})",
     f"CREATE INDEX kip_proposition_updated_at IF NOT EXISTS FOR (p:{_P}) ON (p.{_UPDATED_AT})",
     _vector(PROPOSITION_VECTOR_INDEX, "p", _P),
+    f"CREATE CONSTRAINT kip_nexus_key IF NOT EXISTS FOR (n:{storage.NEXUS}) REQUIRE n.key IS UNIQUE",
 )
+
+#: The nexus's own node (one per database): engine facts that every process must share — the
+#: secret CURSOR tokens are signed with. Created with a fresh random secret by ``ensure_schema``.
+NEXUS_CREATE = (
+    f"MERGE (n:{storage.NEXUS} {{key: 'nexus'}}) ON CREATE SET n.{storage.CURSOR_SECRET} = $secret "
+    f"RETURN n.{storage.CURSOR_SECRET} AS secret"
+)
+NEXUS_READ = f"MATCH (n:{storage.NEXUS} {{key: 'nexus'}}) RETURN n.{storage.CURSOR_SECRET} AS secret"

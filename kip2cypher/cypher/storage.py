@@ -15,7 +15,10 @@ SUBJECT_REL = "KIP_SUBJECT"
 OBJECT_REL = "KIP_OBJECT"
 LINK_ID = "kip_id"  # property on the native predicate relationship: the proposition id
 #: Concept types and predicates become labels / relationship types; these are the engine's own.
-RESERVED_LABELS = (CONCEPT, PROPOSITION)
+#: The nexus's own node (one per database) and its cursor-signing secret (cypher.catalog).
+NEXUS = "KipNexus"
+CURSOR_SECRET = "cursor_secret"
+RESERVED_LABELS = (CONCEPT, PROPOSITION, NEXUS)
 RESERVED_REL_TYPES = (SUBJECT_REL, OBJECT_REL)
 
 CONCEPT_TYPE = "$ConceptType"
