@@ -21,7 +21,7 @@ from . import connection, errors, resources
 from .config import Settings
 from .cypher import catalog
 from .errors import KipError
-from .execute import APPLICATION_DRIVER, base_options, cursor_key, new_secret, default_database, default_uri, env_auth, explain_entries, metadata, new_context, plan_text, standard_capsule_order
+from .execute import APPLICATION_DRIVER, base_options, cursor_key, new_secret, default_database, default_uri, env_auth, explain_entries, metadata, new_context, plan_text, bootstrap_capsules
 from .execution import loop, programs
 from .execution.neo4j_errors import DRIVER_ERRORS, from_neo4j
 from .execution.request import Outcome, command_program, request_program
@@ -102,16 +102,17 @@ class AsyncNexus:
         if secret and not self._configured_secret:
             self.settings = self.settings.replace(cursor_secret=cursor_key(secret))
 
-    async def bootstrap(self, *, capsules: bool = False) -> dict[str, Any]:
-        """Create the schema objects and apply Genesis (and, optionally, the standard capsules)."""
+    async def bootstrap(self, *, capsules: bool = False, upgrade: bool = False) -> dict[str, Any]:
+        """Create the schema objects and apply Genesis (and, optionally, the standard capsules);
+        ``upgrade``: as the engine (``Nexus.bootstrap``)."""
         await self.ensure_schema()
-        names = ["Genesis"] + (standard_capsule_order(resources.capsule_names()) if capsules else [])
         applied = {}
-        for name in names:
-            response = await self.execute_kip(resources.capsule_text(name))
-            if "error" in response:
-                raise KipError(response["error"]["code"], f"Capsule {name} failed: {response['error']['message']}", response["error"].get("hint"))
-            applied[name] = response["result"]
+        for name in bootstrap_capsules(capsules):
+            plan = compile_plan(resources.capsule_text(name), {}, await self._request_settings())
+            try:
+                applied[name] = (await self.run_plan(plan, engine=upgrade))["result"]
+            except KipError as exc:
+                raise KipError(exc.code, f"Capsule {name} failed: {exc.message}", exc.hint) from None
         return applied
 
     # ------------------------------------------------------------------ §6 interface
@@ -152,10 +153,10 @@ class AsyncNexus:
             except KipError as exc:
                 reply = exc
 
-    async def run_plan(self, plan: Plan, *, dry_run: bool = False, readonly: bool = False) -> dict[str, Any]:
+    async def run_plan(self, plan: Plan, *, dry_run: bool = False, readonly: bool = False, engine: bool = False) -> dict[str, Any]:
         """Run a plan in one managed transaction (READ for reads, dry runs and readonly); failures are KipErrors."""
         access = "READ" if (readonly or dry_run or plan.access == "READ") else "WRITE"
-        ctx = new_context(self.settings, plan, dry_run)
+        ctx = new_context(self.settings, plan, dry_run, engine)
         try:
             async with await self.session(access) as session:
                 return await loop.run_async(session, access, lambda: programs.start(plan, ctx), ctx, metadata(self.settings, plan.kind, readonly, dry_run))

@@ -73,9 +73,10 @@ def metadata(settings: Settings, kind: str, readonly: bool, dry_run: bool, *, in
     }
 
 
-def new_context(settings: Settings, plan: Plan, dry_run: bool) -> Context:
-    """What a plan's program is told: the settings, the command's timestamp, the embedder for META/KML."""
-    return Context(settings, now(), dry_run=dry_run, embedder=embedding.resolve(settings) if plan.kind != "KQL" else None)
+def new_context(settings: Settings, plan: Plan, dry_run: bool, engine: bool = False) -> Context:
+    """What a plan's program is told: the settings, the command's timestamp, the embedder for
+    META/KML, and whether the engine itself writes (bootstrap upgrade)."""
+    return Context(settings, now(), dry_run=dry_run, embedder=embedding.resolve(settings) if plan.kind != "KQL" else None, engine=engine)
 
 
 #: ``Nexus.uri`` of a Nexus built on an application's driver (which does not expose its URI).
@@ -159,18 +160,22 @@ class Nexus:
         if secret and not self._configured_secret:
             self.settings = self.settings.replace(cursor_secret=cursor_key(secret))
 
-    def bootstrap(self, *, capsules: bool = False) -> dict[str, Any]:
-        """Create the schema objects and apply Genesis (and, optionally, the standard capsules)."""
+    def bootstrap(self, *, capsules: bool = False, upgrade: bool = False) -> dict[str, Any]:
+        """Create the schema objects and apply Genesis (and, optionally, the standard capsules).
+
+        ``upgrade``: apply them *as the engine*, so a newer Genesis or standard capsule may
+        change the protected structures it defines (idempotent: unchanged elements are not
+        written); agents' writes to those structures stay refused."""
         from . import resources
 
         self.ensure_schema()
-        names = ["Genesis"] + (standard_capsule_order(resources.capsule_names()) if capsules else [])
         applied = {}
-        for name in names:
-            response = self.execute_kip(resources.capsule_text(name))
-            if "error" in response:
-                raise KipError(response["error"]["code"], f"Capsule {name} failed: {response['error']['message']}", response["error"].get("hint"))
-            applied[name] = response["result"]
+        for name in bootstrap_capsules(capsules):
+            plan = compile_plan(resources.capsule_text(name), {}, self._request_settings())
+            try:
+                applied[name] = self.run_plan(plan, engine=upgrade)["result"]
+            except KipError as exc:
+                raise KipError(exc.code, f"Capsule {name} failed: {exc.message}", exc.hint) from None
         return applied
 
     # ------------------------------------------------------------------ §6 interface
@@ -203,7 +208,7 @@ class Nexus:
             except KipError as exc:
                 reply = exc
 
-    def run_plan(self, plan: Plan, *, dry_run: bool = False, readonly: bool = False) -> dict[str, Any]:
+    def run_plan(self, plan: Plan, *, dry_run: bool = False, readonly: bool = False, engine: bool = False) -> dict[str, Any]:
         """Run a plan in one managed transaction; every failure becomes a KipError.
 
         Reads (KQL, META, every dry run, everything under readonly) run in a READ-access
@@ -215,7 +220,7 @@ class Nexus:
         tx_metadata = metadata(self.settings, plan.kind, readonly, dry_run)
         if hasattr(plan, "runner"):
             return self._run_legacy(plan, access, tx_metadata, dry_run)
-        ctx = new_context(self.settings, plan, dry_run)
+        ctx = new_context(self.settings, plan, dry_run, engine)
         return self.run_program(access, lambda: programs.start(plan, ctx), ctx, tx_metadata)
 
     def run_program(self, access: str, start: Any, ctx: Context, metadata: Optional[dict[str, Any]] = None) -> Any:
@@ -369,6 +374,13 @@ def plan_text(plan: Any, depth: int = 0) -> str:
 #: Dependency order of the standard capsules (Appendix 3): Person before the $self/$system
 #: instances; the other type capsules only name types in strings and could go anywhere.
 STANDARD_CAPSULES = ("Person", "Event", "self", "system", "Preference", "Insight", "Commitment", "SleepTask")
+
+
+def bootstrap_capsules(capsules: bool) -> list[str]:
+    """Genesis, then (``capsules``) the standard capsules in dependency order."""
+    from . import resources
+
+    return ["Genesis"] + (standard_capsule_order(resources.capsule_names()) if capsules else [])
 
 
 def standard_capsule_order(available: list[str]) -> list[str]:

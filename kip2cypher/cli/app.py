@@ -430,10 +430,11 @@ def mcp_cmd(transport: str, host: str, port: int, http_path: str, tokens_file: O
 
 @main.command("bootstrap")
 @click.option("--with-capsules", is_flag=True, help="Also apply the standard capsules (Event, Person, $self, …).")
+@click.option("--upgrade", is_flag=True, help="Apply the shipped capsules as the engine: a newer Genesis or standard capsule may change the protected structures it defines (idempotent).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "table"]), default="text", show_default=True, help="json: each capsule's UPSERT result, ids included.")
 @click.option("-v", "--verbose", is_flag=True, help="text/table: also list the element ids each capsule upserted.")
 @_connect_options
-def bootstrap_cmd(with_capsules: bool, fmt: str, verbose: bool, uri, user, password, database) -> None:
+def bootstrap_cmd(with_capsules: bool, upgrade: bool, fmt: str, verbose: bool, uri, user, password, database) -> None:
     """Create the schema objects and apply the Genesis capsule (idempotent)."""
     from .. import resources
     from ..demo import where
@@ -442,7 +443,7 @@ def bootstrap_cmd(with_capsules: bool, fmt: str, verbose: bool, uri, user, passw
 
     with open_nexus(uri, user, password, database, start_local=True) as nexus:
         click.echo(f"Bootstrapping {where(nexus)}", err=True)
-        applied = nexus.bootstrap(capsules=with_capsules)
+        applied = nexus.bootstrap(capsules=with_capsules, upgrade=upgrade)
     if fmt == "json":
         click.echo(dump(applied))
         return

@@ -64,3 +64,6 @@ class Context:
     now: str
     dry_run: bool = False
     embedder: Optional[Any] = field(default=None, compare=False)
+    #: The engine itself writes (``Nexus.bootstrap(upgrade=True)``): the protected structures a
+    #: newer Genesis or standard capsule refreshes may change. Never set for an agent's request.
+    engine: bool = False

@@ -44,6 +44,11 @@ from ..requests import Context, Run
 from . import grounding
 from .write_status import check_status, not_found
 
+
+def engine_overrides(ctx: Context) -> dict[str, Any]:
+    """For the engine's own upgrade writes: no protected concepts or actors (rules.protected_pairs)."""
+    return {rules.P_PROTECTED: [], rules.P_ACTORS: []} if ctx.engine else {}
+
 Program = Generator[Any, Any, Any]
 
 
@@ -190,7 +195,7 @@ class _Upsert:
         rows = [c.payload() for c in plan.concepts]
         if not rows:
             return
-        result = yield Run(plan.concept_write, {"rows": rows, K.NOW: self.ctx.now})
+        result = yield Run(plan.concept_write, {"rows": rows, K.NOW: self.ctx.now, **engine_overrides(self.ctx)})
         by_i = {r["i"]: r for r in result}
         for c in plan.concepts:
             r = by_i.get(c.pos)
@@ -219,7 +224,7 @@ class _Upsert:
         rows = [c.payload() for c in self.plan.concepts]
         if not rows:
             return
-        result = {r["i"]: r for r in (yield Run(PROBE, {"rows": rows}))}
+        result = {r["i"]: r for r in (yield Run(PROBE, {"rows": rows, **engine_overrides(self.ctx)}))}
         for c in self.plan.concepts:
             check_status(result[c.pos], c.label, c.expect)
 
@@ -251,7 +256,7 @@ class _Upsert:
         if structural:
             yield from self.resolve_structural(structural)
         payload = [self.wave_row(row) for row in wave]
-        result = yield Run(PROPOSITIONS, {"rows": payload, K.NOW: self.ctx.now})
+        result = yield Run(PROPOSITIONS, {"rows": payload, K.NOW: self.ctx.now, **engine_overrides(self.ctx)})
         by_i = {r["i"]: r for r in result}
         for row in wave:
             r = by_i.get(row.pos)
