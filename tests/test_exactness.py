@@ -198,3 +198,15 @@ def test_bootstrap_upgrade_applies_a_newer_genesis_as_the_engine(genesis, monkey
     # An agent's own write to the protected type is still refused.
     e = error(genesis.execute_kip('UPSERT { CONCEPT ?t { {type: "$ConceptType", name: "Domain"} SET ATTRIBUTES { description: "mine" } } }'))
     assert e["code"] == "KIP_3004"
+
+
+# ---------------------------------------------------------------- warnings for keys no element carries
+def test_empty_answer_warns_about_a_key_no_element_of_the_type_carries(nexus13):
+    r = nexus13.execute_kip('FIND(?d.name) WHERE { ?d {type: "Drug"} FILTER(?d.attributes.scroe > 0) } ORDER BY ?d.metadata.confidense')
+    assert r == {"result": [], "warnings": [
+        '?d: attribute "scroe" is not present on any Drug; did you mean "score"?',
+        '?d: metadata key "confidense" is not present on any Drug.',
+    ]}
+    # a key some element carries is not warned about, and a non-empty answer costs no check
+    assert nexus13.execute_kip('FIND(?d.name) WHERE { ?d {type: "Drug"} FILTER(?d.attributes.score > 5) }') == {"result": []}
+    assert ok(nexus13.execute_kip('FIND(?d.attributes.scroe) WHERE { ?d {type: "Drug", name: "Aspirin"} }')) == [None]

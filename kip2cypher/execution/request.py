@@ -146,10 +146,11 @@ def readonly_error(what: str) -> KipError:
 
 
 def clean_response(response: Any) -> dict[str, Any]:
-    """Only the §6.2.1 keys leave the executor: result / error / next_cursor."""
+    """Only the §6.2.1 keys leave the executor — result / error / next_cursor — and the additive
+    ``warnings`` (docs/interfaces.md)."""
     if not isinstance(response, dict):
         return {"result": response}
-    out = {k: response[k] for k in ("result", "error", "next_cursor") if k in response and response[k] is not None}
+    out = {k: response[k] for k in ("result", "error", "next_cursor", "warnings") if k in response and response[k] is not None}
     if "result" in response and "result" not in out and "error" not in out:
         out["result"] = None
     return out

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Optional, Union
 
 from .. import cursor
+from ..cypher import storage
 from ..config import Settings
 from ..cypher.builder import Fragment, Internal, Param, Statement, Var, frag, join
 from ..errors import INVALID_SYNTAX, KipError
@@ -60,12 +61,35 @@ class FindPlan(Plan):
     aggregates_only: bool
     grounding: grounding.Names
     grounding_at: grounding.Offsets = ()
+    #: Attribute/metadata keys read of elements of a known type: (concept?, type or predicate,
+    #: stored key, variable) — checked only when the answer is empty (``KEY_CHECK``).
+    key_checks: tuple[tuple[bool, str, str, str], ...] = ()
 
     def steps(self) -> tuple[Compiled, ...]:
-        if not self.grounding:
-            return (self.query,)
-        # the separate check runs only for a dry run (which EXPLAINs the query instead of running it)
-        return (self.query, grounding.check_statement(self.grounding), grounding.DEFINED_NAMES)
+        checks = (grounding.check_statement(self.grounding), grounding.DEFINED_NAMES) if self.grounding else ()
+        keys = (KEY_CHECK,) if self.key_checks else ()
+        # the grounding check runs only for a dry run (which EXPLAINs the query instead of running it)
+        return (self.query, *checks, *keys)
+
+
+def _key_check() -> Compiled:
+    """Per (type or predicate, key): does any element carry the key, and which keys do a few carry."""
+    stmt = Statement()
+    stmt.line("UNWIND ", Param(None, "checks"), " AS c")
+    with stmt.block("CALL (c)"):
+        stmt.line("MATCH (n:", storage.CONCEPT, " {type: c.name}) WHERE c.concept")
+        stmt.line("RETURN n")
+        stmt.line("UNION ALL")
+        stmt.line("MATCH (n:", storage.PROPOSITION, " {predicate: c.name}) WHERE NOT c.concept")
+        stmt.line("RETURN n")
+    stmt.line("WITH c, collect(n) AS elements")
+    stmt.line("RETURN c.i AS i, any(n IN elements WHERE n[c.key] IS NOT NULL) AS present,")
+    stmt.line("       reduce(ks = [], n IN elements[..100] | ks + [k IN keys(n) WHERE NOT k IN ks]) AS keys")
+    return Compiled.of(stmt, "keys carried by elements of the type (only for an empty answer)")
+
+
+#: Checks attribute/metadata keys an empty FIND read against what elements of that type carry.
+KEY_CHECK = _key_check()
 
 
 class _Column:
@@ -149,6 +173,17 @@ class _FindLowering:
             if column.expr == expr:
                 return column.index
         return None
+
+    def key_checks(self) -> tuple[tuple[bool, str, str, str], ...]:
+        """The keys FILTER, ORDER BY and FIND read of variables whose type or predicate is known
+        (engine metadata such as ``_version`` is always there and is not checked)."""
+        lowerer = self.pattern.lowerer
+        out = []
+        for (var, key), _ in lowerer.key_uses.items():
+            if var in lowerer.var_kinds and not key.startswith(storage.META_PREFIX + "_"):
+                concept, name = lowerer.var_kinds[var]
+                out.append((concept, name, key, var))
+        return tuple(out)
 
     # ------------------------------------------------------------------ expressions
     def projected_vars(self) -> list[str]:
@@ -408,6 +443,7 @@ class _FindLowering:
             aggregates_only=self.aggregates_only,
             grounding=names,
             grounding_at=grounding.offsets(pattern.grounding),
+            key_checks=self.key_checks(),
         )
 
 

@@ -454,6 +454,10 @@ class Lowerer:
         self.dont_care = dont_care
         #: row determinants of the top-level group (nested groups record into a throwaway)
         self.keys = _Keys()
+        #: attribute/metadata keys the command reads: (variable, stored key) → first text offset
+        self.key_uses: dict[tuple[str, str], int] = {}
+        #: what a variable's elements are known to be: (True, concept type) / (False, predicate)
+        self.var_kinds: dict[str, tuple[bool, str]] = {}
 
     @contextmanager
     def nested(self) -> Iterator["_Keys"]:
@@ -718,6 +722,8 @@ class Lowerer:
         type_name = self.string_of(clause.type, "A concept `type`") if clause.type is not None else None
         if type_name is not None:
             self.grounding.add(self.grounding.types, type_name, required, clause.type.span.start)
+            if clause.var is not None:
+                self.var_kinds.setdefault(clause.var, (True, type_name))
         if clause.name is not None:
             name = self.string_of(clause.name, "A concept `name`")
             if type_name is not None:
@@ -779,6 +785,8 @@ class Lowerer:
             label = frag(node, ":", storage.PROPOSITION)
             if isinstance(predicate, ast.PredicatePattern) and len(predicate.names) == 1:
                 label.add(" {predicate: ", Param(predicate.names[0]), "}")
+                if clause.var is not None:
+                    self.var_kinds.setdefault(clause.var, (False, predicate.names[0]))
                 if s_key and o_key:
                     keys.rule([s_key, o_key], [key])  # (subject, predicate, object) is unique
             elif isinstance(predicate, ast.PredicatePattern):
@@ -941,6 +949,7 @@ class Lowerer:
         prefix = MAP_FIELDS[head]
         if len(expr.path) == 1:
             return frag("properties(", binding.ref, ")")
+        self.key_uses.setdefault((expr.var, prefix + expr.path[1]), expr.span.start)
         return frag(binding.ref, ".", Ident(prefix + expr.path[1]))
 
     def is_stored(self, expr: Any) -> bool:
