@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .builder import Fragment, Part, frag
+
 # ------------------------------------------------------------------ names
 CONCEPT = "KipConcept"
 PROPOSITION = "KipProposition"
@@ -45,6 +47,12 @@ SCHEMA_STATEMENTS = (
     f"CREATE INDEX kip_concept_type IF NOT EXISTS FOR (n:{CONCEPT}) ON (n.type)",
     f"CREATE INDEX kip_proposition_predicate IF NOT EXISTS FOR (p:{PROPOSITION}) ON (p.predicate)",
 )
+
+
+def node_projection(var: Part) -> Fragment:
+    """``var{.*, kip_embedding: null}``: a node's properties without its embedding vector — the
+    engine's bulk that no KIP result shows (every node returned whole to Python goes through it)."""
+    return frag(var, "{.*, ", EMBEDDING, ": null}")
 
 
 def _native(value: Any) -> bool:

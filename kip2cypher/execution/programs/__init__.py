@@ -8,13 +8,25 @@ from __future__ import annotations
 
 from typing import Any, Callable, Generator
 
+from ...lower.describe import DomainsPlan, PrimerPlan, TypeDefinitionPlan, TypeListPlan
+from ...lower.export import ExportPlan
 from ...lower.find import FindPlan
 from ...lower.plan import Plan
+from ...lower.update import BulkPlan
 from ..requests import Context
+from .bulk import bulk
+from .describe import domains, primer, type_definition, type_list
+from .export import export
 from .find import find
 
 PROGRAMS: dict[type, Callable[[Any, Context], Generator[Any, Any, dict]]] = {
     FindPlan: find,
+    BulkPlan: bulk,
+    ExportPlan: export,
+    TypeListPlan: type_list,
+    TypeDefinitionPlan: type_definition,
+    DomainsPlan: domains,
+    PrimerPlan: primer,
 }
 
 
