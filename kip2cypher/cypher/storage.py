@@ -49,12 +49,6 @@ SCHEMA_STATEMENTS = (
 )
 
 
-def node_projection(var: Part) -> Fragment:
-    """``var{.*, kip_embedding: null}``: a node's properties without its embedding vector — the
-    engine's bulk that no KIP result shows (every node returned whole to Python goes through it)."""
-    return frag(var, "{.*, ", EMBEDDING, ": null}")
-
-
 def _native(value: Any) -> bool:
     """True when Neo4j stores the value as is and returns it unchanged."""
     if isinstance(value, bool) or isinstance(value, float):
@@ -106,6 +100,12 @@ def attr_key(name: str) -> str:
 
 def meta_key(name: str) -> str:
     return META_PREFIX + name
+
+
+def node_projection(var: Part) -> Fragment:
+    """``var{.*, kip_embedding: null}``: a node's properties without its embedding vector — the
+    engine's bulk that no KIP result shows (every node returned whole to Python goes through it)."""
+    return frag(var, "{.*, ", EMBEDDING, ": null}")
 
 
 def encode_map(values: dict[str, Any], prefix: str) -> dict[str, Any]:
