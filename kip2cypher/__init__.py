@@ -2,7 +2,7 @@
 from .errors import KipError
 
 from .version import __version__
-__all__ = ["KipError", "parse", "compile", "connect", "Nexus", "__version__"]
+__all__ = ["KipError", "parse", "compile", "connect", "connect_async", "Nexus", "AsyncNexus", "__version__"]
 
 
 def parse(text: str):
@@ -26,9 +26,20 @@ def connect(uri=None, *, auth=None, database=None, **options):
     return Nexus(uri, auth=auth, database=database, **options)
 
 
+def connect_async(uri=None, *, auth=None, database=None, driver=None, settings=None, **options):
+    """``await connect_async()`` → an ``AsyncNexus`` (also ``async with connect_async() as nexus``)."""
+    from .async_nexus import connect_async as _connect_async
+
+    return _connect_async(uri, auth=auth, database=database, driver=driver, settings=settings, **options)
+
+
 def __getattr__(name):
     if name == "Nexus":
         from .execute import Nexus
 
         return Nexus
+    if name == "AsyncNexus":
+        from .async_nexus import AsyncNexus
+
+        return AsyncNexus
     raise AttributeError(name)

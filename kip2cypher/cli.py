@@ -311,9 +311,9 @@ def run_cmd(source: str, params: Optional[str], dry_run: bool, readonly: bool, f
     if readonly:
         kml = [line for command, line in commands if command_kind_of(command) == "KML"]
         if kml:
-            from .execute import _readonly_error
+            from .execution.request import readonly_error
 
-            _fail(_readonly_error(f"The script contains KML at line(s) {', '.join(map(str, kml[:10]))}").to_dict())
+            _fail(readonly_error(f"The script contains KML at line(s) {', '.join(map(str, kml[:10]))}").to_dict())
     started = time.monotonic()
     responses: list[dict[str, Any]] = []
     failures: list[tuple[int, int, dict[str, Any]]] = []

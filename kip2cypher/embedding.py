@@ -13,11 +13,10 @@ in the engine-internal properties
 
 None of them is an ``attr.*``/``meta.*`` property, so no KIP result ever shows them.
 
-How vectors stay fresh: whoever writes grounding fields calls
-``refresh_embeddings(tx, concept_ids=…, proposition_ids=…)`` inside the same
-write transaction (KML UPSERT / UPDATE / MERGE do). ``sync_embeddings(nexus)``
-back-fills or re-embeds a whole nexus (after switching models, or for data
-loaded by other means).
+How vectors stay fresh: after every KML command the executor re-embeds, in the same
+write transaction, every element the command wrote
+(``kip2cypher.execution.programs.embeddings``). ``sync_embeddings(nexus)`` back-fills or
+re-embeds a whole nexus (after switching models, or for data loaded by other means).
 
 Which embedder: ``Settings.embedder`` when set (an ``Embedder`` instance or a
 spec string), else the process default from ``KIP2CYPHER_EMBEDDER``:
@@ -37,16 +36,14 @@ import threading
 import unicodedata
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any, Iterable, Optional, Protocol, Sequence, runtime_checkable
+from typing import Any, Optional, Protocol, Sequence, runtime_checkable
 
-# ------------------------------------------------------------------ storage names
-EMBEDDING = "kip_embedding"  # == storage.EMBEDDING
-EMBEDDING_MODEL = "kip_embedding_model"
-EMBEDDING_HASH = "kip_embedding_hash"
+from .cypher import storage
+from .text import cjk_spaced, identifier_words
 
-#: Text attributes that take part in grounding (full-text index and embeddings), besides
-#: the concept name / proposition predicate. ``aliases`` may be a string list.
-GROUNDING_ATTRIBUTES = ("aliases", "description", "content_summary", "summary", "title", "scope_note", "content")
+# ------------------------------------------------------------------ storage names (cypher.storage)
+EMBEDDING, EMBEDDING_MODEL, EMBEDDING_HASH = storage.EMBEDDING, storage.EMBEDDING_MODEL, storage.EMBEDDING_HASH
+GROUNDING_ATTRIBUTES = storage.GROUNDING_ATTRIBUTES
 
 
 @runtime_checkable
@@ -64,42 +61,17 @@ class Embedder(Protocol):
 
 
 # ------------------------------------------------------------------ grounding text
-def identifier_words(name: str) -> str:
-    """``belongs_to_domain`` → ``belongs to domain``; ``MedicalDevice`` → ``Medical Device``."""
-    out: list[str] = []
-    previous = ""
-    for char in name.lstrip("$"):
-        if char == "_":
-            out.append(" ")
-        elif char.isupper() and previous and (previous.islower() or previous.isdigit()):
-            out.append(" " + char)
-        else:
-            out.append(char)
-        previous = char
-    return " ".join("".join(out).split())
-
-
-def _text_values(value: Any) -> list[str]:
-    if isinstance(value, str):
-        from .cypher.storage import JSON_MARKER
-
-        return [] if value.startswith(JSON_MARKER) else [value]
-    if isinstance(value, (list, tuple)):
-        return [v for v in value if isinstance(v, str)]
-    return []
-
-
 def concept_text(type_name: str, name: str, attributes: dict[str, Any]) -> str:
     """The grounding text embedded for a concept."""
     head = identifier_words(name) if type_name in ("$ConceptType", "$PropositionType") else name
     parts = [f"{head} ({identifier_words(type_name)})."]
-    aliases = _text_values(attributes.get("aliases"))
+    aliases = storage.text_values(attributes.get("aliases"))
     if aliases:
         parts.append("Also known as: " + ", ".join(aliases) + ".")
     for key in GROUNDING_ATTRIBUTES:
         if key == "aliases":
             continue
-        parts.extend(_text_values(attributes.get(key)))
+        parts.extend(storage.text_values(attributes.get(key)))
     return " ".join(parts)
 
 
@@ -107,7 +79,7 @@ def proposition_text(subject: Optional[str], predicate: str, object_: Optional[s
     """The grounding text embedded for a proposition: the statement plus its text attributes."""
     parts = [" ".join(p for p in (subject or "", identifier_words(predicate), object_ or "") if p) + "."]
     for key in GROUNDING_ATTRIBUTES:
-        parts.extend(_text_values(attributes.get(key)))
+        parts.extend(storage.text_values(attributes.get(key)))
     return " ".join(parts)
 
 
@@ -121,19 +93,6 @@ def _is_punctuation(char: str) -> bool:
     if 33 <= cp <= 47 or 58 <= cp <= 64 or 91 <= cp <= 96 or 123 <= cp <= 126:
         return True
     return unicodedata.category(char).startswith("P")
-
-
-def _is_cjk(cp: int) -> bool:
-    return (
-        0x4E00 <= cp <= 0x9FFF
-        or 0x3400 <= cp <= 0x4DBF
-        or 0x20000 <= cp <= 0x2A6DF
-        or 0x2A700 <= cp <= 0x2B73F
-        or 0x2B740 <= cp <= 0x2B81F
-        or 0x2B820 <= cp <= 0x2CEAF
-        or 0xF900 <= cp <= 0xFAFF
-        or 0x2F800 <= cp <= 0x2FA1F
-    )
 
 
 class WordPieceTokenizer:
@@ -157,11 +116,9 @@ class WordPieceTokenizer:
                 cleaned.append(" ")
             elif category in ("Cc", "Cf"):
                 continue
-            elif _is_cjk(cp):
-                cleaned.append(f" {char} ")
             else:
                 cleaned.append(char)
-        text = unicodedata.normalize("NFD", "".join(cleaned).lower())
+        text = unicodedata.normalize("NFD", cjk_spaced("".join(cleaned)).lower())
         text = "".join(c for c in text if unicodedata.category(c) != "Mn")
         tokens: list[str] = []
         for word in text.split():
@@ -355,166 +312,10 @@ def unavailable_reason() -> str:
 
 
 # ------------------------------------------------------------------ keeping vectors fresh
-def _fields_cypher(var: str) -> str:
-    return "[" + ", ".join(f"{var}.`attr.{k}`" for k in GROUNDING_ATTRIBUTES) + "]"
-
-
-_CONCEPT_ROWS = f"""MATCH (n:KipConcept) WHERE n.id IN $ids
-RETURN n.id AS id, n.type AS type, n.name AS name, {_fields_cypher('n')} AS vals, n.{EMBEDDING_HASH} AS hash"""
-
-_PROPOSITION_ROWS = f"""MATCH (p:KipProposition) WHERE p.id IN $ids
-OPTIONAL MATCH (p)-[:KIP_SUBJECT]->(s)
-OPTIONAL MATCH (p)-[:KIP_OBJECT]->(o)
-RETURN p.id AS id, p.predicate AS predicate, coalesce(s.name, s.predicate) AS subject,
-       coalesce(o.name, o.predicate) AS object, {_fields_cypher('p')} AS vals, p.{EMBEDDING_HASH} AS hash"""
-
-_WRITE = """UNWIND $rows AS row
-MATCH (n:{label} {{id: row.id}})
-SET n.{emb} = row.vector, n.{model} = $model, n.{hash} = row.hash"""
-
-
-def safe_decode(value: Any) -> Any:
-    """``storage.decode`` that never raises (a value it cannot decode simply has no text)."""
-    from .cypher.storage import decode
-
-    try:
-        return decode(value)
-    except ValueError:
-        return None
-
-
-def _attrs(vals: list[Any]) -> dict[str, Any]:
-    return {k: safe_decode(v) for k, v in zip(GROUNDING_ATTRIBUTES, vals) if v is not None}
-
-
-def _texts(kind: str, rows: Iterable[dict[str, Any]]) -> list[tuple[str, str]]:
-    out = []
-    for row in rows:
-        if kind == "concept":
-            text = concept_text(row["type"] or "", row["name"] or "", _attrs(row["vals"]))
-        else:
-            text = proposition_text(row["subject"], row["predicate"] or "", row["object"], _attrs(row["vals"]))
-        out.append((row["id"], text, row.get("hash")))
-    return out
-
-
-_CHUNK = 500  # elements read, embedded and written per round trip (stays far below max_result_rows)
-
-
-def _chunk_size(settings: Any) -> int:
-    """Rows per round trip: at most _CHUNK and always within the Tx's max_result_rows cap."""
-    cap = getattr(settings, "max_result_rows", _CHUNK)
-    return max(1, min(_CHUNK, cap))
-
-
-def _refresh(run, embedder: Embedder, kind: str, ids: list[str], force: bool = False, chunk: int = _CHUNK) -> int:
-    done = 0
-    for start in range(0, len(ids), chunk):
-        done += _refresh_chunk(run, embedder, kind, ids[start : start + chunk], force)
-    return done
-
-
-def _refresh_chunk(run, embedder: Embedder, kind: str, ids: list[str], force: bool) -> int:
-    if not ids:
-        return 0
-    rows = run(_CONCEPT_ROWS if kind == "concept" else _PROPOSITION_ROWS, {"ids": ids})
-    todo = []
-    for element_id, text, old_hash in _texts(kind, rows):
-        new_hash = text_hash(embedder.name, text)
-        if force or new_hash != old_hash:
-            todo.append((element_id, text, new_hash))
-    if not todo:
-        return 0
-    vectors = embedder.embed([t for _, t, _ in todo])
-    payload = [{"id": i, "vector": [float(x) for x in v], "hash": h} for (i, _, h), v in zip(todo, vectors)]
-    label = "KipConcept" if kind == "concept" else "KipProposition"
-    run(_WRITE.format(label=label, emb=EMBEDDING, model=EMBEDDING_MODEL, hash=EMBEDDING_HASH), {"rows": payload, "model": embedder.name})
-    return len(payload)
-
-
-def refresh_embeddings(tx: Any, concept_ids: Iterable[str] = (), proposition_ids: Iterable[str] = (), *, embedder: Optional[Embedder] = None) -> int:
-    """(Re-)embed the given elements inside the caller's write transaction.
-
-    ``tx`` is a ``kip2cypher.plan.Tx`` (or a raw neo4j transaction). Elements whose
-    grounding text and model are unchanged are skipped; with no embedder configured
-    this is a no-op. Returns how many elements were (re-)embedded. Call it after
-    every write of a name, an ``attr.*`` grounding field, or a proposition endpoint.
-    """
-    chosen = embedder or resolve(getattr(tx, "settings", None))
-    if chosen is None:
-        return 0
-    run = _runner(tx)
-    chunk = _chunk_size(getattr(tx, "settings", None))
-    return _refresh(run, chosen, "concept", list(dict.fromkeys(concept_ids)), chunk=chunk) + _refresh(
-        run, chosen, "proposition", list(dict.fromkeys(proposition_ids)), chunk=chunk
-    )
-
-
-def after_write(tx: Any, since: str) -> int:
-    """The post-write hook: re-embed every element a KML statement touched.
-
-    Called (by ``compiler.lower``'s wrapper of every KML plan) inside the statement's
-    write transaction, with ``since`` = an ISO-8601 UTC timestamp taken just before the
-    statement ran. Touched elements are found through the engine-maintained
-    ``meta._updated_at`` (range-indexed, see lower/search.py), so UPSERT, SET PROPOSITIONS
-    links, UPDATE and MERGE repointing are all covered without the statement listing ids.
-    A no-op when no embedder is configured. Returns how many elements were (re-)embedded.
-    """
-    chosen = resolve(getattr(tx, "settings", None))
-    if chosen is None:
-        return 0
-    run = _runner(tx)
-    chunk = _chunk_size(getattr(tx, "settings", None))
-    done = 0
-    for kind, query in (("concept", _TOUCHED_CONCEPTS), ("proposition", _TOUCHED_PROPOSITIONS)):
-        last = ""
-        while True:
-            ids = [r["id"] for r in run(query, {"since": since, "last": last, "chunk": chunk})]
-            if not ids:
-                break
-            last = ids[-1]
-            try:
-                done += _refresh_chunk(run, chosen, kind, ids, False)
-            except (ImportError, RuntimeError, ValueError, TypeError, MemoryError) as exc:  # the model failed, not the graph
-                import logging
-
-                logging.getLogger("kip2cypher").warning("embedding refresh skipped (%r); run kip2cypher.embedding.sync_embeddings later", exc)
-                return done
-    return done
-
-
-_TOUCHED_CONCEPTS = """MATCH (n:KipConcept) WHERE n.`meta._updated_at` >= $since AND n.id > $last
-RETURN n.id AS id ORDER BY id LIMIT $chunk"""
-_TOUCHED_PROPOSITIONS = """MATCH (n:KipProposition) WHERE n.`meta._updated_at` >= $since AND n.id > $last
-RETURN n.id AS id ORDER BY id LIMIT $chunk"""
-
-
-def _runner(tx: Any):
-    from .lower._legacy import Compiled, Tx
-
-    if isinstance(tx, Tx):
-        return lambda text, params: tx.run(Compiled(text, params, "embedding refresh"))
-    return lambda text, params: [dict(r) for r in tx.run(text, params)]
-
-
 def sync_embeddings(nexus: Any, *, embedder: Optional[Embedder] = None, batch: int = 256, force: bool = False) -> dict[str, int]:
     """Embed every element of the nexus whose vector is missing, stale or from another model.
 
-    Runs in batches of ``batch`` elements, each in its own write transaction. Returns
-    ``{"concepts": n, "propositions": m}`` — the numbers (re-)embedded.
+    ``Nexus.sync_embeddings``: batches of ``batch`` elements, each in its own write
+    transaction. Returns ``{"concepts": n, "propositions": m}`` — the numbers (re-)embedded.
     """
-    chosen = embedder or resolve(nexus.settings)
-    if chosen is None:
-        return {"concepts": 0, "propositions": 0}
-    counts = {"concepts": 0, "propositions": 0}
-    for kind, label, key in (("concept", "KipConcept", "concepts"), ("proposition", "KipProposition", "propositions")):
-        last = ""
-        while True:
-            with nexus.session("READ") as session:
-                ids = [r["id"] for r in session.run(f"MATCH (n:{label}) WHERE n.id > $last RETURN n.id AS id ORDER BY id LIMIT $batch", last=last, batch=batch)]
-            if not ids:
-                break
-            last = ids[-1]
-            with nexus.session("WRITE") as session:
-                counts[key] += session.execute_write(lambda t: _refresh(_runner(t), chosen, kind, ids, force))
-    return counts
+    return nexus.sync_embeddings(embedder=embedder, batch=batch, force=force)

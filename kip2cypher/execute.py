@@ -19,20 +19,21 @@ from neo4j.exceptions import DriverError, Neo4jError
 from . import embedding, errors
 from .version import __version__
 from .config import Settings
-from .cypher import storage
+from .cypher import catalog
 from .errors import KipError
 from .execution import loop, programs
 from .execution.neo4j_errors import from_neo4j
-from .execution.requests import Context
+from .execution.programs import embeddings as refresh_program
+from .execution.request import Outcome, command_program, request_program
+from .execution.requests import Context, Run
+from .lower import embeddings
 from .lower.compile import compile_plan
 from .lower.plan import Plan
-from .models import ExecuteRequest
-from .syntax.script import command_kind_of, sniff_kind
 
 log = logging.getLogger("kip2cypher")
 
 
-def _env_auth() -> Optional[tuple[str, str]]:
+def env_auth() -> Optional[tuple[str, str]]:
     user = os.environ.get("NEO4J_USERNAME") or os.environ.get("NEO4J_USER")
     password = os.environ.get("NEO4J_PASSWORD")
     if user and password is not None:
@@ -44,19 +45,45 @@ def default_uri() -> str:
     return os.environ.get("NEO4J_URI") or f"bolt://127.0.0.1:{os.environ.get('KIP2CYPHER_NEO4J_PORT', '7687')}"
 
 
+def default_database() -> Optional[str]:
+    return os.environ.get("NEO4J_DATABASE") or None
+
+
+def base_options(settings: Settings, options: dict[str, Any]) -> dict[str, Any]:
+    """The driver options every nexus uses, under the caller's own."""
+    options = dict(options)
+    options.setdefault("max_transaction_retry_time", settings.max_retry_s)
+    options.setdefault("user_agent", f"kip2cypher/{__version__}")
+    # Generated Cypher routinely names labels with no nodes yet (an empty type); the server's
+    # "label does not exist" notifications would only be noise in callers' logs.
+    options.setdefault("notifications_min_severity", "OFF")
+    return options
+
+
+def metadata(settings: Settings, kind: str, readonly: bool, dry_run: bool, *, interface: Optional[str] = None) -> dict[str, Any]:
+    """Transaction metadata (visible in SHOW TRANSACTIONS and the query log)."""
+    return {
+        "app": settings.app_name,
+        "version": __version__,
+        "kind": kind,
+        "interface": interface or ("execute_kip_readonly" if readonly else "execute_kip"),
+        "dry_run": bool(dry_run),
+    }
+
+
+def new_context(settings: Settings, plan: Plan, dry_run: bool) -> Context:
+    """What a plan's program is told: the settings, the command's timestamp, the embedder for META/KML."""
+    return Context(settings, now(), dry_run=dry_run, embedder=embedding.resolve(settings) if plan.kind != "KQL" else None)
+
+
 class Nexus:
     """A Cognitive Nexus stored in one Neo4j database."""
 
     def __init__(self, uri: Optional[str] = None, *, auth: Any = None, database: Optional[str] = None, settings: Optional[Settings] = None, **driver_options: Any) -> None:
         self.uri = uri or default_uri()
-        self.database = database or os.environ.get("NEO4J_DATABASE") or None
+        self.database = database or default_database()
         self.settings = settings or Settings()
-        driver_options.setdefault("max_transaction_retry_time", self.settings.max_retry_s)
-        driver_options.setdefault("user_agent", f"kip2cypher/{__version__}")
-        # Generated Cypher routinely names labels with no nodes yet (an empty type); the server's
-        # "label does not exist" notifications would only be noise in callers' logs.
-        driver_options.setdefault("notifications_min_severity", "OFF")
-        self._driver = GraphDatabase.driver(self.uri, auth=auth if auth is not None else _env_auth(), **driver_options)
+        self._driver = GraphDatabase.driver(self.uri, auth=auth if auth is not None else env_auth(), **base_options(self.settings, driver_options))
         # One bookmark manager per Nexus: a caller's reads see its own earlier writes on a cluster.
         self._bookmarks = GraphDatabase.bookmark_manager()
 
@@ -86,10 +113,7 @@ class Nexus:
     def ensure_schema(self) -> None:
         """Create constraints and indexes idempotently, each in a transaction of its own."""
         with self.session() as session:
-            for statement in storage.SCHEMA_STATEMENTS:
-                session.run(statement).consume()
-            extra = _optional_schema_statements()
-            for statement in extra:
+            for statement in catalog.SCHEMA:
                 session.run(statement).consume()
 
     def bootstrap(self, *, capsules: bool = False) -> dict[str, Any]:
@@ -97,7 +121,7 @@ class Nexus:
         from . import resources
 
         self.ensure_schema()
-        names = ["Genesis"] + (_standard_capsule_order(resources.capsule_names()) if capsules else [])
+        names = ["Genesis"] + (standard_capsule_order(resources.capsule_names()) if capsules else [])
         applied = {}
         for name in names:
             response = self.execute_kip(resources.capsule_text(name))
@@ -117,43 +141,20 @@ class Nexus:
 
     def execute(self, arguments: Any, *, readonly: bool = False) -> dict[str, Any]:
         """Run one function call given its raw JSON arguments object (what MCP and ``kip2cypher call`` receive)."""
-        try:
-            request = ExecuteRequest.parse(arguments, max_batch=self.settings.max_batch)
-            if readonly:
-                _reject_kml(request)
-            if not request.is_batch:
-                return self._one(request.command or "", request.parameters or {}, request.dry_run, readonly).response
-            results = []
-            for item in request.items():
-                text, params = item.text_and_parameters(request.parameters)
-                outcome = self._one(text, params, request.dry_run, readonly)
-                results.append(outcome.response)
-                if outcome.stops_batch:
-                    break
-            return {"result": results}
-        except KipError as exc:
-            return {"error": exc.to_dict()}
-        except Exception as exc:  # noqa: BLE001 - no traceback ever reaches a caller
-            log.error("request failure: %r", exc, exc_info=True)
-            return {"error": KipError(errors.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}", "This is an engine bug; the request itself may be valid.").to_dict()}
+        return self._drive(request_program(arguments, readonly=readonly, settings=self.settings))
 
-    def _one(self, text: str, parameters: dict[str, Any], dry_run: bool, readonly: bool) -> "Outcome":
-        """One command → its single-command response, plus what the batch rules need to know."""
-        try:
-            plan = compile_plan(text, parameters, self.settings)
-        except KipError as exc:
-            return Outcome({"error": exc.to_dict()}, sniff_kind(text))
-        except Exception as exc:  # noqa: BLE001 - a compiler bug must still come back as a KIP error
-            log.error("compiler failure: %r", exc, exc_info=True)
-            err = KipError(errors.INTERNAL_ERROR, f"Internal compiler error: {type(exc).__name__}: {exc}", "This is an engine bug; the command itself may be valid.")
-            return Outcome({"error": err.to_dict()}, sniff_kind(text))
-        if readonly and plan.kind == "KML":  # _reject_kml already caught it; a second lock on the door
-            return Outcome({"error": _readonly_error("This is a KML command").to_dict()}, "KML")
-        try:
-            response = self.run_plan(plan, dry_run=dry_run, readonly=readonly)
-        except KipError as exc:
-            return Outcome({"error": exc.to_dict()}, plan.kind)
-        return Outcome(_clean_response(response), plan.kind)
+    def _drive(self, program: Any) -> Any:
+        """Step a request program: run each plan it asks for, hand back its response or its error."""
+        reply: Any = None
+        while True:
+            try:
+                ask = program.send(reply)
+            except StopIteration as stop:
+                return stop.value
+            try:
+                reply = self.run_plan(ask.plan, dry_run=ask.dry_run, readonly=ask.readonly)
+            except KipError as exc:
+                reply = exc
 
     def run_plan(self, plan: Plan, *, dry_run: bool = False, readonly: bool = False) -> dict[str, Any]:
         """Run a plan in one managed transaction; every failure becomes a KipError.
@@ -164,28 +165,44 @@ class Nexus:
         transient errors; a KipError raised by the program rolls the transaction back.
         """
         access = "READ" if (readonly or dry_run or plan.access == "READ") else "WRITE"
-        metadata = {
-            "app": self.settings.app_name,
-            "version": __version__,
-            "kind": plan.kind,
-            "interface": "execute_kip_readonly" if readonly else "execute_kip",
-            "dry_run": bool(dry_run),
-        }
+        tx_metadata = metadata(self.settings, plan.kind, readonly, dry_run)
         if hasattr(plan, "runner"):
-            return self._run_legacy(plan, access, metadata, dry_run)
-        ctx = Context(self.settings, _now(), dry_run=dry_run, embedder=embedding.resolve(self.settings) if plan.kind != "KQL" else None)
+            return self._run_legacy(plan, access, tx_metadata, dry_run)
+        ctx = new_context(self.settings, plan, dry_run)
+        return self.run_program(access, lambda: programs.start(plan, ctx), ctx, tx_metadata)
+
+    def run_program(self, access: str, start: Any, ctx: Context, metadata: Optional[dict[str, Any]] = None) -> Any:
+        """Run the program ``start()`` builds in one managed transaction of ``access``; every failure becomes a KipError."""
         try:
             with self.session(access) as session:
-                return loop.run_sync(session, access, lambda: programs.start(plan, ctx), ctx, metadata)
+                return loop.run_sync(session, access, start, ctx, metadata or {"app": self.settings.app_name, "version": __version__})
         except KipError:
             raise
         except Exception as exc:  # noqa: BLE001
             log.error("execution failure: %r", exc, exc_info=True)
             raise KipError(errors.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}", "This is an engine bug; report it with the debug field.") from None
 
+    def sync_embeddings(self, *, embedder: Any = None, batch: int = 256, force: bool = False) -> dict[str, int]:
+        """Embed every element whose vector is missing, stale or from another model (``embedding.sync_embeddings``)."""
+        chosen = embedder or embedding.resolve(self.settings)
+        counts = {"concepts": 0, "propositions": 0}
+        if chosen is None:
+            return counts
+        for kind in embeddings.KINDS:
+            last = ""
+            while True:
+                ctx = Context(self.settings, now(), embedder=chosen)
+                rows = self.run_program("READ", lambda: _rows_of(embeddings.ALL[kind], {"last": last, "chunk": batch}), ctx)
+                ids = [r["id"] for r in rows]
+                if not ids:
+                    break
+                last = ids[-1]
+                counts[kind + "s"] += self.run_program("WRITE", lambda: refresh_program.refresh(kind, ids, force, ctx), ctx)
+        return counts
+
     def _run_legacy(self, plan: Any, access: str, metadata: dict[str, Any], dry_run: bool) -> dict[str, Any]:
         """A plan of the previous shape (statements + closures), until every lowering returns data."""
-        from .lower._legacy import Tx
+        from .lower._legacy import Tx, drive
 
         holder: dict[str, Tx] = {}
 
@@ -194,10 +211,10 @@ class Nexus:
             tx = Tx(neo4j_tx, self.settings)
             holder["tx"] = tx
             if not dry_run:
-                since = _now()
+                ctx = Context(self.settings, now(), embedder=embedding.resolve(self.settings))
                 response = plan.run(tx)
-                if plan.kind == "KML":
-                    embedding.after_write(tx, since)
+                if plan.kind == "KML" and ctx.embedder is not None:
+                    drive(tx, refresh_program.refresh_touched(ctx), ctx.embedder)
                 return response
             if plan.dry_result is None:
                 for stmt in plan.statements:
@@ -220,18 +237,12 @@ class Nexus:
             cypher = _current_cypher(holder)
             raise KipError(errors.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}", "This is an engine bug; report it with the debug field.", debug={"cypher": cypher} if cypher else None) from None
 
-    def execute_command(self, text: str, parameters: Optional[dict[str, Any]] = None, *, dry_run: bool = False, readonly: bool = False) -> "Outcome":
+    def execute_command(self, text: str, parameters: Optional[dict[str, Any]] = None, *, dry_run: bool = False, readonly: bool = False) -> Outcome:
         """One command text → ``Outcome`` (its §6.2.1 response, its kind, whether it stops a batch).
 
         For callers that drive their own loop (``kip2cypher run``, the shell); never raises.
         """
-        if readonly and command_kind_of(text) == "KML":
-            return Outcome({"error": _readonly_error("This is a KML command").to_dict()}, "KML")
-        try:
-            return self._one(text, dict(parameters or {}), dry_run, readonly)
-        except Exception as exc:  # noqa: BLE001
-            log.error("command failure: %r", exc, exc_info=True)
-            return Outcome({"error": KipError(errors.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}").to_dict()}, sniff_kind(text))
+        return self._drive(command_program(text, dict(parameters or {}), dry_run=dry_run, readonly=readonly, settings=self.settings))
 
     # ------------------------------------------------------------------ explain
     def explain(self, text: str, parameters: Optional[dict[str, Any]] = None) -> list[dict[str, Any]]:
@@ -239,12 +250,10 @@ class Nexus:
 
         Returns ``[{"cypher", "parameters", "label"?, "plan": <operator tree text>}]``; raises KipError.
         """
-        from .lower.compile import statements
-
         plan = compile_plan(text, parameters or {}, self.settings)
-        out = statements(plan)
+        out = explain_entries(plan)
 
-        @neo4j.unit_of_work(timeout=self.settings.query_timeout_s or None, metadata={"app": self.settings.app_name, "version": __version__, "kind": plan.kind, "interface": "explain"})
+        @neo4j.unit_of_work(timeout=self.settings.query_timeout_s or None, metadata=metadata(self.settings, plan.kind, False, False, interface="explain"))
         def work(tx: neo4j.ManagedTransaction) -> None:
             for entry in out:
                 summary = tx.run(loop.statement_text(self.settings, f"EXPLAIN {entry['cypher']}"), entry["parameters"]).consume()
@@ -259,34 +268,20 @@ class Nexus:
         return out
 
 
-class Outcome:
-    """A single-command response and the facts the batch rules need."""
+def explain_entries(plan: Plan) -> list[dict[str, Any]]:
+    """The statements ``explain`` EXPLAINs: every statement the plan's program may issue."""
+    from .lower.compile import statements
 
-    __slots__ = ("response", "kind")
-
-    def __init__(self, response: dict[str, Any], kind: Optional[str]) -> None:
-        self.response = response
-        self.kind = kind
-
-    @property
-    def stops_batch(self) -> bool:
-        """§6.1: a KML *execution* error halts the batch. Syntax errors (KIP_1xxx: the command never ran)
-        and KQL/META errors are returned inline and the batch goes on."""
-        error = self.response.get("error")
-        return bool(error) and self.kind == "KML" and not str(error.get("code", "")).startswith("KIP_1")
+    return statements(plan)
 
 
-def _clean_response(response: Any) -> dict[str, Any]:
-    """Only the §6.2.1 keys leave the executor: result / error / next_cursor."""
-    if not isinstance(response, dict):
-        return {"result": response}
-    out = {k: response[k] for k in ("result", "error", "next_cursor") if k in response and response[k] is not None}
-    if "result" in response and "result" not in out and "error" not in out:
-        out["result"] = None
-    return out
+def _rows_of(statement: Any, params: dict[str, Any]) -> Any:
+    """The one-statement program: its rows."""
+    rows = yield Run(statement, params)
+    return rows
 
 
-def _now() -> str:
+def now() -> str:
     """ISO-8601 UTC with milliseconds and a Z, e.g. 2026-07-04T10:11:12.345Z."""
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -294,25 +289,6 @@ def _now() -> str:
 def _current_cypher(holder: dict[str, Any]) -> Optional[str]:
     tx = holder.get("tx")
     return tx.current.text if tx is not None and tx.current is not None else None
-
-
-def _readonly_error(what: str) -> KipError:
-    return KipError(
-        errors.IMMUTABLE_TARGET,
-        f"execute_kip_readonly only runs FIND, DESCRIBE, SEARCH and EXPORT. {what} (UPSERT/UPDATE/MERGE/DELETE); nothing was executed.",
-        "Send write commands through execute_kip. Reads may stay on execute_kip_readonly.",
-    )
-
-
-def _reject_kml(request: ExecuteRequest) -> None:
-    """Readonly: refuse the whole request, before anything runs, if any command is KML."""
-    kml = [i for i, item in enumerate(request.items()) if command_kind_of(item.text) == "KML"]
-    if not kml:
-        return
-    if not request.is_batch:
-        raise _readonly_error("This is a KML command")
-    where = ", ".join(f"commands[{i}]" for i in kml[:10]) + (" …" if len(kml) > 10 else "")
-    raise _readonly_error(f"The batch contains KML at {where}")
 
 
 def plan_text(plan: Any, depth: int = 0) -> str:
@@ -332,14 +308,7 @@ def plan_text(plan: Any, depth: int = 0) -> str:
 STANDARD_CAPSULES = ("Person", "Event", "self", "system", "Preference", "Insight", "Commitment", "SleepTask")
 
 
-def _standard_capsule_order(available: list[str]) -> list[str]:
+def standard_capsule_order(available: list[str]) -> list[str]:
     """Every shipped capsule except Genesis: the standard ones in dependency order, then any others by name."""
     known = [n for n in STANDARD_CAPSULES if n in available]
     return known + sorted(n for n in available if n not in known and n != "Genesis")
-
-
-def _optional_schema_statements() -> tuple[str, ...]:
-    """Schema objects owned by optional modules (full-text / vector indexes for SEARCH)."""
-    from .lower import describe
-
-    return tuple(describe.SCHEMA_STATEMENTS)

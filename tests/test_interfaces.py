@@ -15,6 +15,7 @@ import pytest
 
 import kip2cypher.lower.compile as compiler_module
 import kip2cypher.execute as execute_module
+import kip2cypher.execution.request as request_module
 from kip2cypher.config import Settings
 from kip2cypher.errors import KipError
 from kip2cypher.execute import Nexus
@@ -32,6 +33,7 @@ def _responses_have_the_spec_shape(monkeypatch):
 @pytest.fixture()
 def fake(monkeypatch):
     plans = FakePlans(compiler_module.compile_plan)
+    monkeypatch.setattr(request_module, "compile_plan", plans.compile_plan)
     monkeypatch.setattr(execute_module, "compile_plan", plans.compile_plan)
     monkeypatch.setattr(compiler_module, "compile_plan", plans.compile_plan)
     return plans

@@ -9,6 +9,8 @@ import pytest
 
 from kip2cypher import embedding
 from kip2cypher.config import Settings
+from kip2cypher import text
+from kip2cypher.execution import scoring
 from kip2cypher.lower import search
 
 VOCAB = Path(embedding.__file__).parent / "data" / "minilm-vocab.txt"
@@ -100,33 +102,33 @@ def test_lucene_query_none_for_nothing_searchable():
 
 
 def test_field_scores():
-    q = search.tokens("aspirin")
-    assert search.field_score(q, "Aspirin", True) == 1.0
-    assert search.field_score(q, "Aspirin Complex", True) == pytest.approx(0.76)
-    assert search.field_score(q, "a drug like aspirin", False) == pytest.approx(0.7)
-    assert search.field_score(q, "Paris", True) == 0.0
-    assert search.field_score(search.tokens("side effect"), "has_side_effect", True) == pytest.approx(0.8233, abs=1e-4)
+    q = text.words("aspirin")
+    assert scoring.Scorer(q).field("Aspirin", True) == 1.0
+    assert scoring.Scorer(q).field("Aspirin Complex", True) == pytest.approx(0.76)
+    assert scoring.Scorer(q).field("a drug like aspirin", False) == pytest.approx(0.7)
+    assert scoring.Scorer(q).field("Paris", True) == 0.0
+    assert scoring.Scorer(text.words("side effect")).field("has_side_effect", True) == pytest.approx(0.8233, abs=1e-4)
 
 
 def test_typo_similarity_is_the_lcs_ratio():
-    assert search._similarity_ratio("asprin", "aspirin") == pytest.approx(12 / 13)
-    assert search._similarity_ratio("abcd", "abcd") == 1.0
-    assert search._similarity_ratio("quantum", "lattice") < 0.8  # stops at the shared-letters bound
+    assert scoring._similarity_ratio("asprin", "aspirin") == pytest.approx(12 / 13)
+    assert scoring._similarity_ratio("abcd", "abcd") == 1.0
+    assert scoring._similarity_ratio("quantum", "lattice") < 0.8  # stops at the shared-letters bound
     # The longest common subsequence "abad", which difflib's greedy longest-block matching
     # under-counts (ratio 0.4): a typo match it used to miss.
-    assert search._similarity_ratio("adbacd", "abad") == pytest.approx(0.8)
-    assert search._token_similarity("asprin", "aspirin") == pytest.approx(0.8 * 12 / 13)
-    assert search._token_similarity("lattise", "lattice") == pytest.approx(0.8 * 12 / 14)
-    assert search._token_similarity("cat", "cut") == 0.0  # typos need 4+ letters
-    assert search._token_similarity("kernel", "colonel") == 0.0  # ratio below 0.8
-    assert search.tokens("MedicalDevice has_side_effect Café 深色") == ["medical", "device", "has", "side", "effect", "cafe", "深", "色"]
+    assert scoring._similarity_ratio("adbacd", "abad") == pytest.approx(0.8)
+    assert scoring._token_similarity("asprin", "aspirin") == pytest.approx(0.8 * 12 / 13)
+    assert scoring._token_similarity("lattise", "lattice") == pytest.approx(0.8 * 12 / 14)
+    assert scoring._token_similarity("cat", "cut") == 0.0  # typos need 4+ letters
+    assert scoring._token_similarity("kernel", "colonel") == 0.0  # ratio below 0.8
+    assert text.words("MedicalDevice has_side_effect Café 深色") == ["medical", "device", "has", "side", "effect", "cafe", "深", "色"]
 
 
 def test_fusion():
     a = {"x": 1}
-    fused = search.fuse([[("d1", 1.0, a), ("d2", 0.5, a)], [("d1", 1.0, a), ("d3", 0.9, a)]])
+    fused = scoring.fuse([[("d1", 1.0, a), ("d2", 0.5, a)], [("d1", 1.0, a), ("d3", 0.9, a)]])
     assert fused[0] == ("d1", 1.0, a)
     assert [d for d, _, _ in fused] == ["d3", "d2"] or [d for d, _, _ in fused[1:]] == ["d3", "d2"]
     assert all(0.0 <= s <= 1.0 for _, s, _ in fused)
-    only_one = search.fuse([[("d1", 1.0, a)], []])
+    only_one = scoring.fuse([[("d1", 1.0, a)], []])
     assert only_one[0][1] == pytest.approx(0.5)

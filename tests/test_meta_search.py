@@ -7,6 +7,8 @@ import pytest
 
 from kip2cypher import embedding
 from kip2cypher.lower import compile as compiler
+from kip2cypher.execution import scoring
+from kip2cypher.execution.programs import search as search_program
 from kip2cypher.lower import search
 
 from meta_data import MEDICAL, TopicEmbedder, load, names, ok, scores
@@ -141,8 +143,8 @@ def _lite_only(real_rows):
         out = []
         for rank, element_id, node, whole in real_rows(row):
             if whole:
-                texts = [node[k] for k in search._DESCRIPTIVE if node.get(k) is not None]
-                node = [element_id, node.get("name"), node.get(search._ALIASES), texts]
+                texts = [node[k] for k in scoring._DESCRIPTIVE if node.get(k) is not None]
+                node = [element_id, node.get("name"), node.get(scoring._ALIASES), texts]
             out.append((rank, element_id, node, False))
         return out
 
@@ -165,7 +167,7 @@ def test_hits_scored_from_partial_candidates_and_fetched_afterwards_are_identica
     that path must not change a single result."""
     expected = [ok(keyword_only.execute_kip(c)) for c in KEYWORD_COMMANDS]
     assert all(expected)
-    monkeypatch.setattr(search, "_rows", _lite_only(search._rows))
+    monkeypatch.setattr(search_program, "_rows", _lite_only(search_program._rows))
     assert [ok(keyword_only.execute_kip(c)) for c in KEYWORD_COMMANDS] == expected
 
 
@@ -177,13 +179,13 @@ def test_semantic_and_hybrid_hits_fetched_afterwards_are_identical(medical, monk
     ]
     expected = [ok(medical.execute_kip(c)) for c in commands]
     assert all(expected)
-    monkeypatch.setattr(search, "_rows", _lite_only(search._rows))
+    monkeypatch.setattr(search_program, "_rows", _lite_only(search_program._rows))
     assert [ok(medical.execute_kip(c)) for c in commands] == expected
 
 
 def test_candidate_statement_returns_the_first_limit_whole_and_the_rest_lite(keyword_only):
     plan = compiler.compile_plan('SEARCH CONCEPT "aspirin pain"', {}, keyword_only.settings)
-    stmt = plan.statements[0]
+    stmt = plan.fulltext
     with keyword_only.session("READ") as session:
         row = session.run(stmt.text, {**stmt.params, "query": search.lucene_query("aspirin pain"), "type": None, "whole": 1}).single()
     assert len(row["whole"]) == 1 and "id" in row["whole"][0] and row["whole"][0].get("kip_embedding") is None

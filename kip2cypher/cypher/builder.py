@@ -37,6 +37,20 @@ def quote(name: str) -> str:
     return "`" + name.replace("\\", "\\u005c").replace("`", "``") + "`"
 
 
+def literal(value: str) -> str:
+    """An engine-authored constant (an index name, a marker) as a Cypher string literal, control
+    characters escaped. Never for user text: user values are ``Param``s."""
+    out = []
+    for ch in value:
+        if ch in "\\'":
+            out.append("\\" + ch)
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append("\\u%04X" % ord(ch))
+        else:
+            out.append(ch)
+    return "'" + "".join(out) + "'"
+
+
 @dataclass(frozen=True, slots=True)
 class Ident:
     """A label, relationship type or property key; rendered backtick-quoted."""

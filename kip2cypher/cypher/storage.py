@@ -30,24 +30,19 @@ META_PREFIX = "meta."
 VERSION_KEY = "_version"
 UPDATED_AT_KEY = "_updated_at"
 MERGED_FROM_KEY = "_merged_from"
+#: Engine-internal properties of the SEARCH embeddings (never attributes or metadata):
+#: the vector, the embedder that produced it and a hash of model + grounding text.
 EMBEDDING = "kip_embedding"
+EMBEDDING_MODEL = "kip_embedding_model"
+EMBEDDING_HASH = "kip_embedding_hash"
+#: Text attributes that take part in grounding (full-text index and embeddings), besides
+#: the concept name / proposition predicate. ``aliases`` may be a string list.
+GROUNDING_ATTRIBUTES = ("aliases", "description", "content_summary", "summary", "title", "scope_note", "content")
 
 # Values Neo4j cannot hold natively are stored as this prefix + JSON text.
 JSON_MARKER = "\u001eKIPJSON\u001e"
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
-
-# Schema objects, each created idempotently in a transaction of its own.
-SCHEMA_STATEMENTS = (
-    f"CREATE CONSTRAINT kip_concept_id IF NOT EXISTS FOR (n:{CONCEPT}) REQUIRE n.id IS UNIQUE",
-    f"CREATE CONSTRAINT kip_concept_type_name IF NOT EXISTS FOR (n:{CONCEPT}) REQUIRE (n.type, n.name) IS UNIQUE",
-    f"CREATE CONSTRAINT kip_proposition_id IF NOT EXISTS FOR (p:{PROPOSITION}) REQUIRE p.id IS UNIQUE",
-    f"CREATE CONSTRAINT kip_proposition_spo IF NOT EXISTS FOR (p:{PROPOSITION}) REQUIRE (p.subject, p.predicate, p.object) IS UNIQUE",
-    f"CREATE INDEX kip_concept_name IF NOT EXISTS FOR (n:{CONCEPT}) ON (n.name)",
-    f"CREATE INDEX kip_concept_type IF NOT EXISTS FOR (n:{CONCEPT}) ON (n.type)",
-    f"CREATE INDEX kip_proposition_predicate IF NOT EXISTS FOR (p:{PROPOSITION}) ON (p.predicate)",
-)
-
 
 def _native(value: Any) -> bool:
     """True when Neo4j stores the value as is and returns it unchanged."""
@@ -111,3 +106,20 @@ def node_projection(var: Part) -> Fragment:
 def encode_map(values: dict[str, Any], prefix: str) -> dict[str, Any]:
     """A KIP attributes/metadata object → the property map to ``SET n += $map``."""
     return {prefix + key: encode(value) for key, value in values.items()}
+
+
+def safe_decode(value: Any) -> Any:
+    """``decode`` that never raises (a value it cannot decode simply has no text)."""
+    try:
+        return decode(value)
+    except ValueError:
+        return None
+
+
+def text_values(value: Any) -> list[str]:
+    """The strings of a decoded attribute value (a string, or the strings of a list)."""
+    if isinstance(value, str):
+        return [] if value.startswith(JSON_MARKER) else [value]
+    if isinstance(value, (list, tuple)):
+        return [v for v in value if isinstance(v, str)]
+    return []

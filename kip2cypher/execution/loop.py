@@ -67,8 +67,10 @@ def _too_many_rows(cap: int) -> KipError:
     )
 
 
-def _no_embedder() -> KipError:
-    return KipError(errors.INTERNAL_ERROR, "Internal error: a program asked for embeddings but no embedder is configured.", "This is an engine bug; report it.")
+def _embedder(ctx: Context) -> Any:
+    if ctx.embedder is None:
+        raise KipError(errors.INTERNAL_ERROR, "Internal error: a program asked for embeddings but no embedder is configured.", "This is an engine bug; report it.")
+    return ctx.embedder
 
 
 def _unknown(request: Any) -> KipError:
@@ -79,20 +81,24 @@ def _unknown(request: Any) -> KipError:
 def drive_sync(program: Program, tx: Any, ctx: Context, trace: _Trace) -> dict:
     """Step ``program`` to its response inside the open transaction ``tx``."""
     reply: Any = None
+    failure: Optional[BaseException] = None
     while True:
         try:
-            request = program.send(reply)
+            request = program.throw(failure) if failure is not None else program.send(reply)
         except StopIteration as stop:
             return stop.value
+        failure = None
         if isinstance(request, Run):
             reply = _rows_sync(tx.run(*_prepare(request, ctx.settings, trace)), ctx.settings.max_result_rows)
         elif isinstance(request, Explain):
             tx.run(*_prepare(request, ctx.settings, trace)).consume()
             reply = None
         elif isinstance(request, Embed):
-            if ctx.embedder is None:
-                raise _no_embedder()
-            reply = ctx.embedder.embed(list(request.texts))
+            # A model failure is the program's to handle (the embedding refresh logs it and goes on).
+            try:
+                reply = _embedder(ctx).embed(list(request.texts))
+            except Exception as exc:  # noqa: BLE001
+                failure = exc
         else:
             raise _unknown(request)
 
@@ -127,20 +133,23 @@ def run_sync(session: Any, access: str, start: Callable[[], Program], ctx: Conte
 async def drive_async(program: Program, tx: Any, ctx: Context, trace: _Trace) -> dict:
     """``drive_sync`` for an ``AsyncManagedTransaction``."""
     reply: Any = None
+    failure: Optional[BaseException] = None
     while True:
         try:
-            request = program.send(reply)
+            request = program.throw(failure) if failure is not None else program.send(reply)
         except StopIteration as stop:
             return stop.value
+        failure = None
         if isinstance(request, Run):
             reply = await _rows_async(await tx.run(*_prepare(request, ctx.settings, trace)), ctx.settings.max_result_rows)
         elif isinstance(request, Explain):
             await (await tx.run(*_prepare(request, ctx.settings, trace))).consume()
             reply = None
         elif isinstance(request, Embed):
-            if ctx.embedder is None:
-                raise _no_embedder()
-            reply = await asyncio.to_thread(ctx.embedder.embed, list(request.texts))
+            try:
+                reply = await asyncio.to_thread(_embedder(ctx).embed, list(request.texts))
+            except Exception as exc:  # noqa: BLE001
+                failure = exc
         else:
             raise _unknown(request)
 

@@ -94,15 +94,18 @@ def single(kind: str, access: str, stmt: Compiled, shape: Callable[[list[dict[st
 
 
 # ---------------------------------------------------------------------- bridges to the new shape
-def drive(tx: Tx, program: Any) -> Any:
-    """Run a new-style (sub-)program synchronously on a legacy ``Tx`` (Run requests only)."""
+def drive(tx: Tx, program: Any, embedder: Any = None) -> Any:
+    """Run a new-style (sub-)program synchronously on a legacy ``Tx`` (Run and Embed requests)."""
     reply: Any = None
     while True:
         try:
             request = program.send(reply)
         except StopIteration as stop:
             return stop.value
-        reply = tx.run(Compiled(request.statement.text, request.parameters(), request.statement.label))
+        if hasattr(request, "texts"):
+            reply = embedder.embed(list(request.texts))
+        else:
+            reply = tx.run(Compiled(request.statement.text, request.parameters(), request.statement.label))
 
 
 def check_grounding(tx: Tx, names: Any) -> None:

@@ -17,10 +17,6 @@ from ..syntax import ast
 from ..syntax.values import resolve, resolve_int, resolve_str
 from . import grounding
 from .plan import Compiled, Plan
-from .search import SCHEMA_STATEMENTS as _SEARCH_SCHEMA
-
-#: Schema objects of META (full-text and vector indexes), run by ``Nexus.ensure_schema``.
-SCHEMA_STATEMENTS = tuple(_SEARCH_SCHEMA)
 
 #: Page size of DESCRIBE CONCEPT TYPES / PROPOSITION TYPES without LIMIT (next_cursor beyond).
 DESCRIBE_DEFAULT_LIMIT = 1000

@@ -50,7 +50,7 @@ from typing import Any, Iterable, Iterator, Mapping, Optional, Union
 from ..cypher import storage
 from ..syntax import ast
 from ..config import Settings
-from ..cypher.builder import Fragment, Ident, Internal, Param, Part, Statement, Var, frag, join
+from ..cypher.builder import Fragment, Ident, Internal, Param, Part, Statement, Var, frag, join, literal
 from ..errors import INVALID_SYNTAX, REFERENCE_ERROR, RESOURCE_EXHAUSTED, KipError
 from .regex_guard import check_backtracking
 from ..syntax.values import describe, resolve
@@ -67,23 +67,10 @@ MAP_FIELDS = {"attributes": storage.ATTR_PREFIX, "metadata": storage.META_PREFIX
 INDENT = "  "
 
 
-def cypher_string(value: str) -> str:
-    """An engine-authored constant as a Cypher string literal (control characters escaped)."""
-    out = []
-    for ch in value:
-        if ch in "\\'":
-            out.append("\\" + ch)
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append("\\u%04X" % ord(ch))
-        else:
-            out.append(ch)
-    return "'" + "".join(out) + "'"
-
-
 #: Stored values that are JSON text (objects, mixed lists, explicit null …) start with this.
-JSON_MARKER_LITERAL = cypher_string(storage.JSON_MARKER)
+JSON_MARKER_LITERAL = literal(storage.JSON_MARKER)
 #: An explicitly stored JSON ``null``.
-JSON_NULL_LITERAL = cypher_string(storage.JSON_MARKER + "null")
+JSON_NULL_LITERAL = literal(storage.JSON_MARKER + "null")
 
 
 # ----------------------------------------------------------------------------- results

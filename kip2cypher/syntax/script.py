@@ -8,7 +8,7 @@ batch rules of spec §6 (a KML syntax error does not stop a batch, a KML executi
 from __future__ import annotations
 
 import re
-from typing import Optional
+from typing import Any, Optional
 
 from .. import errors
 from ..errors import KipError
@@ -30,13 +30,16 @@ def sniff_kind(text: str) -> Optional[str]:
     return None
 
 
-def command_kind_of(text: str) -> Optional[str]:
-    """``KQL`` / ``KML`` / ``META`` of a command text; falls back to its first keyword when it does not parse."""
-    from .ast import command_kind
-    from .parser import parse
+def command_kind_of(text: str, settings: Any = None) -> Optional[str]:
+    """``KQL`` / ``KML`` / ``META`` of a command text; falls back to its first keyword when it does not parse.
 
+    With ``settings``, parsed with its bounds — the parse the compiler then finds in its cache."""
+    from .ast import command_kind
+    from .parser import MAX_INPUT_BYTES, MAX_NESTING_DEPTH, parse
+
+    bounds = (settings.max_input_bytes, settings.max_nesting_depth) if settings is not None else (MAX_INPUT_BYTES, MAX_NESTING_DEPTH)
     try:
-        return command_kind(parse(text))
+        return command_kind(parse(text, max_bytes=bounds[0], max_depth=bounds[1]))
     except Exception:  # noqa: BLE001 - unparsable: classify by keyword
         return sniff_kind(text)
 

@@ -12,25 +12,27 @@ from ...lower.describe import DomainsPlan, PrimerPlan, TypeDefinitionPlan, TypeL
 from ...lower.export import ExportPlan
 from ...lower.find import FindPlan
 from ...lower.plan import Plan
+from ...lower.search import SearchPlan
 from ...lower.update import BulkPlan
 from ..requests import Context
-from .bulk import bulk
-from .describe import domains, primer, type_definition, type_list
-from .export import export
-from .find import find
+from . import bulk, describe, embeddings, export, find, search
 
 PROGRAMS: dict[type, Callable[[Any, Context], Generator[Any, Any, dict]]] = {
-    FindPlan: find,
-    BulkPlan: bulk,
-    ExportPlan: export,
-    TypeListPlan: type_list,
-    TypeDefinitionPlan: type_definition,
-    DomainsPlan: domains,
-    PrimerPlan: primer,
+    FindPlan: find.find,
+    SearchPlan: search.search,
+    BulkPlan: bulk.bulk,
+    ExportPlan: export.export,
+    TypeListPlan: describe.type_list,
+    TypeDefinitionPlan: describe.type_definition,
+    DomainsPlan: describe.domains,
+    PrimerPlan: describe.primer,
 }
 
 
 def start(plan: Plan, ctx: Context) -> Generator[Any, Any, dict]:
-    """The whole program of one command."""
+    """The whole program of one command: the plan's program, then (after a write, with an
+    embedder) the embedding refresh of what it touched."""
     response = yield from PROGRAMS[type(plan)](plan, ctx)
+    if plan.kind == "KML" and not ctx.dry_run and ctx.embedder is not None:
+        yield from embeddings.refresh_touched(ctx)
     return response

@@ -1,0 +1,66 @@
+"""Keeping SEARCH embeddings fresh, as sub-programs the executor runs (docs/meta.md).
+
+``refresh_touched`` runs after every KML program, in the same write transaction: it pages
+through the elements the command wrote (their ``meta._updated_at`` is ``ctx.now``) and
+re-embeds those whose grounding text or model changed. ``refresh`` embeds a given list of
+ids; ``Nexus.sync_embeddings`` uses it to back-fill a whole nexus.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Generator
+
+from ... import embedding
+from ...cypher import storage
+from ...lower.embeddings import CHUNK, GROUNDING, KINDS, TOUCHED, WRITE
+from ..requests import Context, Embed, Run
+
+log = logging.getLogger("kip2cypher")
+
+
+def chunk_size(ctx: Context) -> int:
+    """Rows per round trip: at most ``CHUNK`` and always within ``max_result_rows``."""
+    return max(1, min(CHUNK, ctx.settings.max_result_rows))
+
+
+def refresh_touched(ctx: Context) -> Generator[Any, Any, int]:
+    """Re-embed every element written at ``ctx.now``; returns how many were (re-)embedded.
+
+    A model failure (not the graph's) is logged and leaves the rest for ``sync_embeddings``:
+    the write itself stands."""
+    done = 0
+    for kind in KINDS:
+        last = ""
+        while True:
+            rows = yield Run(TOUCHED[kind], {"since": ctx.now, "last": last, "chunk": chunk_size(ctx)})
+            ids = [r["id"] for r in rows]
+            if not ids:
+                break
+            last = ids[-1]
+            try:
+                done += yield from refresh(kind, ids, False, ctx)
+            except (ImportError, RuntimeError, ValueError, TypeError, MemoryError) as exc:
+                log.warning("embedding refresh skipped (%r); run kip2cypher.embedding.sync_embeddings later", exc)
+                return done
+    return done
+
+
+def refresh(kind: str, ids: list[str], force: bool, ctx: Context) -> Generator[Any, Any, int]:
+    """(Re-)embed the elements ``ids`` of ``kind`` whose grounding text or model changed (all with ``force``)."""
+    rows = yield Run(GROUNDING[kind], {"ids": ids})
+    todo = []
+    for row in rows:
+        attributes = {k: storage.safe_decode(v) for k, v in zip(storage.GROUNDING_ATTRIBUTES, row["vals"]) if v is not None}
+        if kind == "concept":
+            text = embedding.concept_text(row["type"] or "", row["name"] or "", attributes)
+        else:
+            text = embedding.proposition_text(row["subject"], row["predicate"] or "", row["object"], attributes)
+        new_hash = embedding.text_hash(ctx.embedder.name, text)
+        if force or new_hash != row.get("hash"):
+            todo.append((row["id"], text, new_hash))
+    if not todo:
+        return 0
+    vectors = yield Embed(tuple(text for _, text, _ in todo))
+    payload = [{"id": i, "vector": [float(x) for x in v], "hash": h} for (i, _, h), v in zip(todo, vectors)]
+    yield Run(WRITE[kind], {"rows": payload, "model": ctx.embedder.name})
+    return len(payload)

@@ -1,0 +1,113 @@
+"""The SEARCH program (spec §5.2, docs/meta.md): keyword, semantic or hybrid, then the hits whole.
+
+Keyword runs the plain Lucene query first and the expanded (infix/fuzzy) one only when
+LIMIT is not filled; propositions are also grounded by their predicate's name and
+description. Semantic embeds the term (an ``Embed`` request) and queries the vector index.
+Hybrid fuses both rankings. Without an embedder, semantic and hybrid run as keyword.
+"""
+from __future__ import annotations
+
+from typing import Any, Generator, Optional
+
+from ...errors import TYPE_MISMATCH, KipError, did_you_mean
+from ...lower.search import SearchPlan
+from ..requests import Context, Embed, Run
+from ..results import concept_object, proposition_object
+from ..scoring import Hit, Scorer, fuse
+from . import grounding
+
+
+def _rows(row: dict[str, Any]) -> list[tuple[int, str, Any, bool]]:
+    """(rank, id, whole node or lite value, whole?) for the one row of a candidates statement."""
+    whole = row["whole"]
+    out = [(i, n["id"], n, True) for i, n in enumerate(whole)]
+    for i, lite in enumerate(row["rest"], start=len(whole)):
+        out.append((i, lite if isinstance(lite, str) else lite[0], lite, False))
+    return out
+
+
+def keyword(plan: SearchPlan) -> Generator[Any, Any, list[Hit]]:
+    if plan.plain_query is None:
+        return []
+    scorer = Scorer(list(plan.query_words))
+    floor = max(plan.threshold, 1e-9)
+    # id -> (score, order, props, whole); order: index rank (first query), then after it.
+    hits: dict[str, tuple[float, int, Optional[dict[str, Any]], bool]] = {}
+
+    def candidates(query: str, offset: int) -> Generator[Any, Any, None]:
+        rows = yield Run(plan.fulltext, {"query": query, "type": plan.with_type, "whole": plan.limit})
+        for row in rows:
+            for rank, element_id, node, whole in _rows(row):
+                known = hits.get(element_id)
+                if known is not None:
+                    if whole and not known[3]:  # fetched whole this time: no hydration needed
+                        hits[element_id] = (known[0], known[1], node, True)
+                    continue
+                score = scorer.candidate(node, plan.concept)
+                if score > 0:
+                    hits[element_id] = (score, offset + rank, node, whole)
+
+    yield from candidates(plan.plain_query, 0)
+    if not plan.concept:
+        # The predicate name and its $PropositionType description ground every proposition of that predicate.
+        scored: dict[str, float] = {}
+        for row in (yield Run(plan.definitions, {"type": plan.with_type})):
+            score = scorer.predicate(row["t"]["name"], row["t"])
+            if score > 0:
+                scored[row["t"]["name"]] = score
+        if scored:
+            best_first = sorted(scored, key=lambda p: (-scored[p], p))
+            for row in (yield Run(plan.by_predicate, {"predicates": best_first, "pool": plan.pool})):
+                score = scored[row["pred"]]
+                known = hits.get(row["id"])
+                if known is None or known[0] < score:
+                    hits[row["id"]] = (score, -1, known[2] if known else None, known[3] if known else False)
+    # The expensive expansions (infix, fuzzy) only when the plain query leaves LIMIT unfilled.
+    if plan.full_query != plan.plain_query and sum(1 for h in hits.values() if h[0] >= floor) < plan.limit:
+        yield from candidates(plan.full_query, plan.pool)
+    ranked = sorted(hits.items(), key=lambda item: (-item[1][0], item[1][1], item[0]))
+    return [(element_id, score, node if whole else None) for element_id, (score, _, node, whole) in ranked[: plan.pool]]
+
+
+def semantic(plan: SearchPlan, ctx: Context) -> Generator[Any, Any, list[Hit]]:
+    if not plan.term.strip():
+        return []
+    vector = [float(x) for x in (yield Embed((plan.term,)))[0]]
+    k = plan.pool * 4 if plan.with_type else plan.pool
+    rows = yield Run(plan.vector, {"vector": vector, "model": ctx.embedder.name, "type": plan.with_type, "k": k, "pool": plan.pool, "whole": plan.limit})
+    out = []
+    for row in rows:
+        for rank, element_id, node, whole in _rows(row):
+            cosine = max(0.0, min(1.0, 2.0 * float(row["scores"][rank]) - 1.0))
+            out.append((element_id, cosine, node if whole else None))
+    out.sort(key=lambda item: (-item[1], item[0]))
+    return out
+
+
+def search(plan: SearchPlan, ctx: Context) -> Generator[Any, Any, dict]:
+    mode = plan.mode or ("hybrid" if ctx.embedder else "keyword")
+    if ctx.embedder is None:
+        mode = "keyword"
+    if mode == "keyword":
+        ranked = yield from keyword(plan)
+    elif mode == "semantic":
+        ranked = yield from semantic(plan, ctx)
+    else:
+        ranked = fuse([(yield from keyword(plan)), (yield from semantic(plan, ctx))])
+    chosen = [hit for hit in ranked if hit[1] >= plan.threshold and hit[1] > 0][: plan.limit]
+    missing = [element_id for element_id, _, node in chosen if node is None]
+    fetched = {row["node"]["id"]: row["node"] for row in (yield Run(plan.hydrate, {"ids": missing}))} if missing else {}
+    results = []
+    for element_id, score, node in chosen:
+        node = node or fetched.get(element_id)
+        if node is None:
+            continue
+        obj = concept_object(node) if plan.concept else proposition_object(node)
+        obj["metadata"] = {**obj["metadata"], "_score": round(score, 4)}
+        results.append(obj)
+    if not results and plan.with_type is not None:
+        names = yield from grounding.defined_names(plan.meta_type)
+        if plan.with_type not in names:
+            kind = "concept type" if plan.concept else "predicate"
+            raise KipError(TYPE_MISMATCH, f"WITH TYPE \"{plan.with_type}\" is not a defined {kind}.", did_you_mean(kind, plan.with_type, names))
+    return {"result": results}

@@ -1,0 +1,155 @@
+"""The §6 request rules as a sans-IO program, shared by the sync ``Nexus`` and the ``AsyncNexus``.
+
+``request_program`` validates the function-call arguments, compiles every command once,
+applies the read-only rule (any KML refuses the whole request before anything runs), then
+yields one ``RunPlan`` per command to run and receives its response (or the ``KipError`` it
+raised); a KML *execution* error stops a batch, syntax and read errors come back inline.
+It returns the §6 response dict and never raises.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any, Generator, Optional, Union
+
+from .. import errors
+from ..config import Settings
+from ..errors import KipError
+from ..lower.compile import compile_plan
+from ..lower.plan import Plan
+from ..models import ExecuteRequest
+from ..syntax.script import command_kind_of, sniff_kind
+
+log = logging.getLogger("kip2cypher")
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """Run ``plan`` (in its own transaction); the reply is its response dict or the KipError it raised."""
+
+    plan: Plan
+    dry_run: bool
+    readonly: bool
+
+
+Reply = Union[dict, KipError]
+Program = Generator[RunPlan, Reply, Any]
+
+
+class Outcome:
+    """A single-command response and the facts the batch rules need."""
+
+    __slots__ = ("response", "kind")
+
+    def __init__(self, response: dict[str, Any], kind: Optional[str]) -> None:
+        self.response = response
+        self.kind = kind
+
+    @property
+    def stops_batch(self) -> bool:
+        """§6.1: a KML *execution* error halts the batch. Syntax errors (KIP_1xxx: the command never ran)
+        and KQL/META errors are returned inline and the batch goes on."""
+        error = self.response.get("error")
+        return bool(error) and self.kind == "KML" and not str(error.get("code", "")).startswith("KIP_1")
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    """One command after compilation: its plan, or the error that stopped it, and its kind."""
+
+    plan: Optional[Plan]
+    error: Optional[dict[str, Any]]
+    kind: Optional[str]
+
+
+def _compile(text: str, parameters: dict[str, Any], settings: Settings) -> _Compiled:
+    try:
+        plan = compile_plan(text, parameters, settings)
+    except KipError as exc:
+        return _Compiled(None, exc.to_dict(), command_kind_of(text, settings))
+    except Exception as exc:  # noqa: BLE001 - a compiler bug must still come back as a KIP error
+        log.error("compiler failure: %r", exc, exc_info=True)
+        err = KipError(errors.INTERNAL_ERROR, f"Internal compiler error: {type(exc).__name__}: {exc}", "This is an engine bug; the command itself may be valid.")
+        return _Compiled(None, err.to_dict(), sniff_kind(text))
+    return _Compiled(plan, None, plan.kind)
+
+
+def _run(compiled: _Compiled, dry_run: bool, readonly: bool) -> Generator[RunPlan, Reply, Outcome]:
+    if compiled.plan is None:
+        return Outcome({"error": compiled.error}, compiled.kind)
+    if readonly and compiled.kind == "KML":  # refused before; a second lock on the door
+        return Outcome({"error": readonly_error("This is a KML command").to_dict()}, "KML")
+    reply = yield RunPlan(compiled.plan, dry_run, readonly)
+    if isinstance(reply, KipError):
+        return Outcome({"error": reply.to_dict()}, compiled.kind)
+    return Outcome(clean_response(reply), compiled.kind)
+
+
+def command_program(text: str, parameters: dict[str, Any], *, dry_run: bool, readonly: bool, settings: Settings) -> Generator[RunPlan, Reply, Outcome]:
+    """One command text → its ``Outcome`` (for callers that drive their own loop: ``kip2cypher run``, the shell)."""
+    try:
+        if readonly and command_kind_of(text, settings) == "KML":
+            return Outcome({"error": readonly_error("This is a KML command").to_dict()}, "KML")
+        return (yield from _run(_compile(text, parameters, settings), dry_run, readonly))
+    except Exception as exc:  # noqa: BLE001
+        log.error("command failure: %r", exc, exc_info=True)
+        return Outcome({"error": KipError(errors.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}").to_dict()}, sniff_kind(text))
+
+
+def request_program(arguments: Any, *, readonly: bool, settings: Settings) -> Generator[RunPlan, Reply, dict]:
+    """One function call (its raw JSON arguments) → the §6 response dict."""
+    try:
+        request = ExecuteRequest.parse(arguments, max_batch=settings.max_batch)
+        if request.is_batch:
+            items = [item.text_and_parameters(request.parameters) for item in request.items()]
+        else:
+            items = [(request.command or "", request.parameters or {})]
+        if readonly:
+            # Before anything runs (or compiles): the kinds come from the parses, which the
+            # compiler then finds in the parse cache — each command's text is scanned once.
+            _refuse_kml([command_kind_of(text, settings) for text, _ in items], request.is_batch)
+        compiled = (_compile(text, params, settings) for text, params in items)  # a stopped batch compiles no further
+        if not request.is_batch:
+            outcome = yield from _run(next(iter(compiled)), request.dry_run, readonly)
+            return outcome.response
+        results = []
+        for item in compiled:
+            outcome = yield from _run(item, request.dry_run, readonly)
+            results.append(outcome.response)
+            if outcome.stops_batch:
+                break
+        return {"result": results}
+    except KipError as exc:
+        return {"error": exc.to_dict()}
+    except Exception as exc:  # noqa: BLE001 - no traceback ever reaches a caller
+        log.error("request failure: %r", exc, exc_info=True)
+        return {"error": KipError(errors.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}", "This is an engine bug; the request itself may be valid.").to_dict()}
+
+
+def _refuse_kml(kinds: list[Optional[str]], batch: bool) -> None:
+    """Readonly: refuse the whole request, before anything runs, if any command is KML."""
+    kml = [i for i, kind in enumerate(kinds) if kind == "KML"]
+    if not kml:
+        return
+    if not batch:
+        raise readonly_error("This is a KML command")
+    where = ", ".join(f"commands[{i}]" for i in kml[:10]) + (" …" if len(kml) > 10 else "")
+    raise readonly_error(f"The batch contains KML at {where}")
+
+
+def readonly_error(what: str) -> KipError:
+    return KipError(
+        errors.IMMUTABLE_TARGET,
+        f"execute_kip_readonly only runs FIND, DESCRIBE, SEARCH and EXPORT. {what} (UPSERT/UPDATE/MERGE/DELETE); nothing was executed.",
+        "Send write commands through execute_kip. Reads may stay on execute_kip_readonly.",
+    )
+
+
+def clean_response(response: Any) -> dict[str, Any]:
+    """Only the §6.2.1 keys leave the executor: result / error / next_cursor."""
+    if not isinstance(response, dict):
+        return {"result": response}
+    out = {k: response[k] for k in ("result", "error", "next_cursor") if k in response and response[k] is not None}
+    if "result" in response and "result" not in out and "error" not in out:
+        out["result"] = None
+    return out

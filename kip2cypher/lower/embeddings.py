@@ -1,0 +1,67 @@
+"""The statements that keep SEARCH embeddings fresh (docs/meta.md, "Keeping vectors fresh").
+
+An element's vector embeds its grounding text (``embedding.concept_text`` /
+``proposition_text``); ``storage.EMBEDDING_HASH`` remembers which text and model produced
+it, so an unchanged element is never embedded again. After every KML command the executor
+runs ``execution.programs.embeddings.refresh_touched``, which pages through the elements
+whose ``meta._updated_at`` is the command's timestamp (``TOUCHED``), reads their grounding
+fields (``GROUNDING``), embeds the changed ones and writes the vectors (``WRITE``).
+"""
+from __future__ import annotations
+
+from ..cypher import storage
+from ..cypher.builder import Ident, Param, Statement
+from .plan import Compiled
+
+KINDS = ("concept", "proposition")
+_LABEL = {"concept": storage.CONCEPT, "proposition": storage.PROPOSITION}
+
+
+def _fields(var: str) -> list:
+    parts: list = ["["]
+    for i, key in enumerate(storage.GROUNDING_ATTRIBUTES):
+        parts += [", " if i else "", var, ".", Ident(storage.attr_key(key))]
+    return parts + ["]"]
+
+
+def _page(kind: str, since: bool) -> Compiled:
+    """Element ids after ``$last`` in id order, ``$chunk`` at a time (``since``: only those
+    written at or after ``$since``)."""
+    stmt = Statement()
+    updated = ["n.", Ident(storage.meta_key(storage.UPDATED_AT_KEY)), " >= ", Param(None, "since"), " AND "] if since else []
+    stmt.line("MATCH (n:", _LABEL[kind], ") WHERE ", *updated, "n.id > ", Param(None, "last"))
+    stmt.line("RETURN n.id AS id ORDER BY id LIMIT ", Param(None, "chunk"))
+    return Compiled.of(stmt, f"{kind}s {'written by the command' if since else 'of the nexus'}, by id")
+
+
+def _grounding(kind: str) -> Compiled:
+    stmt = Statement()
+    if kind == "concept":
+        stmt.line("MATCH (n:", storage.CONCEPT, ") WHERE n.id IN ", Param(None, "ids"))
+        stmt.line("RETURN n.id AS id, n.type AS type, n.name AS name, ", *_fields("n"), " AS vals, n.", storage.EMBEDDING_HASH, " AS hash")
+    else:
+        stmt.line("MATCH (p:", storage.PROPOSITION, ") WHERE p.id IN ", Param(None, "ids"))
+        stmt.line("OPTIONAL MATCH (p)-[:", storage.SUBJECT_REL, "]->(s)")
+        stmt.line("OPTIONAL MATCH (p)-[:", storage.OBJECT_REL, "]->(o)")
+        stmt.line("RETURN p.id AS id, p.predicate AS predicate, coalesce(s.name, s.predicate) AS subject,")
+        stmt.line("       coalesce(o.name, o.predicate) AS object, ", *_fields("p"), " AS vals, p.", storage.EMBEDDING_HASH, " AS hash")
+    return Compiled.of(stmt, f"grounding text of {kind}s")
+
+
+def _write(kind: str) -> Compiled:
+    stmt = Statement()
+    stmt.line("UNWIND ", Param(None, "rows"), " AS row")
+    stmt.line("MATCH (n:", _LABEL[kind], " {id: row.id})")
+    stmt.line(
+        "SET n.", storage.EMBEDDING, " = row.vector, n.", storage.EMBEDDING_MODEL, " = ", Param(None, "model"),
+        ", n.", storage.EMBEDDING_HASH, " = row.hash",
+    )
+    return Compiled.of(stmt, f"write {kind} embeddings")
+
+
+TOUCHED = {kind: _page(kind, since=True) for kind in KINDS}
+ALL = {kind: _page(kind, since=False) for kind in KINDS}
+GROUNDING = {kind: _grounding(kind) for kind in KINDS}
+WRITE = {kind: _write(kind) for kind in KINDS}
+#: Elements read, embedded and written per round trip (always within ``max_result_rows``).
+CHUNK = 500
