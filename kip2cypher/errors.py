@@ -131,3 +131,12 @@ def did_you_mean(kind: str, name: str, candidates: list[str]) -> str:
     if guess is not None:
         return f"Did you mean \"{guess}\"? Run {describe} to list the defined names."
     return f"Run {describe} to list the defined names, or define \"{name}\" first with an UPSERT of a {'$ConceptType' if kind == 'concept type' else '$PropositionType'} node."
+
+
+def too_many_rows(cap: int) -> KipError:
+    """KIP_4002 for a result above ``Settings.max_result_rows``."""
+    return KipError(
+        RESOURCE_EXHAUSTED,
+        f"The command produced more than {cap} rows.",
+        "Add LIMIT (and page with CURSOR) to the command, or narrow the WHERE pattern.",
+    )

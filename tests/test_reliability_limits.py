@@ -132,6 +132,18 @@ def test_result_size_limit(neo4j_server, graph):
     assert len(ok(graph.execute_kip_readonly(query))) == 40
 
 
+def test_limit_equal_to_max_result_rows_pages_instead_of_failing(neo4j_server, graph):
+    # Regression (issue 13): LIMIT = max_result_rows failed with KIP_4002 when more rows existed,
+    # because the look-ahead row that tells whether a next page exists counted against the cap.
+    query = 'FIND(?d.name) WHERE { ?d {type: "Domain"} FILTER(STARTS_WITH(?d.name, "bulk")) } ORDER BY ?d.name LIMIT 25'
+    with _nexus(neo4j_server, max_result_rows=25) as nx:
+        first = nx.execute_kip_readonly(query)
+        assert ok(first) == [f"bulk{i:02d}" for i in range(25)] and first["next_cursor"]
+        rest = nx.execute_kip_readonly(query + " CURSOR :c", parameters={"c": first["next_cursor"]})
+        assert ok(rest) == [f"bulk{i:02d}" for i in range(25, 40)] and "next_cursor" not in rest
+        err(nx.execute_kip_readonly(query.replace("LIMIT 25", "LIMIT 26")), "KIP_4002")
+
+
 # ------------------------------------------------------------------ query timeout
 def test_query_timeout(neo4j_server, graph):
     """A cartesian product of 40⁴ rows outlives a 1 s timeout: KIP_4001, promptly; the Nexus works after."""

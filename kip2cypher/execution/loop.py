@@ -21,7 +21,7 @@ import neo4j
 
 from .. import errors
 from ..config import Settings
-from ..errors import KipError
+from ..errors import KipError, too_many_rows
 from ..lower.plan import Compiled
 from .neo4j_errors import DRIVER_ERRORS, from_neo4j
 from .requests import Context, Embed, Explain, Run
@@ -59,14 +59,6 @@ def _prepare(request: Any, settings: Settings, trace: _Trace) -> tuple[str, dict
     return text, params
 
 
-def _too_many_rows(cap: int) -> KipError:
-    return KipError(
-        errors.RESOURCE_EXHAUSTED,
-        f"The command produced more than {cap} rows.",
-        "Add LIMIT (and page with CURSOR) to the command, or narrow the WHERE pattern.",
-    )
-
-
 def _embedder(ctx: Context) -> Any:
     if ctx.embedder is None:
         raise KipError(errors.INTERNAL_ERROR, "Internal error: a program asked for embeddings but no embedder is configured.", "This is an engine bug; report it.")
@@ -89,7 +81,7 @@ def drive_sync(program: Program, tx: Any, ctx: Context, trace: _Trace) -> dict:
             return stop.value
         failure = None
         if isinstance(request, Run):
-            reply = _rows_sync(tx.run(*_prepare(request, ctx.settings, trace)), ctx.settings.max_result_rows)
+            reply = _rows_sync(tx.run(*_prepare(request, ctx.settings, trace)), ctx.settings.max_result_rows, request.extra_rows)
         elif isinstance(request, Explain):
             tx.run(*_prepare(request, ctx.settings, trace)).consume()
             reply = None
@@ -103,13 +95,13 @@ def drive_sync(program: Program, tx: Any, ctx: Context, trace: _Trace) -> dict:
             raise _unknown(request)
 
 
-def _rows_sync(result: Any, cap: int) -> list[dict[str, Any]]:
+def _rows_sync(result: Any, cap: int, extra: int) -> list[dict[str, Any]]:
     rows = []
     for record in result:
         rows.append(dict(record))
-        if len(rows) > cap:
+        if len(rows) > cap + extra:
             result.consume()
-            raise _too_many_rows(cap)
+            raise too_many_rows(cap)
     return rows
 
 
@@ -141,7 +133,7 @@ async def drive_async(program: Program, tx: Any, ctx: Context, trace: _Trace) ->
             return stop.value
         failure = None
         if isinstance(request, Run):
-            reply = await _rows_async(await tx.run(*_prepare(request, ctx.settings, trace)), ctx.settings.max_result_rows)
+            reply = await _rows_async(await tx.run(*_prepare(request, ctx.settings, trace)), ctx.settings.max_result_rows, request.extra_rows)
         elif isinstance(request, Explain):
             await (await tx.run(*_prepare(request, ctx.settings, trace))).consume()
             reply = None
@@ -154,13 +146,13 @@ async def drive_async(program: Program, tx: Any, ctx: Context, trace: _Trace) ->
             raise _unknown(request)
 
 
-async def _rows_async(result: Any, cap: int) -> list[dict[str, Any]]:
+async def _rows_async(result: Any, cap: int, extra: int) -> list[dict[str, Any]]:
     rows = []
     async for record in result:
         rows.append(dict(record))
-        if len(rows) > cap:
+        if len(rows) > cap + extra:
             await result.consume()
-            raise _too_many_rows(cap)
+            raise too_many_rows(cap)
     return rows
 
 

@@ -18,10 +18,15 @@ from ..lower.plan import EMPTY, Compiled
 
 @dataclass(frozen=True)
 class Run:
-    """Run ``statement`` with its compiled parameters overridden/extended by ``params``."""
+    """Run ``statement`` with its compiled parameters overridden/extended by ``params``.
+
+    ``extra_rows``: rows beyond ``Settings.max_result_rows`` that are not results (a look-ahead
+    row that tells whether a next page exists, a grounding row), so they never trip the cap.
+    """
 
     statement: Compiled
     params: Mapping[str, Any] = field(default_factory=lambda: EMPTY)
+    extra_rows: int = 0
 
     def parameters(self) -> dict[str, Any]:
         return {**self.statement.params, **self.params}

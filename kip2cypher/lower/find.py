@@ -44,11 +44,11 @@ RAW, ELEMENT_OBJECT, STORED, ATTRIBUTES, METADATA = "raw", "element", "stored", 
 
 @dataclass(frozen=True)
 class FindPlan(Plan):
-    """A FIND: one query, its result columns, paging and the names a KIP_2001 check may need.
+    """A FIND: one query, its result columns, paging, and the type and predicate names it uses.
 
-    ``grounding_required`` are checked when the result is empty; ``grounding_optional``
-    (names used only inside OPTIONAL / NOT / UNION) are checked by the query itself, whose
-    ``UNION ALL`` tail yields an ``_undefined`` row only when one of them is undefined.
+    The query checks its own names: a ``UNION ALL`` tail yields one ``_undefined`` row only
+    when one of ``grounding`` is not defined, so a misspelled name is reported (KIP_2001)
+    whatever the rest matched, in the same round trip.
     """
 
     KIND = "KQL"
@@ -58,14 +58,13 @@ class FindPlan(Plan):
     offset: int
     fingerprint: str
     aggregates_only: bool
-    grounding_all: grounding.Names
-    grounding_required: grounding.Names
-    grounding_optional: grounding.Names
+    grounding: grounding.Names
 
     def steps(self) -> tuple[Compiled, ...]:
-        checks = (grounding.check_statement(self.grounding_required),) if self.grounding_required else ()
-        names = (grounding.DEFINED_NAMES,) if self.grounding_all else ()
-        return (self.query, *checks, *names)
+        if not self.grounding:
+            return (self.query,)
+        # the separate check runs only for a dry run (which EXPLAINs the query instead of running it)
+        return (self.query, grounding.check_statement(self.grounding), grounding.DEFINED_NAMES)
 
 
 class _Column:
@@ -151,6 +150,17 @@ class _FindLowering:
         return None
 
     # ------------------------------------------------------------------ expressions
+    def projected_vars(self) -> list[str]:
+        """The variables FIND's expressions read, in order."""
+        return list(dict.fromkeys(_vars_of(c.expr) for c in self.columns))
+
+    def hidden_sort_vars(self) -> list[str]:
+        """ORDER BY variables that FIND does not keep (non-aggregating FIND only)."""
+        if self.aggregating:
+            return []
+        kept = set(self.projected_vars())
+        return [n for n in dict.fromkeys(_vars_of(k.expr) for k in self.command.order_by) if n not in kept]
+
     def key_vars(self) -> list[str]:
         names = [_vars_of(c.expr) for c in self.columns]
         if not self.aggregating:
@@ -243,9 +253,7 @@ class _FindLowering:
     def build(self) -> FindPlan:
         self.check()
         pattern = self.pattern
-        grounding_all = grounding.names(pattern.grounding)
-        grounding_required = grounding.names(pattern.grounding, required_only=True)
-        grounding_optional = grounding.names(pattern.grounding, required_only=False)
+        names = grounding.names(pattern.grounding)
         pattern.distinct(self.key_vars())
         bindings = pattern.bindings
         core = list(pattern.lines)
@@ -289,8 +297,6 @@ class _FindLowering:
                 items = [frag(self.projection(c.expr), " AS ", c.var) for c in self.columns]
                 for name in dict.fromkeys(self.hidden_groups):
                     items.insert(0, frag(bindings[name].ref))
-                if self.aggregates_only:
-                    items.append(frag("count(*) AS ", Internal("solutions")))
                 if self.reads:
                     core.append(frag("WITH *, ", join(", ", self.reads)))
                 core.append(frag("WITH ", join(", ", items)))
@@ -312,8 +318,24 @@ class _FindLowering:
                 elif not (isinstance(column.expr, ast.DotPath) and len(column.expr.path) == 1 and column.expr.path[0] in pat.MAP_FIELDS):
                     order.append(frag(column.var))
             returning = [c.var for c in self.columns]
-            if self.aggregates_only:
-                returning.append(Internal("solutions"))  # 0 when nothing matched (grounding check)
+        elif self.hidden_sort_vars():
+            # §3.3: solutions collapse on FIND's variables before ORDER BY. A sort key on a
+            # variable FIND does not keep is read per collapsed solution as a representative:
+            # the smallest value for ASC, the largest for DESC (nulls last, as always).
+            kept = self.projected_vars()
+            items: list[Fragment] = [frag(bindings[n].ref) for n in kept]
+            for index, key in enumerate(self.command.order_by):
+                if self.pattern.lowerer.is_stored(key.expr):
+                    raw = self.pattern.value(key.expr)
+                    value = frag("CASE WHEN ", raw, " STARTS WITH ", pat.JSON_MARKER_LITERAL, " THEN null ELSE ", raw, " END")
+                else:
+                    value = self.sort_value(key.expr)
+                alias = Internal(f"k{index}")
+                items.append(frag("max(" if key.descending else "min(", value, ") AS ", alias))
+                sort(frag(alias), key.descending)
+            core.append(frag("WITH ", join(", ", items)))
+            order.extend(frag(bindings[n].ref) for n in kept)  # identity tie-break: a total order
+            returning = [frag(self.projection(c.expr), " AS ", c.var) for c in self.columns]
         else:
             projected: list[Fragment] = []
             for key in self.command.order_by:
@@ -364,14 +386,14 @@ class _FindLowering:
             stmt.line(line)
         if paging:
             stmt.line(join(" ", paging))
-        if grounding_optional:
-            # Names used only inside OPTIONAL / NOT / UNION: a typo would not empty the result,
-            # so they are checked on every run — in the same statement (one round trip): a
+        if names:
+            # Every type and predicate is checked in the same statement (one round trip): a typo
+            # inside OPTIONAL / NOT / UNION or an alternative would not empty the result. The
             # UNION ALL tail adds one row, only when one of them is undefined.
             undefined = Internal("undefined")
             stmt.line(return_line, ", null AS ", undefined)
             stmt.line("UNION ALL")
-            for line in grounding.undefined_names_lines(Param([list(p) for p in grounding_optional], "kip_names"), undefined):
+            for line in grounding.undefined_names_lines(Param([list(p) for p in names], "kip_names"), undefined):
                 stmt.line(line)
             stmt.line("RETURN ", join(", ", [frag("null AS ", column) for column in self.return_columns(returning)]), ", ", undefined)
         else:
@@ -383,9 +405,7 @@ class _FindLowering:
             offset=offset,
             fingerprint=fingerprint,
             aggregates_only=self.aggregates_only,
-            grounding_all=grounding_all,
-            grounding_required=grounding_required,
-            grounding_optional=grounding_optional,
+            grounding=names,
         )
 
 

@@ -31,9 +31,10 @@ Lowering rules (the full list with rationale is in docs/kql.md):
   matched: ``(s)<-[:KIP_SUBJECT]-(l:KipProposition)-[:KIP_OBJECT]->(o)``.
 - Path operators are native variable-length patterns ``[:`p`*m..n]``.
 - FILTER is group-level (like SPARQL): it sees every variable of its group,
-  wherever written, and is placed as soon as those variables are bound. Each
-  atomic test is wrapped in ``coalesce(…, false)`` so null never leaks into
-  ``NOT``: a comparison with null or a missing key is false.
+  wherever written, and is placed as soon as those variables are bound. It is
+  evaluated in three-valued logic — a test on a missing value is unknown, and
+  only rows where the FILTER is true are kept — which is Cypher's own null
+  semantics, so tests are emitted as written.
 - NOT → ``NOT EXISTS { … }`` (correlated on the outer variables; its own
   variables stay inside). OPTIONAL → ``OPTIONAL MATCH … WHERE …`` for a single
   clause, ``OPTIONAL CALL (vars) { … RETURN new vars }`` otherwise. UNION →
@@ -93,7 +94,10 @@ class Binding:
 class Grounding:
     """Concept types and predicates a pattern refers to (checked for KIP_2001)."""
 
-    types: dict[str, bool] = field(default_factory=dict)  # name -> required (outside OPTIONAL/NOT/UNION)
+    #: name -> required: outside OPTIONAL/NOT/UNION, not one of several alternatives, not a
+    #: zero-hop path — an undefined required name empties the result, so checking it only
+    #: when nothing matched is enough.
+    types: dict[str, bool] = field(default_factory=dict)
     predicates: dict[str, bool] = field(default_factory=dict)
 
     def add(self, table: dict[str, bool], name: str, required: bool) -> None:
@@ -308,6 +312,24 @@ class Pattern:
         return stmt
 
 
+def is_path(clause: Any) -> bool:
+    """A proposition clause whose predicate has a quantifier ``{m,n}``."""
+    return isinstance(clause, ast.PropositionClause) and isinstance(clause.predicate, ast.PredicatePattern) and clause.predicate.quantifier is not None
+
+
+def _bound_path() -> KipError:
+    return KipError(
+        INVALID_SYNTAX,
+        "A path clause (\"p\"{m,n}) matches a chain of links, so it cannot be bound to a variable or used as a nested proposition.",
+        "Drop the ?link variable, or match a single hop without the quantifier.",
+    )
+
+
+def _types(predicate: ast.PredicatePattern) -> Fragment:
+    """``a|b``: the relationship types of a predicate pattern, quoted."""
+    return join("|", [Ident(name) for name in predicate.names])
+
+
 def unbound(name: str, used_in: str) -> KipError:
     return KipError(
         REFERENCE_ERROR,
@@ -326,9 +348,6 @@ def lower_where(where: Iterable[ast.WhereItem], parameters: Mapping[str, Any], s
     expressions, the target of a KML statement). Giving it opts in to the *lean*
     lowering, which yields the same solutions with less work:
 
-    - a FILTER test that sits under no ``!`` is emitted bare (no ``coalesce(…, false)``):
-      in a WHERE, null drops a row exactly like false, and AND / OR are monotone, so the
-      wrapper only matters under NOT — and it hides the test from the planner's indexes;
     - a subject/object variable of a reified proposition clause that occurs nowhere else
       (not in the WHERE, not in ``used``) is not expanded: every proposition node has
       exactly one subject and one object, so the expansion cannot change the rows;
@@ -562,8 +581,10 @@ class Lowerer:
             if isinstance(item, (ast.Filter, ast.NotBlock)):
                 continue
             if isinstance(item, (ast.ConceptClause, ast.PropositionClause)):
-                parts, conds = self.pattern_clause(item, scope, required=required, avoid=avoid)
-                clauses.append(_Clause(frag("MATCH ", join(", ", parts)), "match", conds))
+                parts, conds, after = self.pattern_clause(item, scope, required=required, avoid=avoid)
+                if parts:
+                    clauses.append(_Clause(frag("MATCH ", join(", ", parts)), "match", conds))
+                clauses.extend(_Clause(line, "call") for line in after)
             elif isinstance(item, ast.OptionalBlock):
                 # Conditions ready before a left join are applied before it.
                 attach()
@@ -590,14 +611,16 @@ class Lowerer:
     # ------------------------------------------------------------------ blocks
     def filter_or_not(self, item: Any, scope: dict[str, Binding], avoid: frozenset[str]) -> Fragment:
         if isinstance(item, ast.Filter):
-            return self.condition(item.expr, scope, "FILTER", positive=self.lean)
+            return self.condition(item.expr, scope, "FILTER")
         return self.not_block(item, scope, avoid)
 
     def not_block(self, item: ast.NotBlock, scope: dict[str, Binding], avoid: frozenset[str]) -> Fragment:
         only_filters = all(isinstance(sub, ast.Filter) for sub in item.items)
         if only_filters:
+            # NOT { … } is pattern negation: it keeps the row unless the block *matches*, and a
+            # FILTER that is unknown (a missing value) does not match — hence coalesce(…, false).
             conds = [self.condition(sub.expr, scope, "FILTER") for sub in item.items]
-            return frag("NOT (", join(" AND ", conds), ")")
+            return frag("NOT coalesce(", join(" AND ", conds), ", false)")
         with self.nested():
             lines, _ = self.group(item.items, scope, required=False, avoid=avoid)
         return block("NOT EXISTS {", lines)
@@ -605,17 +628,17 @@ class Lowerer:
     def optional(self, item: ast.OptionalBlock, scope: dict[str, Binding], avoid: frozenset[str]) -> Optional[_Clause]:
         patterns = [sub for sub in item.items if isinstance(sub, (ast.ConceptClause, ast.PropositionClause))]
         filters = [sub for sub in item.items if isinstance(sub, ast.Filter)]
-        if len(patterns) == 1 and len(patterns) + len(filters) == len(item.items):
+        if len(patterns) == 1 and len(patterns) + len(filters) == len(item.items) and not is_path(patterns[0]):
             inner = dict(scope)
             with self.nested() as keys:
-                parts, conds = self.pattern_clause(patterns[0], inner, required=False, avoid=avoid)
+                parts, conds, _ = self.pattern_clause(patterns[0], inner, required=False, avoid=avoid)
             for sub in filters:
                 needs = _where_vars(sub.expr, set())
                 missing = sorted(needs - set(inner))
                 if missing:
                     raise unbound(missing[0], "FILTER")
                 # the WHERE of an OPTIONAL MATCH: null fails the match like false does
-                conds.append(self.condition(sub.expr, inner, "FILTER", positive=self.lean))
+                conds.append(self.condition(sub.expr, inner, "FILTER"))
             new = {n: b for n, b in inner.items() if n not in scope}
             if not new:
                 return None  # binds nothing new: a left join that cannot change the solutions
@@ -657,19 +680,23 @@ class Lowerer:
         return ref, False
 
     def pattern_clause(self, clause: Union[ast.ConceptClause, ast.PropositionClause], scope: dict[str, Binding], *,
-                       required: bool, avoid: frozenset[str]) -> tuple[list[Fragment], list[Fragment]]:
-        """One top-level clause → (comma-separated pattern parts, WHERE conditions)."""
+                       required: bool, avoid: frozenset[str]) -> tuple[list[Fragment], list[Fragment], list[Fragment]]:
+        """One top-level clause → (comma-separated MATCH parts, their WHERE conditions, clauses
+        that follow the MATCH — the reachability ``CALL`` of a path)."""
         parts: list[Fragment] = []
         conds: list[Fragment] = []
         if isinstance(clause, ast.ConceptClause):
             parts.append(self.concept_node(clause, scope, required=required, avoid=avoid)[0])
-        else:
-            self.proposition(clause, scope, parts, conds, need_node=clause.var is not None, required=required, avoid=avoid)
-        return parts, conds
+            return parts, conds, []
+        if is_path(clause):
+            return parts, conds, [self.path(clause, scope, parts, conds, required=required, avoid=avoid)]
+        self.proposition(clause, scope, parts, conds, need_node=clause.var is not None, required=required, avoid=avoid)
+        return parts, conds, []
 
-    def concept_node(self, clause: ast.ConceptClause, scope: dict[str, Binding], *, required: bool, avoid: frozenset[str]) -> tuple[Fragment, str]:
-        """The node pattern of a concept clause and its _Keys element."""
-        ref: Optional[Part] = None
+    def concept_node(self, clause: ast.ConceptClause, scope: dict[str, Binding], *, required: bool, avoid: frozenset[str],
+                     ref: Optional[Part] = None) -> tuple[Fragment, str]:
+        """The node pattern of a concept clause and its _Keys element (``ref``: the Cypher
+        variable to give an anonymous clause, when the caller must refer to the node)."""
         if clause.var is not None:
             ref, _ = self.bind_node(clause.var, CONCEPT, scope, avoid)
         key = self.keys.add(node_key(clause.var) if clause.var is not None else self.keys.anonymous(),
@@ -731,20 +758,14 @@ class Lowerer:
             keys.add(key or keys.anonymous(), seed=True)
             return node, key
         predicate = clause.predicate
-        quantifier = predicate.quantifier if isinstance(predicate, ast.PredicatePattern) else None
-        if quantifier is not None and need_node:
-            raise KipError(
-                INVALID_SYNTAX,
-                "A path clause (\"p\"{m,n}) matches a chain of links, so it cannot be bound to a variable or used as a nested proposition.",
-                "Drop the ?link variable, or match a single hop without the quantifier.",
-            )
+        if is_path(clause):
+            raise _bound_path()
         # Endpoints first (a nested proposition endpoint appends its own part before this one).
         reified = node is not None
         subject, s_key = self.endpoint(clause.subject, scope, parts, conds, required=required, avoid=avoid, reified=reified)
         obj, o_key = self.endpoint(clause.object, scope, parts, conds, required=required, avoid=avoid, reified=reified)
         if isinstance(predicate, ast.PredicatePattern):
-            for name in predicate.names:
-                self.grounding.add(self.grounding.predicates, name, required)
+            self.ground_predicates(predicate, required)
         if node is not None:
             keys.add(key)
             keys.rule([key], [s_key, o_key])  # one KIP_SUBJECT and one KIP_OBJECT per proposition
@@ -779,27 +800,108 @@ class Lowerer:
             keys.rule([rel_key], [p_key])
             keys.rule([s_key, o_key, p_key], [rel_key])  # one native relationship per proposition
             return None, None
-        types = join("|", [Ident(name) for name in predicate.names])
-        hops = ""
-        if quantifier is not None:
-            low, high = self.hops(quantifier)
-            hops = f"*{low}..{high}"
-        elif len(predicate.names) == 1:
+        if len(predicate.names) == 1:
             keys.rule([s_key, o_key], [rel_key])  # one native relationship per proposition
-        # (a path, or "a" | "b" between the same nodes, can match more than once)
-        parts.append(frag(subject, "-[:", types, hops, "]->", obj))
+        # ("a" | "b" between the same nodes can match more than once)
+        parts.append(frag(subject, "-[:", _types(predicate), "]->", obj))
         return None, None
 
-    def hops(self, quantifier: ast.Quantifier) -> tuple[int, int]:
-        cap = self.settings.max_hops
+    def ground_predicates(self, predicate: ast.PredicatePattern, required: bool) -> None:
+        """A misspelled alternative ("a" | "typo") or a zero-hop path ("p"{0,n}) does not empty
+        the result, so such a name is never "required": it is checked on every run."""
+        quantifier = predicate.quantifier
+        certain = required and len(predicate.names) == 1 and (quantifier is None or int(quantifier.min) > 0)
+        for name in predicate.names:
+            self.grounding.add(self.grounding.predicates, name, certain)
+
+    # ------------------------------------------------------------------ paths
+    def path(self, clause: ast.PropositionClause, scope: dict[str, Binding], parts: list[Fragment], conds: list[Fragment], *,
+             required: bool, avoid: frozenset[str]) -> Fragment:
+        """A path clause ``(s, "p"{m,n}, o)`` → the ``CALL`` that binds or tests its far end.
+
+        KIP paths have walk semantics (docs/kql.md, "Paths"): ``o`` matches when some walk of
+        m..n ``p`` links leads from ``s`` to ``o``, links and nodes may repeat, and each ``o``
+        is one solution however many walks reach it. Computed without enumerating walks: the
+        nodes reachable in exactly m steps are found layer by layer (``WITH DISTINCT`` per
+        step, so a layer is a set), then ``ANY SHORTEST`` finds what those reach within the
+        remaining n − m steps — a breadth-first search, unbounded when n is open. It starts
+        from whichever end is bound (both bound: a reachability test)."""
+        if clause.var is not None:
+            raise _bound_path()
+        predicate = clause.predicate
+        self.ground_predicates(predicate, required)
+        low, high = self.hops(predicate.quantifier)
+        s_ref, s_bound = self.path_end(clause.subject, scope, parts, conds, required=required, avoid=avoid)
+        o_ref, o_bound = self.path_end(clause.object, scope, parts, conds, required=required, avoid=avoid)
+        self.keys.add(self.keys.anonymous())  # a path element: nothing determines it, so DISTINCT stays
+        types = _types(predicate)
+        if o_ref == s_ref:
+            o_bound = o_bound or not s_bound  # (?x, "p"{m,n}, ?x): the end is the start
+        if not s_bound and not o_bound:
+            # Neither end known: start from every node that can begin such a walk.
+            parts.append(frag("(", s_ref, ")"))
+            if low == 0:
+                conds.append(frag("(", s_ref, ":", storage.CONCEPT, " OR ", s_ref, ":", storage.PROPOSITION, ")"))
+            else:
+                conds.append(frag("EXISTS { (", s_ref, ")-[:", types, "]->() }"))
+            s_bound = True
+        forward = s_bound
+        start, end, end_bound = (s_ref, o_ref, o_bound) if forward else (o_ref, s_ref, s_bound)
+        step = ("-[:", types, "]->") if forward else ("<-[:", types, "]-")
+        body: list[Fragment] = []
+        current: Part = start
+        carry = [end] if end_bound and end != start else []
+        layers = low if low >= 2 else 0  # ANY SHORTEST alone is exact for a minimum of 0 or 1
+        for _ in range(layers):
+            nxt = self.fresh("x")
+            body.append(frag("MATCH (", current, ")", *step, "(", nxt, ")"))
+            body.append(frag("WITH DISTINCT ", join(", ", [nxt, *carry])))
+            current = nxt
+        first, last = (low, high) if not layers else (0, None if high is None else high - low)
+        quantifier = f"{{{first},{'' if last is None else last}}}"
+        if last == 0:  # no step left: the end is the last layer itself ({n,n} needs no search)
+            body.append(frag("WITH * WHERE ", current, " = ", end) if end_bound else frag("WITH ", current, " AS ", end))
+        elif forward:
+            body.append(frag("MATCH ANY SHORTEST (", current, ")-[:", types, "]->", quantifier, "(", end, ")"))
+        else:
+            body.append(frag("MATCH ANY SHORTEST (", end, ")-[:", types, "]->", quantifier, "(", current, ")"))
+        if end_bound:
+            body.append(frag("RETURN true AS ", self.fresh("reached"), " LIMIT 1"))
+        else:
+            body.append(frag("RETURN DISTINCT ", end))
+        imports = [start, end] if end_bound and end != start else [start]
+        return block(frag("CALL (", join(", ", imports), ") {"), body)
+
+    def path_end(self, endpoint: ast.Endpoint, scope: dict[str, Binding], parts: list[Fragment], conds: list[Fragment], *,
+                 required: bool, avoid: frozenset[str]) -> tuple[Part, bool]:
+        """A path's subject or object → (its Cypher variable, whether it is bound before the walk)."""
+        if isinstance(endpoint, ast.Var):
+            bound = endpoint.name in scope
+            ref, _ = self.bind_node(endpoint.name, ELEMENT, scope, avoid)
+            self.keys.add(node_key(endpoint.name))
+            return ref, bound
+        if isinstance(endpoint, ast.ConceptClause):
+            ref = None if endpoint.var is not None else self.fresh("n")
+            node, _ = self.concept_node(endpoint, scope, required=required, avoid=avoid, ref=ref)
+            parts.append(node)
+            return (scope[endpoint.var].ref if endpoint.var is not None else ref), True
+        node, _ = self.proposition(endpoint, scope, parts, conds, need_node=True, required=required, avoid=avoid)
+        return node, True
+
+    def hops(self, quantifier: ast.Quantifier) -> tuple[int, Optional[int]]:
+        """(m, n) of ``{m,n}`` (n None: open). The minimum costs one clause per step, so it is
+        bounded by ``Settings.max_hops``; the maximum is not (a breadth-first search)."""
         low = int(quantifier.min)
-        high = cap if quantifier.max is None else int(quantifier.max)
-        if low > high:
-            if quantifier.max is None:
-                raise KipError(RESOURCE_EXHAUSTED, f"The path quantifier {{{low},}} starts beyond the engine's hop cap of {cap}.", f"Use at most {cap} hops.")
+        high = None if quantifier.max is None else int(quantifier.max)
+        if high is not None and low > high:
             raise KipError(INVALID_SYNTAX, f"The path quantifier {{{low},{high}}} has min > max.", "Write {min,max} with min ≤ max.")
-        if high > cap:
-            raise KipError(RESOURCE_EXHAUSTED, f"The path quantifier allows {high} hops; this engine caps paths at {cap}.", f"Use an upper bound of at most {cap} hops (an open {{m,}} is capped at {cap}).")
+        cap = self.settings.max_hops
+        if low > cap:
+            raise KipError(
+                RESOURCE_EXHAUSTED,
+                f"The path quantifier asks for at least {low} hops; this engine expands at most {cap} mandatory hops (setting max_hops, KIP2CYPHER_MAX_HOPS).",
+                f"Use a minimum of at most {cap} hops (the maximum may be larger or open: {{1,}}), or raise KIP2CYPHER_MAX_HOPS.",
+            )
         return low, high
 
     def bind_predicate(self, name: str, expr: Fragment, scope: dict[str, Binding], conds: list[Fragment], avoid: frozenset[str]) -> None:
@@ -871,21 +973,23 @@ class Lowerer:
             return frag("CASE WHEN ", raw, " STARTS WITH ", JSON_MARKER_LITERAL, " THEN null ELSE ", raw, " END")
         return raw
 
-    def condition(self, expr: Any, scope: Mapping[str, Binding], used_in: str = "FILTER", *, positive: bool = False) -> Fragment:
-        """A boolean FILTER expression; every atom is null-safe (coalesce(…, false)).
+    def condition(self, expr: Any, scope: Mapping[str, Binding], used_in: str = "FILTER") -> Fragment:
+        """A boolean FILTER expression, in KIP's three-valued logic (docs/kql.md, "Missing values").
 
-        ``positive``: the expression is a WHERE condition (or part of one) under no NOT, where
-        null and false both drop the row and AND / OR are monotone — atoms are emitted bare
-        there, which leaves them visible to the planner (index seeks and scans)."""
+        A comparison or function with a missing (null) operand is *unknown*; ``!`` of unknown is
+        unknown, ``&&`` / ``||`` follow Kleene's tables, and a row is kept only when the FILTER
+        is true — exactly Cypher's null semantics, so every test is emitted as is. Only
+        ``IS_NULL`` / ``IS_NOT_NULL`` (and ``x == null`` / ``x != null``, read as them) are never
+        unknown."""
         if isinstance(expr, ast.BoolOp):
-            chain = self.bool_chain(expr, scope, used_in, positive)
+            chain = self.bool_chain(expr, scope, used_in)
             # Conditions are AND-ed together by callers: an OR chain keeps its parentheses.
             return frag("(", chain, ")") if expr.op == "||" else chain
         if isinstance(expr, ast.NotExpr):
             inner = self.condition(expr.operand, scope, used_in)
-            if isinstance(expr.operand, ast.BoolOp) and expr.operand.op == "&&":
-                inner = frag("(", inner, ")")
-            return frag("NOT ", inner)
+            if isinstance(expr.operand, ast.BoolOp) and expr.operand.op == "||":
+                return frag("NOT ", inner)  # already parenthesized
+            return frag("NOT (", inner, ")")
         if isinstance(expr, ast.Comparison):
             # `x == null` / `x != null` read as JSON: a null test (IS_NULL / IS_NOT_NULL).
             # Any other comparison with null is false.
@@ -895,17 +999,17 @@ class Lowerer:
                         if self.is_null_literal(this):
                             return frag("true" if expr.op == "==" else "false")
                         call = ast.FuncCall("IS_NULL" if expr.op == "==" else "IS_NOT_NULL", (this,))
-                        return self.function(call, scope, used_in, positive)
-                    return frag("false")
+                        return self.function(call, scope, used_in)
+                    return frag("null")  # an order comparison with null is unknown
             left = self.operand(expr.left, scope, used_in, guard=self.needs_guard(expr.op, expr.right))
             right = self.operand(expr.right, scope, used_in, guard=self.needs_guard(_FLIP[expr.op], expr.left))
-            return null_safe(frag(left, _CMP[expr.op], right), positive)
+            return frag(left, _CMP[expr.op], right)
         if isinstance(expr, ast.FuncCall):
-            return self.function(expr, scope, used_in, positive)
+            return self.function(expr, scope, used_in)
         # A bare value used as a condition: true only when it is the boolean true.
-        return null_safe(frag(self.operand(expr, scope, used_in, guard=False), " = true"), positive)
+        return frag(self.operand(expr, scope, used_in, guard=False), " = true")
 
-    def bool_chain(self, expr: ast.BoolOp, scope: Mapping[str, Binding], used_in: str, positive: bool = False) -> Fragment:
+    def bool_chain(self, expr: ast.BoolOp, scope: Mapping[str, Binding], used_in: str) -> Fragment:
         """``a && b && c`` → ``a AND b AND c``; parentheses only where && and || meet."""
         operands: list[Any] = []
 
@@ -920,12 +1024,12 @@ class Lowerer:
         parts = []
         for operand in operands:
             if isinstance(operand, ast.BoolOp):
-                parts.append(frag("(", self.bool_chain(operand, scope, used_in, positive), ")"))
+                parts.append(frag("(", self.bool_chain(operand, scope, used_in), ")"))
             else:
-                parts.append(self.condition(operand, scope, used_in, positive=positive))
+                parts.append(self.condition(operand, scope, used_in))
         return join(" AND " if expr.op == "&&" else " OR ", parts)
 
-    def function(self, call: ast.FuncCall, scope: Mapping[str, Binding], used_in: str, positive: bool = False) -> Fragment:
+    def function(self, call: ast.FuncCall, scope: Mapping[str, Binding], used_in: str) -> Fragment:
         name, args = call.name, call.args
         if name in ("IS_NULL", "IS_NOT_NULL"):
             arg = args[0]
@@ -944,9 +1048,9 @@ class Lowerer:
             literal_list = isinstance(args[1], (ast.ListLit, ast.Placeholder, ast.Literal))
             if literal_list and not isinstance(self.value_of(args[1]), list):
                 raise KipError(INVALID_SYNTAX, f"IN needs a list as its second argument, got {describe(self.value_of(args[1]))}.", "Write IN(?x, [\"a\", \"b\"]) or bind the placeholder to an array.")
-            return null_safe(frag(self.operand(args[0], scope, used_in, guard=not literal_list), " IN ", self.operand(args[1], scope, used_in)), positive)
+            return frag(self.operand(args[0], scope, used_in, guard=not literal_list), " IN ", self.operand(args[1], scope, used_in))
         if name in _STRING_FUNCS:
-            return null_safe(frag(self.operand(args[0], scope, used_in), _STRING_FUNCS[name], self.operand(args[1], scope, used_in)), positive)
+            return frag(self.operand(args[0], scope, used_in), _STRING_FUNCS[name], self.operand(args[1], scope, used_in))
         if name == "REGEX":
             subject = self.operand(args[0], scope, used_in)
             pattern_arg = args[1]
@@ -958,13 +1062,8 @@ class Lowerer:
                 regex = frag(Param(search_regex(pattern)))
             else:
                 regex = frag("'(?s).*(?:' + ", self.operand(pattern_arg, scope, used_in), " + ').*'")
-            return null_safe(frag(subject, " =~ ", regex), positive)
+            return frag(subject, " =~ ", regex)
         raise KipError(INVALID_SYNTAX, f"Unknown FILTER function {name}.", "Use IN, IS_NULL, IS_NOT_NULL, CONTAINS, STARTS_WITH, ENDS_WITH or REGEX.")
-
-
-def null_safe(test: Fragment, positive: bool) -> Fragment:
-    """``coalesce(test, false)``, or the bare test in a positive WHERE context."""
-    return test if positive else frag("coalesce(", test, ", false)")
 
 
 def search_regex(pattern: str) -> str:
