@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from kip2cypher import __version__
-from kip2cypher.lower import describe as meta
+from kip2cypher.execution.programs import describe as meta
 from kip2cypher.lower import search
+from kip2cypher.lower.describe import PRIMER_KEY_CONCEPTS
 
 from meta_data import MEDICAL, PERSON_AND_SELF, TopicEmbedder, load, ok
 
@@ -142,7 +143,7 @@ def test_primer_without_self_and_without_embedder(medical):
         "key_propositions": ["treats", "has_side_effect"],
     }
     core = next(d for d in primer["domain_map"] if d["name"] == "CoreSchema")
-    assert core["key_propositions"] == [] and len(core["key_concepts"]) == meta.PRIMER_KEY_CONCEPTS
+    assert core["key_propositions"] == [] and len(core["key_concepts"]) == PRIMER_KEY_CONCEPTS
 
 
 def test_primer_with_self_and_embedder(medical):

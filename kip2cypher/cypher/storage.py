@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .builder import Fragment, Part, frag
+
 # ------------------------------------------------------------------ names
 CONCEPT = "KipConcept"
 PROPOSITION = "KipProposition"
@@ -96,6 +98,12 @@ def attr_key(name: str) -> str:
 
 def meta_key(name: str) -> str:
     return META_PREFIX + name
+
+
+def node_projection(var: Part) -> Fragment:
+    """``var{.*, kip_embedding: null}``: a node's properties without its embedding vector — the
+    engine's bulk that no KIP result shows (every node returned whole to Python goes through it)."""
+    return frag(var, "{.*, ", EMBEDDING, ": null}")
 
 
 def encode_map(values: dict[str, Any], prefix: str) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""UPDATE (spec §4.3) and DELETE ATTRIBUTES / DELETE METADATA (§4.2.1–4.2.2).
+"""UPDATE (spec §4.3) and DELETE ATTRIBUTES / DELETE METADATA (§4.2.1–4.2.2), and the plan
+every bulk mutation shares (``BulkPlan``: these three and the DELETEs of ``delete.py``).
 
 All three are one Cypher statement on top of the shared WHERE lowering
 (``lower/pattern.py``)::
@@ -9,7 +10,7 @@ All three are one Cypher statement on top of the shared WHERE lowering
     WITH _ts, [x IN _ts WHERE <protected>] AS _bad
     CALL (_ts, _bad) {                          -- writes only when nothing protected matched
       … UNWIND _ts AS t
-      CALL (t) { lock t; read properties(t); compute; write if changed }
+      CALL (t) { lock t; read its keys; compute; write if changed }
     }
     RETURN size(_ts) AS matched, updated …, _bad
 
@@ -18,26 +19,57 @@ element's own properties, read after its write lock, so concurrent bulk
 updates never lose an increment. A null or non-number operand yields null and
 the key is skipped for that element. ``updated`` counts elements whose stored
 state actually changed (and whose ``_version`` therefore grew).
+
+The program that runs a ``BulkPlan`` is ``kip2cypher.execution.programs.bulk``.
 """
 from __future__ import annotations
 
-from typing import Any
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Iterator
 
 from .. import errors
-
-from ..cypher import storage
-from . import rules
-from ..syntax import ast
 from ..config import Settings
-from ..cypher.builder import Fragment, Ident, Internal, Param, Statement, frag, join
+from ..cypher import storage
+from ..cypher.builder import Fragment, Ident, Internal, Param, Part, Statement, frag, join
 from ..errors import KipError
-from ._legacy import Compiled, Plan, Tx
+from ..syntax import ast
 from ..syntax.values import describe, resolve, resolve_int
-from . import writes as K
-from . import _legacy, grounding
+from . import grounding
 from . import pattern as pat
+from . import rules
+from . import writes as K
+from .plan import Compiled, Plan
 
 NUMERIC = " IS :: INTEGER | FLOAT"
+
+
+# ====================================================================== the plan
+@dataclass(frozen=True)
+class BulkPlan(Plan):
+    """A bulk KML mutation (UPDATE, DELETE ATTRIBUTES / METADATA / PROPOSITIONS / CONCEPT): one
+    write statement over every element the WHERE matches.
+
+    ``write`` (or, for a dry run, its read-only ``probe``) returns one row: ``matched``, the
+    command's counts and ``_bad`` — labels of the protected elements matched, in which case
+    nothing was written and the command fails with KIP_3004 naming ``keyword``. ``result``
+    maps each response key to the row's column. Grounding (KIP_2001): the names used only in
+    OPTIONAL / NOT / UNION are checked on every run (a typo there would not empty the match),
+    all names when nothing matched.
+    """
+
+    KIND = "KML"
+    ACCESS = "WRITE"
+    keyword: str
+    write: Compiled
+    probe: Compiled
+    result: tuple[tuple[str, str], ...]  # (response key, row column)
+    grounding_all: grounding.Names
+    grounding_optional: grounding.Names
+
+    def steps(self) -> tuple[Compiled, ...]:
+        checks = (grounding.check_statement(self.grounding_all), grounding.DEFINED_NAMES) if self.grounding_all else ()
+        return (self.write, self.probe, *checks)
 
 
 # ====================================================================== shared WHERE helpers
@@ -57,9 +89,26 @@ class Targets:
         if limit is not None:
             self.stmt.line("WITH ", self.var, " LIMIT ", Param(resolve_int(limit, parameters, "LIMIT"), "kip_limit"))
 
-    def check_grounding(self, tx: Tx, matched: int) -> None:
-        """KIP_2001 for undefined types/predicates: always for OPTIONAL/NOT/UNION names, for all when nothing matched."""
-        _legacy.check_grounding(tx, self.grounding_all if matched == 0 else self.grounding_optional)
+    def collect_guarded(self, matched: str, protected: Fragment, dry_counts: str) -> Statement:
+        """Collect the targets into the list ``matched`` and the labels of the protected ones
+        (``protected``: a test on ``x``) into ``_bad``. Returns the read-only dry-run probe: the
+        statement so far, returning ``matched``, ``dry_counts`` (zeros) and ``_bad``."""
+        self.stmt.line("WITH collect(", self.var, ") AS ", matched)
+        self.stmt.line("WITH ", matched, ", [x IN ", matched, " WHERE ", protected, " | ", element_label("x"), "] AS _bad")
+        probe = Statement().extend(self.stmt)
+        probe.line("RETURN size(", matched, ") AS matched, ", dry_counts, ", _bad")
+        return probe
+
+    def plan(self, keyword: str, what: str, probe: Statement, result: tuple[tuple[str, str], ...]) -> BulkPlan:
+        """The plan of the finished write statement ``self.stmt`` (``what``: what it does, for its label)."""
+        return BulkPlan(
+            keyword=keyword,
+            write=Compiled.of(self.stmt, f"{keyword}: match, check protection, {what}"),
+            probe=Compiled.of(probe, f"{keyword} dry_run: match and check protection"),
+            result=result,
+            grounding_all=self.grounding_all,
+            grounding_optional=self.grounding_optional,
+        )
 
 
 def bad_element(x: Any, *, core_directives: bool, kind: str = pat.ELEMENT) -> Fragment:
@@ -94,10 +143,24 @@ def element_label(x: Any) -> Fragment:
     return frag("CASE WHEN ", x, ":", K.C, " THEN '{type: \"' + ", x, ".type + '\", name: \"' + ", x, ".name + '\"}' ELSE '(id: \"' + ", x, ".id + '\")' END")
 
 
-def raise_protected(bad: list[str], what: str) -> None:
-    if bad:
-        shown = ", ".join(bad[:3]) + (f" and {len(bad) - 3} more" if len(bad) > 3 else "")
-        raise rules.immutable(f"{what} matched {shown}, which")
+def lock(x: Part) -> Fragment:
+    """Cypher: take the exclusive write lock on ``x`` (a no-op write; Neo4j locks on write)."""
+    return frag("SET ", x, ".", Ident(K.LOCK), " = true REMOVE ", x, ".", Ident(K.LOCK))
+
+
+@contextmanager
+def each_locked(stmt: Statement, returns: Part, totals: Part) -> Iterator[Statement]:
+    """The per-element write of UPDATE and DELETE ATTRIBUTES / METADATA: the lines written inside
+    run once per element ``t`` of ``_ts`` under its write lock, and only when nothing protected
+    matched; each returns ``returns``, aggregated into ``totals``."""
+    with stmt.block("CALL (_ts, _bad)"):
+        stmt.line("WITH _ts WHERE size(_bad) = 0")
+        stmt.line("UNWIND _ts AS t")
+        with stmt.block("CALL (t)"):
+            stmt.line(lock("t"))
+            yield stmt
+            stmt.line("RETURN ", returns)
+        stmt.line("RETURN ", totals)
 
 
 # ====================================================================== UPDATE expressions
@@ -175,28 +238,7 @@ class Expr:
 
 
 # ====================================================================== UPDATE
-def locked_loop(targets: Targets, touches_cd: bool, dry_counts: str) -> tuple[Statement, Statement]:
-    """The guarded prologue UPDATE and DELETE ATTRIBUTES/METADATA share.
-
-    Collects the matched elements, names the protected ones (``_bad``), and opens a per-element
-    ``CALL`` that write-locks each element before it is read. Returns the write statement (left
-    open inside that ``CALL (t)``) and the read-only dry-run probe, which returns ``matched``,
-    ``dry_counts`` and ``_bad``.
-    """
-    stmt = targets.stmt
-    stmt.line("WITH collect(", targets.var, ") AS _ts")
-    stmt.line("WITH _ts, [x IN _ts WHERE ", bad_element("x", core_directives=touches_cd, kind=targets.kind), " | ", element_label("x"), "] AS _bad")
-    read_only = Statement().extend(stmt)
-    read_only.line("RETURN size(_ts) AS matched, ", dry_counts, ", _bad")
-    stmt.line("CALL (_ts, _bad) {")
-    stmt.line("  WITH _ts WHERE size(_bad) = 0")
-    stmt.line("  UNWIND _ts AS t")
-    stmt.line("  CALL (t) {")
-    stmt.line("    SET t.", Ident(K.LOCK), " = true REMOVE t.", Ident(K.LOCK))
-    return stmt, read_only
-
-
-def lower_update(command: ast.Update, parameters: dict[str, Any], settings: Settings) -> Plan:
+def lower_update(command: ast.Update, parameters: dict[str, Any], settings: Settings) -> BulkPlan:
     entries: list[tuple[str, Any]] = []
     if command.set_attributes is not None:
         entries += [(storage.attr_key(k), v) for k, v in command.set_attributes.entries]
@@ -213,39 +255,26 @@ def lower_update(command: ast.Update, parameters: dict[str, Any], settings: Sett
     values = [expr.top(v) for _, v in entries]
 
     targets = Targets(command.where, command.target, parameters, settings, "UPDATE", pat.NODE_KINDS, command.limit)
-    cur = Internal("cur")
-    stmt, read_only = locked_loop(targets, touches_cd, "0 AS updated")
-    stmt.line("    WITH t, ", current("t", [*keys, *expr.reads, K.VERSION]), " AS ", cur)
-    new_map = join(", ", [frag(Ident(k), ": ", v) for k, v in zip(keys, values)])
-    stmt.line("    WITH t, ", cur, ", {", new_map, "} AS _new")
-    stmt.line("    WITH t, ", cur, ", _new, [k IN keys(_new) WHERE _new[k] IS NOT NULL] AS _keys")
-    stmt.line("    WITH t, ", cur, ", _new, any(k IN _keys WHERE ", cur, "[k] IS NULL OR ", cur, "[k] <> _new[k]) AS changed")
-    stmt.line("    CALL (t, ", cur, ", _new, changed) {")
-    stmt.line("      WITH * WHERE changed")
-    sets = [frag("t.", Ident(k), " = coalesce(_new.", Ident(k), ", ", cur, ".", Ident(k), ")") for k in keys]
-    sets.append(frag("t.", Ident(K.VERSION), " = coalesce(", cur, ".", Ident(K.VERSION), ", 0) + 1"))
-    sets.append(frag("t.", Ident(K.UPDATED_AT), " = ", Param(None, K.NOW)))
-    stmt.line("      SET ", join(", ", sets))
-    stmt.line("    }")
-    stmt.line("    RETURN changed")
-    stmt.line("  }")
-    stmt.line("  RETURN count(CASE WHEN changed THEN 1 END) AS updated")
-    stmt.line("}")
+    stmt, cur = targets.stmt, Internal("cur")
+    probe = targets.collect_guarded("_ts", bad_element("x", core_directives=touches_cd, kind=targets.kind), "0 AS updated")
+    with each_locked(stmt, "changed", "count(CASE WHEN changed THEN 1 END) AS updated"):
+        stmt.line("WITH t, ", current("t", [*keys, *expr.reads, K.VERSION]), " AS ", cur)
+        new_map = join(", ", [frag(Ident(k), ": ", v) for k, v in zip(keys, values)])
+        stmt.line("WITH t, ", cur, ", {", new_map, "} AS _new")
+        stmt.line("WITH t, ", cur, ", _new, [k IN keys(_new) WHERE _new[k] IS NOT NULL] AS _keys")
+        stmt.line("WITH t, ", cur, ", _new, any(k IN _keys WHERE ", cur, "[k] IS NULL OR ", cur, "[k] <> _new[k]) AS changed")
+        with stmt.block("CALL (t, ", cur, ", _new, changed)"):
+            stmt.line("WITH * WHERE changed")
+            sets = [frag("t.", Ident(k), " = coalesce(_new.", Ident(k), ", ", cur, ".", Ident(k), ")") for k in keys]
+            sets.append(frag("t.", Ident(K.VERSION), " = coalesce(", cur, ".", Ident(K.VERSION), ", 0) + 1"))
+            sets.append(frag("t.", Ident(K.UPDATED_AT), " = ", Param(None, K.NOW)))
+            stmt.line("SET ", join(", ", sets))
     stmt.line("RETURN size(_ts) AS matched, updated, _bad")
-    write = Compiled.of(stmt, "UPDATE: match, check protection, compute and write per element")
-    probe = Compiled.of(read_only, "UPDATE dry_run: match and check protection")
-
-    def run(tx: Tx, compiled: Compiled) -> dict[str, Any]:
-        row = tx.run(compiled, {K.NOW: K.now_iso()})[0]
-        raise_protected(row["_bad"], "UPDATE")
-        targets.check_grounding(tx, row["matched"])
-        return {"result": {"updated": row["updated"], "matched": row["matched"]}}
-
-    return Plan("KML", "WRITE", [write], lambda tx: run(tx, write), lambda tx: run(tx, probe))
+    return targets.plan("UPDATE", "compute and write per element", probe, (("updated", "updated"), ("matched", "matched")))
 
 
 # ====================================================================== DELETE ATTRIBUTES / METADATA
-def _lower_delete_keys(command, parameters: dict[str, Any], settings: Settings, *, metadata: bool) -> Plan:
+def _lower_delete_keys(command, parameters: dict[str, Any], settings: Settings, *, metadata: bool) -> BulkPlan:
     keyword = "DELETE METADATA" if metadata else "DELETE ATTRIBUTES"
     if metadata:
         rules.check_metadata_keys(command.keys, keyword)
@@ -253,34 +282,23 @@ def _lower_delete_keys(command, parameters: dict[str, Any], settings: Settings, 
     keys = [prefix + k for k in command.keys]
     touches_cd = not metadata and K.CORE_DIRECTIVES in keys
     targets = Targets(command.where, command.target, parameters, settings, keyword, pat.NODE_KINDS)
-    stmt, read_only = locked_loop(targets, touches_cd, "0 AS concepts, 0 AS propositions")
-    stmt.line("    WITH t, ", current("t", [*keys, K.VERSION]), " AS cur")
-    stmt.line("    WITH t, cur, any(k IN ", Param(keys, "kip_keys"), " WHERE cur[k] IS NOT NULL) AS changed")
-    stmt.line("    CALL (t, cur, changed) {")
-    stmt.line("      WITH * WHERE changed")
-    stmt.line("      REMOVE ", join(", ", [frag("t.", Ident(k)) for k in keys]))
-    stmt.line("      SET t.", Ident(K.VERSION), " = coalesce(cur.", Ident(K.VERSION), ", 0) + 1, t.", Ident(K.UPDATED_AT), " = ", Param(None, K.NOW))
-    stmt.line("    }")
-    stmt.line(f"    RETURN changed, t:{K.C} AS is_concept")
-    stmt.line("  }")
-    stmt.line("  RETURN count(CASE WHEN changed AND is_concept THEN 1 END) AS concepts, count(CASE WHEN changed AND NOT is_concept THEN 1 END) AS propositions")
-    stmt.line("}")
+    stmt = targets.stmt
+    probe = targets.collect_guarded("_ts", bad_element("x", core_directives=touches_cd, kind=targets.kind), "0 AS concepts, 0 AS propositions")
+    totals = "count(CASE WHEN changed AND is_concept THEN 1 END) AS concepts, count(CASE WHEN changed AND NOT is_concept THEN 1 END) AS propositions"
+    with each_locked(stmt, frag("changed, t:", K.C, " AS is_concept"), totals):
+        stmt.line("WITH t, ", current("t", [*keys, K.VERSION]), " AS cur")
+        stmt.line("WITH t, cur, any(k IN ", Param(keys, "kip_keys"), " WHERE cur[k] IS NOT NULL) AS changed")
+        with stmt.block("CALL (t, cur, changed)"):
+            stmt.line("WITH * WHERE changed")
+            stmt.line("REMOVE ", join(", ", [frag("t.", Ident(k)) for k in keys]))
+            stmt.line("SET t.", Ident(K.VERSION), " = coalesce(cur.", Ident(K.VERSION), ", 0) + 1, t.", Ident(K.UPDATED_AT), " = ", Param(None, K.NOW))
     stmt.line("RETURN size(_ts) AS matched, concepts, propositions, _bad")
-    write = Compiled.of(stmt, f"{keyword}: match, check protection, remove keys")
-    probe = Compiled.of(read_only, f"{keyword} dry_run: match and check protection")
-
-    def run(tx: Tx, compiled: Compiled) -> dict[str, Any]:
-        row = tx.run(compiled, {K.NOW: K.now_iso()})[0]
-        raise_protected(row["_bad"], keyword)
-        targets.check_grounding(tx, row["matched"])
-        return {"result": {"updated_concepts": row["concepts"], "updated_propositions": row["propositions"]}}
-
-    return Plan("KML", "WRITE", [write], lambda tx: run(tx, write), lambda tx: run(tx, probe))
+    return targets.plan(keyword, "remove keys", probe, (("updated_concepts", "concepts"), ("updated_propositions", "propositions")))
 
 
-def lower_delete_attributes(command: ast.DeleteAttributes, parameters: dict[str, Any], settings: Settings) -> Plan:
+def lower_delete_attributes(command: ast.DeleteAttributes, parameters: dict[str, Any], settings: Settings) -> BulkPlan:
     return _lower_delete_keys(command, parameters, settings, metadata=False)
 
 
-def lower_delete_metadata(command: ast.DeleteMetadata, parameters: dict[str, Any], settings: Settings) -> Plan:
+def lower_delete_metadata(command: ast.DeleteMetadata, parameters: dict[str, Any], settings: Settings) -> BulkPlan:
     return _lower_delete_keys(command, parameters, settings, metadata=True)

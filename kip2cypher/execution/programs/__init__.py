@@ -9,19 +9,28 @@ from __future__ import annotations
 from typing import Any, Callable, Generator
 
 from ...errors import KipError
+from ...lower.describe import DomainsPlan, PrimerPlan, TypeDefinitionPlan, TypeListPlan
+from ...lower.export import ExportPlan
 from ...lower.find import FindPlan
 from ...lower.merge import MergePlan
 from ...lower.plan import Plan
 from ...lower.search import SearchPlan
+from ...lower.update import BulkPlan
 from ...lower.upsert import UpsertPlan
 from ..requests import Context
-from . import embeddings, find, merge, search, upsert
+from . import bulk, describe, embeddings, export, find, merge, search, upsert
 
 PROGRAMS: dict[type, Callable[[Any, Context], Generator[Any, Any, dict]]] = {
     FindPlan: find.find,
     SearchPlan: search.search,
     UpsertPlan: upsert.upsert,
     MergePlan: merge.merge,
+    BulkPlan: bulk.bulk,
+    ExportPlan: export.export,
+    TypeListPlan: describe.type_list,
+    TypeDefinitionPlan: describe.type_definition,
+    DomainsPlan: describe.domains,
+    PrimerPlan: describe.primer,
 }
 
 
