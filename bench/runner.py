@@ -20,7 +20,9 @@ import neo4j
 
 from kip2cypher.syntax import parser as kparser
 from kip2cypher.lower.compile import _compile_cached, compile_plan
-from kip2cypher.lower._legacy import Tx
+from kip2cypher.execute import new_context
+from kip2cypher.execution import programs
+from kip2cypher.execution.loop import drive_sync
 
 from .queries import Query
 
@@ -215,7 +217,8 @@ class Runner:
             tx = session.begin_transaction()
             try:
                 proxy = _ProfilingTx(tx)
-                plan.run(Tx(proxy, self.nexus.settings))
+                ctx = new_context(self.nexus.settings, plan, False)
+                drive_sync(programs.start(plan, ctx), proxy, ctx)
                 m.kip_db_hits, m.kip_statements = proxy.hits, proxy.statements
             finally:
                 tx.rollback()

@@ -92,8 +92,11 @@ class AsyncNexus:
     async def _request_settings(self) -> Settings:
         """``Nexus._request_settings``: the stored cursor secret, read once."""
         if not self.settings.cursor_secret and not self._secret_loaded:
-            async with await self.session("READ") as session:
-                record = await (await session.run(catalog.NEXUS_READ)).single()
+            try:
+                async with await self.session("READ") as session:
+                    record = await (await session.run(catalog.NEXUS_READ)).single()
+            except DRIVER_ERRORS as exc:
+                raise from_neo4j(exc) from None
             self._adopt_secret(record["secret"] if record else None)
         return self.settings
 

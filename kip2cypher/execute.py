@@ -24,7 +24,7 @@ from .config import Settings
 from .cypher import catalog
 from .errors import KipError
 from .execution import loop, programs
-from .execution.neo4j_errors import from_neo4j
+from .execution.neo4j_errors import DRIVER_ERRORS, from_neo4j
 from .execution.programs import embeddings as refresh_program
 from .execution.request import Outcome, command_program, request_program
 from .execution.requests import Context, Run
@@ -150,8 +150,11 @@ class Nexus:
         """The settings requests compile and run with: without a configured ``cursor_secret``,
         the one this nexus stored at bootstrap (read once), so every process signs alike."""
         if not self.settings.cursor_secret and not self._secret_loaded:
-            with self.session("READ") as session:
-                record = session.run(catalog.NEXUS_READ).single()
+            try:
+                with self.session("READ") as session:
+                    record = session.run(catalog.NEXUS_READ).single()
+            except DRIVER_ERRORS as exc:
+                raise from_neo4j(exc) from None
             self._adopt_secret(record["secret"] if record else None)
         return self.settings
 
@@ -218,8 +221,6 @@ class Nexus:
         """
         access = "READ" if (readonly or dry_run or plan.access == "READ") else "WRITE"
         tx_metadata = metadata(self.settings, plan.kind, readonly, dry_run)
-        if hasattr(plan, "runner"):
-            return self._run_legacy(plan, access, tx_metadata, dry_run)
         ctx = new_context(self.settings, plan, dry_run, engine)
         return self.run_program(access, lambda: programs.start(plan, ctx), ctx, tx_metadata)
 
@@ -251,43 +252,6 @@ class Nexus:
                 last = ids[-1]
                 counts[kind + "s"] += self.run_program("WRITE", lambda: refresh_program.refresh(kind, ids, force, ctx), ctx)
         return counts
-
-    def _run_legacy(self, plan: Any, access: str, metadata: dict[str, Any], dry_run: bool) -> dict[str, Any]:
-        """A plan of the previous shape (statements + closures), until every lowering returns data."""
-        from .lower._legacy import Tx, drive
-
-        holder: dict[str, Tx] = {}
-
-        @neo4j.unit_of_work(timeout=self.settings.query_timeout_s or None, metadata=metadata)
-        def work(neo4j_tx: neo4j.ManagedTransaction) -> dict[str, Any]:
-            tx = Tx(neo4j_tx, self.settings)
-            holder["tx"] = tx
-            if not dry_run:
-                ctx = Context(self.settings, now(), embedder=embedding.resolve(self.settings))
-                response = plan.run(tx)
-                if plan.kind == "KML" and ctx.embedder is not None:
-                    drive(tx, refresh_program.refresh_touched(ctx), ctx.embedder)
-                return response
-            if plan.dry_result is None:
-                for stmt in plan.statements:
-                    tx.current = stmt
-                    neo4j_tx.run(loop.statement_text(self.settings, "EXPLAIN " + stmt.text), stmt.params).consume()
-                tx.current = None
-            return plan.dry_run(tx)
-
-        try:
-            with self.session(access) as session:
-                if access == "READ":
-                    return session.execute_read(work)
-                return session.execute_write(work)
-        except KipError:
-            raise
-        except (Neo4jError, DriverError) as exc:
-            raise from_neo4j(exc, _current_cypher(holder)) from None
-        except Exception as exc:  # noqa: BLE001
-            log.error("execution failure: %r", exc, exc_info=True)
-            cypher = _current_cypher(holder)
-            raise KipError(errors.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}", "This is an engine bug; report it with the debug field.", debug={"cypher": cypher} if cypher else None) from None
 
     def execute_command(self, text: str, parameters: Optional[dict[str, Any]] = None, *, dry_run: bool = False, readonly: bool = False) -> Outcome:
         """One command text → ``Outcome`` (its §6.2.1 response, its kind, whether it stops a batch).
@@ -350,11 +314,6 @@ def _rows_of(statement: Any, params: dict[str, Any]) -> Any:
 def now() -> str:
     """ISO-8601 UTC with milliseconds and a Z, e.g. 2026-07-04T10:11:12.345Z."""
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def _current_cypher(holder: dict[str, Any]) -> Optional[str]:
-    tx = holder.get("tx")
-    return tx.current.text if tx is not None and tx.current is not None else None
 
 
 def plan_text(plan: Any, depth: int = 0) -> str:

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from kip2cypher.cli import main
-from kip2cypher.demo import DEMO_DATA, DEMO_SCHEMA
+from kip2cypher.cli.demo import DEMO_DATA, DEMO_SCHEMA
 
 from interface_helpers import shape_checked, fingerprint
 

@@ -226,9 +226,10 @@ def test_demo_without_uri_never_uses_a_server_it_did_not_start(nexus, neo4j_serv
     if urlsplit(neo4j_server.uri).hostname not in ("127.0.0.1", "localhost") or port is None:
         pytest.skip("needs the test Neo4j on this machine to play the foreign server")
     env = {"NEO4J_URI": None, "KIP2CYPHER_DEMO_PORT": str(port), "KIP2CYPHER_DEMO_HOME": str(tmp_path / "demo"), "KIP2CYPHER_NEO4J_PORT": str(port)}
+    before = _count(nexus, "MATCH (n) RETURN count(n)")
     out = CliRunner().invoke(main, ["demo"], env=env)
     assert out.exit_code == 1 and "refusing to use someone else's server" in out.output
-    assert _count(nexus, "MATCH (n) RETURN count(n)") == 0
+    assert _count(nexus, "MATCH (n) RETURN count(n)") == before
     assert localneo4j.demo_config().port == localneo4j.DEMO_PORT != 7687
 
 
@@ -236,6 +237,7 @@ def test_demo_without_uri_never_uses_a_server_it_did_not_start(nexus, neo4j_serv
 def test_the_suite_refuses_to_wipe_a_database_holding_data_it_did_not_create(nexus, neo4j_server, monkeypatch):
     foreign = conftest.Neo4jServer(neo4j_server.uri, neo4j_server.auth, neo4j_server.database, neo4j_server.version, "NEO4J_URI", own=False)
     monkeypatch.setattr(conftest, "ALLOW_WIPE", False)
+    nexus.driver.execute_query("MATCH (n) DETACH DELETE n", database_=nexus.database)  # the fixture's nexus node too
     assert conftest.guard_against_foreign_data(foreign) is None  # empty
     nexus.driver.execute_query("CREATE (:Customer {name: 'ACME'})", database_=nexus.database)
     refusal = conftest.guard_against_foreign_data(foreign)

@@ -21,7 +21,7 @@ from typing import Iterator
 
 import pytest
 
-from kip2cypher.demo import DEMO_DATA, DEMO_SCHEMA
+from kip2cypher.cli.demo import DEMO_DATA, DEMO_SCHEMA
 
 ROOT = Path(__file__).resolve().parent.parent
 WAIT_S = 90  # per expected screen: first start imports the CLI and connects, on a loaded machine

@@ -437,7 +437,7 @@ def mcp_cmd(transport: str, host: str, port: int, http_path: str, tokens_file: O
 def bootstrap_cmd(with_capsules: bool, upgrade: bool, fmt: str, verbose: bool, uri, user, password, database) -> None:
     """Create the schema objects and apply the Genesis capsule (idempotent)."""
     from .. import resources
-    from ..demo import where
+    from .demo import where
     from .output import make_console, table, writes_summary
     from .source import write_counts
 
@@ -469,7 +469,8 @@ def demo_cmd(yes: bool, uri, user, password, database) -> None:
     Without --uri / NEO4J_URI the demo starts (or reuses) a local Neo4j of its own: port
     KIP2CYPHER_DEMO_PORT (7697), data directory KIP2CYPHER_DEMO_HOME — never the server on 7687.
     """
-    from .. import demo, localneo4j
+    from .. import localneo4j
+    from . import demo
 
     if uri is None:
         cfg = localneo4j.demo_config()

@@ -70,8 +70,9 @@ def _unknown(request: Any) -> KipError:
 
 
 # ---------------------------------------------------------------------------- synchronous
-def drive_sync(program: Program, tx: Any, ctx: Context, trace: _Trace) -> dict:
+def drive_sync(program: Program, tx: Any, ctx: Context, trace: Optional[_Trace] = None) -> dict:
     """Step ``program`` to its response inside the open transaction ``tx``."""
+    trace = trace or _Trace()
     reply: Any = None
     failure: Optional[BaseException] = None
     while True:

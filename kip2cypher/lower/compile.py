@@ -18,8 +18,8 @@ from ..config import Settings
 from ..syntax import ast
 from ..syntax.parser import CACHEABLE_CHARS, parse
 from ..syntax.placeholders import check_quoted_placeholders
-from . import delete, describe, export, find, merge, search, update, upsert
-from .plan import Plan
+from . import delete, describe, embeddings, export, find, merge, search, update, upsert
+from .plan import Compiled, Plan
 
 LOWERINGS: dict[type, Callable[[Any, dict[str, Any], Settings], Plan]] = {
     ast.Find: find.lower_find,
@@ -59,7 +59,7 @@ def _compile(text: str, params_json: str, settings: Settings) -> Plan:
         plan = lower(command, parameters, settings)
     except errors.KipError as exc:
         raise exc.locate(text)
-    return dataclasses.replace(plan, command_text=text) if isinstance(plan, Plan) else plan
+    return dataclasses.replace(plan, command_text=text)
 
 
 _compile_cached = lru_cache(maxsize=2048)(_compile)
@@ -96,11 +96,16 @@ def _non_finite(value: Any, path: str = "") -> str:
     return ""
 
 
+def issued(plan: Plan) -> tuple[Compiled, ...]:
+    """Every statement a command's program may issue, in program order: the plan's own steps,
+    then — after a KML write, when an embedder is configured — the executor's refresh of the
+    SEARCH embeddings of the elements the write touched (``execution.programs.start``)."""
+    return plan.steps() + (embeddings.REFRESH if plan.kind == "KML" else ())
+
+
 def statements(plan: Plan) -> list[dict[str, Any]]:
-    """Every statement a plan's program may issue, in program order: ``{"cypher", "parameters", "label"}``
-    (``label`` names the step of the program that issues the statement)."""
-    listed = plan.statements if hasattr(plan, "runner") else plan.steps()  # runner: a plan of the previous shape
-    return [{"cypher": s.text, "parameters": dict(s.params), **({"label": s.label} if s.label else {})} for s in listed]
+    """``issued(plan)`` as ``{"cypher", "parameters", "label"}`` (``label`` names the step that issues it)."""
+    return [{"cypher": s.text, "parameters": dict(s.params), **({"label": s.label} if s.label else {})} for s in issued(plan)]
 
 
 def compile_command(text: str, parameters: Optional[dict[str, Any]] = None, settings: Optional[Settings] = None) -> list[dict[str, Any]]:

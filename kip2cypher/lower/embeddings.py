@@ -63,5 +63,7 @@ TOUCHED = {kind: _page(kind, since=True) for kind in KINDS}
 ALL = {kind: _page(kind, since=False) for kind in KINDS}
 GROUNDING = {kind: _grounding(kind) for kind in KINDS}
 WRITE = {kind: _write(kind) for kind in KINDS}
+#: The refresh's statements in the order it issues them (for ``kip2cypher compile``).
+REFRESH = tuple(stmt for kind in KINDS for stmt in (TOUCHED[kind], GROUNDING[kind], WRITE[kind]))
 #: Elements read, embedded and written per round trip (always within ``max_result_rows``).
 CHUNK = 500

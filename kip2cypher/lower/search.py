@@ -42,7 +42,6 @@ POOL_MIN = 20
 MODES = ("keyword", "semantic", "hybrid")
 
 
-_NODE = "{.*, kip_embedding: null}"
 
 
 def search_capabilities(embedder: Any, unavailable_reason: str) -> dict[str, Any]:
@@ -129,7 +128,7 @@ def _ranked_rows(stmt: Statement, lite: list, scores: bool = False) -> None:
     instead of a row per candidate: per-record overhead was a third of the statement."""
     stmt.line("WITH collect(node) AS nodes", ", collect(score) AS scores" if scores else "")
     stmt.line(
-        "RETURN [n IN nodes[..", Param(None, "whole"), "] | n", _NODE, "] AS whole, [n IN nodes[", Param(None, "whole"), "..] | ",
+        "RETURN [n IN nodes[..", Param(None, "whole"), "] | ", storage.node_projection("n"), "] AS whole, [n IN nodes[", Param(None, "whole"), "..] | ",
         *lite, "] AS rest", ", scores" if scores else "",
     )
 
@@ -177,7 +176,7 @@ def _hydrate(label: str) -> Compiled:
     stmt = Statement()
     stmt.line("UNWIND ", Param(None, "ids"), " AS id")
     stmt.line("MATCH (n:", Ident(label), " {id: id})")
-    stmt.line("RETURN n", _NODE, " AS node")
+    stmt.line("RETURN ", storage.node_projection("n"), " AS node")
     return Compiled.of(stmt, "whole hits not already fetched")
 
 

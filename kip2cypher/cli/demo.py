@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 from typing import Callable
 
-from .lower.compile import compile_command
-from .errors import KipError
+from ..cypher import storage
+from ..lower.compile import compile_command
+from ..errors import KipError
 
 DEMO_SCHEMA = """
 UPSERT {
@@ -69,8 +70,8 @@ def _short(obj, limit: int = 400) -> str:
 
 def _summary(capsule: str, response) -> str:
     """What a capsule wrote, counted from its text (SET PROPOSITIONS links included), or the error."""
-    from .cli.output import writes_summary
-    from .cli.source import write_counts
+    from .output import writes_summary
+    from .source import write_counts
 
     if "error" in response:
         return _short(response)
@@ -87,8 +88,9 @@ def where(nexus) -> str:
 
 
 def foreign_nodes(nexus) -> int:
-    """Nodes that are not KIP concepts or propositions: somebody else's data."""
-    records, _, _ = nexus.driver.execute_query("MATCH (n) WHERE NOT (n:KipConcept OR n:KipProposition) RETURN count(n) AS c", database_=nexus.database)
+    """Nodes that are not the engine's (concepts, propositions, the nexus node): somebody else's data."""
+    kip = " OR ".join(f"n:{label}" for label in storage.RESERVED_LABELS)
+    records, _, _ = nexus.driver.execute_query(f"MATCH (n) WHERE NOT ({kip}) RETURN count(n) AS c", database_=nexus.database)
     return records[0]["c"]
 
 
@@ -105,8 +107,8 @@ def check_target(nexus, *, yes: bool) -> None:
 
 def run_demo(nexus, echo: Callable[[str], None], *, yes: bool = False) -> None:
     """Each step prints its KIP, the Cypher it compiles to, and the KIP response (JSON and as a table)."""
-    from . import resources
-    from .cli.output import response_text
+    from .. import resources
+    from .output import response_text
 
     echo(f"Writing the demo into {where(nexus)}")
     check_target(nexus, yes=yes)
