@@ -256,9 +256,10 @@ def search_queries(term_words: str, term_name: str) -> list[Query]:
     (lexical score in [0, 1]); the hand-written call asks the index the same Lucene query for
     LIMIT 10. The answer check: every KIP hit is among the index's top-50 candidates for that
     query. ``cypher_alt_ms`` times the plain term as the Lucene query (what a person would type)."""
-    from kip2cypher.lower.search import CONCEPT_TEXT_INDEX, lucene_query
+    from kip2cypher.cypher import catalog, storage
+    from kip2cypher.lower.search import lucene_query
 
-    call = f"CALL db.index.fulltext.queryNodes('{CONCEPT_TEXT_INDEX}', $q) YIELD node, score "
+    call = f"CALL db.index.fulltext.queryNodes('{catalog.concept_text_index(storage.DEFAULT)}', $q) YIELD node, score "
     out = []
     for name, term in (("search_words", term_words), ("search_name", term_name)):
         lucene = lucene_query(term)

@@ -19,9 +19,9 @@ import neo4j
 
 from . import connection, errors, resources
 from .config import Settings
-from .cypher import catalog
+from .cypher import catalog, storage
 from .errors import KipError
-from .execute import APPLICATION_DRIVER, base_options, cursor_key, new_secret, default_database, default_uri, env_auth, explain_entries, metadata, new_context, plan_text, bootstrap_capsules
+from .execute import APPLICATION_DRIVER, base_options, cursor_key, new_secret, default_database, default_uri, env_auth, explain_entries, metadata, new_context, plan_text, bootstrap_capsules, with_namespace
 from .execution import loop, programs
 from .execution.neo4j_errors import DRIVER_ERRORS, from_neo4j
 from .execution.request import Outcome, command_program, request_program
@@ -38,8 +38,9 @@ class AsyncNexus:
     it is used as is and never closed by the nexus.
     """
 
-    def __init__(self, uri: Optional[str] = None, *, auth: Any = None, database: Optional[str] = None, driver: Any = None, settings: Optional[Settings] = None, **driver_options: Any) -> None:
-        self.settings = settings or Settings()
+    def __init__(self, uri: Optional[str] = None, *, auth: Any = None, database: Optional[str] = None, driver: Any = None, settings: Optional[Settings] = None, namespace: Optional[str] = None, **driver_options: Any) -> None:
+        """``Nexus.__init__``: a driver of its own or the application's, one namespace."""
+        self.settings = with_namespace(settings or Settings(), namespace)
         self.database = database or default_database()
         self._configured_secret = bool(self.settings.cursor_secret)
         self._secret_loaded = False
@@ -79,14 +80,22 @@ class AsyncNexus:
         mode = neo4j.READ_ACCESS if access == "READ" else neo4j.WRITE_ACCESS
         return self._driver.session(database=self.database, default_access_mode=mode, bookmark_manager=self._bookmarks, notifications_min_severity="OFF")
 
+    def in_namespace(self, namespace: str) -> "AsyncNexus":
+        """The nexus of another namespace of the same database, on this one's driver (which it
+        never closes): one connection pool for many namespaces (the MCP server's token bindings).
+        A cursor secret read from this namespace's nexus node is not carried over: each namespace
+        signs its cursors with its own."""
+        secret = self.settings.cursor_secret if self._configured_secret else b""
+        return AsyncNexus(driver=self._driver, database=self.database, settings=self.settings.replace(namespace=namespace, cursor_secret=secret))
+
     # ------------------------------------------------------------------ schema
     async def ensure_schema(self) -> None:
         """Create constraints and indexes idempotently, each in a transaction of its own, and
         the nexus node with its cursor-signing secret."""
         async with await self.session() as session:
-            for statement in catalog.SCHEMA:
+            for statement in catalog.schema(storage.names(self.settings.namespace)):
                 await (await session.run(statement)).consume()
-            record = await (await session.run(catalog.NEXUS_CREATE, secret=new_secret())).single()
+            record = await (await session.run(catalog.NEXUS_CREATE, namespace=self.settings.namespace, secret=new_secret())).single()
         self._adopt_secret(record["secret"])
 
     async def _request_settings(self) -> Settings:
@@ -94,7 +103,7 @@ class AsyncNexus:
         if not self.settings.cursor_secret and not self._secret_loaded:
             try:
                 async with await self.session("READ") as session:
-                    record = await (await session.run(catalog.NEXUS_READ)).single()
+                    record = await (await session.run(catalog.NEXUS_READ, namespace=self.settings.namespace)).single()
             except DRIVER_ERRORS as exc:
                 raise from_neo4j(exc) from None
             self._adopt_secret(record["secret"] if record else None)
@@ -220,6 +229,6 @@ class _Connecting:
             await self._nexus.close()
 
 
-def connect_async(uri: Optional[str] = None, *, auth: Any = None, database: Optional[str] = None, driver: Any = None, settings: Optional[Settings] = None, **driver_options: Any) -> _Connecting:
+def connect_async(uri: Optional[str] = None, *, auth: Any = None, database: Optional[str] = None, driver: Any = None, settings: Optional[Settings] = None, namespace: Optional[str] = None, **driver_options: Any) -> _Connecting:
     """``await connect_async(…)`` → an ``AsyncNexus``; ``async with connect_async(…) as nexus`` closes it after."""
-    return _Connecting({"uri": uri, "auth": auth, "database": database, "driver": driver, "settings": settings, **driver_options})
+    return _Connecting({"uri": uri, "auth": auth, "database": database, "driver": driver, "settings": settings, "namespace": namespace, **driver_options})

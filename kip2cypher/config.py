@@ -69,6 +69,10 @@ class Settings(BaseSettings):
     max_retry_s: NonNegativeFloat = 30.0
     #: Application name sent as transaction metadata (visible in Neo4j's query log).
     app_name: str = "kip2cypher"
+    #: The namespace of this nexus inside its database (docs/namespaces.md): "" is the default
+    #: namespace (the original layout); otherwise lower-case letters, digits and "_", starting
+    #: with a letter, at most 32 characters.
+    namespace: str = Field(default="", pattern=r"^(?:[a-z][a-z0-9_]{0,31})?$")
 
     #: Embedder for SEARCH MODE "semantic"/"hybrid" (kip2cypher.embedding): None = the process
     #: default (KIP2CYPHER_EMBEDDER, "auto"), False = none, an Embedder instance or a spec string.

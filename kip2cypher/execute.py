@@ -21,7 +21,7 @@ from neo4j.exceptions import DriverError, Neo4jError
 from . import connection, embedding, errors
 from .version import __version__
 from .config import Settings
-from .cypher import catalog
+from .cypher import catalog, storage
 from .errors import KipError
 from .execution import loop, programs
 from .execution.neo4j_errors import DRIVER_ERRORS, from_neo4j
@@ -86,12 +86,14 @@ APPLICATION_DRIVER = "(the application's driver)"
 class Nexus:
     """A Cognitive Nexus stored in one Neo4j database."""
 
-    def __init__(self, uri: Optional[str] = None, *, auth: Any = None, database: Optional[str] = None, settings: Optional[Settings] = None, driver: Optional[neo4j.Driver] = None, **driver_options: Any) -> None:
+    def __init__(self, uri: Optional[str] = None, *, auth: Any = None, database: Optional[str] = None, settings: Optional[Settings] = None, driver: Optional[neo4j.Driver] = None, namespace: Optional[str] = None, **driver_options: Any) -> None:
         """Open a driver on ``uri`` (credentials from ``auth``, the URI's ``user:password@`` or
         NEO4J_USERNAME/PASSWORD), or use the application's own ``driver`` — its auth, TLS, pool and
-        routing — which this Nexus never closes. Raises KipError for a URI that cannot work."""
+        routing — which this Nexus never closes. ``namespace`` selects one of the database's
+        isolated nexuses (docs/namespaces.md; default: ``settings.namespace``, KIP2CYPHER_NAMESPACE).
+        Raises KipError for a URI or namespace that cannot work."""
         self.database = database or default_database()
-        self.settings = settings or Settings()
+        self.settings = with_namespace(settings or Settings(), namespace)
         self._configured_secret = bool(self.settings.cursor_secret)
         self._secret_loaded = False
         if driver is not None:
@@ -136,14 +138,22 @@ class Nexus:
         records, _, _ = self._driver.execute_query("CALL dbms.components() YIELD versions, edition RETURN versions[0] AS v, edition AS e", database_=self.database)
         return f"{records[0]['v']} {records[0]['e']}"
 
+    def in_namespace(self, namespace: str) -> "Nexus":
+        """The nexus of another namespace of the same database, on this one's driver (which it
+        never closes): one connection pool for many namespaces (the MCP server's token bindings).
+        A cursor secret read from this namespace's nexus node is not carried over: each namespace
+        signs its cursors with its own."""
+        secret = self.settings.cursor_secret if self._configured_secret else b""
+        return Nexus(driver=self._driver, database=self.database, settings=self.settings.replace(namespace=namespace, cursor_secret=secret))
+
     # ------------------------------------------------------------------ schema
     def ensure_schema(self) -> None:
         """Create constraints and indexes idempotently, each in a transaction of its own, and
         the nexus node with its cursor-signing secret."""
         with self.session() as session:
-            for statement in catalog.SCHEMA:
+            for statement in catalog.schema(storage.names(self.settings.namespace)):
                 session.run(statement).consume()
-            secret = session.run(catalog.NEXUS_CREATE, secret=new_secret()).single()["secret"]
+            secret = session.run(catalog.NEXUS_CREATE, namespace=self.settings.namespace, secret=new_secret()).single()["secret"]
         self._adopt_secret(secret)
 
     def _request_settings(self) -> Settings:
@@ -152,7 +162,7 @@ class Nexus:
         if not self.settings.cursor_secret and not self._secret_loaded:
             try:
                 with self.session("READ") as session:
-                    record = session.run(catalog.NEXUS_READ).single()
+                    record = session.run(catalog.NEXUS_READ, namespace=self.settings.namespace).single()
             except DRIVER_ERRORS as exc:
                 raise from_neo4j(exc) from None
             self._adopt_secret(record["secret"] if record else None)
@@ -245,7 +255,7 @@ class Nexus:
             last = ""
             while True:
                 ctx = Context(self.settings, now(), embedder=chosen)
-                rows = self.run_program("READ", lambda: _rows_of(embeddings.ALL[kind], {"last": last, "chunk": batch}), ctx)
+                rows = self.run_program("READ", lambda: _rows_of(embeddings.statements(ctx.names, kind).all, {"last": last, "chunk": batch}), ctx)
                 ids = [r["id"] for r in rows]
                 if not ids:
                     break
@@ -286,6 +296,11 @@ class Nexus:
             done = [e for e in out if "plan" in e]
             raise from_neo4j(exc, out[len(done)]["cypher"] if len(done) < len(out) else None) from None
         return out
+
+
+def with_namespace(settings: Settings, namespace: Optional[str]) -> Settings:
+    """``settings`` for ``namespace`` (unchanged when it is None), validated like any setting."""
+    return settings if namespace is None else settings.replace(namespace=namespace)
 
 
 def new_secret() -> str:

@@ -30,6 +30,7 @@ import inspect
 import mcp_types as types
 from mcp.server.lowlevel import Server
 
+from .cypher import storage
 from .errors import EXECUTION_TIMEOUT, IMMUTABLE_TARGET, INTERNAL_ERROR, INVALID_SYNTAX, RESOURCE_EXHAUSTED, KipError
 from .version import __version__
 from .models import tool_input_schema, tool_output_schema
@@ -131,7 +132,9 @@ def build_server(nexus: Any, *, readonly: bool = False, request_timeout_s: float
         if params.name == EXECUTE_KIP and not _may_write(ctx, tokens_required):
             return to_call_result({"error": _read_only_token_error().to_dict()})
         arguments = params.arguments if params.arguments is not None else {}
-        return to_call_result(await _call_with_timeout(nexus, arguments, params.name == EXECUTE_KIP_READONLY, request_timeout_s))
+        namespace = namespace_of(ctx)
+        target = nexus if namespace is None else await nexus.for_namespace(namespace)
+        return to_call_result(await _call_with_timeout(target, arguments, params.name == EXECUTE_KIP_READONLY, request_timeout_s))
 
     return Server(
         "kip2cypher",
@@ -156,6 +159,22 @@ def _may_write(ctx: Any, tokens_required: bool) -> bool:
     if isinstance(user, AuthenticatedUser):
         return WRITE_SCOPE in user.scopes
     return not tokens_required
+
+
+def namespace_of(ctx: Any) -> Optional[str]:
+    """The namespace this request's bearer token is bound to (None: the server's own)."""
+    for scope in _request_scopes(ctx):
+        if scope.startswith(NAMESPACE_SCOPE):
+            return scope[len(NAMESPACE_SCOPE):]
+    return None
+
+
+def _request_scopes(ctx: Any) -> list[str]:
+    from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+
+    request = getattr(ctx, "request", None)
+    user = request.scope.get("user") if request is not None and hasattr(request, "scope") else None
+    return list(user.scopes) if isinstance(user, AuthenticatedUser) else []
 
 
 def _read_only_token_error() -> KipError:
@@ -234,10 +253,19 @@ class Token:
     secret: str = field(repr=False)
     access: str  # "rw" | "ro"
     label: str
+    #: The namespace this token is bound to (``token:rw:alice``); None: the server's own
+    #: (``--namespace``, default the default namespace).
+    namespace: Optional[str] = None
 
     @property
     def scopes(self) -> list[str]:
-        return [READ_SCOPE, WRITE_SCOPE] if self.access == "rw" else [READ_SCOPE]
+        """The SDK scopes: access, and the bound namespace as ``kip:namespace:<name>``."""
+        scopes = [READ_SCOPE, WRITE_SCOPE] if self.access == "rw" else [READ_SCOPE]
+        return scopes + ([NAMESPACE_SCOPE + self.namespace] if self.namespace is not None else [])
+
+
+#: Scope prefix carrying a token's namespace binding to the request (``namespace_of``).
+NAMESPACE_SCOPE = "kip:namespace:"
 
 
 #: Shortest accepted token: 16 characters (`secrets.token_urlsafe(32)` gives 43).
@@ -246,9 +274,9 @@ MIN_TOKEN_CHARS = 16
 
 def parse_tokens(env_value: Optional[str] = None, file_path: Optional[str] = None) -> list[Token]:
     """Tokens from ``KIP2CYPHER_MCP_TOKENS`` (``token:rw,token:ro``) and/or a tokens file
-    (``token rw|ro`` a line, ``#`` comments). A third field (``token:rw:namespace``) is reserved for
-    binding a token to a namespace and refused until that exists, so no token silently gets
-    more than its entry says."""
+    (``token rw|ro`` a line, ``#`` comments). An optional third field binds the token to a
+    namespace (``token:rw:alice``, ``token rw alice``): its requests reach that namespace's
+    nexus and no other."""
     entries: list[tuple[list[str], str]] = []
     for index, item in enumerate((env_value or "").split(","), start=1):
         if item.strip():
@@ -272,17 +300,21 @@ def parse_tokens(env_value: Optional[str] = None, file_path: Optional[str] = Non
 
 
 def _token(fields: list[str], where: str, number: int) -> Token:
-    if len(fields) == 3:
-        raise McpConfigError(f"{where}: a third field (namespace binding) is not supported yet; use `token rw` or `token ro`.")
-    if len(fields) != 2 or fields[1] not in ("rw", "ro"):
-        raise McpConfigError(f"{where}: expected a token and its access, rw or ro (`token:rw` in KIP2CYPHER_MCP_TOKENS, `token rw` in a file).")
+    if len(fields) not in (2, 3) or fields[1] not in ("rw", "ro"):
+        raise McpConfigError(
+            f"{where}: expected a token, its access (rw or ro) and optionally a namespace "
+            "(`token:rw[:namespace]` in KIP2CYPHER_MCP_TOKENS, `token rw [namespace]` in a file)."
+        )
+    namespace = fields[2] if len(fields) == 3 else None
+    if namespace is not None and not storage.NAMESPACE_RE.match(namespace):
+        raise McpConfigError(f"{where}: the namespace must be lower-case letters, digits and '_', starting with a letter, at most 32 characters.")
     secret = fields[0]
     if len(secret) < MIN_TOKEN_CHARS or not secret.isascii() or not secret.isprintable() or any(c in secret for c in " ,:#"):
         raise McpConfigError(
             f"{where}: a token must be at least {MIN_TOKEN_CHARS} printable ASCII characters without spaces, ',', ':' or '#' "
             "(make one with: python -c 'import secrets; print(secrets.token_urlsafe(32))')."
         )
-    return Token(secret, fields[1], f"token #{number}")
+    return Token(secret, fields[1], f"token #{number}", namespace)
 
 
 class StaticTokenVerifier:
@@ -469,11 +501,17 @@ async def serve_stdio(nexus: Any, *, readonly: bool = False, request_timeout_s: 
 
 class LoopNexus:
     """An ``AsyncNexus`` opened inside the event loop that serves it (its driver belongs to that
-    loop): ``start`` opens it (and bootstraps when asked), ``execute`` delegates, ``close`` closes."""
+    loop): ``start`` opens it (and bootstraps when asked), ``execute`` delegates, ``close`` closes.
+
+    ``for_namespace`` gives the nexus of another namespace on the same driver (one connection
+    pool for every namespace a token is bound to), opened — and bootstrapped, when the server
+    bootstraps — on first use."""
 
     def __init__(self, factory: Callable[[], Any], *, bootstrap: bool = False, capsules: bool = False) -> None:
         self._factory, self._bootstrap, self._capsules = factory, bootstrap, capsules
         self._nexus: Any = None
+        self._namespaces: dict[str, Any] = {}
+        self._opening = anyio.Lock()
 
     async def start(self) -> None:
         self._nexus = self._factory()
@@ -482,6 +520,18 @@ class LoopNexus:
 
     async def execute(self, arguments: Any, *, readonly: bool = False) -> dict[str, Any]:
         return await self._nexus.execute(arguments, readonly=readonly)
+
+    async def for_namespace(self, namespace: str) -> Any:
+        """The nexus of ``namespace`` (the served one when it is that namespace)."""
+        if namespace == self._nexus.settings.namespace:
+            return self._nexus
+        async with self._opening:
+            if namespace not in self._namespaces:
+                nexus = self._nexus.in_namespace(namespace)
+                if self._bootstrap:
+                    await _bootstrap_quietly(nexus, self._capsules)
+                self._namespaces[namespace] = nexus
+            return self._namespaces[namespace]
 
     async def close(self) -> None:
         if self._nexus is not None:

@@ -273,7 +273,8 @@ def test_tokens_file_and_entry_errors_never_quote_the_token(tmp_path):
     assert tokens[0].scopes == [mcp_server.READ_SCOPE, mcp_server.WRITE_SCOPE] and tokens[1].scopes == [mcp_server.READ_SCOPE]
     assert RW not in repr(tokens)
     bad = {
-        f"{RW}:rw:team-a": "(namespace binding) is not supported yet",
+        f"{RW}:rw:team-a": "the namespace must be lower-case letters",
+        f"{RW}:rw:alice:x": "optionally a namespace",
         f"{RW}:admin": "rw or ro",
         "short:rw": "at least 16",
         f"{RW}:rw,{RW}:ro": "twice",
@@ -282,9 +283,13 @@ def test_tokens_file_and_entry_errors_never_quote_the_token(tmp_path):
         with pytest.raises(McpConfigError) as raised:
             parse_tokens(value)
         assert expected in str(raised.value) and value.split(":")[0] not in str(raised.value)
-    (tmp_path / "three").write_text(f"{RW} rw ns1\n")
-    with pytest.raises(McpConfigError, match="line 1 of"):
+    (tmp_path / "three").write_text(f"{RW} rw ns1\n{RO} ro Bad\n")
+    with pytest.raises(McpConfigError, match="line 2 of"):
         parse_tokens(None, str(tmp_path / "three"))
+    (tmp_path / "bound").write_text(f"{RW} rw ns1\n{RO} ro\n")
+    bound = parse_tokens(None, str(tmp_path / "bound"))
+    assert [t.namespace for t in bound] == ["ns1", None]
+    assert bound[0].scopes == [mcp_server.READ_SCOPE, mcp_server.WRITE_SCOPE, mcp_server.NAMESPACE_SCOPE + "ns1"]
 
 
 def test_token_check_is_constant_time_compare_over_every_token():
@@ -293,6 +298,31 @@ def test_token_check_is_constant_time_compare_over_every_token():
     assert found.client_id == "token #3" and found.token == "token #3" and found.scopes == [mcp_server.READ_SCOPE]
     assert anyio.run(verifier.verify_token, RO + "x") is None
     assert anyio.run(verifier.verify_token, "ünïcode-token-that-is-long") is None
+
+
+def test_a_token_bound_to_a_namespace_reaches_that_namespace_only(genesis, neo4j_server):
+    """`token:rw:alpha`: its calls run in namespace alpha (bootstrapped on first use with
+    --bootstrap); a token bound to beta never sees alpha's memory, nor the default namespace's."""
+    find = {"command": 'FIND(?d.name) WHERE { ?d {type: "Domain", name: :name} }', "parameters": {"name": "AlphaOnly"}}
+
+    def write_then_read(token, name):
+        async def body(session):
+            written = payload(await session.call_tool("execute_kip", {"command": UPSERT, "parameters": {"name": name}}))
+            return written, payload(await session.call_tool("execute_kip_readonly", find))
+        return body
+
+    with http_server(neo4j_server, "--bootstrap", tokens=f"{RW}:rw:alpha,{RW2}:rw:beta,{RO}:ro") as served:
+        alpha_write, alpha_read = in_session(served.url, RW, write_then_read(RW, "AlphaOnly"))
+        beta_write, beta_read = in_session(served.url, RW2, write_then_read(RW2, "BetaOnly"))
+        default_read = in_session(served.url, RO, lambda session: session.call_tool("execute_kip_readonly", find))
+    assert len(alpha_write["result"]["upsert_concept_nodes"]) == 1 and alpha_read["result"] == ["AlphaOnly"]
+    assert len(beta_write["result"]["upsert_concept_nodes"]) == 1 and beta_read["result"] == []
+    assert payload(default_read)["result"] == []
+    labels = genesis.driver.execute_query(
+        "MATCH (d {type: 'Domain'}) WHERE d.name IN ['AlphaOnly', 'BetaOnly'] RETURN d.name AS name, labels(d) AS labels ORDER BY name",
+        database_=genesis.database,
+    ).records
+    assert [(r["name"], sorted(r["labels"])) for r in labels] == [("AlphaOnly", ["Domain", "KipConcept__alpha"]), ("BetaOnly", ["Domain", "KipConcept__beta"])]
 
 
 # ---------------------------------------------------------------- many clients

@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import json
 import logging
+import functools
 import os
 import sys
+import dataclasses
+from dataclasses import dataclass
 from typing import Any, Optional
 
 import click
@@ -23,33 +26,60 @@ from .jsonout import dump
 from .jsonout import fail as _fail
 
 
-def _connect_options(fn):
-    fn = click.option("--database", envvar="NEO4J_DATABASE", default=None, help="Neo4j database [env NEO4J_DATABASE; default: the server's default].")(fn)
-    fn = click.option("--password", envvar="NEO4J_PASSWORD", default=None, help="Neo4j password [env NEO4J_PASSWORD].")(fn)
-    fn = click.option("--user", envvar=["NEO4J_USERNAME", "NEO4J_USER"], default=None, help="Neo4j user [env NEO4J_USERNAME].")(fn)
-    fn = click.option("--uri", envvar="NEO4J_URI", default=None, help="bolt://, neo4j://, neo4j+s:// URI [env NEO4J_URI; default: the local server].")(fn)
-    return fn
+@dataclass(frozen=True)
+class Connect:
+    """Where a command connects: the ``--uri --user --password --database --namespace`` options."""
+
+    uri: Optional[str]
+    user: Optional[str]
+    password: Optional[str]
+    database: Optional[str]
+    namespace: Optional[str]
+
+    def open(self, *, start_local: bool = False, asynchronous: bool = False):
+        """Connect (an ``AsyncNexus`` with ``asynchronous``); with ``start_local`` and no URI
+        configured, start the bundled local Neo4j first."""
+        from ..execute import Nexus
+
+        if self.uri is None and start_local:
+            from .. import localneo4j
+
+            try:
+                version = localneo4j.start(log=lambda m: click.echo(m, err=True))
+            except localneo4j.LocalNeo4jError as exc:
+                raise click.ClickException(str(exc))
+            click.echo(f"Local Neo4j {version} at {localneo4j.LocalConfig.from_env().uri}", err=True)
+        auth = (self.user, self.password) if self.user and self.password is not None else None
+        if asynchronous:
+            from ..async_nexus import AsyncNexus
+
+            return AsyncNexus(self.uri, auth=auth, database=self.database, namespace=self.namespace)
+        return Nexus(self.uri, auth=auth, database=self.database, namespace=self.namespace)
 
 
-def open_nexus(uri: Optional[str], user: Optional[str], password: Optional[str], database: Optional[str], *, start_local: bool = False, asynchronous: bool = False):
-    """Connect (an ``AsyncNexus`` with ``asynchronous``); with ``start_local`` and no URI
-    configured, start the bundled local Neo4j first."""
-    from ..execute import Nexus
+_CONNECT_OPTIONS = (
+    click.option("--uri", envvar="NEO4J_URI", default=None, help="bolt://, neo4j://, neo4j+s:// URI [env NEO4J_URI; default: the local server]."),
+    click.option("--user", envvar=["NEO4J_USERNAME", "NEO4J_USER"], default=None, help="Neo4j user [env NEO4J_USERNAME]."),
+    click.option("--password", envvar="NEO4J_PASSWORD", default=None, help="Neo4j password [env NEO4J_PASSWORD]."),
+    click.option("--database", envvar="NEO4J_DATABASE", default=None, help="Neo4j database [env NEO4J_DATABASE; default: the server's default]."),
+    click.option("--namespace", envvar="KIP2CYPHER_NAMESPACE", default=None, help="The nexus inside the database (docs/namespaces.md) [env KIP2CYPHER_NAMESPACE; default: the default namespace]."),
+)
 
-    if uri is None and start_local:
-        from .. import localneo4j
 
-        try:
-            version = localneo4j.start(log=lambda m: click.echo(m, err=True))
-        except localneo4j.LocalNeo4jError as exc:
-            raise click.ClickException(str(exc))
-        click.echo(f"Local Neo4j {version} at {localneo4j.LocalConfig.from_env().uri}", err=True)
-    auth = (user, password) if user and password is not None else None
-    if asynchronous:
-        from ..async_nexus import AsyncNexus
+def _connect_options(fn=None, *, namespace: bool = True):
+    """The connection options, handed to the command as one ``conn: Connect`` (without
+    ``--namespace`` for commands about the whole database)."""
 
-        return AsyncNexus(uri, auth=auth, database=database)
-    return Nexus(uri, auth=auth, database=database)
+    def decorate(fn):
+        @functools.wraps(fn)
+        def command(*args, uri, user, password, database, namespace=None, **kwargs):
+            return fn(*args, conn=Connect(uri, user, password, database, namespace), **kwargs)
+
+        for option in reversed(_CONNECT_OPTIONS if namespace else _CONNECT_OPTIONS[:-1]):
+            command = option(command)
+        return command
+
+    return decorate(fn) if fn is not None else decorate
 
 
 def _verbose_option(fn):
@@ -181,7 +211,7 @@ def parse_cmd(source: str) -> None:
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--explain", is_flag=True, help="Run EXPLAIN on the configured Neo4j and print each statement's plan.")
 @_connect_options
-def compile_cmd(source: str, params: Optional[str], fmt: str, explain: bool, uri, user, password, database) -> None:
+def compile_cmd(source: str, params: Optional[str], fmt: str, explain: bool, conn: Connect) -> None:
     """Print the Cypher (and parameters) a KIP command — or each command of a script — compiles to.
 
     Without --explain nothing connects to Neo4j.
@@ -192,12 +222,12 @@ def compile_cmd(source: str, params: Optional[str], fmt: str, explain: bool, uri
     try:
         commands = command_texts(read_source(source))
         if explain:
-            with open_nexus(uri, user, password, database) as nexus:
+            with conn.open() as nexus:
                 compiled = [nexus.explain(command, parameters) for command, _ in commands]
         else:
             from .. import compile as compile_command
 
-            compiled = [compile_command(command, parameters) for command, _ in commands]
+            compiled = [compile_command(command, parameters, namespace=conn.namespace) for command, _ in commands]
     except KipError as exc:
         _fail(exc.to_dict())
     if fmt == "json":
@@ -225,7 +255,7 @@ def compile_cmd(source: str, params: Optional[str], fmt: str, explain: bool, uri
 @click.option("--format", "fmt", type=click.Choice(["json", "table"]), default="json", show_default=True, help="table prints results as the shell does.")
 @_verbose_option
 @_connect_options
-def call_cmd(source: Optional[str], request_file: Optional[str], params: Optional[str], readonly: bool, fmt: str, uri, user, password, database) -> None:
+def call_cmd(source: Optional[str], request_file: Optional[str], params: Optional[str], readonly: bool, fmt: str, conn: Connect) -> None:
     """Function-call JSON in, response JSON out (spec §6).
 
     The request is the arguments object {"command"|"commands", "parameters", "dry_run"},
@@ -239,7 +269,7 @@ def call_cmd(source: Optional[str], request_file: Optional[str], params: Optiona
     if not request.text.lstrip().startswith(("{", "[")):
         refuse_missing_file(request)
     arguments, readonly = _request_arguments(request.text, _parse_params(params), readonly)
-    with open_nexus(uri, user, password, database) as nexus:
+    with conn.open() as nexus:
         response = nexus.execute(arguments, readonly=readonly)
     if fmt == "table":
         _print_table_response(arguments, response)
@@ -298,7 +328,7 @@ def _print_table_response(arguments: Any, response: dict[str, Any]) -> None:
               help="text: a line per command; json: the §6.2.3 batch response; table: one table at the end.")
 @_verbose_option
 @_connect_options
-def run_cmd(source: str, params: Optional[str], dry_run: bool, readonly: bool, fmt: str, uri, user, password, database) -> None:
+def run_cmd(source: str, params: Optional[str], dry_run: bool, readonly: bool, fmt: str, conn: Connect) -> None:
     """Execute a .kip file: a capsule or a script of several commands, in order.
 
     Follows the batch rules of spec §6: a KML execution error stops the run; read
@@ -311,7 +341,7 @@ def run_cmd(source: str, params: Optional[str], dry_run: bool, readonly: bool, f
 
     parameters = _parse_params(params)
     text = read_file(source)
-    with open_nexus(uri, user, password, database) as nexus:
+    with conn.open() as nexus:
         failed = run_script(nexus, text, source, parameters=parameters, dry_run=dry_run, readonly=readonly, fmt=fmt)
     sys.exit(1 if failed else 0)
 
@@ -323,7 +353,7 @@ def run_cmd(source: str, params: Optional[str], dry_run: bool, readonly: bool, f
 @click.option("--params", default=None, help="Parameters for placeholders in PATTERN, as a JSON object.")
 @click.option("--max-pages", type=int, default=0, help="Stop after this many pages (0: follow next_cursor to the end).")
 @_connect_options
-def export_cmd(pattern: str, target: str, limit: int, params: Optional[str], max_pages: int, uri, user, password, database) -> None:
+def export_cmd(pattern: str, target: str, limit: int, params: Optional[str], max_pages: int, conn: Connect) -> None:
     """Export the elements matched by a WHERE pattern as a capsule (.kip) on stdout.
 
     PATTERN is the body of an EXPORT's WHERE block, e.g.
@@ -336,7 +366,7 @@ def export_cmd(pattern: str, target: str, limit: int, params: Optional[str], max
     base = f"EXPORT {target}\nWHERE {{\n  {pattern.strip()}\n}}\nLIMIT {int(limit)}"
     cursor: Optional[str] = None
     pages = concepts = propositions = 0
-    with open_nexus(uri, user, password, database) as nexus:
+    with conn.open() as nexus:
         while True:
             command = base + (f"\nCURSOR {json.dumps(cursor)}" if cursor else "")
             response = nexus.execute_kip_readonly(command, parameters=parameters or None)
@@ -363,7 +393,7 @@ def export_cmd(pattern: str, target: str, limit: int, params: Optional[str], max
 @click.option("--cypher/--no-cypher", "show_cypher", default=False, help="Show each command's Cypher (toggle with :cypher on|off).")
 @click.option("--history", "history_file", default=None, envvar="KIP2CYPHER_HISTORY", help="History file [env KIP2CYPHER_HISTORY; default: shell_history in the user data dir].")
 @_connect_options
-def shell_cmd(readonly: bool, show_cypher: bool, history_file: Optional[str], uri, user, password, database) -> None:
+def shell_cmd(readonly: bool, show_cypher: bool, history_file: Optional[str], conn: Connect) -> None:
     """Interactive KIP: end a command with a blank line or `;`. Type :help for the colon commands.
 
     Ctrl-C discards the command being typed, Ctrl-D leaves; Tab completes keywords, :commands
@@ -371,7 +401,7 @@ def shell_cmd(readonly: bool, show_cypher: bool, history_file: Optional[str], ur
     """
     from .shell import Shell
 
-    with open_nexus(uri, user, password, database) as nexus:
+    with conn.open() as nexus:
         Shell(nexus, readonly=readonly, show_cypher=show_cypher, history_file=history_file).loop()
 
 
@@ -392,7 +422,7 @@ def _csv(value: Optional[str]) -> list[str]:
 @click.option("--host", default="127.0.0.1", show_default=True, cls=_EnvOption, envvar="KIP2CYPHER_MCP_HOST", help="HTTP: address to listen on [env KIP2CYPHER_MCP_HOST].")
 @click.option("--port", type=int, default=8000, show_default=True, cls=_EnvOption, envvar="KIP2CYPHER_MCP_PORT", help="HTTP: port (0 = any free port, printed at start) [env KIP2CYPHER_MCP_PORT].")
 @click.option("--path", "http_path", default="/mcp", show_default=True, cls=_EnvOption, envvar="KIP2CYPHER_MCP_PATH", help="HTTP: endpoint path [env KIP2CYPHER_MCP_PATH].")
-@click.option("--tokens-file", default=None, cls=_EnvOption, envvar="KIP2CYPHER_MCP_TOKENS_FILE", type=click.Path(dir_okay=False), help="HTTP: bearer tokens, `<token> rw|ro` a line [env KIP2CYPHER_MCP_TOKENS_FILE]; also KIP2CYPHER_MCP_TOKENS='<token>:rw,<token>:ro'.")
+@click.option("--tokens-file", default=None, cls=_EnvOption, envvar="KIP2CYPHER_MCP_TOKENS_FILE", type=click.Path(dir_okay=False), help="HTTP: bearer tokens, `<token> rw|ro [namespace]` a line [env KIP2CYPHER_MCP_TOKENS_FILE]; also KIP2CYPHER_MCP_TOKENS='<token>:rw,<token>:ro:alice'.")
 @click.option("--no-auth", is_flag=True, help="HTTP: serve without tokens (refused unless --host is loopback).")
 @click.option("--allowed-hosts", default=None, cls=_EnvOption, envvar="KIP2CYPHER_MCP_ALLOWED_HOSTS", help="HTTP: extra Host header values accepted, comma-separated, e.g. 'kip.example.com:*' (DNS-rebinding protection) [env KIP2CYPHER_MCP_ALLOWED_HOSTS].")
 @click.option("--allowed-origins", default=None, cls=_EnvOption, envvar="KIP2CYPHER_MCP_ALLOWED_ORIGINS", help="HTTP: extra browser Origin values accepted, comma-separated [env KIP2CYPHER_MCP_ALLOWED_ORIGINS].")
@@ -404,7 +434,7 @@ def _csv(value: Optional[str]) -> list[str]:
 @click.option("--start-local", is_flag=True, help="Start the bundled local Neo4j when no --uri / NEO4J_URI is set.")
 @_connect_options
 def mcp_cmd(transport: str, host: str, port: int, http_path: str, tokens_file: Optional[str], no_auth: bool, allowed_hosts: Optional[str], allowed_origins: Optional[str],
-            max_request_bytes: Optional[int], request_timeout: Optional[float], readonly: bool, bootstrap: bool, with_capsules: bool, start_local: bool, uri, user, password, database) -> None:
+            max_request_bytes: Optional[int], request_timeout: Optional[float], readonly: bool, bootstrap: bool, with_capsules: bool, start_local: bool, conn: Connect) -> None:
     """Serve execute_kip and execute_kip_readonly over MCP: stdio (default) or streamable HTTP.
 
     stdio: stdout carries only the protocol; logs go to stderr. http: every request needs
@@ -423,7 +453,7 @@ def mcp_cmd(transport: str, host: str, port: int, http_path: str, tokens_file: O
                 max_request_bytes=max_request_bytes or mcp_server.DEFAULT_MAX_REQUEST_BYTES,
             )
         timeout = mcp_server.DEFAULT_REQUEST_TIMEOUT_S if request_timeout is None else request_timeout
-        mcp_server.run(lambda: open_nexus(uri, user, password, database, start_local=start_local, asynchronous=True), readonly=readonly, bootstrap=bootstrap, capsules=with_capsules, http=http, request_timeout_s=timeout)
+        mcp_server.run(lambda: conn.open(start_local=start_local, asynchronous=True), readonly=readonly, bootstrap=bootstrap, capsules=with_capsules, http=http, request_timeout_s=timeout)
     except mcp_server.McpConfigError as exc:
         raise click.ClickException(str(exc))
 
@@ -434,14 +464,14 @@ def mcp_cmd(transport: str, host: str, port: int, http_path: str, tokens_file: O
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "table"]), default="text", show_default=True, help="json: each capsule's UPSERT result, ids included.")
 @click.option("-v", "--verbose", is_flag=True, help="text/table: also list the element ids each capsule upserted.")
 @_connect_options
-def bootstrap_cmd(with_capsules: bool, upgrade: bool, fmt: str, verbose: bool, uri, user, password, database) -> None:
+def bootstrap_cmd(with_capsules: bool, upgrade: bool, fmt: str, verbose: bool, conn: Connect) -> None:
     """Create the schema objects and apply the Genesis capsule (idempotent)."""
     from .. import resources
     from .demo import where
     from .output import make_console, table, writes_summary
     from .source import write_counts
 
-    with open_nexus(uri, user, password, database, start_local=True) as nexus:
+    with conn.open(start_local=True) as nexus:
         click.echo(f"Bootstrapping {where(nexus)}", err=True)
         applied = nexus.bootstrap(capsules=with_capsules, upgrade=upgrade)
     if fmt == "json":
@@ -463,7 +493,7 @@ def bootstrap_cmd(with_capsules: bool, upgrade: bool, fmt: str, verbose: bool, u
 @main.command("demo")
 @click.option("--yes", is_flag=True, help="Write the example capsules even into a database that holds data other than KIP's.")
 @_connect_options
-def demo_cmd(yes: bool, uri, user, password, database) -> None:
+def demo_cmd(yes: bool, conn: Connect) -> None:
     """Bootstrap, load an example capsule and run queries, showing each one's Cypher.
 
     Without --uri / NEO4J_URI the demo starts (or reuses) a local Neo4j of its own: port
@@ -472,17 +502,59 @@ def demo_cmd(yes: bool, uri, user, password, database) -> None:
     from .. import localneo4j
     from . import demo
 
-    if uri is None:
+    if conn.uri is None:
         cfg = localneo4j.demo_config()
         try:
             version = localneo4j.start(cfg, log=lambda m: click.echo(m, err=True), require_own=True)
         except localneo4j.LocalNeo4jError as exc:
             raise click.ClickException(str(exc))
         click.echo(f"The demo's own local Neo4j {version} at {cfg.uri} (data: {cfg.home}; stop it with `kip2cypher neo4j stop --port {cfg.port} --data {cfg.home}`)", err=True)
-        uri = cfg.uri
-    with open_nexus(uri, user, password, database) as nexus:
+        conn = dataclasses.replace(conn, uri=cfg.uri)
+    with conn.open() as nexus:
         try:
             demo.run_demo(nexus, click.echo, yes=yes)
         except demo.DemoRefused as exc:
             raise click.ClickException(str(exc))
 
+
+
+# ---------------------------------------------------------------- namespaces
+@main.group("namespaces")
+def namespaces_group() -> None:
+    """The isolated nexuses of one database (docs/namespaces.md)."""
+
+
+@namespaces_group.command("list")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@_connect_options(namespace=False)
+def namespaces_list(fmt: str, conn: Connect) -> None:
+    """List the namespaces with their concept and proposition counts."""
+    from .. import namespaces
+    from .output import make_console, table
+
+    with conn.open() as nexus:
+        found = namespaces.list_namespaces(nexus.driver, nexus.database)
+    if fmt == "json":
+        click.echo(dump([info.to_dict() for info in found]))
+        return
+    rows = [[info.namespace or "(default)", info.concepts, info.propositions, "yes" if info.bootstrapped else "no"] for info in found]
+    console = make_console()
+    console.print(table(["namespace", "concepts", "propositions", "schema created"], rows, console=console, count=False))
+
+
+@namespaces_group.command("drop")
+@click.argument("name")
+@click.option("--yes", is_flag=True, help="Really delete the namespace's elements, constraints, indexes and nexus node.")
+@_connect_options(namespace=False)
+def namespaces_drop(name: str, yes: bool, conn: Connect) -> None:
+    """Delete the namespace NAME: all its concepts and propositions, its schema objects and its
+    nexus node. Nothing of another namespace or outside KIP is touched. Refused without --yes."""
+    from .. import namespaces
+
+    with conn.open() as nexus:
+        if not yes:
+            info = {i.namespace: i for i in namespaces.list_namespaces(nexus.driver, nexus.database)}.get(name)
+            what = f"{info.concepts} concepts and {info.propositions} propositions" if info else "nothing (no such namespace)"
+            raise click.ClickException(f"Dropping namespace {name!r} would delete {what} and its schema objects; add --yes to do it.")
+        removed = namespaces.drop_namespace(nexus.driver, nexus.database, name)
+    click.echo(dump(removed))

@@ -88,9 +88,11 @@ def where(nexus) -> str:
 
 
 def foreign_nodes(nexus) -> int:
-    """Nodes that are not the engine's (concepts, propositions, the nexus node): somebody else's data."""
-    kip = " OR ".join(f"n:{label}" for label in storage.RESERVED_LABELS)
-    records, _, _ = nexus.driver.execute_query(f"MATCH (n) WHERE NOT ({kip}) RETURN count(n) AS c", database_=nexus.database)
+    """Nodes that are not the engine's (concepts and propositions of any namespace, nexus nodes): somebody else's data."""
+    records, _, _ = nexus.driver.execute_query(
+        "MATCH (n) WHERE NOT any(l IN labels(n) WHERE any(s IN $stems WHERE l = s OR l STARTS WITH s + '__')) RETURN count(n) AS c",
+        stems=list(storage.RESERVED_LABEL_STEMS), database_=nexus.database,
+    )
     return records[0]["c"]
 
 

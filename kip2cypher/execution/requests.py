@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
 from ..config import Settings
+from ..cypher import storage
 from ..lower.plan import EMPTY, Compiled
 
 
@@ -67,3 +68,8 @@ class Context:
     #: The engine itself writes (``Nexus.bootstrap(upgrade=True)``): the protected structures a
     #: newer Genesis or standard capsule refreshes may change. Never set for an agent's request.
     engine: bool = False
+
+    @property
+    def names(self) -> storage.Names:
+        """The storage vocabulary of the nexus's namespace."""
+        return storage.names(self.settings.namespace)

@@ -59,7 +59,7 @@ def _compile(text: str, params_json: str, settings: Settings) -> Plan:
         plan = lower(command, parameters, settings)
     except errors.KipError as exc:
         raise exc.locate(text)
-    return dataclasses.replace(plan, command_text=text)
+    return dataclasses.replace(plan, command_text=text, namespace=settings.namespace)
 
 
 _compile_cached = lru_cache(maxsize=2048)(_compile)
@@ -100,7 +100,7 @@ def issued(plan: Plan) -> tuple[Compiled, ...]:
     """Every statement a command's program may issue, in program order: the plan's own steps,
     then — after a KML write, when an embedder is configured — the executor's refresh of the
     SEARCH embeddings of the elements the write touched (``execution.programs.start``)."""
-    return plan.steps() + (embeddings.REFRESH if plan.kind == "KML" else ())
+    return plan.steps() + (embeddings.refresh(plan.names) if plan.kind == "KML" else ())
 
 
 def statements(plan: Plan) -> list[dict[str, Any]]:

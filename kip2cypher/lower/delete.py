@@ -23,9 +23,9 @@ from . import writes as K
 from .update import BulkPlan, Targets, lock
 
 
-def dependents(roots: str) -> Fragment:
+def dependents(roots: str, names: storage.Names) -> Fragment:
     """Cypher expression: every proposition that (transitively) references an element of the list ``roots``."""
-    return frag("COLLECT { UNWIND ", roots, " AS _d MATCH (_h:", K.P, ")-[:", K.SUBJ, "|", K.OBJ, "*1..]->(_d) RETURN DISTINCT _h }")
+    return frag("COLLECT { UNWIND ", roots, " AS _d MATCH (_h:", names.proposition, ")-[:", names.subject_rel, "|", names.object_rel, "*1..]->(_d) RETURN DISTINCT _h }")
 
 
 def lock_all(stmt: Statement, list_var: str) -> None:
@@ -35,18 +35,18 @@ def lock_all(stmt: Statement, list_var: str) -> None:
     stmt.line("CALL (", list_var, ") { UNWIND ", list_var, " AS _lk ", lock("_lk"), " }")
 
 
-def locked_dependents(stmt: Statement, roots: str, out: str, keep: str, guard: str) -> None:
+def locked_dependents(stmt: Statement, roots: str, out: str, keep: str, guard: str, names: storage.Names) -> None:
     """``out`` = the transitive dependents of ``roots``, read only after ``roots`` are locked, then
     locked and read once more: a proposition committed by a concurrent writer between the first
     read and the lock is picked up instead of being left dangling when ``roots`` are deleted
     (tests/test_reliability_concurrency.py::test_link_writers_racing_endpoint_deletion_leave_no_orphans)."""
     stmt.line("CALL (", keep, ") { WITH ", keep, " WHERE ", guard, " UNWIND ", roots, " AS _lk ", lock("_lk"), " }")
-    stmt.line("WITH ", keep, ", CASE WHEN ", guard, " THEN ", dependents(roots), " ELSE [] END AS _first")
+    stmt.line("WITH ", keep, ", CASE WHEN ", guard, " THEN ", dependents(roots, names), " ELSE [] END AS _first")
     lock_all(stmt, "_first")
-    stmt.line("WITH ", keep, ", CASE WHEN ", guard, " THEN ", dependents(roots), " ELSE [] END AS ", out)
+    stmt.line("WITH ", keep, ", CASE WHEN ", guard, " THEN ", dependents(roots, names), " ELSE [] END AS ", out)
 
 
-def delete_propositions(stmt: Statement, list_var: str, *, native: Optional[str] = "") -> None:
+def delete_propositions(stmt: Statement, list_var: str, names: storage.Names, *, native: Optional[str] = "") -> None:
     """Delete the proposition nodes in ``list_var`` with their native relationships (unit subqueries).
 
     ``native``: the list whose native relationships are looked up and deleted explicitly
@@ -57,51 +57,51 @@ def delete_propositions(stmt: Statement, list_var: str, *, native: Optional[str]
     ``stmt.block`` the lines are indented with it."""
     native = list_var if native == "" else native
     if native is not None:
-        _delete_native(stmt, native)
+        _delete_native(stmt, native, names)
     with stmt.block("CALL (", list_var, ")"):
         stmt.line("UNWIND ", list_var, " AS _x")
         stmt.line("DETACH DELETE _x")
 
 
-def _delete_native(stmt: Statement, list_var: str) -> None:
+def _delete_native(stmt: Statement, list_var: str, names: storage.Names) -> None:
     with stmt.block("CALL (", list_var, ")"):
         stmt.line("UNWIND ", list_var, " AS _x")
         with stmt.block("CALL (_x)"):
-            stmt.line("MATCH (_x)-[:", K.SUBJ, "]->(_s)")
-            stmt.line("MATCH (_x)-[:", K.OBJ, "]->(_o)")
-            stmt.line("MATCH (_s)-[_r]->(_o) WHERE _r.", Ident(storage.LINK_ID), " = _x.id")
+            stmt.line("MATCH (_x)-[:", names.subject_rel, "]->(_s)")
+            stmt.line("MATCH (_x)-[:", names.object_rel, "]->(_o)")
+            stmt.line("MATCH (_s)-[_r]->(_o) WHERE _r.", Ident(names.link_id), " = _x.id")
             stmt.line("DELETE _r")
 
 
 def lower_delete_propositions(command: ast.DeletePropositions, parameters: dict[str, Any], settings: Settings) -> BulkPlan:
     targets = Targets(command.where, command.target, parameters, settings, "DELETE PROPOSITIONS", {pat.PROPOSITION, pat.ELEMENT})
-    v, stmt = targets.var, targets.stmt
+    v, stmt, names = targets.var, targets.stmt, targets.names
     if targets.kind != pat.PROPOSITION:  # an endpoint variable may bind concepts too
-        stmt.line("WITH ", v, " WHERE ", v, ":", K.P)
-    probe = targets.collect_guarded("_ls", rules.cy_protected_link("x"), "0 AS deleted")
-    locked_dependents(stmt, "_ls", "_deps", "_ls, _bad", "size(_bad) = 0")
+        stmt.line("WITH ", v, " WHERE ", v, ":", names.proposition)
+    probe = targets.collect_guarded("_ls", rules.cy_protected_link("x", names), "0 AS deleted")
+    locked_dependents(stmt, "_ls", "_deps", "_ls, _bad", "size(_bad) = 0", names)
     stmt.line("WITH _ls, _bad, CASE WHEN size(_bad) = 0 THEN _ls + [h IN _deps WHERE NOT h IN _ls] ELSE [] END AS _all")
     # A dependent references a deleted proposition directly (it reaches one through a chain of
     # KIP_SUBJECT / KIP_OBJECT, and the first hop is deleted too), so its native relationship
     # goes with that node's DETACH DELETE: only the matched ones are looked up.
     stmt.line("WITH _ls, _bad, _all, _all[..size(_ls)] AS _roots")
-    delete_propositions(stmt, "_all", native="_roots")
+    delete_propositions(stmt, "_all", names, native="_roots")
     stmt.line("RETURN size(_ls) AS matched, size(_all) AS deleted, _bad")
     return targets.plan("DELETE PROPOSITIONS", "delete with higher-order cascade", probe, (("deleted_propositions", "deleted"),))
 
 
 def lower_delete_concept(command: ast.DeleteConcept, parameters: dict[str, Any], settings: Settings) -> BulkPlan:
     targets = Targets(command.where, command.target, parameters, settings, "DELETE CONCEPT", {pat.CONCEPT, pat.ELEMENT})
-    v, stmt = targets.var, targets.stmt
+    v, stmt, names = targets.var, targets.stmt, targets.names
     if targets.kind != pat.CONCEPT:  # an endpoint variable may bind propositions too
-        stmt.line("WITH ", v, " WHERE ", v, ":", K.C)
+        stmt.line("WITH ", v, " WHERE ", v, ":", names.concept)
     protected = frag("coalesce(", rules.cy_protected_concept("x.type", "x.name"), " OR ", rules.cy_actor("x.type", "x.name"), ", false)")
     probe = targets.collect_guarded("_cs", protected, "0 AS concepts, 0 AS propositions")
-    locked_dependents(stmt, "_cs", "_ps", "_cs, _bad", "size(_bad) = 0")
+    locked_dependents(stmt, "_cs", "_ps", "_cs, _bad", "size(_bad) = 0", names)
     # Every cascaded proposition references a deleted concept or a cascaded proposition
     # directly (the first hop of its chain to a deleted concept), so its native relationship
     # is removed by that node's DETACH DELETE: no lookup.
-    delete_propositions(stmt, "_ps", native=None)
+    delete_propositions(stmt, "_ps", names, native=None)
     with stmt.block("CALL (_cs, _bad)"):
         stmt.line("WITH _cs WHERE size(_bad) = 0")
         stmt.line("UNWIND _cs AS _c")

@@ -6,6 +6,7 @@ behaviour and the choices the spec leaves to the engine are documented in docs/m
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,7 +53,7 @@ class TypeDefinitionPlan(Plan):
     name: str
 
     def steps(self) -> tuple[Compiled, ...]:
-        return (self.query, grounding.DEFINED_NAMES.with_params(meta=self.meta_type))
+        return (self.query, grounding.defined_names(self.names).with_params(meta=self.meta_type))
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,7 @@ def _lower_type_list(command: Any, parameters: dict[str, Any], settings: Setting
     fingerprint = cursor.fingerprint(what)
     after = cursor.decode(settings, fingerprint, resolve(command.cursor, parameters)) if command.cursor is not None else None
     stmt = Statement()
-    stmt.line("MATCH (t:", Ident(storage.CONCEPT), " {type: ", Param(meta_type, "meta_type"), "})")
+    stmt.line("MATCH (t:", Ident(storage.names(settings.namespace).concept), " {type: ", Param(meta_type, "meta_type"), "})")
     stmt.line("WHERE ", Param(after, "after"), " IS NULL OR t.name > ", Param(after, "after"))
     stmt.line("RETURN t.name AS name ORDER BY name LIMIT ", Param(limit + 1, "limit"))
     return TypeListPlan(query=Compiled.of(stmt, what), limit=limit, fingerprint=fingerprint)
@@ -99,24 +100,24 @@ def lower_describe_proposition_types(command: ast.DescribePropositionTypes, para
 
 
 # ------------------------------------------------------------------ DESCRIBE … TYPE "X"
-def _lower_type_definition(command: Any, parameters: dict[str, Any], meta_type: str, what: str) -> TypeDefinitionPlan:
+def _lower_type_definition(command: Any, parameters: dict[str, Any], settings: Settings, meta_type: str, what: str) -> TypeDefinitionPlan:
     name = resolve_str(command.name, parameters, f"DESCRIBE {what.upper()}")
     stmt = Statement()
-    stmt.line("MATCH (t:", Ident(storage.CONCEPT), " {type: ", Param(meta_type, "meta_type"), ", name: ", Param(name, "name"), "})")
+    stmt.line("MATCH (t:", Ident(storage.names(settings.namespace).concept), " {type: ", Param(meta_type, "meta_type"), ", name: ", Param(name, "name"), "})")
     stmt.line("RETURN ", storage.node_projection("t"), " AS t")
     return TypeDefinitionPlan(query=Compiled.of(stmt, f"the {meta_type} node {name!r}"), meta_type=meta_type, what=what, name=name)
 
 
 def lower_describe_concept_type(command: ast.DescribeConceptType, parameters: dict[str, Any], settings: Settings) -> TypeDefinitionPlan:
-    return _lower_type_definition(command, parameters, storage.CONCEPT_TYPE, "concept type")
+    return _lower_type_definition(command, parameters, settings, storage.CONCEPT_TYPE, "concept type")
 
 
 def lower_describe_proposition_type(command: ast.DescribePropositionType, parameters: dict[str, Any], settings: Settings) -> TypeDefinitionPlan:
-    return _lower_type_definition(command, parameters, storage.PROPOSITION_TYPE, "proposition type")
+    return _lower_type_definition(command, parameters, settings, storage.PROPOSITION_TYPE, "proposition type")
 
 
 # ------------------------------------------------------------------ DOMAINS and PRIMER
-def _domains_statement(key_concepts: int, key_propositions: int) -> Compiled:
+def _domains_statement(names: storage.Names, key_concepts: int, key_propositions: int) -> Compiled:
     """Every Domain with its member count, its key concepts and its key predicates.
 
     Members are the concepts with a ``belongs_to_domain`` link to the domain. A member's
@@ -125,12 +126,13 @@ def _domains_statement(key_concepts: int, key_propositions: int) -> Compiled:
     predicates are the predicates used most by propositions touching a member.
     """
     btd = Param(storage.BELONGS_TO_DOMAIN, "btd")
+    concept, proposition, links = Ident(names.concept), Ident(names.proposition), (Ident(names.subject_rel), "|", Ident(names.object_rel))
     stmt = Statement()
-    stmt.line("MATCH (d:", Ident(storage.CONCEPT), " {type: ", Param(storage.DOMAIN, "domain"), "})")
-    stmt.line("OPTIONAL MATCH (m:", Ident(storage.CONCEPT), ")-[:", Ident(storage.BELONGS_TO_DOMAIN), "]->(d)")
+    stmt.line("MATCH (d:", concept, " {type: ", Param(storage.DOMAIN, "domain"), "})")
+    stmt.line("OPTIONAL MATCH (m:", concept, ")-[:", Ident(names.rel(storage.BELONGS_TO_DOMAIN)), "]->(d)")
     stmt.line(
         "WITH d, m, CASE WHEN m IS NULL THEN 0 ELSE COUNT { (m)<-[:",
-        Ident(storage.SUBJECT_REL), "|", Ident(storage.OBJECT_REL), "]-(p:", Ident(storage.PROPOSITION), ") WHERE p.predicate <> ", btd,
+        *links, "]-(p:", proposition, ") WHERE p.predicate <> ", btd,
         " } END AS degree",
     )
     stmt.line("ORDER BY degree DESC, m.type, m.name")
@@ -140,7 +142,7 @@ def _domains_statement(key_concepts: int, key_propositions: int) -> Compiled:
     )
     stmt.line(
         "WITH d, members, key_concepts, COLLECT { UNWIND ms AS m MATCH (m)<-[:",
-        Ident(storage.SUBJECT_REL), "|", Ident(storage.OBJECT_REL), "]-(p:", Ident(storage.PROPOSITION), ") WHERE p.predicate <> ", btd,
+        *links, "]-(p:", proposition, ") WHERE p.predicate <> ", btd,
         " WITH p.predicate AS predicate, count(DISTINCT p) AS uses ORDER BY uses DESC, predicate LIMIT ",
         Param(key_propositions, "key_propositions"), " RETURN predicate } AS key_propositions",
     )
@@ -149,29 +151,36 @@ def _domains_statement(key_concepts: int, key_propositions: int) -> Compiled:
     return Compiled.of(stmt, "domains with members, key concepts and key predicates")
 
 
-def _domain_counts_statement() -> Compiled:
+def _domain_counts_statement(names: storage.Names) -> Compiled:
     stmt = Statement()
-    stmt.line("MATCH (d:", Ident(storage.CONCEPT), " {type: ", Param(storage.DOMAIN, "domain"), "})")
-    stmt.line("RETURN ", storage.node_projection("d"), " AS d, COUNT { (:", Ident(storage.CONCEPT), ")-[:", Ident(storage.BELONGS_TO_DOMAIN), "]->(d) } AS members")
+    stmt.line("MATCH (d:", Ident(names.concept), " {type: ", Param(storage.DOMAIN, "domain"), "})")
+    stmt.line("RETURN ", storage.node_projection("d"), " AS d, COUNT { (:", Ident(names.concept), ")-[:", Ident(names.rel(storage.BELONGS_TO_DOMAIN)), "]->(d) } AS members")
     stmt.line("ORDER BY members DESC, d.name")
     return Compiled.of(stmt, "domains with member counts")
 
 
-def _self_statement() -> Compiled:
+def _self_statement(names: storage.Names) -> Compiled:
     stmt = Statement()
-    stmt.line("MATCH (s:", Ident(storage.CONCEPT), " {type: ", Param("Person", "person"), ", name: ", Param("$self", "self"), "})")
+    stmt.line("MATCH (s:", Ident(names.concept), " {type: ", Param("Person", "person"), ", name: ", Param("$self", "self"), "})")
     stmt.line("RETURN ", storage.node_projection("s"), " AS s")
     return Compiled.of(stmt, "the $self node")
 
 
-#: The plans of DESCRIBE DOMAINS and DESCRIBE PRIMER (the same for every request).
-DOMAINS = DomainsPlan(query=_domain_counts_statement())
-PRIMER = PrimerPlan(self_query=_self_statement(), domains=_domains_statement(PRIMER_KEY_CONCEPTS, PRIMER_KEY_PROPOSITIONS))
+@functools.lru_cache(maxsize=64)
+def _domains_plan(names: storage.Names) -> DomainsPlan:
+    return DomainsPlan(query=_domain_counts_statement(names))
+
+
+@functools.lru_cache(maxsize=64)
+def _primer_plan(names: storage.Names) -> PrimerPlan:
+    return PrimerPlan(self_query=_self_statement(names), domains=_domains_statement(names, PRIMER_KEY_CONCEPTS, PRIMER_KEY_PROPOSITIONS))
 
 
 def lower_describe_domains(command: ast.DescribeDomains, parameters: dict[str, Any], settings: Settings) -> DomainsPlan:
-    return DOMAINS
+    """The same plan for every request of a namespace."""
+    return _domains_plan(storage.names(settings.namespace))
 
 
 def lower_describe_primer(command: ast.DescribePrimer, parameters: dict[str, Any], settings: Settings) -> PrimerPlan:
-    return PRIMER
+    """The same plan for every request of a namespace."""
+    return _primer_plan(storage.names(settings.namespace))

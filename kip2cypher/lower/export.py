@@ -15,6 +15,7 @@ the program (``kip2cypher.execution.programs.export``) runs them and assembles t
 """
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -53,10 +54,10 @@ class ExportPlan(Plan):
 
     def checks(self) -> tuple[Compiled, ...]:
         """The grounding check, as listed (and EXPLAINed) by a dry run."""
-        return (grounding.check_statement(self.grounding_all),) if self.grounding_all else ()
+        return (grounding.check_statement(self.grounding_all, self.names),) if self.grounding_all else ()
 
     def steps(self) -> tuple[Compiled, ...]:
-        names = (grounding.DEFINED_NAMES,) if self.grounding_all else ()
+        names = (grounding.defined_names(self.names),) if self.grounding_all else ()
         return (self.page, *self.checks(), *names, self.refs)
 
 
@@ -68,8 +69,9 @@ def _page_statement(command: ast.Export, parameters: dict[str, Any], settings: S
     pattern.distinct([command.target], used_in="EXPORT")
     stmt = pattern.statement()
     e, level, key = Internal("e"), Internal("level"), Internal("key")
-    prop = Ident(storage.PROPOSITION)
-    rels = (Ident(storage.SUBJECT_REL), "|", Ident(storage.OBJECT_REL))
+    names = pattern.lowerer.names
+    prop = Ident(names.proposition)
+    rels = (Ident(names.subject_rel), "|", Ident(names.object_rel))
     stmt.line("WITH ", pattern.ref(command.target), " AS ", e, " WHERE ", e, " IS NOT NULL")
     with stmt.block("CALL (", e, ")"):
         stmt.line("OPTIONAL MATCH path = (", e, ":", prop, ")-[:", *rels, "*1..]->(:", prop, ")")
@@ -88,17 +90,15 @@ def _page_statement(command: ast.Export, parameters: dict[str, Any], settings: S
     return Compiled.of(stmt, "EXPORT page"), grounding.names(pattern.grounding), grounding.names(pattern.grounding, required_only=False)
 
 
-def _refs_statement() -> Compiled:
+@functools.lru_cache(maxsize=64)
+def _refs_statement(names: storage.Names) -> Compiled:
+    """The endpoint-identity lookup (the same for every EXPORT of a namespace)."""
     stmt = Statement()
     stmt.line("UNWIND ", Param(None, "ids"), " AS ref_id")
-    stmt.line("OPTIONAL MATCH (c:", Ident(storage.CONCEPT), " {id: ref_id})")
-    stmt.line("OPTIONAL MATCH (p:", Ident(storage.PROPOSITION), " {id: ref_id})")
+    stmt.line("OPTIONAL MATCH (c:", Ident(names.concept), " {id: ref_id})")
+    stmt.line("OPTIONAL MATCH (p:", Ident(names.proposition), " {id: ref_id})")
     stmt.line("RETURN ref_id AS id, c.type AS type, c.name AS name, p.subject AS subject, p.predicate AS predicate, p.object AS object")
     return Compiled.of(stmt, "endpoint identities")
-
-
-#: The endpoint-identity lookup (the same for every EXPORT).
-REFS = _refs_statement()
 
 
 def lower_export(command: ast.Export, parameters: dict[str, Any], settings: Settings) -> ExportPlan:
@@ -112,7 +112,7 @@ def lower_export(command: ast.Export, parameters: dict[str, Any], settings: Sett
     page, grounding_all, grounding_optional = _page_statement(command, parameters, settings)
     return ExportPlan(
         page=page,
-        refs=REFS,
+        refs=_refs_statement(storage.names(settings.namespace)),
         limit=limit,
         after=tuple(after) if isinstance(after, list) else after,
         fingerprint=fingerprint,

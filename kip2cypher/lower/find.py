@@ -11,6 +11,7 @@ Shape of the generated query (docs/kql.md has every rule)::
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any, Optional, Union
 
@@ -62,34 +63,32 @@ class FindPlan(Plan):
     grounding: grounding.Names
     grounding_at: grounding.Offsets = ()
     #: Attribute/metadata keys read of elements of a known type: (concept?, type or predicate,
-    #: stored key, variable) — checked only when the answer is empty (``KEY_CHECK``).
+    #: stored key, variable) — checked only when the answer is empty (``key_check``).
     key_checks: tuple[tuple[bool, str, str, str], ...] = ()
 
     def steps(self) -> tuple[Compiled, ...]:
-        checks = (grounding.check_statement(self.grounding), grounding.DEFINED_NAMES) if self.grounding else ()
-        keys = (KEY_CHECK,) if self.key_checks else ()
+        checks = (grounding.check_statement(self.grounding, self.names), grounding.defined_names(self.names)) if self.grounding else ()
+        keys = (key_check(self.names),) if self.key_checks else ()
         # the grounding check runs only for a dry run (which EXPLAINs the query instead of running it)
         return (self.query, *checks, *keys)
 
 
-def _key_check() -> Compiled:
-    """Per (type or predicate, key): does any element carry the key, and which keys do a few carry."""
+@functools.lru_cache(maxsize=64)
+def key_check(names: storage.Names = storage.DEFAULT) -> Compiled:
+    """Per (type or predicate, key): does any element carry the key, and which keys do a few
+    carry. Checks attribute/metadata keys an empty FIND read against what elements carry."""
     stmt = Statement()
     stmt.line("UNWIND ", Param(None, "checks"), " AS c")
     with stmt.block("CALL (c)"):
-        stmt.line("MATCH (n:", storage.CONCEPT, " {type: c.name}) WHERE c.concept")
+        stmt.line("MATCH (n:", names.concept, " {type: c.name}) WHERE c.concept")
         stmt.line("RETURN n")
         stmt.line("UNION ALL")
-        stmt.line("MATCH (n:", storage.PROPOSITION, " {predicate: c.name}) WHERE NOT c.concept")
+        stmt.line("MATCH (n:", names.proposition, " {predicate: c.name}) WHERE NOT c.concept")
         stmt.line("RETURN n")
     stmt.line("WITH c, collect(n) AS elements")
     stmt.line("RETURN c.i AS i, any(n IN elements WHERE n[c.key] IS NOT NULL) AS present,")
     stmt.line("       reduce(ks = [], n IN elements[..100] | ks + [k IN keys(n) WHERE NOT k IN ks]) AS keys")
     return Compiled.of(stmt, "keys carried by elements of the type (only for an empty answer)")
-
-
-#: Checks attribute/metadata keys an empty FIND read against what elements of that type carry.
-KEY_CHECK = _key_check()
 
 
 class _Column:
@@ -429,7 +428,7 @@ class _FindLowering:
             undefined = Internal("undefined")
             stmt.line(return_line, ", null AS ", undefined)
             stmt.line("UNION ALL")
-            for line in grounding.undefined_names_lines(Param([list(p) for p in names], "kip_names"), undefined):
+            for line in grounding.undefined_names_lines(Param([list(p) for p in names], "kip_names"), undefined, pattern.lowerer.names):
                 stmt.line(line)
             stmt.line("RETURN ", join(", ", [frag("null AS ", column) for column in self.return_columns(returning)]), ", ", undefined)
         else:

@@ -19,7 +19,7 @@
    (from, into) pairs, one statement per level).
 5. *delete* the duplicates and the source.
 
-The statements of steps 2–5 are command-independent (``LOCK`` … ``DELETE``); the program
+The statements of steps 2–5 are command-independent (``statements``: lock … delete); the program
 (``kip2cypher.execution.programs.merge``) runs them with the ids it learnt.
 
 Counts: ``links_repointed`` = propositions whose endpoint moved (at any level);
@@ -29,6 +29,7 @@ had none and the source had some).
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -42,6 +43,7 @@ from . import grounding, rules
 from . import pattern as pat
 from . import writes as K
 from .delete import delete_propositions
+from .upsert import native_type
 from .plan import Compiled, Plan
 
 ALIASES = storage.attr_key("aliases")
@@ -55,16 +57,16 @@ def _bind_statement(pattern: pat.Pattern, source: str, target: str) -> Compiled:
     stmt = pattern.statement()
     stmt.line("WITH collect(DISTINCT ", s, ") AS _ss, collect(DISTINCT ", t, ") AS _ts")
     info = (
-        "{id: x.id, type: x.type, name: x.name, concept: x:", storage.CONCEPT, ", protected: coalesce(",
+        "{id: x.id, type: x.type, name: x.name, concept: x:", pattern.lowerer.names.concept, ", protected: coalesce(",
         rules.cy_protected_concept("x.type", "x.name"), " OR ", rules.cy_actor("x.type", "x.name"), ", false)}",
     )
     stmt.line("RETURN size(_ss) AS ns, size(_ts) AS nt, [x IN _ss[..2] | ", *info, "] AS ss, [x IN _ts[..2] | ", *info, "] AS ts")
     return Compiled.of(stmt, "MERGE: bind ?source and ?target")
 
 
-def _lock_statement() -> Compiled:
+def _lock_statement(names: storage.Names) -> Compiled:
     s = Statement()
-    both = ("MATCH (s:", storage.CONCEPT, " {id: ", S, "}), (t:", storage.CONCEPT, " {id: ", T, "})")
+    both = ("MATCH (s:", names.concept, " {id: ", S, "}), (t:", names.concept, " {id: ", T, "})")
     s.line(*both)
     s.line("SET s.", Ident(K.LOCK), " = true, t.", Ident(K.LOCK), " = true")
     s.line("REMOVE s.", Ident(K.LOCK), ", t.", Ident(K.LOCK))
@@ -77,15 +79,15 @@ def _lock_statement() -> Compiled:
     return Compiled.of(s, "MERGE: lock and read source and target")
 
 
-def _fill_statement() -> Compiled:
+def _fill_statement(names: storage.Names) -> Compiled:
     s = Statement()
-    s.line("MATCH (t:", storage.CONCEPT, " {id: ", T, "})")
+    s.line("MATCH (t:", names.concept, " {id: ", T, "})")
     s.line("SET t += ", FILL, ", ", K.version_bump("t", K.stored_version("t")))
     return Compiled.of(s, "MERGE: fill the target's attributes and _merged_from")
 
 
-def _repoint_statement() -> Compiled:
-    C, P, SUBJ, OBJ = storage.CONCEPT, storage.PROPOSITION, storage.SUBJECT_REL, storage.OBJECT_REL
+def _repoint_statement(names: storage.Names) -> Compiled:
+    C, P, SUBJ, OBJ = names.concept, names.proposition, names.subject_rel, names.object_rel
     s = Statement()
     s.line("UNWIND ", PAIRS, " AS pair")
     with s.block("CALL (pair)"):
@@ -106,7 +108,7 @@ def _repoint_statement() -> Compiled:
         with s.block("CALL (x, y, l, cur, ns, no, q)"):
             s.line("WITH * WHERE q IS NULL")
             s.line("MATCH (l)-[:", SUBJ, "]->(os) MATCH (l)-[:", OBJ, "]->(oo)")
-            s.line("OPTIONAL MATCH (os)-[r]->(oo) WHERE r.", Ident(storage.LINK_ID), " = l.id")
+            s.line("OPTIONAL MATCH (os)-[r]->(oo) WHERE r.", Ident(names.link_id), " = l.id")
             s.line("DELETE r")
             s.line("WITH DISTINCT x, y, l, cur, ns, no")
             s.line("OPTIONAL MATCH (l)-[k:", SUBJ, "|", OBJ, "]->(x)")
@@ -117,7 +119,7 @@ def _repoint_statement() -> Compiled:
             s.line("SET l.subject = ns, l.object = no, ", K.version_bump("l", K.stored_version("cur")))
             s.line("WITH l, cur")
             s.line("MATCH (l)-[:", SUBJ, "]->(s2) MATCH (l)-[:", OBJ, "]->(o2)")
-            s.line("CREATE (s2)-[:$(cur.predicate) {", Ident(storage.LINK_ID), ": l.id}]->(o2)")
+            s.line("CREATE (s2)-[:", native_type(names, "cur.predicate"), " {", Ident(names.link_id), ": l.id}]->(o2)")
         # -- collision: the existing link survives, missing keys filled from the duplicate
         with s.block("CALL (l, q, cur)"):
             s.line("WITH * WHERE q IS NOT NULL")
@@ -135,33 +137,48 @@ def _repoint_statement() -> Compiled:
     return Compiled.of(s, "MERGE: repoint the links of one level (source, then duplicates)")
 
 
-def _delete_statement() -> Compiled:
+def _delete_statement(names: storage.Names) -> Compiled:
     s = Statement()
-    s.line("OPTIONAL MATCH (d:", storage.PROPOSITION, ") WHERE d.id IN ", DEAD)
+    s.line("OPTIONAL MATCH (d:", names.proposition, ") WHERE d.id IN ", DEAD)
     s.line("WITH collect(d) AS _dead")
-    delete_propositions(s, "_dead")
-    s.line("WITH 1 AS _one MATCH (src:", storage.CONCEPT, " {id: ", S, "})")
+    delete_propositions(s, "_dead", names)
+    s.line("WITH 1 AS _one MATCH (src:", names.concept, " {id: ", S, "})")
     s.line("DETACH DELETE src")
     return Compiled.of(s, "MERGE: delete duplicates and the source")
 
 
-def _already_merged_statement() -> Compiled:
+def _already_merged_statement(names: storage.Names) -> Compiled:
     s = Statement()
-    s.line("MATCH (n:", storage.CONCEPT, " {type: ", TYPE, "}) WHERE ", ENTRY, " IN n.", Ident(K.MERGED_FROM))
+    s.line("MATCH (n:", names.concept, " {type: ", TYPE, "}) WHERE ", ENTRY, " IN n.", Ident(K.MERGED_FROM))
     s.line("RETURN n.type AS type, n.name AS name LIMIT 1")
     return Compiled.of(s, "MERGE: diagnose a replay (already merged?)")
 
 
-#: Is ``$entry`` (``"<Type>:<name>"``) in the ``_merged_from`` trail of a concept of ``$type``?
-ALREADY_MERGED = _already_merged_statement()
-#: Write-lock, then read, the concepts ``$s`` and ``$t``.
-LOCK = _lock_statement()
-#: ``SET t += $fill`` with a version bump at ``$now``.
-FILL = _fill_statement()
-#: Repoint the links of ``$pairs`` (``[[from, into], …]``) skipping ``$dead``; rows ``{link, into}``.
-REPOINT = _repoint_statement()
-#: Delete the ``$dead`` duplicates and the source ``$s``.
-DELETE = _delete_statement()
+@dataclass(frozen=True)
+class MergeStatements:
+    """The command-independent statements of MERGE CONCEPT in one namespace."""
+
+    #: Is ``$entry`` (``"<Type>:<name>"``) in the ``_merged_from`` trail of a concept of ``$type``?
+    already_merged: Compiled
+    #: Write-lock, then read, the concepts ``$s`` and ``$t``.
+    lock: Compiled
+    #: ``SET t += $fill`` with a version bump at ``$now``.
+    fill: Compiled
+    #: Repoint the links of ``$pairs`` (``[[from, into], …]``) skipping ``$dead``; rows ``{link, into}``.
+    repoint: Compiled
+    #: Delete the ``$dead`` duplicates and the source ``$s``.
+    delete: Compiled
+
+
+@functools.lru_cache(maxsize=64)
+def statements(names: storage.Names = storage.DEFAULT) -> MergeStatements:
+    return MergeStatements(
+        already_merged=_already_merged_statement(names),
+        lock=_lock_statement(names),
+        fill=_fill_statement(names),
+        repoint=_repoint_statement(names),
+        delete=_delete_statement(names),
+    )
 
 
 @dataclass(frozen=True)
@@ -180,9 +197,10 @@ class MergePlan(Plan):
     grounding_optional: grounding.Names  # names used only inside OPTIONAL / NOT / UNION: checked otherwise
 
     def steps(self) -> tuple[Compiled, ...]:
-        checks = (grounding.check_statement(self.grounding_all), grounding.DEFINED_NAMES) if self.grounding_all else ()
-        replay = (ALREADY_MERGED,) if self.source_identity is not None else ()
-        return (self.bind, *checks, *replay, LOCK, FILL, REPOINT, DELETE)
+        checks = (grounding.check_statement(self.grounding_all, self.names), grounding.defined_names(self.names)) if self.grounding_all else ()
+        s = statements(self.names)
+        replay = (s.already_merged,) if self.source_identity is not None else ()
+        return (self.bind, *checks, *replay, s.lock, s.fill, s.repoint, s.delete)
 
 
 def _source_identity(where: tuple, source: str, parameters: dict[str, Any]) -> Optional[tuple[str, str]]:

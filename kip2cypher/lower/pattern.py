@@ -331,9 +331,9 @@ def _bound_path() -> KipError:
     )
 
 
-def _types(predicate: ast.PredicatePattern) -> Fragment:
-    """``a|b``: the relationship types of a predicate pattern, quoted."""
-    return join("|", [Ident(name) for name in predicate.names])
+def _types(predicate: ast.PredicatePattern, names: storage.Names) -> Fragment:
+    """``a|b``: the native relationship types of a predicate pattern, quoted."""
+    return join("|", [Ident(names.rel(name)) for name in predicate.names])
 
 
 def unbound(name: str, used_in: str, offset: Optional[int] = None) -> KipError:
@@ -447,6 +447,8 @@ class Lowerer:
                  dont_care: frozenset[str] = frozenset()) -> None:
         self.parameters = parameters
         self.settings = settings
+        #: the storage vocabulary of the nexus's namespace: every label and relationship type emitted
+        self.names = storage.names(settings.namespace)
         self.grounding = Grounding()
         self._counter = 0
         self.lean = lean
@@ -715,7 +717,7 @@ class Lowerer:
         out = frag("(")
         if ref is not None:
             out.add(ref)
-        out.add(":", storage.CONCEPT)
+        out.add(":", self.names.concept)
         props: list[Fragment] = []
         if clause.id is not None:
             props.append(frag("id: ", Param(self.string_of(clause.id, "A concept `id`"))))
@@ -767,7 +769,7 @@ class Lowerer:
                 key = keys.anonymous()
         if clause.id is not None:
             link_id = self.string_of(clause.id, "A proposition `id`")
-            parts.append(frag("(", node if node is not None else "", ":", storage.PROPOSITION, " {id: ", Param(link_id), "})"))
+            parts.append(frag("(", node if node is not None else "", ":", self.names.proposition, " {id: ", Param(link_id), "})"))
             keys.add(key or keys.anonymous(), seed=True)
             return node, key
         predicate = clause.predicate
@@ -782,7 +784,7 @@ class Lowerer:
         if node is not None:
             keys.add(key)
             keys.rule([key], [s_key, o_key])  # one KIP_SUBJECT and one KIP_OBJECT per proposition
-            label = frag(node, ":", storage.PROPOSITION)
+            label = frag(node, ":", self.names.proposition)
             if isinstance(predicate, ast.PredicatePattern) and len(predicate.names) == 1:
                 label.add(" {predicate: ", Param(predicate.names[0]), "}")
                 if clause.var is not None:
@@ -799,9 +801,9 @@ class Lowerer:
                     keys.rule([s_key, o_key, p_key], [key])
             pattern = frag("(", label, ")")
             if subject is not None:
-                pattern = frag(subject, "<-[:", storage.SUBJECT_REL, "]-", pattern)
+                pattern = frag(subject, "<-[:", self.names.subject_rel, "]-", pattern)
             if obj is not None:
-                pattern = frag(pattern, "-[:", storage.OBJECT_REL, "]->", obj)
+                pattern = frag(pattern, "-[:", self.names.object_rel, "]->", obj)
             parts.append(pattern)
             return node, key
         rel_key = keys.add(keys.anonymous())
@@ -809,8 +811,8 @@ class Lowerer:
         if isinstance(predicate, ast.Var):
             rel = self.fresh("r")
             parts.append(frag(subject, "-[", rel, "]->", obj))
-            conds.append(frag(rel, ".", storage.LINK_ID, " IS NOT NULL"))
-            self.bind_predicate(predicate.name, frag("type(", rel, ")"), scope, conds, avoid)
+            conds.append(frag(rel, ".", self.names.link_id, " IS NOT NULL"))
+            self.bind_predicate(predicate.name, self.predicate_of(rel), scope, conds, avoid)
             p_key = keys.add(node_key(predicate.name))
             keys.rule([rel_key], [p_key])
             keys.rule([s_key, o_key, p_key], [rel_key])  # one native relationship per proposition
@@ -818,8 +820,13 @@ class Lowerer:
         if len(predicate.names) == 1:
             keys.rule([s_key, o_key], [rel_key])  # one native relationship per proposition
         # ("a" | "b" between the same nodes can match more than once)
-        parts.append(frag(subject, "-[:", _types(predicate), "]->", obj))
+        parts.append(frag(subject, "-[:", _types(predicate, self.names), "]->", obj))
         return None, None
+
+    def predicate_of(self, rel: Part) -> Fragment:
+        """The predicate a native relationship stands for: its type, without the namespace prefix."""
+        prefix = self.names.predicate_prefix
+        return frag("substring(type(", rel, "), ", str(len(prefix)), ")") if prefix else frag("type(", rel, ")")
 
     def ground_predicates(self, predicate: ast.PredicatePattern, required: bool) -> None:
         """A misspelled alternative ("a" | "typo") or a zero-hop path ("p"{0,n}) does not empty
@@ -849,14 +856,14 @@ class Lowerer:
         s_ref, s_bound = self.path_end(clause.subject, scope, parts, conds, required=required, avoid=avoid)
         o_ref, o_bound = self.path_end(clause.object, scope, parts, conds, required=required, avoid=avoid)
         self.keys.add(self.keys.anonymous())  # a path element: nothing determines it, so DISTINCT stays
-        types = _types(predicate)
+        types = _types(predicate, self.names)
         if o_ref == s_ref:
             o_bound = s_bound  # the same variable: bound only if it was before this clause
         if not s_bound and not o_bound:
             # Neither end known: start from every node that can begin such a walk.
             parts.append(frag("(", s_ref, ")"))
             if low == 0:
-                conds.append(frag("(", s_ref, ":", storage.CONCEPT, " OR ", s_ref, ":", storage.PROPOSITION, ")"))
+                conds.append(frag("(", s_ref, ":", self.names.concept, " OR ", s_ref, ":", self.names.proposition, ")"))
             else:
                 conds.append(frag("EXISTS { (", s_ref, ")-[:", types, "]->() }"))
             s_bound = True

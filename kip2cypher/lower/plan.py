@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, ClassVar, Mapping
 
+from ..cypher import storage
 from ..cypher.builder import Statement
 
 EMPTY: Mapping[str, Any] = MappingProxyType({})
@@ -54,6 +55,13 @@ class Plan:
     KIND: ClassVar[str] = ""
     ACCESS: ClassVar[str] = "READ"
     command_text: str = field(default="", kw_only=True, repr=False, compare=False)
+    #: The namespace the plan was compiled for (its statements use that namespace's names).
+    namespace: str = field(default="", kw_only=True, repr=False, compare=False)
+
+    @property
+    def names(self) -> storage.Names:
+        """The storage vocabulary of the plan's namespace."""
+        return storage.names(self.namespace)
 
     @property
     def kind(self) -> str:

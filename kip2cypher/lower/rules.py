@@ -72,11 +72,11 @@ def cy_actor(type_expr: Any, name_expr: Any) -> Fragment:
     return frag("[", type_expr, ", ", name_expr, "] IN ", actor_pairs())
 
 
-def cy_protected_link(link: Any) -> Fragment:
+def cy_protected_link(link: Any, names: storage.Names) -> Fragment:
     """Cypher: true when the proposition node is a belongs_to_domain link of a fully protected concept."""
     return frag(
         "(", link, ".predicate = ", Param(storage.BELONGS_TO_DOMAIN, P_BTD),
-        f" AND EXISTS {{ MATCH (", link, f")-[:{storage.SUBJECT_REL}]->(_ps:{storage.CONCEPT}) WHERE ",
+        " AND EXISTS { MATCH (", link, ")-[:", names.subject_rel, "]->(_ps:", names.concept, ") WHERE ",
         cy_protected_concept("_ps.type", "_ps.name"), " })",
     )
 

@@ -16,6 +16,7 @@ Without an embedder, "semantic" and "hybrid" run as "keyword" (spec §5.2.1).
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -31,7 +32,7 @@ from ..text import is_cjk, query_words, words
 from . import grounding
 from .plan import Compiled, Plan
 
-from ..cypher.catalog import CONCEPT_TEXT_INDEX, CONCEPT_VECTOR_INDEX, PROPOSITION_TEXT_INDEX, PROPOSITION_VECTOR_INDEX  # noqa: E402
+from ..cypher import catalog  # noqa: E402
 
 #: Results returned when SEARCH has no LIMIT, and the largest LIMIT accepted (KIP_4002 beyond).
 SEARCH_DEFAULT_LIMIT = 10
@@ -142,19 +143,21 @@ def _fulltext(index: str, type_field: str, lite: list, pool: int, label: str) ->
     return Compiled.of(stmt, label)
 
 
-def _predicate_definitions() -> Compiled:
+@functools.lru_cache(maxsize=64)
+def _predicate_definitions(names: storage.Names) -> Compiled:
     stmt = Statement()
-    stmt.line("MATCH (t:", Ident(storage.CONCEPT), " {type: ", Param(storage.PROPOSITION_TYPE, "meta_type"), "})")
+    stmt.line("MATCH (t:", Ident(names.concept), " {type: ", Param(storage.PROPOSITION_TYPE, "meta_type"), "})")
     stmt.line("WHERE ", Param(None, "type"), " IS NULL OR t.name = ", Param(None, "type"))
     stmt.line("RETURN t{.name, .", Ident(storage.attr_key("aliases")), ", .", Ident(storage.attr_key("description")), "} AS t")
     return Compiled.of(stmt, "predicate definitions")
 
 
-def _propositions_by_predicate() -> Compiled:
+@functools.lru_cache(maxsize=64)
+def _propositions_by_predicate(names: storage.Names) -> Compiled:
     stmt = Statement()
     stmt.line("UNWIND ", Param(None, "predicates"), " AS pred")
     with stmt.block("CALL (pred)"):
-        stmt.line("MATCH (p:", Ident(storage.PROPOSITION), " {predicate: pred})")
+        stmt.line("MATCH (p:", Ident(names.proposition), " {predicate: pred})")
         stmt.line("RETURN p.id AS id ORDER BY p.id LIMIT ", Param(None, "pool"))
     stmt.line("RETURN pred, id LIMIT ", Param(None, "pool"))
     return Compiled.of(stmt, "propositions of matching predicates")
@@ -172,18 +175,13 @@ def _vector(index: str, type_field: str, k: int) -> Compiled:
     return Compiled.of(stmt, f"vector candidates ({index})")
 
 
+@functools.lru_cache(maxsize=128)
 def _hydrate(label: str) -> Compiled:
     stmt = Statement()
     stmt.line("UNWIND ", Param(None, "ids"), " AS id")
     stmt.line("MATCH (n:", Ident(label), " {id: id})")
     stmt.line("RETURN ", storage.node_projection("n"), " AS node")
     return Compiled.of(stmt, "whole hits not already fetched")
-
-
-#: The statements of SEARCH CONCEPT / SEARCH PROPOSITION that do not depend on the command.
-_DEFINITIONS = _predicate_definitions()
-_BY_PREDICATE = _propositions_by_predicate()
-_HYDRATE = {True: _hydrate(storage.CONCEPT), False: _hydrate(storage.PROPOSITION)}
 
 
 # ------------------------------------------------------------------ the plan
@@ -225,7 +223,7 @@ class SearchPlan(Plan):
 
     def steps(self) -> tuple[Compiled, ...]:
         keyword = (self.fulltext,) if self.concept else (self.fulltext, self.definitions, self.by_predicate)
-        return (*keyword, self.vector, self.hydrate, grounding.DEFINED_NAMES)
+        return (*keyword, self.vector, self.hydrate, grounding.defined_names(self.names))
 
 
 def lower_search(command: ast.Search, parameters: dict[str, Any], settings: Settings) -> SearchPlan:
@@ -247,10 +245,11 @@ def lower_search(command: ast.Search, parameters: dict[str, Any], settings: Sett
         raise KipError(errors.RESOURCE_EXHAUSTED, f"SEARCH LIMIT {limit} exceeds the maximum of {SEARCH_MAX_LIMIT}.", f"Use LIMIT {SEARCH_MAX_LIMIT} or less; narrow the search WITH TYPE.")
     concept = command.target == "CONCEPT"
     pool = candidate_pool(limit)
+    names = storage.names(settings.namespace)
     if concept:
-        fulltext = _fulltext(CONCEPT_TEXT_INDEX, "type", _CONCEPT_LITE, pool, "full-text candidates (concepts)")
+        fulltext = _fulltext(catalog.concept_text_index(names), "type", _CONCEPT_LITE, pool, "full-text candidates (concepts)")
     else:
-        fulltext = _fulltext(PROPOSITION_TEXT_INDEX, "predicate", _PROPOSITION_LITE, pool, "full-text candidates (propositions)")
+        fulltext = _fulltext(catalog.proposition_text_index(names), "predicate", _PROPOSITION_LITE, pool, "full-text candidates (propositions)")
     return SearchPlan(
         concept=concept,
         term=term,
@@ -263,8 +262,8 @@ def lower_search(command: ast.Search, parameters: dict[str, Any], settings: Sett
         full_query=lucene_query(term, expand=True),
         query_words=tuple(words(term)),
         fulltext=fulltext,
-        definitions=None if concept else _DEFINITIONS,
-        by_predicate=None if concept else _BY_PREDICATE,
-        vector=_vector(CONCEPT_VECTOR_INDEX if concept else PROPOSITION_VECTOR_INDEX, "type" if concept else "predicate", pool),
-        hydrate=_HYDRATE[concept],
+        definitions=None if concept else _predicate_definitions(names),
+        by_predicate=None if concept else _propositions_by_predicate(names),
+        vector=_vector((catalog.concept_vector_index if concept else catalog.proposition_vector_index)(names), "type" if concept else "predicate", pool),
+        hydrate=_hydrate(names.concept if concept else names.proposition),
     )

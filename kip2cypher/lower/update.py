@@ -68,7 +68,7 @@ class BulkPlan(Plan):
     grounding_optional: grounding.Names
 
     def steps(self) -> tuple[Compiled, ...]:
-        checks = (grounding.check_statement(self.grounding_all), grounding.DEFINED_NAMES) if self.grounding_all else ()
+        checks = (grounding.check_statement(self.grounding_all, self.names), grounding.defined_names(self.names)) if self.grounding_all else ()
         return (self.write, self.probe, *checks)
 
 
@@ -79,6 +79,7 @@ class Targets:
     def __init__(self, where, target: str, parameters, settings: Settings, used_in: str, kinds, limit=None) -> None:
         # Lean lowering (docs/kql.md): only ?target is read after the WHERE.
         self.pattern = pat.lower_where(where, parameters, settings, used=[target])
+        self.names = self.pattern.lowerer.names
         #: concept / proposition when the WHERE pins the kind (element: either)
         self.kind = self.pattern.require(target, used_in=used_in, kinds=kinds).kind
         self.grounding_all = grounding.names(self.pattern.grounding)
@@ -94,7 +95,7 @@ class Targets:
         (``protected``: a test on ``x``) into ``_bad``. Returns the read-only dry-run probe: the
         statement so far, returning ``matched``, ``dry_counts`` (zeros) and ``_bad``."""
         self.stmt.line("WITH collect(", self.var, ") AS ", matched)
-        self.stmt.line("WITH ", matched, ", [x IN ", matched, " WHERE ", protected, " | ", element_label("x"), "] AS _bad")
+        self.stmt.line("WITH ", matched, ", [x IN ", matched, " WHERE ", protected, " | ", element_label("x", self.names), "] AS _bad")
         probe = Statement().extend(self.stmt)
         probe.line("RETURN size(", matched, ") AS matched, ", dry_counts, ", _bad")
         return probe
@@ -111,7 +112,7 @@ class Targets:
         )
 
 
-def bad_element(x: Any, *, core_directives: bool, kind: str = pat.ELEMENT) -> Fragment:
+def bad_element(x: Any, names: storage.Names, *, core_directives: bool, kind: str = pat.ELEMENT) -> Fragment:
     """Cypher: ``x`` is a protected element for a bulk mutation.
 
     Fully protected concepts and their CoreSchema links always; $self/$system
@@ -125,9 +126,9 @@ def bad_element(x: Any, *, core_directives: bool, kind: str = pat.ELEMENT) -> Fr
     if kind == pat.CONCEPT:
         return frag("coalesce(", join(" OR ", concept), ", false)")
     if kind == pat.PROPOSITION:
-        return frag("coalesce(", rules.cy_protected_link(x), ", false)")
-    parts = [frag("(", x, ":", K.C, " AND ", test, ")") for test in concept]
-    parts.insert(1, frag("(", x, ":", K.P, " AND ", rules.cy_protected_link(x), ")"))
+        return frag("coalesce(", rules.cy_protected_link(x, names), ", false)")
+    parts = [frag("(", x, ":", names.concept, " AND ", test, ")") for test in concept]
+    parts.insert(1, frag("(", x, ":", names.proposition, " AND ", rules.cy_protected_link(x, names), ")"))
     return frag("coalesce(", join(" OR ", parts), ", false)")
 
 
@@ -138,9 +139,9 @@ def current(t: Any, keys: list[str]) -> Fragment:
     return frag(t, " {", join(", ", [frag(".", Ident(k)) for k in dict.fromkeys(keys)]), "}")
 
 
-def element_label(x: Any) -> Fragment:
+def element_label(x: Any, names: storage.Names) -> Fragment:
     """Cypher: a readable label for an element in error messages."""
-    return frag("CASE WHEN ", x, ":", K.C, " THEN '{type: \"' + ", x, ".type + '\", name: \"' + ", x, ".name + '\"}' ELSE '(id: \"' + ", x, ".id + '\")' END")
+    return frag("CASE WHEN ", x, ":", names.concept, " THEN '{type: \"' + ", x, ".type + '\", name: \"' + ", x, ".name + '\"}' ELSE '(id: \"' + ", x, ".id + '\")' END")
 
 
 def lock(x: Part) -> Fragment:
@@ -256,7 +257,7 @@ def lower_update(command: ast.Update, parameters: dict[str, Any], settings: Sett
 
     targets = Targets(command.where, command.target, parameters, settings, "UPDATE", pat.NODE_KINDS, command.limit)
     stmt, cur = targets.stmt, Internal("cur")
-    probe = targets.collect_guarded("_ts", bad_element("x", core_directives=touches_cd, kind=targets.kind), "0 AS updated")
+    probe = targets.collect_guarded("_ts", bad_element("x", targets.names, core_directives=touches_cd, kind=targets.kind), "0 AS updated")
     with each_locked(stmt, "changed", "count(CASE WHEN changed THEN 1 END) AS updated"):
         stmt.line("WITH t, ", current("t", [*keys, *expr.reads, K.VERSION]), " AS ", cur)
         new_map = join(", ", [frag(Ident(k), ": ", v) for k, v in zip(keys, values)])
@@ -283,9 +284,9 @@ def _lower_delete_keys(command, parameters: dict[str, Any], settings: Settings, 
     touches_cd = not metadata and K.CORE_DIRECTIVES in keys
     targets = Targets(command.where, command.target, parameters, settings, keyword, pat.NODE_KINDS)
     stmt = targets.stmt
-    probe = targets.collect_guarded("_ts", bad_element("x", core_directives=touches_cd, kind=targets.kind), "0 AS concepts, 0 AS propositions")
+    probe = targets.collect_guarded("_ts", bad_element("x", targets.names, core_directives=touches_cd, kind=targets.kind), "0 AS concepts, 0 AS propositions")
     totals = "count(CASE WHEN changed AND is_concept THEN 1 END) AS concepts, count(CASE WHEN changed AND NOT is_concept THEN 1 END) AS propositions"
-    with each_locked(stmt, frag("changed, t:", K.C, " AS is_concept"), totals):
+    with each_locked(stmt, frag("changed, t:", targets.names.concept, " AS is_concept"), totals):
         stmt.line("WITH t, ", current("t", [*keys, K.VERSION]), " AS cur")
         stmt.line("WITH t, cur, any(k IN ", Param(keys, "kip_keys"), " WHERE cur[k] IS NOT NULL) AS changed")
         with stmt.block("CALL (t, cur, changed)"):

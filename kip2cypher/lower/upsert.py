@@ -32,6 +32,7 @@ execution because a proposition never changes a concept, and references by
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Callable, ClassVar, Mapping, Optional, Union
@@ -196,13 +197,13 @@ _ABSENT = object()
 
 
 # ====================================================================== statements
-def _resolve_statement() -> Compiled:
+def _resolve_statement(names: storage.Names) -> Compiled:
     """One row per ``$refs`` item ``{i, k, a, b, c}`` (``k``: the reference's ``KIND``)."""
     branches: tuple[tuple[str, str, str, Part], ...] = (
-        (ConceptByName.KIND, storage.CONCEPT, "type: r.a, name: r.b", frag("n.", Ident(storage.attr_key("instance_schema")))),
-        (ConceptById.KIND, storage.CONCEPT, "id: r.a", "null"),
-        (PropositionById.KIND, storage.PROPOSITION, "id: r.a", "null"),
-        (Structural.KIND, storage.PROPOSITION, "subject: r.a, predicate: r.b, object: r.c", "null"),
+        (ConceptByName.KIND, names.concept, "type: r.a, name: r.b", frag("n.", Ident(storage.attr_key("instance_schema")))),
+        (ConceptById.KIND, names.concept, "id: r.a", "null"),
+        (PropositionById.KIND, names.proposition, "id: r.a", "null"),
+        (Structural.KIND, names.proposition, "subject: r.a, predicate: r.b, object: r.c", "null"),
     )
     s = Statement()
     s.line("UNWIND ", Param(None, "refs"), " AS r")
@@ -217,7 +218,7 @@ def _resolve_statement() -> Compiled:
     return Compiled.of(s, "UPSERT: check types/predicates and look up outside targets")
 
 
-def _match_or_create(label: str, id_field: str, create: Callable[[Statement], None], *, concept: bool, attr_keys: bool = False) -> Statement:
+def _match_or_create(names: storage.Names, label: str, id_field: str, create: Callable[[Statement, storage.Names], None], *, concept: bool, attr_keys: bool = False) -> Statement:
     """The frame of both UPSERT writes: per ``$rows`` item, match-or-create the element
     (``create``) or match it by ``row.<id_field>``, then the guarded write (``writes.apply_tail``)."""
     s = Statement()
@@ -225,60 +226,60 @@ def _match_or_create(label: str, id_field: str, create: Callable[[Statement], No
     with s.block("CALL (row)"):
         with s.block("CALL (row)"):
             s.line("WITH row WHERE row.", id_field, " IS NULL")
-            create(s)
+            create(s, names)
             s.line("RETURN n")
             s.line("UNION ALL")
             s.line("WITH row WHERE row.", id_field, " IS NOT NULL")
             s.line("OPTIONAL MATCH (n:", label, " {id: row.", id_field, "})")
             s.line("RETURN n")
         s.line("WITH row, n, ", K.created_flag(), " AS created")
-        K.apply_tail(s, concept=concept, attr_keys=attr_keys)
+        K.apply_tail(s, names, concept=concept, attr_keys=attr_keys)
     s.line("RETURN row.i AS i, id, status, version, created", ", tn, attr_keys" if attr_keys else "")
     return s
 
 
-def _create_concept(s: Statement) -> None:
-    s.line("MERGE (n:", storage.CONCEPT, " {type: row.type, name: row.name})")
+def _create_concept(s: Statement, names: storage.Names) -> None:
+    s.line("MERGE (n:", names.concept, " {type: row.type, name: row.name})")
     s.line("  ", K.on_create_set(K.new_concept_id(), "n:$(row.type)"))
 
 
-def _create_proposition(s: Statement) -> None:
+def _create_proposition(s: Statement, names: storage.Names) -> None:
     # row.sc / row.oc: whether the endpoint is a concept (known in Python), so one index seek each
-    s.line("OPTIONAL MATCH (sc:", storage.CONCEPT, " {id: CASE WHEN row.sc THEN row.s END})")
-    s.line("OPTIONAL MATCH (sp:", storage.PROPOSITION, " {id: CASE WHEN row.sc THEN null ELSE row.s END})")
-    s.line("OPTIONAL MATCH (oc:", storage.CONCEPT, " {id: CASE WHEN row.oc THEN row.o END})")
-    s.line("OPTIONAL MATCH (op:", storage.PROPOSITION, " {id: CASE WHEN row.oc THEN null ELSE row.o END})")
+    s.line("OPTIONAL MATCH (sc:", names.concept, " {id: CASE WHEN row.sc THEN row.s END})")
+    s.line("OPTIONAL MATCH (sp:", names.proposition, " {id: CASE WHEN row.sc THEN null ELSE row.s END})")
+    s.line("OPTIONAL MATCH (oc:", names.concept, " {id: CASE WHEN row.oc THEN row.o END})")
+    s.line("OPTIONAL MATCH (op:", names.proposition, " {id: CASE WHEN row.oc THEN null ELSE row.o END})")
     s.line("WITH row, coalesce(sc, sp) AS s, coalesce(oc, op) AS o")
     s.line("WHERE s IS NOT NULL AND o IS NOT NULL")
-    s.line("MERGE (n:", storage.PROPOSITION, " {subject: row.s, predicate: row.p, object: row.o})")
+    s.line("MERGE (n:", names.proposition, " {subject: row.s, predicate: row.p, object: row.o})")
     s.line("  ", K.on_create_set(K.new_proposition_id("row.p")))
     s.line("WITH row, s, o, n")
     with s.block("CALL (row, s, o, n)"):
         s.line("WITH * WHERE ", K.created_flag())
         s.line(
-            "CREATE (n)-[:", storage.SUBJECT_REL, "]->(s), (n)-[:", storage.OBJECT_REL, "]->(o), ",
-            "(s)-[:$(row.p) {", Ident(storage.LINK_ID), ": n.id}]->(o)",
+            "CREATE (n)-[:", names.subject_rel, "]->(s), (n)-[:", names.object_rel, "]->(o), ",
+            "(s)-[:", native_type(names, "row.p"), " {", Ident(names.link_id), ": n.id}]->(o)",
         )
 
 
-def _concept_statement(strict: bool) -> Compiled:
-    s = _match_or_create(storage.CONCEPT, "id", _create_concept, concept=True, attr_keys=strict)
+def _concept_statement(names: storage.Names, strict: bool) -> Compiled:
+    s = _match_or_create(names, names.concept, "id", _create_concept, concept=True, attr_keys=strict)
     return Compiled.of(s, "UPSERT: match-or-create all CONCEPT blocks" + (" (strict schema)" if strict else ""))
 
 
-def _proposition_statement() -> Compiled:
-    s = _match_or_create(storage.PROPOSITION, "pid", _create_proposition, concept=False)
+def _proposition_statement(names: storage.Names) -> Compiled:
+    s = _match_or_create(names, names.proposition, "pid", _create_proposition, concept=False)
     return Compiled.of(s, "UPSERT: match-or-create PROPOSITION blocks and SET PROPOSITIONS links (one wave)")
 
 
-def _concept_probe_statement() -> Compiled:
+def _concept_probe_statement(names: storage.Names) -> Compiled:
     """dry_run: the same checks as the concept write, reading only."""
     version = Ident(K.VERSION)
     s = Statement()
     s.line("UNWIND ", Param(None, "rows"), " AS row")
     with s.block("CALL (row)"):
-        s.line("OPTIONAL MATCH (a:", storage.CONCEPT, " {type: row.type, name: row.name})")
-        s.line("OPTIONAL MATCH (b:", storage.CONCEPT, " {id: row.id})")
+        s.line("OPTIONAL MATCH (a:", names.concept, " {type: row.type, name: row.name})")
+        s.line("OPTIONAL MATCH (b:", names.concept, " {id: row.id})")
         s.line("WITH row, coalesce(a, b) AS n")
         s.line("WITH row, n, properties(n) AS cur")
         s.line(
@@ -299,16 +300,40 @@ def _concept_probe_statement() -> Compiled:
     return Compiled.of(s, "UPSERT dry_run: probe CONCEPT blocks")
 
 
-#: Looks up ``$refs``: ``[{i, k, a, b, c}]`` with ``k`` the ``KIND`` of the reference.
-RESOLVE = _resolve_statement()
-#: Matches-or-creates ``$rows`` (``ConceptRow.payload()``) at ``$now``.
-CONCEPTS = _concept_statement(False)
-#: ``CONCEPTS`` returning also each concept's type/name and attribute keys (strict instance_schema checks).
-CONCEPTS_STRICT = _concept_statement(True)
-#: dry_run: the checks of ``CONCEPTS`` without writing.
-PROBE = _concept_probe_statement()
-#: One wave of proposition rows.
-PROPOSITIONS = _proposition_statement()
+@dataclass(frozen=True)
+class UpsertStatements:
+    """The statements of every UPSERT in one namespace (command-independent: rows, references
+    and the timestamp travel as run-time parameters)."""
+
+    #: Looks up ``$refs``: ``[{i, k, a, b, c}]`` with ``k`` the ``KIND`` of the reference.
+    resolve: Compiled
+    #: Matches-or-creates ``$rows`` (``ConceptRow.payload()``) at ``$now``.
+    concepts: Compiled
+    #: ``concepts`` returning also each concept's type/name and attribute keys (strict instance_schema checks).
+    concepts_strict: Compiled
+    #: dry_run: the checks of ``concepts`` without writing.
+    probe: Compiled
+    #: One wave of proposition rows.
+    propositions: Compiled
+
+
+@functools.lru_cache(maxsize=64)
+def statements(names: storage.Names = storage.DEFAULT) -> UpsertStatements:
+    return UpsertStatements(
+        resolve=_resolve_statement(names),
+        concepts=_concept_statement(names, False),
+        concepts_strict=_concept_statement(names, True),
+        probe=_concept_probe_statement(names),
+        propositions=_proposition_statement(names),
+    )
+
+
+def native_type(names: storage.Names, predicate: str) -> Fragment:
+    """``$(<predicate expression>)``: the dynamic native relationship type of a proposition
+    (``$('alice/' + row.p)`` in namespace ``alice``)."""
+    if not names.predicate_prefix:
+        return frag("$(", predicate, ")")
+    return frag("$(", literal(names.predicate_prefix), " + ", predicate, ")")
 
 
 # ====================================================================== the plan
@@ -332,11 +357,16 @@ class UpsertPlan(Plan):
     typed: tuple[str, ...]  # concept types of {type, name} blocks (strict mode reads their instance_schema)
 
     @property
+    def statements(self) -> UpsertStatements:
+        return statements(self.names)
+
+    @property
     def concept_write(self) -> Compiled:
-        return CONCEPTS_STRICT if self.strict else CONCEPTS
+        return self.statements.concepts_strict if self.strict else self.statements.concepts
 
     def steps(self) -> tuple[Compiled, ...]:
-        return (RESOLVE, grounding.DEFINED_NAMES, self.concept_write, PROBE, PROPOSITIONS)
+        s = self.statements
+        return (s.resolve, grounding.defined_names(self.names), self.concept_write, s.probe, s.propositions)
 
     def describe(self, ref: Ref) -> str:
         """A reference as the command wrote it, for error messages."""
@@ -571,16 +601,23 @@ def _no_variable(var: Optional[str], block: str) -> None:
 def _refuse_engine_name(type_: str, name: str) -> None:
     """A type named KipConcept would label its instances KipConcept (matching every concept), a
     predicate named KIP_SUBJECT would forge the structural links: the engine's own Neo4j names
-    are refused as concept types / predicates (tests/test_reliability_hostile.py)."""
-    if (type_ == storage.CONCEPT_TYPE and name in storage.RESERVED_LABELS) or (
-        type_ == storage.PROPOSITION_TYPE and name in storage.RESERVED_REL_TYPES
+    are refused as concept types / predicates (tests/test_reliability_hostile.py). A predicate
+    containing "/" could spell another namespace's relationship type (docs/namespaces.md)."""
+    if (type_ == storage.CONCEPT_TYPE and storage.is_engine_label(name)) or (
+        type_ == storage.PROPOSITION_TYPE and storage.is_engine_rel_type(name)
     ):
         kind = "concept type" if type_ == storage.CONCEPT_TYPE else "predicate"
         raise KipError(
             errors.IMMUTABLE_TARGET,
             f"The {kind} name {rules._q(name)} is reserved: the engine uses it as a Neo4j "
             f"{'label' if kind == 'concept type' else 'relationship type'} of its own storage model.",
-            f"Choose another name; {', '.join(storage.RESERVED_LABELS + storage.RESERVED_REL_TYPES)} are engine-reserved.",
+            f"Choose another name; {', '.join(storage.RESERVED_LABEL_STEMS + storage.RESERVED_REL_STEMS)} (and those names with a __namespace suffix) are engine-reserved.",
+        )
+    if type_ == storage.PROPOSITION_TYPE and storage.PREDICATE_SEPARATOR in name:
+        raise KipError(
+            errors.INVALID_IDENTIFIER,
+            f"The predicate name {rules._q(name)} contains {storage.PREDICATE_SEPARATOR!r}, which the engine reserves: it separates a namespace from a predicate in the relationship types of namespaced nexuses.",
+            f"Use another separator, e.g. {rules._q(name.replace(storage.PREDICATE_SEPARATOR, '_'))} (snake_case predicates are the convention).",
         )
 
 

@@ -30,11 +30,6 @@ UPDATED_AT = storage.meta_key(storage.UPDATED_AT_KEY)
 MERGED_FROM = storage.meta_key(storage.MERGED_FROM_KEY)
 CORE_DIRECTIVES = storage.attr_key("core_directives")
 
-C = storage.CONCEPT
-P = storage.PROPOSITION
-SUBJ = storage.SUBJECT_REL
-OBJ = storage.OBJECT_REL
-
 NOW = "now"  # runtime parameter: the command's timestamp (``Context.now``)
 P_VERSION_KEY = "kip_vkey"
 
@@ -88,7 +83,7 @@ def stored_version(var: str) -> Fragment:
     return frag(var, ".", Ident(VERSION))
 
 
-def apply_tail(stmt: Statement, *, concept: bool, attr_keys: bool = False) -> None:
+def apply_tail(stmt: Statement, names: storage.Names, *, concept: bool, attr_keys: bool = False) -> None:
     """The guarded write for a bound ``n`` / ``created`` / ``row`` (see module doc); a created
     element carries ``meta._version = 0`` until this tail sets it to 1.
 
@@ -112,7 +107,7 @@ def apply_tail(stmt: Statement, *, concept: bool, attr_keys: bool = False) -> No
             "coalesce(", rules.cy_actor("n.type", "n.name"), ", false) AS actor",
         )
     else:
-        stmt.line("WITH row, n, created, v0, CASE WHEN row.btd THEN coalesce(", rules.cy_protected_link("n"), ", false) ELSE false END AS prot, false AS actor")
+        stmt.line("WITH row, n, created, v0, CASE WHEN row.btd THEN coalesce(", rules.cy_protected_link("n", names), ", false) ELSE false END AS prot, false AS actor")
     stmt.line("WITH row, n, created, v0, prot, actor, CASE WHEN prot AND NOT created THEN row.own ELSE row.props END AS props")
     stmt.line("WITH row, n, created, v0, prot, actor, props, created OR any(k IN keys(props) WHERE n[k] IS NULL OR n[k] <> props[k]) AS changed")
     stmt.line("WITH row, n, created, v0, props, changed, CASE")

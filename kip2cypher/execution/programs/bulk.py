@@ -18,7 +18,7 @@ def bulk(plan: BulkPlan, ctx: Context) -> Generator[Any, Any, dict]:
     row = rows[0]
     refuse_protected(row["_bad"], plan.keyword)
     # An undefined type or predicate matches nothing; one used only in OPTIONAL/NOT/UNION may hide anywhere.
-    yield from grounding.check(plan.grounding_all if row["matched"] == 0 else plan.grounding_optional)
+    yield from grounding.check(plan.names, plan.grounding_all if row["matched"] == 0 else plan.grounding_optional)
     return {"result": {key: row[column] for key, column in plan.result}}
 
 

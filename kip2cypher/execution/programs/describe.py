@@ -45,7 +45,7 @@ def type_definition(plan: TypeDefinitionPlan, ctx: Context) -> Generator[Any, An
     rows = yield Run(plan.query)
     if rows:
         return {"result": concept_object(rows[0]["t"])}
-    guess = errors.closest(plan.name, (yield from grounding.defined_names(plan.meta_type)))
+    guess = errors.closest(plan.name, (yield from grounding.defined_names(plan.names, plan.meta_type)))
     listing = "DESCRIBE CONCEPT TYPES" if plan.meta_type == storage.CONCEPT_TYPE else "DESCRIBE PROPOSITION TYPES"
     if guess is not None:
         hint = f"Did you mean \"{guess}\"? Names are case-sensitive; run {listing} to list the defined names."

@@ -12,7 +12,7 @@ from typing import Any, Generator
 
 from ... import embedding
 from ...cypher import storage
-from ...lower.embeddings import CHUNK, GROUNDING, KINDS, TOUCHED, WRITE
+from ...lower.embeddings import CHUNK, KINDS, statements
 from ..requests import Context, Embed, Run
 
 log = logging.getLogger("kip2cypher")
@@ -32,7 +32,7 @@ def refresh_touched(ctx: Context) -> Generator[Any, Any, int]:
     for kind in KINDS:
         last = ""
         while True:
-            rows = yield Run(TOUCHED[kind], {"since": ctx.now, "last": last, "chunk": chunk_size(ctx)})
+            rows = yield Run(statements(ctx.names, kind).touched, {"since": ctx.now, "last": last, "chunk": chunk_size(ctx)})
             ids = [r["id"] for r in rows]
             if not ids:
                 break
@@ -47,7 +47,7 @@ def refresh_touched(ctx: Context) -> Generator[Any, Any, int]:
 
 def refresh(kind: str, ids: list[str], force: bool, ctx: Context) -> Generator[Any, Any, int]:
     """(Re-)embed the elements ``ids`` of ``kind`` whose grounding text or model changed (all with ``force``)."""
-    rows = yield Run(GROUNDING[kind], {"ids": ids})
+    rows = yield Run(statements(ctx.names, kind).grounding, {"ids": ids})
     todo = []
     for row in rows:
         attributes = {k: storage.safe_decode(v) for k, v in zip(storage.GROUNDING_ATTRIBUTES, row["vals"]) if v is not None}
@@ -62,5 +62,5 @@ def refresh(kind: str, ids: list[str], force: bool, ctx: Context) -> Generator[A
         return 0
     vectors = yield Embed(tuple(text for _, text, _ in todo))
     payload = [{"id": i, "vector": [float(x) for x in v], "hash": h} for (i, _, h), v in zip(todo, vectors)]
-    yield Run(WRITE[kind], {"rows": payload, "model": ctx.embedder.name})
+    yield Run(statements(ctx.names, kind).write, {"rows": payload, "model": ctx.embedder.name})
     return len(payload)

@@ -30,7 +30,7 @@ def export(plan: ExportPlan, ctx: Context) -> Generator[Any, Any, dict]:
         return (yield from explain_all("META", (plan.page, plan.refs, *plan.checks())))
     rows = yield Run(plan.page, {"after": None if plan.after is None else list(plan.after), "fetch": plan.limit + 1})
     # An undefined type or predicate makes the export empty; one only in OPTIONAL/NOT/UNION may hide anywhere.
-    yield from grounding.check(plan.grounding_all if not rows and plan.after is None else plan.grounding_optional)
+    yield from grounding.check(plan.names, plan.grounding_all if not rows and plan.after is None else plan.grounding_optional)
     page = rows[: plan.limit]
     capsule = _Capsule()
     inside = {row["element"]["id"] for row in page}

@@ -6,7 +6,7 @@ from typing import Any, Generator
 from ... import cursor
 from ...cypher import storage
 from ...errors import closest, too_many_rows
-from ...lower.find import KEY_CHECK, FindPlan
+from ...lower.find import FindPlan, key_check
 from ..requests import Context, Explain, Run
 from ..results import DECODERS
 from . import grounding
@@ -15,7 +15,7 @@ from . import grounding
 def find(plan: FindPlan, ctx: Context) -> Generator[Any, Any, dict]:
     if ctx.dry_run:
         # dry_run (interfaces): every type and predicate must be defined; the query is only EXPLAINed.
-        yield from grounding.check(plan.grounding, plan.grounding_at)
+        yield from grounding.check(plan.names, plan.grounding, plan.grounding_at)
         yield Explain(plan.query)
         return {"result": {"dry_run": True, "kind": "KQL", "statements": [plan.query.text]}}
     cap = ctx.settings.max_result_rows
@@ -25,7 +25,7 @@ def find(plan: FindPlan, ctx: Context) -> Generator[Any, Any, dict]:
     if plan.grounding:
         undefined = [row["_undefined"] for row in rows if row["_undefined"] is not None]
         if undefined:
-            yield from grounding.fail(plan.grounding, undefined[0], plan.grounding_at)
+            yield from grounding.fail(plan.names, plan.grounding, undefined[0], plan.grounding_at)
         rows = [row for row in rows if row["_undefined"] is None]
     warnings = (yield from missing_keys(plan)) if not rows and plan.key_checks else []
     if len(rows) > cap + (1 if plan.limit is not None and plan.limit <= cap else 0):
@@ -48,7 +48,7 @@ def missing_keys(plan: FindPlan) -> Generator[Any, Any, list[str]]:
     """For an empty answer: the attribute/metadata keys it read that no element of that type
     carries (a likely misspelling), each with the nearest key the elements do carry."""
     checks = [{"i": i, "concept": c, "name": name, "key": key} for i, (c, name, key, _) in enumerate(plan.key_checks)]
-    rows = yield Run(KEY_CHECK, {"checks": checks})
+    rows = yield Run(key_check(plan.names), {"checks": checks})
     warnings = []
     for row in sorted(rows, key=lambda r: r["i"]):
         concept, name, key, var = plan.key_checks[row["i"]]

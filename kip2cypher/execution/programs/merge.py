@@ -15,7 +15,7 @@ from ...cypher import storage
 from ...errors import KipError
 from ...lower import rules
 from ...lower import writes as K
-from ...lower.merge import ALIASES, ALREADY_MERGED, DELETE, FILL, LOCK, REPOINT, MergePlan
+from ...lower.merge import ALIASES, MergePlan, statements
 from ..requests import Context, Run
 from . import grounding
 from .write_status import not_found
@@ -30,13 +30,14 @@ def merge(plan: MergePlan, ctx: Context) -> Generator[Any, Any, dict]:
     if bound is None:
         return _response(True, 0, 0, 0)
     s, t = bound
-    rows = yield Run(LOCK, {"s": s["id"], "t": t["id"]})
+    run = statements(plan.names)
+    rows = yield Run(run.lock, {"s": s["id"], "t": t["id"]})
     if not rows:
         raise not_found(f"{_label(s)} or {_label(t)} was removed concurrently; nothing was merged.")
     fill, filled = _fill(s, t, rows[0]["s"], rows[0]["t"])
-    yield Run(FILL, {"t": t["id"], "fill": fill, K.NOW: ctx.now})
-    repointed, dead = yield from _repoint(s["id"], t["id"], ctx.now)
-    yield Run(DELETE, {"dead": dead, "s": s["id"]})
+    yield Run(run.fill, {"t": t["id"], "fill": fill, K.NOW: ctx.now})
+    repointed, dead = yield from _repoint(run.repoint, s["id"], t["id"], ctx.now)
+    yield Run(run.delete, {"dead": dead, "s": s["id"]})
     return _response(True, repointed, len(dead), filled)
 
 
@@ -48,7 +49,7 @@ def _bind(plan: MergePlan) -> Program:
     """The one source and one target (their id, type, name), or None when they are the same node."""
     row = (yield Run(plan.bind))[0]
     empty = row["ns"] == 0 or row["nt"] == 0
-    yield from grounding.check(plan.grounding_all if empty else plan.grounding_optional)
+    yield from grounding.check(plan.names, plan.grounding_all if empty else plan.grounding_optional)
     if empty:
         hint = yield from _already_merged_hint(plan)
         missing = [f"?{v}" for v, n in ((plan.source, row["ns"]), (plan.target, row["nt"])) if n == 0] or [f"?{plan.source}", f"?{plan.target}"]
@@ -83,7 +84,7 @@ def _already_merged_hint(plan: MergePlan) -> Program:
         return ""
     type_, name = plan.source_identity
     entry = f"{type_}:{name}"
-    found = yield Run(ALREADY_MERGED, {"type": type_, "entry": entry})
+    found = yield Run(statements(plan.names).already_merged, {"type": type_, "entry": entry})
     if not found:
         return ""
     return (
@@ -123,13 +124,13 @@ def _decode_list(value: Any) -> list:
     return list(v) if isinstance(v, list) else ([] if v is None else [v])
 
 
-def _repoint(source: str, target: str, now: str) -> Program:
+def _repoint(repoint: Any, source: str, target: str, now: str) -> Program:
     """The worklist, one statement per level; returns (links repointed, duplicates to delete)."""
     repointed = 0
     dead: list[str] = []
     pairs = [[source, target]]
     while pairs:
-        rows = yield Run(REPOINT, {"pairs": pairs, "dead": list(dead), K.NOW: now})
+        rows = yield Run(repoint, {"pairs": pairs, "dead": list(dead), K.NOW: now})
         pairs = []
         for r in rows:
             if r["into"] is None:

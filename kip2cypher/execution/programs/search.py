@@ -106,7 +106,7 @@ def search(plan: SearchPlan, ctx: Context) -> Generator[Any, Any, dict]:
         obj["metadata"] = {**obj["metadata"], "_score": round(score, 4)}
         results.append(obj)
     if not results and plan.with_type is not None:
-        names = yield from grounding.defined_names(plan.meta_type)
+        names = yield from grounding.defined_names(plan.names, plan.meta_type)
         if plan.with_type not in names:
             kind = "concept type" if plan.concept else "predicate"
             raise KipError(TYPE_MISMATCH, f"WITH TYPE \"{plan.with_type}\" is not a defined {kind}.", did_you_mean(kind, plan.with_type, names))

@@ -23,9 +23,6 @@ from ...errors import KipError
 from ...lower import rules
 from ...lower import writes as K
 from ...lower.upsert import (
-    PROBE,
-    PROPOSITIONS,
-    RESOLVE,
     ConceptBlockRef,
     ConceptById,
     ConceptByName,
@@ -103,7 +100,7 @@ class _Upsert:
         """One ``RESOLVE`` round trip (none for no refs); the rows in the order of ``refs``."""
         if not refs:
             return []
-        rows = yield Run(RESOLVE, {"refs": [self.lookup_row(i, ref) for i, ref in enumerate(refs)]})
+        rows = yield Run(self.plan.statements.resolve, {"refs": [self.lookup_row(i, ref) for i, ref in enumerate(refs)]})
         return sorted(rows, key=lambda r: r["i"])
 
     def resolve_structural(self, refs: list[Ref]) -> Program:
@@ -162,7 +159,7 @@ class _Upsert:
             missing = [(check.seq, check.name) for check, i in checks if check.meta == meta and rows[i]["id"] is None]
             if missing:
                 seq, name = min(missing)
-                defined = yield from grounding.defined_names(meta)
+                defined = yield from grounding.defined_names(self.ctx.names, meta)
                 failures.append((seq, 0, undefined(name, defined + list(candidates))))
         for target in simple:
             if self.ids.get(target.ref) is None:
@@ -224,7 +221,7 @@ class _Upsert:
         rows = [c.payload() for c in self.plan.concepts]
         if not rows:
             return
-        result = {r["i"]: r for r in (yield Run(PROBE, {"rows": rows, **engine_overrides(self.ctx)}))}
+        result = {r["i"]: r for r in (yield Run(self.plan.statements.probe, {"rows": rows, **engine_overrides(self.ctx)}))}
         for c in self.plan.concepts:
             check_status(result[c.pos], c.label, c.expect)
 
@@ -256,7 +253,7 @@ class _Upsert:
         if structural:
             yield from self.resolve_structural(structural)
         payload = [self.wave_row(row) for row in wave]
-        result = yield Run(PROPOSITIONS, {"rows": payload, K.NOW: self.ctx.now, **engine_overrides(self.ctx)})
+        result = yield Run(self.plan.statements.propositions, {"rows": payload, K.NOW: self.ctx.now, **engine_overrides(self.ctx)})
         by_i = {r["i"]: r for r in result}
         for row in wave:
             r = by_i.get(row.pos)
