@@ -9,7 +9,6 @@ request. ``Settings`` is immutable and hashable: it is part of the compile-cache
 """
 from __future__ import annotations
 
-import secrets
 from typing import Any, Optional
 
 from pydantic import Field, NonNegativeFloat, PositiveInt, ValidationError

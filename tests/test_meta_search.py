@@ -1,7 +1,6 @@
 """SEARCH CONCEPT / PROPOSITION — keyword, semantic and hybrid — on the real Neo4j indexes."""
 from __future__ import annotations
 
-import dataclasses
 
 import pytest
 

@@ -19,7 +19,6 @@ from ..cypher.builder import Fragment, Ident, Statement, frag
 from ..syntax import ast
 from . import pattern as pat
 from . import rules
-from . import writes as K
 from .update import BulkPlan, Targets, lock
 
 

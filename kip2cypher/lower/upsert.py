@@ -40,7 +40,7 @@ from typing import Any, Callable, ClassVar, Mapping, Optional, Union
 from .. import errors
 from ..config import Settings
 from ..cypher import storage
-from ..cypher.builder import Ident, Param, Part, Statement, frag, literal
+from ..cypher.builder import Fragment, Ident, Param, Part, Statement, frag, literal
 from ..errors import KipError
 from ..syntax import ast
 from ..syntax.values import describe, resolve, resolve_str
