@@ -118,3 +118,170 @@ def test_value_placeholders_already_accepted_keep_working(drugs):
     assert ok(first) == ["Aspirin", "Ibuprofen"]
     rest = drugs.execute_kip('FIND(?d.name) WHERE { ?d {type: "Drug"} } ORDER BY ?d.name LIMIT :n CURSOR :c', parameters={"n": 2, "c": first["next_cursor"]})
     assert ok(rest) == ["Naproxen"]
+
+
+# ---------------------------------------------------------------- numbers: never non-finite, never silently skipped
+def attributes(nexus, name):
+    """``[attributes, _version]`` of the drug ``name``."""
+    [[attrs], [version]] = ok(nexus.execute_kip("FIND(?d.attributes, ?d.metadata._version) WHERE { ?d {type: \"Drug\", name: :n} }", parameters={"n": name}))
+    return attrs, version
+
+
+def set_x(nexus, **values):
+    for name, x in values.items():
+        ok(nexus.execute_kip('UPDATE ?d SET ATTRIBUTES { x: :x } WHERE { ?d {type: "Drug", name: :n} }', parameters={"n": name, "x": x}))
+
+
+def test_update_arithmetic_stored_infinity_now_skips_the_key_and_reports_it(drugs):
+    # Regression: MUL(x, 10) with x = 1e308 stored Infinity (responses carried Infinity, EXPORT wrote `inf`).
+    set_x(drugs, Aspirin=1e308, Ibuprofen=2, Naproxen=-1e308)
+    before, version = attributes(drugs, "Aspirin")
+    r = ok(drugs.execute_kip('UPDATE ?d SET ATTRIBUTES { x: MUL(?d.attributes.x, 10), score: 2 } WHERE { ?d {type: "Drug"} }'))
+    assert r == {"updated": 3, "matched": 3, "skipped_non_finite": 2}
+    assert attributes(drugs, "Aspirin") == ({**before, "score": 2}, version + 1)  # x kept, score written
+    assert attributes(drugs, "Ibuprofen")[0]["x"] == 20
+    # NaN (∞ − ∞) is skipped too; an element whose only key is skipped is matched, not updated
+    r = ok(drugs.execute_kip('UPDATE ?d SET ATTRIBUTES { x: ADD(MUL(?d.attributes.x, 10), MUL(?d.attributes.x, -10)) } WHERE { ?d {type: "Drug", name: "Aspirin"} }'))
+    assert r == {"updated": 0, "matched": 1, "skipped_non_finite": 1}
+    # a CLAMP brings an overflowing intermediate back into range: IEEE order is exact there
+    r = ok(drugs.execute_kip('UPDATE ?d SET ATTRIBUTES { y: CLAMP(MUL(?d.attributes.x, 10), 0, 1) } WHERE { ?d {type: "Drug", name: "Aspirin"} }'))
+    assert r == {"updated": 1, "matched": 1} and attributes(drugs, "Aspirin")[0]["y"] == 1
+    # the export of what UPDATE left re-applies (no `inf` in the capsule)
+    capsule = ok(drugs.execute_kip('EXPORT ?d WHERE { ?d {type: "Drug"} }'))["capsule"]
+    assert "inf" not in capsule.lower() and "nan" not in capsule.lower()
+    assert "error" not in drugs.execute_kip(capsule)
+
+
+def test_export_of_a_stored_infinity_is_refused_instead_of_writing_inf(drugs):
+    # Data written before the fix (or by foreign Cypher) may hold ±Infinity: EXPORT wrote `inf`,
+    # a capsule that no longer parses. It is now KIP_2003 naming the element and the key.
+    drugs.driver.execute_query("MATCH (d:KipConcept {type: 'Drug', name: 'Naproxen'}) SET d.`attr.x` = 1e308 * 10", database_=drugs.database)
+    e = error(drugs.execute_kip('EXPORT ?d WHERE { ?d {type: "Drug"} }'))
+    assert e["code"] == "KIP_2003" and "attribute `x`" in e["message"] and '"Naproxen"' in e["message"]
+
+
+def test_add_past_64_bits_was_a_retryable_internal_error(drugs):
+    # Regression: KIP_4003 "retry later" invited endless retries; it is a non-retryable KIP_2003.
+    set_x(drugs, Aspirin=2**63 - 1)
+    before = attributes(drugs, "Aspirin")
+    for expression in ("ADD(?d.attributes.x, 1)", "MUL(?d.attributes.x, 2)"):
+        e = error(drugs.execute_kip(f'UPDATE ?d SET ATTRIBUTES {{ x: {expression} }} WHERE {{ ?d {{type: "Drug", name: "Aspirin"}} }}'))
+        assert e["code"] == "KIP_2003" and "64-bit" in e["message"] and "MUL(?x.attributes.n, 1.0)" in e["hint"], e
+    assert attributes(drugs, "Aspirin") == before
+    # in floating point the same computation is allowed
+    assert ok(drugs.execute_kip('UPDATE ?d SET ATTRIBUTES { x: MUL(?d.attributes.x, 2.0) } WHERE { ?d {type: "Drug", name: "Aspirin"} }'))["updated"] == 1
+    assert attributes(drugs, "Aspirin")[0]["x"] == float(2**64)
+
+
+def test_integer_beyond_64_bits_was_silently_skipped_by_arithmetic(drugs):
+    # Regression: an integer beyond 64 bits is stored exactly as JSON text; ADD/MUL skipped it
+    # without a word. Now KIP_2003 names it and nothing is written.
+    set_x(drugs, Aspirin=123456789012345678901, Ibuprofen=1)
+    e = error(drugs.execute_kip('UPDATE ?d SET ATTRIBUTES { x: ADD(?d.attributes.x, 1) } WHERE { ?d {type: "Drug"} }'))
+    assert e["code"] == "KIP_2003" and "attribute `x`" in e["message"] and '"Aspirin"' in e["message"]
+    assert attributes(drugs, "Aspirin")[0]["x"] == 123456789012345678901
+    assert attributes(drugs, "Ibuprofen")[0]["x"] == 1  # rolled back with the rest
+
+
+# ---------------------------------------------------------------- strict schema on every write path
+GADGET = """
+UPSERT {
+  CONCEPT ?t {
+    {type: "$ConceptType", name: "Gadget"}
+    SET ATTRIBUTES { instance_schema: { kind: { type: "string", is_required: true }, count: { type: "integer" }, level: { type: "string", enum: ["low", "high"] } } }
+    SET PROPOSITIONS { ("belongs_to_domain", {type: "Domain", name: "CoreSchema"}) }
+  }
+  CONCEPT ?g { {type: "Gadget", name: "g1"} SET ATTRIBUTES { kind: "a", count: 2 } }
+}"""
+
+
+@pytest.fixture()
+def strict(genesis):
+    assert "error" not in genesis.execute_kip(GADGET)
+    genesis.settings = genesis.settings.replace(strict_schema=True)
+    return genesis
+
+
+def gadget(nexus):
+    [[attrs], [version]] = ok(nexus.execute_kip('FIND(?g.attributes, ?g.metadata._version) WHERE { ?g {type: "Gadget", name: "g1"} }'))
+    return attrs, version
+
+
+def test_strict_update_wrote_wrong_typed_values(strict):
+    before = gadget(strict)
+    for body, column in (('kind: 5', 28), ('count: MUL(?g.attributes.count, 1.5)', 28), ('kind: "b", level: "mid"', 39)):
+        e = error(strict.execute_kip(f'UPDATE ?g SET ATTRIBUTES {{ {body} }} WHERE {{ ?g {{type: "Gadget"}} }}'))
+        assert e["code"] == "KIP_2003" and (e["line"], e["column"]) == (1, column), (body, e)
+    assert gadget(strict) == before  # rolled back
+    assert error(strict.execute_kip('UPDATE ?g SET ATTRIBUTES { kind: 5 } WHERE { ?g {type: "Gadget"} }', dry_run=True))["code"] == "KIP_2003"
+    r = ok(strict.execute_kip('UPDATE ?g SET ATTRIBUTES { kind: "b", count: MUL(?g.attributes.count, 3), level: "high" } WHERE { ?g {type: "Gadget"} }'))
+    assert r == {"updated": 1, "matched": 1} and gadget(strict)[0] == {"kind": "b", "count": 6, "level": "high"}
+
+
+def test_strict_delete_attributes_removed_a_required_attribute(strict):
+    before = gadget(strict)
+    e = error(strict.execute_kip('DELETE ATTRIBUTES { count, kind } FROM ?g WHERE { ?g {type: "Gadget"} }'))
+    assert e["code"] == "KIP_2002" and "`kind`" in e["message"] and (e["line"], e["column"]) == (1, 28)
+    assert gadget(strict) == before
+    assert ok(strict.execute_kip('DELETE ATTRIBUTES { count } FROM ?g WHERE { ?g {type: "Gadget"} }')) == {"updated_concepts": 1, "updated_propositions": 0}
+
+
+def test_lenient_mode_still_writes_what_strict_mode_refuses(genesis):
+    assert "error" not in genesis.execute_kip(GADGET)
+    assert ok(genesis.execute_kip('UPDATE ?g SET ATTRIBUTES { kind: 5 } WHERE { ?g {type: "Gadget"} }')) == {"updated": 1, "matched": 1}
+    assert ok(genesis.execute_kip('DELETE ATTRIBUTES { kind } FROM ?g WHERE { ?g {type: "Gadget"} }'))["updated_concepts"] == 1
+
+
+# ---------------------------------------------------------------- dry runs report what the command would do
+HIGHER_ORDER = """
+UPSERT {
+  CONCEPT ?ann { {type: "Drug", name: "Ann"} }
+  PROPOSITION ?claim { ({type: "Drug", name: "Aspirin"}, "treats", {type: "Symptom", name: "Headache"}) }
+  PROPOSITION ?said { (?ann, "treats", ?claim) }
+}"""
+
+
+@pytest.mark.parametrize("command", [
+    'UPDATE ?d SET ATTRIBUTES { score: ADD(?d.attributes.score, 1) } WHERE { ?d {type: "Drug"} (?d, "treats", ?s) }',
+    'UPDATE ?d SET ATTRIBUTES { score: 1 } WHERE { ?d {type: "Drug"} }',
+    'DELETE ATTRIBUTES { score } FROM ?d WHERE { ?d {type: "Drug", name: "Aspirin"} }',
+    'DELETE METADATA { note } FROM ?d WHERE { ?d {type: "Drug"} }',
+    'DELETE PROPOSITIONS ?l WHERE { ?l ({type: "Drug", name: "Aspirin"}, "treats", ?s) }',
+    'DELETE CONCEPT ?s DETACH WHERE { ?s {type: "Symptom", name: "Headache"} }',
+])
+def test_dry_run_of_a_bulk_write_answered_zero_counts(drugs, command):
+    # Regression: DELETE dry runs answered zeros and UPDATE's `updated` 0 whatever they matched.
+    assert "error" not in drugs.execute_kip(HIGHER_ORDER)
+    ok(drugs.execute_kip('UPDATE ?d SET METADATA { note: "n" } WHERE { ?d {type: "Drug", name: "Ibuprofen"} }'))
+    snapshot = 'FIND(?x, ?x.metadata._version) WHERE { ?x {type: "Drug"} }'
+    links = 'FIND(COUNT(?l)) WHERE { ?l (?s, "treats", ?o) }'
+    before = (ok(drugs.execute_kip(snapshot)), ok(drugs.execute_kip(links)))
+    dry = ok(drugs.execute_kip(command, dry_run=True))
+    assert (ok(drugs.execute_kip(snapshot)), ok(drugs.execute_kip(links))) == before
+    assert any(dry.values()), dry
+    assert ok(drugs.execute_kip(command)) == dry
+
+
+# ---------------------------------------------------------------- KML run-time errors carry positions
+def located(response, code, line, column):
+    e = error(response)
+    assert (e["code"], e.get("line"), e.get("column")) == (code, line, column), e
+    assert e["message"].endswith("^"), e  # the source line with a caret
+    return e
+
+
+def test_upsert_run_time_errors_had_no_position(drugs):
+    head = 'UPSERT {\n  CONCEPT ?a { {type: "Drug", name: "Aspirin"} SET PROPOSITIONS { '
+    located(drugs.execute_kip(head + '("treats", {type: "Symptom", name: "Cough"}) } }\n}'), "KIP_3002", 2, 78)
+    located(drugs.execute_kip(head + '("treatz", {type: "Symptom", name: "Pain"}) } }\n}'), "KIP_2001", 2, 67)
+    located(drugs.execute_kip(head + '(:p, {type: "Symptom", name: "Pain"}) } }\n}', parameters={"p": "treatz"}), "KIP_2001", 2, 68)
+    located(drugs.execute_kip(head + '("treats", ?later) } }\n  CONCEPT ?later { {type: "Symptom", name: "Pain"} }\n}'), "KIP_3001", 2, 78)
+    located(drugs.execute_kip('UPSERT {\n  CONCEPT ?a { {type: "Drugg", name: "Aspirin"} }\n}'), "KIP_2001", 2, 23)
+    located(drugs.execute_kip('UPSERT { PROPOSITION ?p { (id: "P:none") } }'), "KIP_3002", 1, 27)
+    located(drugs.execute_kip('UPSERT {\n  CONCEPT ?d { {type: "$ConceptType", name: "Domain"} SET ATTRIBUTES { description: "mine" } }\n}'), "KIP_3004", 2, 16)
+
+
+def test_merge_errors_on_source_and_target_had_no_position(drugs):
+    located(drugs.execute_kip('MERGE CONCEPT ?s INTO ?t\nWHERE { ?s {type: "Drug", name: "Aspirin"} ?t {type: "Drug", name: "Nobody"} }'), "KIP_3002", 1, 15)
+    located(drugs.execute_kip('MERGE CONCEPT ?s INTO ?t\nWHERE { ?s {type: "Drug", name: "Aspirin"} ?t {type: "Drug"} }'), "KIP_3003", 1, 23)
+    located(drugs.execute_kip('MERGE CONCEPT ?s INTO ?t\nWHERE { ?s {type: "Drug", name: "Aspirin"} ?t {type: "Drugg"} }'), "KIP_2001", 2, 54)
