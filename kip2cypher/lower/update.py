@@ -362,7 +362,7 @@ def lower_update(command: ast.Update, parameters: dict[str, Any], settings: Sett
             key_at[name] = at
             if not computed:
                 written[name] = resolve(value, parameters)
-    strict = settings.strict_schema
+    strict = settings.strict_schema and bool(key_at)  # only attributes have an instance_schema
     # strict mode: the computed attribute values of each matched concept (plain ones are in the plan)
     results = frag("{", join(", ", [frag(Ident(a.key[len(storage.ATTR_PREFIX):]), ": _new.", Ident(a.key)) for a in sets if a.computed and a.key.startswith(storage.ATTR_PREFIX)]), "}")
     returns = frag("changed, _skipped, CASE WHEN size(_big) > 0 THEN [", element_label("t"), ", _big[0]] END AS big", ", _new" if strict else "")
