@@ -335,10 +335,10 @@ def _update_element(stmt: Statement, sets: list[_Assignment], reads: list[str], 
             stmt.line("SET ", join(", ", assigned))
 
 
-def lower_update(command: ast.Update, parameters: dict[str, Any], settings: Settings) -> BulkPlan:
+def _assignments(command: ast.Update, expr: Expr) -> tuple[list[_Assignment], dict[str, Any], dict[str, int]]:
+    """The keys an UPDATE sets, lowered; the plain attribute values it writes (for the strict
+    checks); where the command names each attribute (their error positions)."""
     entries: list[tuple[str, Any, int]] = []
-    written: dict[str, Any] = {}
-    key_at: dict[str, int] = {}
     if command.set_attributes is not None:
         body = command.set_attributes
         spans = body.key_spans or (body.span,) * len(body.entries)
@@ -351,9 +351,9 @@ def lower_update(command: ast.Update, parameters: dict[str, Any], settings: Sett
     keys = [k for k, _, _ in entries]
     if len(set(keys)) != len(keys):
         raise KipError(errors.INVALID_SYNTAX, "UPDATE sets the same key twice.", "List each key once per SET block.")
-    touches_cd = K.CORE_DIRECTIVES in keys
-    expr = Expr(command.target, parameters)
     sets: list[_Assignment] = []
+    written: dict[str, Any] = {}
+    key_at: dict[str, int] = {}
     for key, value, at in entries:
         computed = expr.computes(value)
         sets.append(_Assignment(key, expr.numeric(value) if computed else expr.plain(value), computed))
@@ -361,7 +361,14 @@ def lower_update(command: ast.Update, parameters: dict[str, Any], settings: Sett
             name = key[len(storage.ATTR_PREFIX):]
             key_at[name] = at
             if not computed:
-                written[name] = resolve(value, parameters)
+                written[name] = resolve(value, expr.parameters)
+    return sets, written, key_at
+
+
+def lower_update(command: ast.Update, parameters: dict[str, Any], settings: Settings) -> BulkPlan:
+    expr = Expr(command.target, parameters)
+    sets, written, key_at = _assignments(command, expr)
+    touches_cd = any(a.key == K.CORE_DIRECTIVES for a in sets)
     strict = settings.strict_schema and bool(key_at)  # only attributes have an instance_schema
     # strict mode: the computed attribute values of each matched concept (plain ones are in the plan)
     results = frag("{", join(", ", [frag(Ident(a.key[len(storage.ATTR_PREFIX):]), ": _new.", Ident(a.key)) for a in sets if a.computed and a.key.startswith(storage.ATTR_PREFIX)]), "}")
