@@ -24,7 +24,7 @@ from kip2cypher import KipError, localneo4j
 from kip2cypher.config import Settings
 from kip2cypher.cypher import storage
 from kml_helpers import integrity, ok
-from mcp_http_helpers import ACCEPT, INIT, RO, RW, RW2, SOAK_TYPE, TOKENS, MixedTraffic, http_server, in_session, payload
+from mcp_http_helpers import ACCEPT, INIT, RO, RW, RW2, SOAK_TYPE, MixedTraffic, http_server, in_session, payload
 
 FIGURES: dict = {}
 SESSIONS = 16

@@ -45,7 +45,13 @@ def _strings(node: Any, key: Optional[str] = None) -> Iterator[tuple[str, ast.Sp
             yield from _strings(value, name)
     elif isinstance(node, ast.PredicatePattern):
         for name in node.names:
-            yield name, node.span, None
+            if isinstance(name, str):
+                yield name, node.span, None
+    elif isinstance(node, ast.PropositionEntry):
+        if isinstance(node.predicate, str):
+            yield node.predicate, node.span, None
+        yield from _strings(node.target)
+        yield from _strings(node.metadata)
     elif dataclasses.is_dataclass(node):
         for f in dataclasses.fields(node):
             if f.compare:
