@@ -69,6 +69,10 @@ class Settings(BaseSettings):
     max_retry_s: NonNegativeFloat = 30.0
     #: Application name sent as transaction metadata (visible in Neo4j's query log).
     app_name: str = "kip2cypher"
+    #: Seconds a semantic or hybrid SEARCH waits for the background embedding refresh of the
+    #: writes its nexus committed before it (docs/meta.md); past it, it answers from the
+    #: vectors that exist, with a warning. ``Nexus.close`` waits as long for the last writes.
+    embedding_wait_s: NonNegativeFloat = 30.0
 
     #: Embedder for SEARCH MODE "semantic"/"hybrid" (kip2cypher.embedding): None = the process
     #: default (KIP2CYPHER_EMBEDDER, "auto"), False = none, an Embedder instance or a spec string.

@@ -23,7 +23,7 @@ from .version import __version__
 from .config import Settings
 from .cypher import catalog
 from .errors import KipError
-from .execution import loop, programs
+from .execution import background, loop, programs
 from .execution.neo4j_errors import DRIVER_ERRORS, from_neo4j
 from .execution.programs import embeddings as refresh_program
 from .execution.request import Outcome, command_program, request_program
@@ -108,12 +108,21 @@ class Nexus:
             self._reachable = connection.ReachabilityCheck(self.uri, auth, options)
         # One bookmark manager per Nexus: a caller's reads see its own earlier writes on a cluster.
         self._bookmarks = GraphDatabase.bookmark_manager()
+        self._refresher = background.Refresher(self.run_program)
 
     # ------------------------------------------------------------------ lifecycle
     def close(self) -> None:
-        """Close the driver this Nexus opened; an application's driver stays open (it owns it)."""
+        """Finish the background embedding refresh of the last writes (up to
+        ``Settings.embedding_wait_s``), then close the driver this Nexus opened; an
+        application's driver stays open (it owns it)."""
+        self._refresher.close(self.settings.embedding_wait_s)
         if self._owns_driver:
             self._driver.close()
+
+    def wait_for_embeddings(self, timeout: Optional[float] = None) -> bool:
+        """Block until the SEARCH embeddings of every write this Nexus committed are written
+        (what a semantic SEARCH does first); False if ``timeout`` seconds passed first."""
+        return self._refresher.wait(timeout)
 
     def __enter__(self) -> "Nexus":
         return self
@@ -222,7 +231,11 @@ class Nexus:
         access = "READ" if (readonly or dry_run or plan.access == "READ") else "WRITE"
         tx_metadata = metadata(self.settings, plan.kind, readonly, dry_run)
         ctx = new_context(self.settings, plan, dry_run, engine)
-        return self.run_program(access, lambda: programs.start(plan, ctx), ctx, tx_metadata)
+        fresh = not (plan.reads_vectors and ctx.embedder is not None) or self._refresher.wait(self.settings.embedding_wait_s)
+        response = self.run_program(access, lambda: programs.start(plan, ctx), ctx, tx_metadata)
+        if programs.refreshes_embeddings(plan, ctx):
+            self._refresher.submit(ctx)
+        return response if fresh else stale_vectors(response, self.settings.embedding_wait_s)
 
     def run_program(self, access: str, start: Any, ctx: Context, metadata: Optional[dict[str, Any]] = None) -> Any:
         """Run the program ``start()`` builds in one managed transaction of ``access``; every failure becomes a KipError."""
@@ -286,6 +299,13 @@ class Nexus:
             done = [e for e in out if "plan" in e]
             raise from_neo4j(exc, out[len(done)]["cypher"] if len(done) < len(out) else None) from None
         return out
+
+
+def stale_vectors(response: dict[str, Any], waited_s: float) -> dict[str, Any]:
+    """A semantic SEARCH answered before the background refresh caught up: say so (``warnings``)."""
+    warning = (f"The embeddings of this nexus's latest writes were still being computed after {waited_s:g} s; "
+               "semantic results may miss or misrank those elements. Repeat the SEARCH later for them.")
+    return {**response, "warnings": [*response.get("warnings", []), warning]}
 
 
 def new_secret() -> str:

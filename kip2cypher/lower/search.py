@@ -220,6 +220,10 @@ class SearchPlan(Plan):
     hydrate: Compiled
 
     @property
+    def reads_vectors(self) -> bool:
+        return self.mode != "keyword"  # no MODE: hybrid when an embedder is configured
+
+    @property
     def meta_type(self) -> str:
         return storage.CONCEPT_TYPE if self.concept else storage.PROPOSITION_TYPE
 

@@ -1,0 +1,164 @@
+"""The embedding refresh after a KML write, run in the background (docs/meta.md, "Keeping vectors fresh").
+
+Why not inside the write transaction: the model costs ≈ 0.3–1.5 ms per element on a CPU, so a
+1,000-block capsule spent seconds embedding while holding its locks — a valid write could
+even time out because of embedding time. Instead the executor *submits* each committed KML
+command (its timestamp ``ctx.now`` and its embedder) here and answers the caller at once; one
+worker per nexus runs ``programs.embeddings.refresh_touched`` in a write transaction of its
+own, coalescing every command submitted meanwhile into one pass (one model batch over every
+element they touched; unchanged grounding texts are skipped by their hash).
+
+Consistency rule (docs/meta.md): keyword SEARCH never depends on it; a semantic or hybrid
+SEARCH through a nexus first waits until every write that nexus committed before the SEARCH
+started is embedded (``Settings.embedding_wait_s``; past it, it answers from the vectors that
+exist and says so in ``warnings``). A vector is only written if its element still has the
+version whose text was embedded (``lower.embeddings.WRITE``), so a slow refresh never
+overwrites the vector of a newer text. Writes of other processes are embedded by their own
+nexus; ``sync_embeddings`` back-fills anything a stopped process left behind.
+
+``Pending`` is the bookkeeping both workers share; ``Refresher`` is the thread of the sync
+``Nexus``, ``AsyncRefresher`` the task of the ``AsyncNexus``.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from dataclasses import dataclass, replace
+from typing import Any, Awaitable, Callable, Optional
+
+from .programs.embeddings import refresh_touched
+from .requests import Context
+
+log = logging.getLogger("kip2cypher")
+
+#: Runs a program in a write transaction: ``run(access, start, ctx)`` (``Nexus.run_program``).
+RunProgram = Callable[[str, Callable[[], Any], Context], Any]
+
+
+@dataclass
+class _Job:
+    ctx: Context  # the embedder, the settings and the oldest command timestamp still to refresh
+
+
+class Pending:
+    """Commands committed but not yet embedded, one job per embedder (oldest timestamp wins)."""
+
+    def __init__(self) -> None:
+        self.jobs: dict[int, _Job] = {}
+        self.running = False
+
+    def add(self, ctx: Context) -> None:
+        key = id(ctx.embedder)
+        job = self.jobs.get(key)
+        if job is None or ctx.now < job.ctx.now:
+            self.jobs[key] = _Job(replace(ctx, dry_run=False, engine=False))
+
+    def take(self) -> list[_Job]:
+        jobs, self.jobs = list(self.jobs.values()), {}
+        self.running = bool(jobs)
+        return jobs
+
+    @property
+    def idle(self) -> bool:
+        return not self.jobs and not self.running
+
+
+def _failed(exc: BaseException) -> None:
+    log.warning("background embedding refresh failed (%s); the writes stand — run kip2cypher.embedding.sync_embeddings to back-fill", exc)
+
+
+class Refresher:
+    """One daemon thread per sync ``Nexus``, started at the first submitted write."""
+
+    def __init__(self, run: RunProgram) -> None:
+        self._run = run
+        self._pending = Pending()
+        self._cond = threading.Condition()
+        self._thread: Optional[threading.Thread] = None
+        self._closed = False
+
+    def submit(self, ctx: Context) -> None:
+        """Queue the refresh of what the command at ``ctx.now`` wrote (after its commit)."""
+        with self._cond:
+            self._pending.add(ctx)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._work, name="kip2cypher-embeddings", daemon=True)
+                self._thread.start()
+            self._cond.notify_all()
+
+    def wait(self, timeout: Optional[float]) -> bool:
+        """Block until every submitted write is embedded; False when ``timeout`` seconds passed first."""
+        with self._cond:
+            return self._cond.wait_for(lambda: self._pending.idle, timeout)
+
+    def close(self, timeout: Optional[float]) -> None:
+        """Finish the queued refreshes (up to ``timeout`` seconds), then stop the thread."""
+        self.wait(timeout)
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+    def _work(self) -> None:
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: self._pending.jobs or self._closed)
+                if not self._pending.jobs:
+                    return
+                jobs = self._pending.take()
+            for job in jobs:
+                try:
+                    self._run("WRITE", lambda: refresh_touched(job.ctx), job.ctx)
+                except Exception as exc:  # noqa: BLE001 - the worker must survive anything
+                    _failed(exc)
+            with self._cond:
+                self._pending.running = False
+                self._cond.notify_all()
+
+
+class AsyncRefresher:
+    """``Refresher`` for an ``AsyncNexus``: one asyncio task at a time, started by ``submit``."""
+
+    def __init__(self, run: Callable[[str, Callable[[], Any], Context], Awaitable[Any]]) -> None:
+        self._run = run
+        self._pending = Pending()
+        self._task: Optional[asyncio.Task] = None
+        self._changed: Optional[asyncio.Condition] = None
+
+    def _condition(self) -> asyncio.Condition:
+        if self._changed is None:
+            self._changed = asyncio.Condition()
+        return self._changed
+
+    def submit(self, ctx: Context) -> None:
+        self._pending.add(ctx)
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._work(), name="kip2cypher-embeddings")
+
+    async def wait(self, timeout: Optional[float]) -> bool:
+        changed = self._condition()
+        try:
+            async with changed:
+                await asyncio.wait_for(changed.wait_for(lambda: self._pending.idle), timeout)
+            return True
+        except asyncio.TimeoutError:
+            return False
+
+    async def close(self, timeout: Optional[float]) -> None:
+        if not await self.wait(timeout) and self._task is not None:
+            self._task.cancel()
+
+    async def _work(self) -> None:
+        changed = self._condition()
+        while True:
+            jobs = self._pending.take()
+            if not jobs:
+                break
+            for job in jobs:
+                try:
+                    await self._run("WRITE", lambda: refresh_touched(job.ctx), job.ctx)
+                except Exception as exc:  # noqa: BLE001
+                    _failed(exc)
+            self._pending.running = False
+        async with changed:
+            changed.notify_all()
