@@ -248,13 +248,14 @@ class Nexus:
             log.error("execution failure: %r", exc, exc_info=True)
             raise KipError(errors.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}", "This is an engine bug; report it with the debug field.") from None
 
-    def sync_embeddings(self, *, embedder: Any = None, batch: int = 256, force: bool = False) -> dict[str, int]:
-        """Embed every element whose vector is missing, stale or from another model (``embedding.sync_embeddings``)."""
+    def sync_embeddings(self, *, embedder: Any = None, batch: int = 256, force: bool = False, kinds: tuple[str, ...] = embeddings.KINDS) -> dict[str, int]:
+        """Embed every element whose vector is missing, stale or from another model (``embedding.sync_embeddings``);
+        ``kinds``: only concepts or only propositions."""
         chosen = embedder or embedding.resolve(self.settings)
         counts = {"concepts": 0, "propositions": 0}
         if chosen is None:
             return counts
-        for kind in embeddings.KINDS:
+        for kind in kinds:
             last = ""
             while True:
                 ctx = Context(self.settings, now(), embedder=chosen)
