@@ -5,8 +5,12 @@ Why not inside the write transaction: the model costs ≈ 0.3–1.5 ms per eleme
 even time out because of embedding time. Instead the executor *submits* each committed KML
 command (its timestamp ``ctx.now`` and its embedder) here and answers the caller at once; one
 worker per nexus runs ``programs.embeddings.refresh_touched`` in a write transaction of its
-own, coalescing every command submitted meanwhile into one pass (one model batch over every
-element they touched; unchanged grounding texts are skipped by their hash).
+own, coalescing every command submitted meanwhile into one pass (one model batch per page of
+elements they touched; unchanged grounding texts are skipped by their hash). Each statement of
+that program runs in a short transaction of its own (``step``): the pages and grounding texts
+are read, the model runs *outside* any transaction, and the vectors are written with the
+version guard — a transaction that waited for the model would hold its locks for seconds and
+hit the query timeout on a large capsule.
 
 Consistency rule (docs/meta.md): keyword SEARCH never depends on it; a semantic or hybrid
 SEARCH through a nexus first waits until every write that nexus committed before the SEARCH
@@ -22,13 +26,15 @@ nexus; ``sync_embeddings`` back-fills anything a stopped process left behind.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 from dataclasses import dataclass, replace
-from typing import Any, Awaitable, Callable, Optional
+from typing import Any, Awaitable, Callable, Generator, Optional
 
+from ..lower.embeddings import WRITE
 from .programs.embeddings import refresh_touched
-from .requests import Context
+from .requests import Context, Embed, Run
 
 log = logging.getLogger("kip2cypher")
 
@@ -62,6 +68,65 @@ class Pending:
     @property
     def idle(self) -> bool:
         return not self.jobs and not self.running
+
+
+_WRITES = frozenset(statement.text for statement in WRITE.values())
+
+
+def _one(request: Run) -> Any:
+    """A program of one statement: its rows."""
+    rows = yield request
+    return rows
+
+
+@dataclass(frozen=True)
+class _Failed:
+    """The model raised: thrown into the refresh program, which logs it and stops."""
+
+    error: BaseException
+
+
+def _transactions(ctx: Context) -> Generator[tuple[str, Any], Any, None]:
+    """``refresh_touched`` split into its steps: yields ("embed", texts) — run the model outside
+    any transaction — or (access, one-statement program) — run it in a short transaction of
+    its own; receives the step's result (or ``_Failed`` from the model)."""
+    program = refresh_touched(ctx)
+    reply: Any = None
+    while True:
+        try:
+            request = program.throw(reply.error) if isinstance(reply, _Failed) else program.send(reply)
+        except StopIteration:
+            return
+        if isinstance(request, Embed):
+            reply = yield "embed", list(request.texts)
+        else:
+            reply = yield ("WRITE" if request.statement.text in _WRITES else "READ"), (lambda request=request: _one(request))
+
+
+def _embed(ctx: Context, texts: list[str]) -> Any:
+    """The model's vectors for ``texts``, or ``_Failed``."""
+    try:
+        return ctx.embedder.embed(texts)
+    except Exception as exc:  # noqa: BLE001 - the program logs a model failure and stops
+        return _Failed(exc)
+
+
+def _refresh(run: RunProgram, ctx: Context) -> None:
+    """Drive ``_transactions`` on the thread's driver loop."""
+    steps = _transactions(ctx)
+    with contextlib.suppress(StopIteration):
+        kind, what = next(steps)
+        while True:
+            kind, what = steps.send(_embed(ctx, what) if kind == "embed" else run(kind, what, ctx))
+
+
+async def _refresh_async(run: Callable[[str, Callable[[], Any], Context], Awaitable[Any]], ctx: Context) -> None:
+    """``_refresh`` for the asyncio loop (the model in a worker thread)."""
+    steps = _transactions(ctx)
+    with contextlib.suppress(StopIteration):
+        kind, what = next(steps)
+        while True:
+            kind, what = steps.send(await asyncio.to_thread(_embed, ctx, what) if kind == "embed" else await run(kind, what, ctx))
 
 
 def _failed(exc: BaseException) -> None:
@@ -108,7 +173,7 @@ class Refresher:
                 jobs = self._pending.take()
             for job in jobs:
                 try:
-                    self._run("WRITE", lambda: refresh_touched(job.ctx), job.ctx)
+                    _refresh(self._run, job.ctx)
                 except Exception as exc:  # noqa: BLE001 - the worker must survive anything
                     _failed(exc)
             with self._cond:
@@ -156,7 +221,7 @@ class AsyncRefresher:
                 break
             for job in jobs:
                 try:
-                    await self._run("WRITE", lambda: refresh_touched(job.ctx), job.ctx)
+                    await _refresh_async(self._run, job.ctx)
                 except Exception as exc:  # noqa: BLE001
                     _failed(exc)
             self._pending.running = False
