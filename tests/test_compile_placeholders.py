@@ -48,6 +48,13 @@ def test_compile_with_params_still_inlines_the_value_as_an_engine_parameter():
     assert all("runtime_parameters" not in statement for statement in out)
 
 
+def test_params_can_fix_the_placeholders_that_shape_the_statement_and_leave_the_others():
+    text = 'FIND(?d.name) WHERE { ?d {type: "Drug"} (?d, :rel, ?s) FILTER(?d.attributes.risk_level < :max_risk) }'
+    assert "shapes the compiled statement" in json.loads(cli("compile", text).stdout)["error"]["message"]
+    find = json.loads(cli("compile", text, "--params", '{"rel": "treats"}', "--format", "json").stdout)[0]
+    assert find["runtime_parameters"] == ["max_risk"] and "treats" in json.dumps(find)
+
+
 def test_the_python_api_and_the_executor_still_require_every_value_by_default():
     with pytest.raises(KipError, match=r"The placeholder :max_risk has no value \(parameters supplied: none\)"):
         kip2cypher.compile(RISKY)

@@ -214,9 +214,9 @@ def parse_cmd(source: str) -> None:
 def compile_cmd(source: str, params: Optional[str], fmt: str, explain: bool, conn: Connect) -> None:
     """Print the Cypher (and parameters) a KIP command — or each command of a script — compiles to.
 
-    Without --params each placeholder stays a Cypher parameter ($name) to bind at run time,
-    except where its value shapes the statement (a type, a predicate, LIMIT …): then it
-    must be given. Without --explain nothing connects to Neo4j.
+    A placeholder without a value in --params stays a Cypher parameter ($name) to bind at
+    run time, except where its value shapes the statement (a type, a predicate, LIMIT …):
+    then it must be given. Without --explain nothing connects to Neo4j.
     """
     from .source import command_texts, first_line, read_source
 
@@ -229,8 +229,8 @@ def compile_cmd(source: str, params: Optional[str], fmt: str, explain: bool, con
         else:
             from .. import compile as compile_command
 
-            keep = params is None  # no --params: compile for code that binds the values itself
-            compiled = [compile_command(command, parameters, namespace=conn.namespace, keep_placeholders=keep) for command, _ in commands]
+            # values not given stay $name for code that binds them itself (never executed here)
+            compiled = [compile_command(command, parameters, namespace=conn.namespace, keep_placeholders=True) for command, _ in commands]
     except KipError as exc:
         _fail(exc.to_dict())
     if fmt == "json":
