@@ -115,6 +115,7 @@ CASES = [
     ('FIND(?d.name) WHERE { ?d {type: "Drug"} FILTER(!(?d.attributes.risk_level != :level)) }', {"level": 2}),
     ('FIND(?d.name) WHERE { ?d {type: "Drug"} FILTER(?d.attributes.risk_level != :level) }', {"level": None}),
     ('FIND(?d.name) WHERE { ?d {type: "Drug", name: :name} }', {"name": "Aspirin"}),
+    ('FIND(?d.name) WHERE { ?d {type: "Drug"} NOT { (?d, "treats", {name: :_symptom}) } }', {"_symptom": "Headache"}),
     ('FIND(?d.name) WHERE { ?d {type: "Drug"} FILTER(IN(?d.name, :names) || CONTAINS(?d.name, :part)) }', {"names": ["Morphine"], "part": "fen"}),
 ]
 

@@ -21,6 +21,7 @@ from typing import Any, Iterable, Iterator, Union
 from ..errors import INVALID_SYNTAX, KipError
 
 _PLAIN = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
+_PARAMETER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 # Words Cypher treats specially; a variable spelled like one is quoted to stay unambiguous.
 RESERVED = frozenset(
@@ -106,7 +107,7 @@ class RuntimeParam:
     offset: int = -1
 
     def render(self) -> str:
-        return "$" + (self.name if _PLAIN.match(self.name) else quote(self.name))
+        return "$" + (self.name if _PARAMETER.match(self.name) else quote(self.name))
 
 
 Part = Union[str, Ident, Var, Internal, Param, RuntimeParam, "Fragment"]
