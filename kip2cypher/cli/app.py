@@ -216,7 +216,7 @@ def compile_cmd(source: str, params: Optional[str], fmt: str, explain: bool, con
 
     A placeholder without a value in --params stays a Cypher parameter ($name) to bind at
     run time, except where its value shapes the statement (a type, a predicate, LIMIT …):
-    then it must be given. Without --explain nothing connects to Neo4j.
+    then it must be given. --explain connects to Neo4j and needs every value, as a run does.
     """
     from .source import command_texts, first_line, read_source
 
