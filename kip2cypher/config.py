@@ -26,6 +26,10 @@ class Settings:
     query_timeout_s: float = field(default_factory=lambda: float(os.environ.get("KIP2CYPHER_QUERY_TIMEOUT_S", "30")))
     #: Rows one command may return before KIP_4002 asks for LIMIT/CURSOR.
     max_result_rows: int = field(default_factory=lambda: _env_int("KIP2CYPHER_MAX_RESULT_ROWS", 10000))
+    #: Steps (an upper bound of Java's backtracking, priced at compile time) the REGEX of one
+    #: command may take on one row; a pattern's reach — the longest value it may examine — follows
+    #: from it (kip2cypher/lower/regex_guard.py, KIP_4001 beyond). 5e7 ≈ 0.1 s of one worker.
+    max_regex_steps: float = field(default_factory=lambda: float(os.environ.get("KIP2CYPHER_MAX_REGEX_STEPS", "5e7")))
     #: Commands in one batch (spec: at most 256 → KIP_4002).
     max_batch: int = 256
     #: Enforce instance_schema is_required (KIP_2002) and value types (KIP_2003).

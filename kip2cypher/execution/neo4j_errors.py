@@ -22,6 +22,7 @@ from ..errors import (
     RESOURCE_EXHAUSTED,
     KipError,
 )
+from ..lower.regex_guard import reach_error
 
 #: What the loops catch and hand to ``from_neo4j``.
 DRIVER_ERRORS = (ne.Neo4jError, ne.DriverError)
@@ -65,8 +66,8 @@ def from_neo4j(exc: BaseException, cypher: Optional[str] = None) -> KipError:
     if "ConstraintValidationFailed" in code:
         return KipError(DUPLICATE_EXISTS, f"A uniqueness constraint was violated: {message}", DEFAULT_HINTS[DUPLICATE_EXISTS])
     if "Invalid Regex" in message:
-        # A REGEX whose pattern came from the graph (or that Java rejects and Python accepted).
-        return KipError(INVALID_SYNTAX, f"Invalid REGEX pattern: {message.splitlines()[0]}", "Fix the regular expression (Java syntax).")
+        # A value beyond the pattern's reach (regex_guard), or a pattern Java rejects that the guard's parser accepted.
+        return reach_error(message) or KipError(INVALID_SYNTAX, f"Invalid REGEX pattern: {message.splitlines()[0]}", "Fix the regular expression (Java syntax).")
     if "Statement.SyntaxError" in code or "Statement.SemanticError" in code or "Statement.TypeError" in code:
         # Our compiler produced Cypher Neo4j rejects: that is our bug, never the caller's.
         return KipError(INTERNAL_ERROR, f"Internal compiler error: Neo4j rejected the generated Cypher ({message}).", "This is an engine bug; report it with the debug field.", debug=debug)
