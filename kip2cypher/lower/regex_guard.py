@@ -40,6 +40,8 @@ MAX_REACH = 2**31 - 1
 #: variable parts inside), and the estimated stack frames one match may use.
 MAX_LOOP = 100
 MAX_DEPTH = 1000
+#: Deepest nesting of groups (KIP_4002 beyond): the parser and the pricing recurse on it.
+MAX_GROUP_DEPTH = 32
 #: Bounded quantifiers up to this are priced as constants, larger ones like unbounded ones.
 _SMALL = 1000
 #: Marker of the invalid pattern the guarded ``=~`` uses to stop at a value beyond the reach.
@@ -204,6 +206,7 @@ class _Parser:
         self.src = pattern
         self.i = 0
         self.flags: set[str] = set()
+        self.depth = 0
 
     def parse(self) -> _Alt:
         tree = self.alternation()
@@ -285,11 +288,15 @@ class _Parser:
             kind = self.group_kind(start)
             if kind == "flags":
                 return _Flags(self.src[start : self.i])
+        self.depth += 1
+        if self.depth > MAX_GROUP_DEPTH:
+            raise KipError(RESOURCE_EXHAUSTED, f"The REGEX pattern nests groups more than {MAX_GROUP_DEPTH} deep.", "Flatten the pattern: most nested groups can be written side by side.")
         body = self.alternation()
         if self.peek() != ")":
             raise _unsupported(self.src, f"the group opened at index {start} is not closed")
         self.i += 1
         self.flags = saved
+        self.depth -= 1
         return _Group(self.src[start : self.i], kind, body)
 
     def group_kind(self, start: int) -> str:
