@@ -24,6 +24,7 @@ from .execute import base_options, default_database, default_uri, env_auth, expl
 from .execution import loop, programs
 from .execution.neo4j_errors import DRIVER_ERRORS, from_neo4j
 from .execution.request import Outcome, command_program, request_program
+from .execution.requests import Deadline
 from .lower.compile import compile_plan
 from .lower.plan import Plan
 
@@ -99,28 +100,33 @@ class AsyncNexus:
 
     async def execute(self, arguments: Any, *, readonly: bool = False) -> dict[str, Any]:
         """Run one function call given its raw JSON arguments object (what MCP receives)."""
-        return await self._drive(request_program(arguments, readonly=readonly, settings=self.settings))
+        deadline = Deadline.start(self.settings)
+        return await self._drive(request_program(arguments, readonly=readonly, settings=self.settings, deadline=deadline), deadline)
 
     async def execute_command(self, text: str, parameters: Optional[dict[str, Any]] = None, *, dry_run: bool = False, readonly: bool = False) -> Outcome:
         """One command text → ``Outcome`` (its response, its kind, whether it stops a batch); never raises."""
-        return await self._drive(command_program(text, dict(parameters or {}), dry_run=dry_run, readonly=readonly, settings=self.settings))
+        deadline = Deadline.start(self.settings)
+        return await self._drive(command_program(text, dict(parameters or {}), dry_run=dry_run, readonly=readonly, settings=self.settings, deadline=deadline), deadline)
 
-    async def _drive(self, program: Any) -> Any:
+    async def _drive(self, program: Any, deadline: Optional[Deadline] = None) -> Any:
         reply: Any = None
         while True:
             try:
                 ask = program.send(reply)
             except StopIteration as stop:
                 return stop.value
+            if deadline is not None and deadline.expired():
+                reply = deadline.error()  # the request's budget is spent: not run
+                continue
             try:
-                reply = await self.run_plan(ask.plan, dry_run=ask.dry_run, readonly=ask.readonly)
+                reply = await self.run_plan(ask.plan, dry_run=ask.dry_run, readonly=ask.readonly, deadline=deadline)
             except KipError as exc:
                 reply = exc
 
-    async def run_plan(self, plan: Plan, *, dry_run: bool = False, readonly: bool = False) -> dict[str, Any]:
+    async def run_plan(self, plan: Plan, *, dry_run: bool = False, readonly: bool = False, deadline: Optional[Deadline] = None) -> dict[str, Any]:
         """Run a plan in one managed transaction (READ for reads, dry runs and readonly); failures are KipErrors."""
         access = "READ" if (readonly or dry_run or plan.access == "READ") else "WRITE"
-        ctx = new_context(self.settings, plan, dry_run)
+        ctx = new_context(self.settings, plan, dry_run, deadline)
         try:
             async with self.session(access) as session:
                 return await loop.run_async(session, access, lambda: programs.start(plan, ctx), ctx, metadata(self.settings, plan.kind, readonly, dry_run))

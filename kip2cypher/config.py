@@ -18,12 +18,19 @@ class Settings:
     #: Largest command text, in UTF-8 bytes (KIP_4002 beyond). The parser's own ceiling
     #: (parser.MAX_INPUT_BYTES, 256 KiB) still applies: this can only tighten it.
     max_input_bytes: int = field(default_factory=lambda: _env_int("KIP2CYPHER_MAX_INPUT_BYTES", 256 * 1024))
+    #: Largest parameters of one request (KIP_4002 beyond, before anything runs): characters of
+    #: strings and keys plus 8 per other scalar, counted for every command that receives them.
+    max_parameter_bytes: int = field(default_factory=lambda: _env_int("KIP2CYPHER_MAX_PARAMETER_BYTES", 16 * 1024 * 1024))
     #: Deepest nesting of { [ ( in a command (KIP_4002 beyond); ceiling parser.MAX_NESTING_DEPTH (64).
     max_nesting_depth: int = field(default_factory=lambda: _env_int("KIP2CYPHER_MAX_NESTING_DEPTH", 64))
     #: Cap for unbounded path quantifiers ``{m,}`` and the largest allowed bound (KIP_4002 beyond).
     max_hops: int = field(default_factory=lambda: _env_int("KIP2CYPHER_MAX_HOPS", 10))
     #: Seconds a transaction may run before Neo4j terminates it (KIP_4001). 0 = server default.
     query_timeout_s: float = field(default_factory=lambda: float(os.environ.get("KIP2CYPHER_QUERY_TIMEOUT_S", "30")))
+    #: Seconds one request (a command or a whole batch) may take: parsing, compiling, scoring,
+    #: embedding and every statement. Past it the remaining commands answer KIP_4001 without
+    #: running and a running transaction's timeout is cut to what is left. 0 = no budget.
+    max_request_s: float = field(default_factory=lambda: float(os.environ.get("KIP2CYPHER_MAX_REQUEST_S", "120")))
     #: Rows one command may return before KIP_4002 asks for LIMIT/CURSOR.
     max_result_rows: int = field(default_factory=lambda: _env_int("KIP2CYPHER_MAX_RESULT_ROWS", 10000))
     #: Steps (an upper bound of Java's backtracking, priced at compile time) the REGEX of one

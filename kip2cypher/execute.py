@@ -25,7 +25,7 @@ from .execution import loop, programs
 from .execution.neo4j_errors import from_neo4j
 from .execution.programs import embeddings as refresh_program
 from .execution.request import Outcome, command_program, request_program
-from .execution.requests import Context, Run
+from .execution.requests import Context, Deadline, Run, transaction_timeout
 from .lower import embeddings
 from .lower.compile import compile_plan
 from .lower.plan import Plan
@@ -71,9 +71,9 @@ def metadata(settings: Settings, kind: str, readonly: bool, dry_run: bool, *, in
     }
 
 
-def new_context(settings: Settings, plan: Plan, dry_run: bool) -> Context:
-    """What a plan's program is told: the settings, the command's timestamp, the embedder for META/KML."""
-    return Context(settings, now(), dry_run=dry_run, embedder=embedding.resolve(settings) if plan.kind != "KQL" else None)
+def new_context(settings: Settings, plan: Plan, dry_run: bool, deadline: Optional[Deadline] = None) -> Context:
+    """What a plan's program is told: the settings, the command's timestamp, the embedder for META/KML, the request's deadline."""
+    return Context(settings, now(), dry_run=dry_run, embedder=embedding.resolve(settings) if plan.kind != "KQL" else None, deadline=deadline)
 
 
 class Nexus:
@@ -141,9 +141,10 @@ class Nexus:
 
     def execute(self, arguments: Any, *, readonly: bool = False) -> dict[str, Any]:
         """Run one function call given its raw JSON arguments object (what MCP and ``kip2cypher call`` receive)."""
-        return self._drive(request_program(arguments, readonly=readonly, settings=self.settings))
+        deadline = Deadline.start(self.settings)
+        return self._drive(request_program(arguments, readonly=readonly, settings=self.settings, deadline=deadline), deadline)
 
-    def _drive(self, program: Any) -> Any:
+    def _drive(self, program: Any, deadline: Optional[Deadline] = None) -> Any:
         """Step a request program: run each plan it asks for, hand back its response or its error."""
         reply: Any = None
         while True:
@@ -151,12 +152,15 @@ class Nexus:
                 ask = program.send(reply)
             except StopIteration as stop:
                 return stop.value
+            if deadline is not None and deadline.expired():
+                reply = deadline.error()  # the request's budget is spent: not run
+                continue
             try:
-                reply = self.run_plan(ask.plan, dry_run=ask.dry_run, readonly=ask.readonly)
+                reply = self.run_plan(ask.plan, dry_run=ask.dry_run, readonly=ask.readonly, deadline=deadline)
             except KipError as exc:
                 reply = exc
 
-    def run_plan(self, plan: Plan, *, dry_run: bool = False, readonly: bool = False) -> dict[str, Any]:
+    def run_plan(self, plan: Plan, *, dry_run: bool = False, readonly: bool = False, deadline: Optional[Deadline] = None) -> dict[str, Any]:
         """Run a plan in one managed transaction; every failure becomes a KipError.
 
         Reads (KQL, META, every dry run, everything under readonly) run in a READ-access
@@ -167,8 +171,8 @@ class Nexus:
         access = "READ" if (readonly or dry_run or plan.access == "READ") else "WRITE"
         tx_metadata = metadata(self.settings, plan.kind, readonly, dry_run)
         if hasattr(plan, "runner"):
-            return self._run_legacy(plan, access, tx_metadata, dry_run)
-        ctx = new_context(self.settings, plan, dry_run)
+            return self._run_legacy(plan, access, tx_metadata, dry_run, deadline)
+        ctx = new_context(self.settings, plan, dry_run, deadline)
         return self.run_program(access, lambda: programs.start(plan, ctx), ctx, tx_metadata)
 
     def run_program(self, access: str, start: Any, ctx: Context, metadata: Optional[dict[str, Any]] = None) -> Any:
@@ -200,13 +204,13 @@ class Nexus:
                 counts[kind + "s"] += self.run_program("WRITE", lambda: refresh_program.refresh(kind, ids, force, ctx), ctx)
         return counts
 
-    def _run_legacy(self, plan: Any, access: str, metadata: dict[str, Any], dry_run: bool) -> dict[str, Any]:
+    def _run_legacy(self, plan: Any, access: str, metadata: dict[str, Any], dry_run: bool, deadline: Optional[Deadline] = None) -> dict[str, Any]:
         """A plan of the previous shape (statements + closures), until every lowering returns data."""
         from .lower._legacy import Tx, drive
 
         holder: dict[str, Tx] = {}
 
-        @neo4j.unit_of_work(timeout=self.settings.query_timeout_s or None, metadata=metadata)
+        @neo4j.unit_of_work(timeout=transaction_timeout(self.settings, deadline), metadata=metadata)
         def work(neo4j_tx: neo4j.ManagedTransaction) -> dict[str, Any]:
             tx = Tx(neo4j_tx, self.settings)
             holder["tx"] = tx
@@ -242,7 +246,8 @@ class Nexus:
 
         For callers that drive their own loop (``kip2cypher run``, the shell); never raises.
         """
-        return self._drive(command_program(text, dict(parameters or {}), dry_run=dry_run, readonly=readonly, settings=self.settings))
+        deadline = Deadline.start(self.settings)
+        return self._drive(command_program(text, dict(parameters or {}), dry_run=dry_run, readonly=readonly, settings=self.settings, deadline=deadline), deadline)
 
     # ------------------------------------------------------------------ explain
     def explain(self, text: str, parameters: Optional[dict[str, Any]] = None) -> list[dict[str, Any]]:

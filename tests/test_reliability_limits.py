@@ -170,6 +170,75 @@ def test_query_timeout_rolls_back_a_write(neo4j_server, graph):
     assert _fp(graph) == before
 
 
+# ------------------------------------------------------------------ request budget
+SLOW = 'FIND(COUNT(?a)) WHERE { ?a {type: "Domain"} ?b {type: "Domain"} ?c {type: "Domain"} ?d {type: "Domain"} ?e {type: "Domain"} FILTER(?a.name != ?e.name) }'
+
+
+def test_request_time_budget_stops_a_readonly_batch(neo4j_server, graph):
+    """Issue 18: a batch ran every read to its own timeout (256 × query_timeout_s ≈ 2 h). With
+    max_request_s the running statement is cut at the budget and the rest answer KIP_4001 unrun."""
+    with _nexus(neo4j_server, max_request_s=2) as nx:
+        started = time.monotonic()
+        results = ok(nx.execute_kip_readonly(commands=[SLOW] * 6))
+        elapsed = time.monotonic() - started
+    assert [r["error"]["code"] for r in results] == ["KIP_4001"] * 6
+    assert "max_request_s" in results[0]["error"]["message"] and "was stopped" in results[0]["error"]["message"]
+    assert all("was not run" in r["error"]["message"] for r in results[1:])
+    assert elapsed < 15, elapsed  # generous: each command alone runs ~2–5 s; six of them would run 12–30 s
+    assert Settings().max_request_s == 120
+
+
+def test_request_time_budget_runs_nothing_after_it_in_a_write_batch(neo4j_server, graph):
+    before = _fp(graph)
+    with _nexus(neo4j_server, max_request_s=2) as nx:
+        results = ok(nx.execute_kip(commands=[SLOW, 'UPSERT { CONCEPT ?d { {type: "Domain", name: "after-budget"} } }']))
+    assert [r["error"]["code"] for r in results] == ["KIP_4001", "KIP_4001"]
+    assert "was not run" in results[1]["error"]["message"]
+    assert _fp(graph) == before
+
+
+def test_request_time_budget_counts_compiling(neo4j_server, graph):
+    """Parsing and compiling count too: a batch of large commands stops compiling at the budget."""
+    big = 'FIND(?d.name) WHERE { ?d {type: "Domain"} FILTER(' + " || ".join(f'?d.name == "x{i}"' for i in range(2500)) + ") }"
+    with _nexus(neo4j_server, max_request_s=0.5) as nx:
+        results = ok(nx.execute_kip_readonly(commands=[big] * 40))
+    unrun = [r for r in results if "was not run" in r.get("error", {}).get("message", "")]
+    assert len(unrun) > 20  # a 60 KB command compiles in ~0.3 s here: a few before the budget
+
+
+def test_request_time_budget_through_the_async_nexus(neo4j_server, graph):
+    import asyncio
+
+    from kip2cypher import connect_async
+
+    async def run():
+        async with connect_async(neo4j_server.uri, auth=neo4j_server.auth, database=neo4j_server.database, settings=Settings(**FAST, max_request_s=2)) as nx:
+            return await nx.execute_kip_readonly(commands=[SLOW] * 3)
+
+    results = ok(asyncio.run(run()))
+    assert [r["error"]["code"] for r in results] == ["KIP_4001"] * 3
+    assert "was not run" in results[2]["error"]["message"]
+
+
+# ------------------------------------------------------------------ parameter size
+def test_parameter_size_limit(neo4j_server, graph):
+    """Issue 18: parameters had no bound (a 50 MB readonly parameter took seconds and ~6 copies).
+    They count per command that receives them; the request is refused before anything runs."""
+    before = _fp(graph)
+    upsert = 'UPSERT { CONCEPT ?d { {type: "Domain", name: :n} SET ATTRIBUTES { v: :v } } }'
+    with _nexus(neo4j_server, max_parameter_bytes=1000) as nx:
+        e = err(nx.execute_kip(upsert, parameters={"n": "p1", "v": "x" * 2000}), "KIP_4002")
+        assert "1000 bytes" in e["message"]
+        # Shared parameters count once per command of a batch: 10 × 200 > 1000.
+        err(nx.execute_kip(commands=[upsert] * 10, parameters={"n": "p2", "v": "x" * 190}), "KIP_4002")
+        ok(nx.execute_kip_readonly('FIND(?d.name) WHERE { ?d {type: "Domain", name: :n} }', parameters={"n": "x" * 900}))
+    assert _fp(graph) == before
+    assert Settings().max_parameter_bytes == 16 * 1024 * 1024
+    started = time.monotonic()
+    err(graph.execute_kip_readonly('FIND(?d.name) WHERE { ?d {type: "Domain", name: :n} }', parameters={"n": "x" * 50_000_000}), "KIP_4002")
+    assert time.monotonic() - started < 2  # refused before any copy (was seconds)
+
+
 # ------------------------------------------------------------------ path hops
 def test_path_hop_cap(neo4j_server, graph):
     reach = 'FIND(?b.name) WHERE { ?a {type: "Domain", name: "n6"} (?a, "follows"%s, ?b) }'

@@ -24,7 +24,7 @@ from ..config import Settings
 from ..errors import KipError, too_many_rows
 from ..lower.plan import Compiled
 from .neo4j_errors import DRIVER_ERRORS, from_neo4j
-from .requests import Context, Embed, Explain, Run
+from .requests import Context, Embed, Explain, Run, transaction_timeout
 
 log = logging.getLogger("kip2cypher.cypher")
 
@@ -65,6 +65,14 @@ def _embedder(ctx: Context) -> Any:
     return ctx.embedder
 
 
+def _failure(exc: BaseException, ctx: Context, trace: _Trace) -> KipError:
+    """A driver exception as a KIP error; a timeout that the request's budget cut short says so."""
+    error = from_neo4j(exc, trace.cypher())
+    if error.code == errors.EXECUTION_TIMEOUT and ctx.deadline is not None and ctx.deadline.expired():
+        return ctx.deadline.error(started=True)
+    return error
+
+
 def _unknown(request: Any) -> KipError:
     return KipError(errors.INTERNAL_ERROR, f"Internal error: a program yielded {type(request).__name__}.", "This is an engine bug; report it.")
 
@@ -80,6 +88,7 @@ def drive_sync(program: Program, tx: Any, ctx: Context, trace: _Trace) -> dict:
         except StopIteration as stop:
             return stop.value
         failure = None
+        ctx.check_deadline()
         if isinstance(request, Run):
             reply = _rows_sync(tx.run(*_prepare(request, ctx.settings, trace)), ctx.settings.max_result_rows, request.extra_rows)
         elif isinstance(request, Explain):
@@ -109,7 +118,7 @@ def run_sync(session: Any, access: str, start: Callable[[], Program], ctx: Conte
     """Run the program ``start()`` builds in one managed transaction of ``session`` (READ or WRITE)."""
     trace = _Trace()
 
-    @neo4j.unit_of_work(timeout=ctx.settings.query_timeout_s or None, metadata=metadata)
+    @neo4j.unit_of_work(timeout=transaction_timeout(ctx.settings, ctx.deadline), metadata=metadata)
     def work(tx: Any) -> dict:
         return drive_sync(start(), tx, ctx, trace)
 
@@ -118,7 +127,7 @@ def run_sync(session: Any, access: str, start: Callable[[], Program], ctx: Conte
             return session.execute_read(work)
         return session.execute_write(work)
     except DRIVER_ERRORS as exc:
-        raise from_neo4j(exc, trace.cypher()) from None
+        raise _failure(exc, ctx, trace) from None
 
 
 # ---------------------------------------------------------------------------- asyncio
@@ -132,6 +141,7 @@ async def drive_async(program: Program, tx: Any, ctx: Context, trace: _Trace) ->
         except StopIteration as stop:
             return stop.value
         failure = None
+        ctx.check_deadline()
         if isinstance(request, Run):
             reply = await _rows_async(await tx.run(*_prepare(request, ctx.settings, trace)), ctx.settings.max_result_rows, request.extra_rows)
         elif isinstance(request, Explain):
@@ -160,7 +170,7 @@ async def run_async(session: Any, access: str, start: Callable[[], Program], ctx
     """``run_sync`` for an ``AsyncSession``."""
     trace = _Trace()
 
-    @neo4j.unit_of_work(timeout=ctx.settings.query_timeout_s or None, metadata=metadata)
+    @neo4j.unit_of_work(timeout=transaction_timeout(ctx.settings, ctx.deadline), metadata=metadata)
     async def work(tx: Any) -> dict:
         return await drive_async(start(), tx, ctx, trace)
 
@@ -169,4 +179,4 @@ async def run_async(session: Any, access: str, start: Callable[[], Program], ctx
             return await session.execute_read(work)
         return await session.execute_write(work)
     except DRIVER_ERRORS as exc:
-        raise from_neo4j(exc, trace.cypher()) from None
+        raise _failure(exc, ctx, trace) from None

@@ -18,6 +18,7 @@ from ..errors import (
     INTERNAL_ERROR,
     INVALID_IDENTIFIER,
     INVALID_SYNTAX,
+    INVALID_VALUE_TYPE,
     NOT_FOUND,
     RESOURCE_EXHAUSTED,
     KipError,
@@ -63,6 +64,10 @@ def from_neo4j(exc: BaseException, cypher: Optional[str] = None) -> KipError:
         # Only a race does this: an element this command had matched was deleted by a concurrent
         # command before this one could link it (tests/test_reliability_concurrency.py).
         return KipError(NOT_FOUND, "An element this command uses was deleted by a concurrent command; nothing was written.", "Re-read the elements (FIND) and retry the command if they still exist.")
+    if "Statement.ArithmeticError" in code:
+        # An UPDATE's ADD/MUL left the 64-bit integer range (or divided by zero): the caller's values.
+        return KipError(INVALID_VALUE_TYPE, f"An arithmetic result is out of range: {message}; nothing was written.",
+                        "Keep integer results within ±9223372036854775807 (use decimals such as 1.0 for larger magnitudes).")
     if "ConstraintValidationFailed" in code:
         return KipError(DUPLICATE_EXISTS, f"A uniqueness constraint was violated: {message}", DEFAULT_HINTS[DUPLICATE_EXISTS])
     if "Invalid Regex" in message:

@@ -16,6 +16,7 @@ from ..config import Settings
 from ..syntax import ast
 from ..syntax.parser import CACHEABLE_CHARS, parse
 from ..syntax.placeholders import check_quoted_placeholders
+from ..syntax.values import describe, parameters_size
 from . import delete, describe, export, find, merge, search, update, upsert
 from .plan import Plan
 
@@ -61,11 +62,12 @@ _compile_cached = lru_cache(maxsize=2048)(_compile)
 
 def compile_plan(text: str, parameters: Optional[dict[str, Any]] = None, settings: Optional[Settings] = None) -> Plan:
     """Parse and lower one command (cached by text, parameters and settings)."""
-    try:
-        params_json = json.dumps(parameters or {}, sort_keys=True, ensure_ascii=False)
-    except (TypeError, ValueError) as exc:
-        raise errors.KipError(errors.INVALID_SYNTAX, f"parameters must be JSON values: {exc}", "Pass strings, numbers, booleans, null, arrays and objects only.") from None
     settings = settings or _default_settings()
+    if not isinstance(parameters or {}, dict):
+        raise errors.KipError(errors.INVALID_SYNTAX, f"parameters must be a JSON object, got {describe(parameters)}.", "Pass the placeholder values as an object {\"name\": value}.")
+    # JSON values Neo4j can hold, within the size bound: checked before they are copied.
+    parameters_size([parameters or {}], settings.max_parameter_bytes, settings.max_nesting_depth)
+    params_json = json.dumps(parameters or {}, sort_keys=True, ensure_ascii=False)
     if not isinstance(text, str):
         parse(text)  # reports the non-string command (KIP_1001)
     if len(text) + len(params_json) > CACHEABLE_CHARS:

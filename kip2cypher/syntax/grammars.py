@@ -42,6 +42,7 @@ from parsimonious.nodes import Node, RegexNode
 
 from . import ast
 from . import validate
+from .values import INT64
 from ..errors import KipError
 from ..resources import grammar_text
 
@@ -87,6 +88,9 @@ def number_literal(text: str, raw: str, start: int, end: int) -> ast.Literal:
         value = math.inf
     if isinstance(value, float) and not math.isfinite(value):
         raise validate.error_at(text, start, f"The number {raw} is out of range.", "Use a number within the IEEE-754 double range.")
+    if isinstance(value, int) and not INT64[0] <= value <= INT64[1]:
+        raise validate.error_at(text, start, f"The integer {raw} is outside the 64-bit range Neo4j stores.",
+                                "Use an integer between -9223372036854775808 and 9223372036854775807, a decimal such as 1e20, or a string.")
     return ast.Literal(value, ast.Span(start, end))
 
 

@@ -405,11 +405,12 @@ class _Builder(NodeVisitor):
         return ast.Filter(children[2], self.span(node))
 
     def _fold(self, op: str, children: list) -> Any:
-        """Left-associative fold of ``x (OP x)*`` into BoolOp nodes."""
-        left = children[0]
-        for _, right in children[1]:
-            left = ast.BoolOp(op, left, right, ast.Span(left.span.start, right.span.end))
-        return left
+        """``x (OP x)*`` as a *balanced* tree of BoolOp nodes over its operands, a parenthesised
+        chain of the same operator included (``&&`` and ``||`` are associative): its depth is
+        logarithmic in the number of operands, so no walker over the AST recurses thousands of
+        levels deep on a long chain (a FILTER of 3,000 ``||`` raised RecursionError)."""
+        operands = [leaf for child in (children[0], *(right for _, right in children[1])) for leaf in ast.operands(child, op)]
+        return ast.balanced(op, operands)
 
     def visit_or_expr(self, node, children):
         return self._fold("||", children)

@@ -14,7 +14,9 @@ from .. import errors
 from ..errors import KipError
 
 KML_KEYWORDS = ("UPSERT", "UPDATE", "MERGE", "DELETE")
-_FIRST_WORD = re.compile(r"(?:\s|//[^\n]*|/\*[\s\S]*?\*/)*([A-Za-z]+)")
+# Blanks and comments before the first word, as a possessive loop: with a lazy comment body in a
+# backtracking loop, ``"/**/" * 40 + "/*"`` took hours inside one C call (holding the GIL).
+_FIRST_WORD = re.compile(r"(?:\s+|//[^\n]*|/\*(?:[^*]|\*(?!/))*\*/)*+([A-Za-z]+)")
 
 
 def sniff_kind(text: str) -> Optional[str]:

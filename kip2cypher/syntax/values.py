@@ -7,10 +7,84 @@ structure of a command.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Optional
+import re
+from typing import Any, Iterable, Mapping, Optional
 
 from . import ast
-from ..errors import INVALID_SYNTAX, KipError
+from ..errors import INVALID_SYNTAX, RESOURCE_EXHAUSTED, KipError
+
+#: The integers Neo4j stores (64-bit); KIP text and parameters are checked against it.
+INT64 = (-(2**63), 2**63 - 1)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+#: What one number, boolean or null counts for in ``parameters_size``.
+_SCALAR_BYTES = 8
+
+
+def parameters_size(sets: Iterable[Mapping[str, Any]], max_bytes: int, max_depth: int) -> int:
+    """Check the parameters of a request and return their size; raise before anything runs.
+
+    Size: the characters of every string and key plus 8 per other scalar, counted over every
+    set (a batch binds the shared parameters once per command: that is the work it causes).
+    The walk stops as soon as ``max_bytes`` is passed (KIP_4002), so a huge payload costs
+    nothing more than the bound. Each value must be JSON that Neo4j can hold: an integer within
+    64 bits, a string without unpaired UTF-16 surrogates, nesting at most ``max_depth`` deep
+    (KIP_1001, naming the parameter).
+    """
+    total = 0
+    # (value, depth, where): ``where`` links back to the parent, so a path is spelled only for an error.
+    stack: list[tuple[Any, int, Any]] = [(params, 0, None) for params in sets]
+    while stack:
+        value, depth, where = stack.pop()
+        if isinstance(value, str):
+            total += len(value)
+            if _SURROGATE.search(value):
+                raise _bad(where, "a string with an unpaired UTF-16 surrogate", "Send complete characters (a surrogate pair such as \\ud83d\\ude00 for one emoji).")
+        elif isinstance(value, (dict, list, tuple)):
+            if depth > max_depth:
+                raise _bad(where, f"nested more than {max_depth} levels deep", "Flatten the value, or store it as a JSON string.")
+            if isinstance(value, dict):
+                for key, item in value.items():
+                    if not isinstance(key, str):
+                        raise _bad(where, f"an object key of type {type(key).__name__}", "Object keys must be strings.")
+                    if _SURROGATE.search(key):
+                        raise _bad(where, "an object key with an unpaired UTF-16 surrogate", "Send complete characters in keys.")
+                    total += len(key)
+                    stack.append((item, depth + 1, (key, where)))
+            else:
+                stack.extend((item, depth + 1, (i, where)) for i, item in enumerate(value))
+        elif isinstance(value, bool) or value is None:
+            total += 1
+        elif isinstance(value, int):
+            total += _SCALAR_BYTES
+            if not INT64[0] <= value <= INT64[1]:
+                raise _bad(where, f"the integer {_short(value)}, outside the 64-bit range Neo4j stores", "Use an integer between -9223372036854775808 and 9223372036854775807, or send it as a string.")
+        elif isinstance(value, float):
+            total += _SCALAR_BYTES
+        else:
+            raise _bad(where, f"a {type(value).__name__}, which is not a JSON value", "Pass strings, numbers, booleans, null, arrays and objects only.")
+        if total > max_bytes:
+            raise KipError(
+                RESOURCE_EXHAUSTED,
+                f"The request's parameters exceed the limit of {max_bytes} bytes (counted per command that uses them).",
+                "Send fewer or smaller values per request (split a batch, or a big import into several capsules).",
+            )
+    return total
+
+
+def _bad(where: Any, what: str, hint: str) -> KipError:
+    steps = []
+    while where is not None:
+        key, where = where
+        steps.append(f"[{key}]" if isinstance(key, int) else f".{key}")
+    path = "".join(reversed(steps)).lstrip(".")
+    if len(path) > 80:
+        path = path[:77] + "..."
+    return KipError(INVALID_SYNTAX, f"The value of {f'parameter {path!r}' if path else 'the parameters'} is {what}.", hint)
+
+
+def _short(value: int) -> str:
+    digits = str(value) if value.bit_length() < 200 else f"{'-' if value < 0 else ''}<{value.bit_length()}-bit integer>"
+    return digits
 
 
 def describe(value: Any) -> str:
