@@ -12,15 +12,19 @@ def parse(text: str):
     return _parse(text)
 
 
-def compile(text: str, parameters=None):  # noqa: A001 - public API name fixed by the project
-    """Compile one KIP command into its Cypher statement(s) and parameters."""
+def compile(text: str, parameters=None, *, namespace=None):  # noqa: A001 - public API name fixed by the project
+    """Compile one KIP command into its Cypher statement(s) and parameters (for ``namespace``:
+    default KIP2CYPHER_NAMESPACE, else the default namespace)."""
+    from .config import Settings
     from .lower.compile import compile_command
 
-    return compile_command(text, parameters)
+    settings = Settings() if namespace is None else Settings(namespace=namespace)
+    return compile_command(text, parameters, settings)
 
 
 def connect(uri=None, *, auth=None, database=None, **options):
-    """Open a ``Nexus`` on Neo4j; defaults come from NEO4J_URI/USERNAME/PASSWORD/DATABASE."""
+    """Open a ``Nexus`` on Neo4j; defaults come from NEO4J_URI/USERNAME/PASSWORD/DATABASE.
+    ``namespace="alice"`` opens one of the database's isolated nexuses (docs/namespaces.md)."""
     from .execute import Nexus
 
     return Nexus(uri, auth=auth, database=database, **options)

@@ -11,22 +11,24 @@ worker thread, so a command never blocks the event loop on the model::
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any, Optional
 
 import neo4j
 
-from . import errors, resources
+from . import connection, errors, resources
 from .config import Settings
-from .cypher import catalog
+from .cypher import catalog, storage
 from .errors import KipError
-from .execute import base_options, default_database, default_uri, env_auth, explain_entries, metadata, new_context, plan_text, standard_capsule_order
-from .execution import loop, programs
+from .execute import APPLICATION_DRIVER, base_options, cursor_key, new_secret, default_database, default_uri, env_auth, explain_entries, metadata, new_context, plan_text, bootstrap_capsules, stale_vectors, with_namespace
+from .execution import background, loop, programs
 from .execution.neo4j_errors import DRIVER_ERRORS, from_neo4j
 from .execution.request import Outcome, command_program, request_program
-from .execution.requests import Deadline
+from .execution.requests import Deadline, within
 from .lower.compile import compile_plan
 from .lower.plan import Plan
+from .version import __version__
 
 log = logging.getLogger("kip2cypher")
 
@@ -38,23 +40,38 @@ class AsyncNexus:
     it is used as is and never closed by the nexus.
     """
 
-    def __init__(self, uri: Optional[str] = None, *, auth: Any = None, database: Optional[str] = None, driver: Any = None, settings: Optional[Settings] = None, **driver_options: Any) -> None:
-        self.settings = settings or Settings()
+    def __init__(self, uri: Optional[str] = None, *, auth: Any = None, database: Optional[str] = None, driver: Any = None, settings: Optional[Settings] = None, namespace: Optional[str] = None, **driver_options: Any) -> None:
+        """``Nexus.__init__``: a driver of its own or the application's, one namespace."""
+        self.settings = with_namespace(settings or Settings(), namespace)
         self.database = database or default_database()
-        self._owns_driver = driver is None
-        if driver is None:
-            self.uri = uri or default_uri()
-            driver = neo4j.AsyncGraphDatabase.driver(self.uri, auth=auth if auth is not None else env_auth(), **base_options(self.settings, driver_options))
+        self._configured_secret = bool(self.settings.cursor_secret)
+        self._secret_loaded = False
+        if driver is not None:
+            if uri is not None or auth is not None or driver_options:
+                raise TypeError("AsyncNexus(driver=...) uses the application's driver as it is configured: pass no uri, auth or driver options.")
+            self.uri = APPLICATION_DRIVER
+            self._driver, self._owns_driver = driver, False
+            self._reachable = connection.AsyncReachabilityCheck(self.uri, None, {}, driver=driver)
         else:
-            self.uri = uri or "(the application's driver)"
-        self._driver = driver
+            self.uri, uri_auth = connection.split_credentials(uri or default_uri())
+            auth = auth if auth is not None else uri_auth or env_auth()
+            options = base_options(self.settings, driver_options)
+            self._driver, self._owns_driver = connection.open_async_driver(self.uri, auth, options), True
+            self._reachable = connection.AsyncReachabilityCheck(self.uri, auth, options)
         # One bookmark manager per nexus: a caller's reads see its own earlier writes on a cluster.
         self._bookmarks = neo4j.AsyncGraphDatabase.bookmark_manager()
+        self._refresher = background.AsyncRefresher(self._run_program)
 
     # ------------------------------------------------------------------ lifecycle
     async def close(self) -> None:
+        """``Nexus.close``: the last writes' embeddings first (up to ``embedding_wait_s``)."""
+        await self._refresher.close(self.settings.embedding_wait_s)
         if self._owns_driver:
             await self._driver.close()
+
+    async def wait_for_embeddings(self, timeout: Optional[float] = None) -> bool:
+        """``Nexus.wait_for_embeddings``."""
+        return await self._refresher.wait(timeout)
 
     async def __aenter__(self) -> "AsyncNexus":
         return self
@@ -66,27 +83,57 @@ class AsyncNexus:
     def driver(self) -> Any:
         return self._driver
 
-    def session(self, access: str = "WRITE") -> Any:
+    async def session(self, access: str = "WRITE") -> Any:
+        """A session on this nexus's database; the first one proves the server answers (KIP_4003 fast if not)."""
+        await self._reachable.ensure()
         mode = neo4j.READ_ACCESS if access == "READ" else neo4j.WRITE_ACCESS
-        return self._driver.session(database=self.database, default_access_mode=mode, bookmark_manager=self._bookmarks)
+        return self._driver.session(database=self.database, default_access_mode=mode, bookmark_manager=self._bookmarks, notifications_min_severity="OFF")
+
+    def in_namespace(self, namespace: str) -> "AsyncNexus":
+        """The nexus of another namespace of the same database, on this one's driver (which it
+        never closes): one connection pool for many namespaces (the MCP server's token bindings).
+        A cursor secret read from this namespace's nexus node is not carried over: each namespace
+        signs its cursors with its own."""
+        secret = self.settings.cursor_secret if self._configured_secret else b""
+        return AsyncNexus(driver=self._driver, database=self.database, settings=self.settings.replace(namespace=namespace, cursor_secret=secret))
 
     # ------------------------------------------------------------------ schema
     async def ensure_schema(self) -> None:
-        """Create constraints and indexes idempotently, each in a transaction of its own."""
-        async with self.session() as session:
-            for statement in catalog.SCHEMA:
+        """Create constraints and indexes idempotently, each in a transaction of its own, and
+        the nexus node with its cursor-signing secret."""
+        async with await self.session() as session:
+            for statement in catalog.schema(storage.names(self.settings.namespace)):
                 await (await session.run(statement)).consume()
+            record = await (await session.run(catalog.NEXUS_CREATE, namespace=self.settings.namespace, secret=new_secret())).single()
+        self._adopt_secret(record["secret"])
 
-    async def bootstrap(self, *, capsules: bool = False) -> dict[str, Any]:
-        """Create the schema objects and apply Genesis (and, optionally, the standard capsules)."""
+    async def _request_settings(self) -> Settings:
+        """``Nexus._request_settings``: the stored cursor secret, read once."""
+        if not self.settings.cursor_secret and not self._secret_loaded:
+            try:
+                async with await self.session("READ") as session:
+                    record = await (await session.run(catalog.NEXUS_READ, namespace=self.settings.namespace)).single()
+            except DRIVER_ERRORS as exc:
+                raise from_neo4j(exc) from None
+            self._adopt_secret(record["secret"] if record else None)
+        return self.settings
+
+    def _adopt_secret(self, secret: Optional[str]) -> None:
+        self._secret_loaded = True
+        if secret and not self._configured_secret:
+            self.settings = self.settings.replace(cursor_secret=cursor_key(secret))
+
+    async def bootstrap(self, *, capsules: bool = False, upgrade: bool = False) -> dict[str, Any]:
+        """Create the schema objects and apply Genesis (and, optionally, the standard capsules);
+        ``upgrade``: as the engine (``Nexus.bootstrap``)."""
         await self.ensure_schema()
-        names = ["Genesis"] + (standard_capsule_order(resources.capsule_names()) if capsules else [])
         applied = {}
-        for name in names:
-            response = await self.execute_kip(resources.capsule_text(name))
-            if "error" in response:
-                raise KipError(response["error"]["code"], f"Capsule {name} failed: {response['error']['message']}", response["error"].get("hint"))
-            applied[name] = response["result"]
+        for name in bootstrap_capsules(capsules):
+            plan = compile_plan(resources.capsule_text(name), {}, await self._request_settings())
+            try:
+                applied[name] = (await self.run_plan(plan, engine=upgrade))["result"]
+            except KipError as exc:
+                raise KipError(exc.code, f"Capsule {name} failed: {exc.message}", exc.hint) from None
         return applied
 
     # ------------------------------------------------------------------ §6 interface
@@ -100,21 +147,30 @@ class AsyncNexus:
 
     async def execute(self, arguments: Any, *, readonly: bool = False) -> dict[str, Any]:
         """Run one function call given its raw JSON arguments object (what MCP receives)."""
-        deadline = Deadline.start(self.settings)
-        return await self._drive(request_program(arguments, readonly=readonly, settings=self.settings, deadline=deadline), deadline)
+        try:
+            settings = await self._request_settings()
+        except KipError as exc:
+            return {"error": exc.to_dict()}
+        deadline = Deadline.start(settings)
+        return await self._drive(request_program(arguments, readonly=readonly, settings=settings, deadline=deadline), deadline)
 
     async def execute_command(self, text: str, parameters: Optional[dict[str, Any]] = None, *, dry_run: bool = False, readonly: bool = False) -> Outcome:
         """One command text → ``Outcome`` (its response, its kind, whether it stops a batch); never raises."""
-        deadline = Deadline.start(self.settings)
-        return await self._drive(command_program(text, dict(parameters or {}), dry_run=dry_run, readonly=readonly, settings=self.settings, deadline=deadline), deadline)
+        try:
+            settings = await self._request_settings()
+        except KipError as exc:
+            return Outcome({"error": exc.to_dict()}, None)
+        deadline = Deadline.start(settings)
+        return await self._drive(command_program(text, dict(parameters or {}), dry_run=dry_run, readonly=readonly, settings=settings, deadline=deadline), deadline)
 
     async def _drive(self, program: Any, deadline: Optional[Deadline] = None) -> Any:
+        """Step a request program; its steps (parsing, compiling) run in a worker thread so a
+        large command never blocks the event loop that serves other requests."""
         reply: Any = None
         while True:
-            try:
-                ask = program.send(reply)
-            except StopIteration as stop:
-                return stop.value
+            done, ask = await asyncio.to_thread(_step, program, reply)
+            if done:
+                return ask
             if deadline is not None and deadline.expired():
                 reply = deadline.error()  # the request's budget is spent: not run
                 continue
@@ -123,13 +179,21 @@ class AsyncNexus:
             except KipError as exc:
                 reply = exc
 
-    async def run_plan(self, plan: Plan, *, dry_run: bool = False, readonly: bool = False, deadline: Optional[Deadline] = None) -> dict[str, Any]:
+    async def run_plan(self, plan: Plan, *, dry_run: bool = False, readonly: bool = False, engine: bool = False, deadline: Optional[Deadline] = None) -> dict[str, Any]:
         """Run a plan in one managed transaction (READ for reads, dry runs and readonly); failures are KipErrors."""
         access = "READ" if (readonly or dry_run or plan.access == "READ") else "WRITE"
-        ctx = new_context(self.settings, plan, dry_run, deadline)
+        ctx = new_context(self.settings, plan, dry_run, engine, deadline)
+        fresh = not (plan.reads_vectors and ctx.embedder is not None) or await self._refresher.wait(within(self.settings.embedding_wait_s, deadline))
+        response = await self._run_program(access, lambda: programs.start(plan, ctx), ctx, metadata(self.settings, plan.kind, readonly, dry_run))
+        if programs.refreshes_embeddings(plan, ctx):
+            self._refresher.submit(ctx)
+        return response if fresh else stale_vectors(response, self.settings.embedding_wait_s)
+
+    async def _run_program(self, access: str, start: Any, ctx: Any, tx_metadata: Optional[dict[str, Any]] = None) -> Any:
+        """``Nexus.run_program``: one managed transaction of ``access``; every failure becomes a KipError."""
         try:
-            async with self.session(access) as session:
-                return await loop.run_async(session, access, lambda: programs.start(plan, ctx), ctx, metadata(self.settings, plan.kind, readonly, dry_run))
+            async with await self.session(access) as session:
+                return await loop.run_async(session, access, start, ctx, tx_metadata or {"app": self.settings.app_name, "version": __version__})
         except KipError:
             raise
         except Exception as exc:  # noqa: BLE001
@@ -149,12 +213,20 @@ class AsyncNexus:
                 entry["plan"] = plan_text((await result.consume()).plan)
 
         try:
-            async with self.session("READ") as session:
+            async with await self.session("READ") as session:
                 await session.execute_read(work)
         except DRIVER_ERRORS as exc:
             done = [e for e in out if "plan" in e]
             raise from_neo4j(exc, out[len(done)]["cypher"] if len(done) < len(out) else None) from None
         return out
+
+
+def _step(program: Any, reply: Any) -> tuple[bool, Any]:
+    """``program.send(reply)`` as (finished, request-or-result): StopIteration cannot cross a thread."""
+    try:
+        return False, program.send(reply)
+    except StopIteration as stop:
+        return True, stop.value
 
 
 class _Connecting:
@@ -179,6 +251,6 @@ class _Connecting:
             await self._nexus.close()
 
 
-def connect_async(uri: Optional[str] = None, *, auth: Any = None, database: Optional[str] = None, driver: Any = None, settings: Optional[Settings] = None, **driver_options: Any) -> _Connecting:
+def connect_async(uri: Optional[str] = None, *, auth: Any = None, database: Optional[str] = None, driver: Any = None, settings: Optional[Settings] = None, namespace: Optional[str] = None, **driver_options: Any) -> _Connecting:
     """``await connect_async(…)`` → an ``AsyncNexus``; ``async with connect_async(…) as nexus`` closes it after."""
-    return _Connecting({"uri": uri, "auth": auth, "database": database, "driver": driver, "settings": settings, **driver_options})
+    return _Connecting({"uri": uri, "auth": auth, "database": database, "driver": driver, "settings": settings, "namespace": namespace, **driver_options})

@@ -1,56 +1,162 @@
-"""Engine settings: every limit and switch, configurable and documented in docs/limits.md."""
+"""Engine settings: every limit and switch, configurable and documented in docs/limits.md.
+
+One pydantic-settings model. A field's value comes from, in this order: the keyword argument
+(``Settings(query_timeout_s=5)``), the environment variable ``KIP2CYPHER_<FIELD>``, a ``.env``
+file in the working directory, a ``kip2cypher.toml`` file in the working directory (top-level
+``field = value`` keys), the default. A bad value raises ``SettingsError`` — a ``KipError`` whose
+message names the variable and the expected type — instead of a bare ``ValueError`` deep in a
+request. ``Settings`` is immutable and hashable: it is part of the compile-cache key.
+"""
 from __future__ import annotations
 
-import os
-import secrets
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Optional
+
+from pydantic import Field, NonNegativeFloat, PositiveInt, ValidationError
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
+
+from .errors import INTERNAL_ERROR, KipError
+
+ENV_PREFIX = "KIP2CYPHER_"
+TOML_FILE = "kip2cypher.toml"
+ENV_FILE = ".env"
 
 
-def _env_int(name: str, default: int) -> int:
-    return int(os.environ.get(name, default))
+class SettingsError(KipError):
+    """A setting has a value of the wrong type or out of range (raised when ``Settings`` is built)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(INTERNAL_ERROR, message, f"Fix the environment variable (or the key in {TOML_FILE} / {ENV_FILE}); docs/limits.md lists every setting.")
 
 
-@dataclass(frozen=True)
-class Settings:
+class Settings(BaseSettings):
     """Limits and behaviour switches of one Nexus (or of offline compilation)."""
+
+    model_config = SettingsConfigDict(
+        frozen=True,
+        env_prefix=ENV_PREFIX,
+        env_file=ENV_FILE,
+        env_ignore_empty=True,
+        toml_file=TOML_FILE,
+        extra="ignore",
+        validate_default=True,
+    )
 
     #: Largest command text, in UTF-8 bytes (KIP_4002 beyond). The parser's own ceiling
     #: (parser.MAX_INPUT_BYTES, 256 KiB) still applies: this can only tighten it.
-    max_input_bytes: int = field(default_factory=lambda: _env_int("KIP2CYPHER_MAX_INPUT_BYTES", 256 * 1024))
+    max_input_bytes: PositiveInt = 256 * 1024
     #: Largest parameters of one request (KIP_4002 beyond, before anything runs): characters of
     #: strings and keys plus 8 per other scalar, counted for every command that receives them.
-    max_parameter_bytes: int = field(default_factory=lambda: _env_int("KIP2CYPHER_MAX_PARAMETER_BYTES", 16 * 1024 * 1024))
+    max_parameter_bytes: PositiveInt = 16 * 1024 * 1024
     #: Deepest nesting of { [ ( in a command (KIP_4002 beyond); ceiling parser.MAX_NESTING_DEPTH (64).
-    max_nesting_depth: int = field(default_factory=lambda: _env_int("KIP2CYPHER_MAX_NESTING_DEPTH", 64))
-    #: Cap for unbounded path quantifiers ``{m,}`` and the largest allowed bound (KIP_4002 beyond).
-    max_hops: int = field(default_factory=lambda: _env_int("KIP2CYPHER_MAX_HOPS", 10))
+    max_nesting_depth: PositiveInt = 64
+    #: Largest *minimum* of a path quantifier ``{m,n}`` (each mandatory hop is one clause;
+    #: KIP_4002 beyond). The maximum is unbounded: paths are breadth-first searches.
+    max_hops: PositiveInt = 10
     #: Seconds a transaction may run before Neo4j terminates it (KIP_4001). 0 = server default.
-    query_timeout_s: float = field(default_factory=lambda: float(os.environ.get("KIP2CYPHER_QUERY_TIMEOUT_S", "30")))
+    query_timeout_s: NonNegativeFloat = 30.0
     #: Seconds one request (a command or a whole batch) may take: parsing, compiling, scoring,
     #: embedding and every statement. Past it the remaining commands answer KIP_4001 without
     #: running and a running transaction's timeout is cut to what is left. 0 = no budget.
-    max_request_s: float = field(default_factory=lambda: float(os.environ.get("KIP2CYPHER_MAX_REQUEST_S", "120")))
+    max_request_s: NonNegativeFloat = 120.0
     #: Rows one command may return before KIP_4002 asks for LIMIT/CURSOR.
-    max_result_rows: int = field(default_factory=lambda: _env_int("KIP2CYPHER_MAX_RESULT_ROWS", 10000))
+    max_result_rows: PositiveInt = 10000
     #: Steps (an upper bound of Java's backtracking, priced at compile time) the REGEX of one
     #: command may take on one row; a pattern's reach — the longest value it may examine — follows
     #: from it (kip2cypher/lower/regex_guard.py, KIP_4001 beyond). 5e7 ≈ 0.1 s of one worker.
-    max_regex_steps: float = field(default_factory=lambda: float(os.environ.get("KIP2CYPHER_MAX_REGEX_STEPS", "5e7")))
-    #: Commands in one batch (spec: at most 256 → KIP_4002).
-    max_batch: int = 256
+    max_regex_steps: float = Field(default=5e7, gt=0)
+    #: Commands in one batch (spec: at most 256 → KIP_4002); can only lower the spec's bound.
+    max_batch: int = Field(default=256, ge=1, le=256)
     #: Enforce instance_schema is_required (KIP_2002) and value types (KIP_2003).
-    strict_schema: bool = field(default_factory=lambda: os.environ.get("KIP2CYPHER_STRICT_SCHEMA", "0") == "1")
+    strict_schema: bool = False
     #: Optional prefix put before every generated statement, e.g. "CYPHER runtime=slotted".
-    cypher_prefix: str = field(default_factory=lambda: os.environ.get("KIP2CYPHER_CYPHER_PREFIX", ""))
+    cypher_prefix: str = ""
     #: Key that signs CURSOR tokens so a token from another query is rejected (KIP_1001).
-    cursor_secret: bytes = field(default_factory=lambda: os.environ.get("KIP2CYPHER_CURSOR_SECRET", "").encode() or secrets.token_bytes(32))
-    #: Seconds the driver keeps retrying a transaction on transient errors / an unreachable
-    #: server (cluster fail-over) before the command fails with KIP_4003 and a retry hint.
-    max_retry_s: float = field(default_factory=lambda: float(os.environ.get("KIP2CYPHER_MAX_RETRY_S", "30")))
+    #: Unset: a Nexus signs with the secret its database stored at bootstrap, so every process
+    #: and replica of one nexus honours the others' cursors (``cursor.signing_key``).
+    cursor_secret: bytes = Field(default=b"", repr=False)
+    #: Seconds the driver keeps retrying a transaction on transient errors of a server that
+    #: answered (cluster fail-over) before the command fails with KIP_4003 and a retry hint.
+    max_retry_s: NonNegativeFloat = 30.0
     #: Application name sent as transaction metadata (visible in Neo4j's query log).
     app_name: str = "kip2cypher"
+    #: The namespace of this nexus inside its database (docs/namespaces.md): "" is the default
+    #: namespace (the original layout); otherwise lower-case letters, digits and "_", starting
+    #: with a letter, at most 32 characters.
+    namespace: str = Field(default="", pattern=r"^(?:[a-z][a-z0-9_]{0,31})?$")
+    #: Seconds a semantic or hybrid SEARCH waits for the background embedding refresh of the
+    #: writes its nexus committed before it (docs/meta.md); past it, it answers from the
+    #: vectors that exist, with a warning. ``Nexus.close`` waits as long for the last writes.
+    embedding_wait_s: NonNegativeFloat = 30.0
+
     #: Embedder for SEARCH MODE "semantic"/"hybrid" (kip2cypher.embedding): None = the process
     #: default (KIP2CYPHER_EMBEDDER, "auto"), False = none, an Embedder instance or a spec string.
-    #: Not part of equality/hash, so compiled plans stay shareable; it is read at run time.
-    embedder: Any = field(default=None, compare=False, repr=False)
+    #: A run-time object, not a setting: kept outside the fields (read from no file or variable)
+    #: and out of equality/hash, so compiled plans stay shareable. ``_key``/``_hash`` are the
+    #: field values and their hash, computed once: a compile-cache lookup hashes Settings per call,
+    #: and plain slots read ten times faster than pydantic private attributes.
+    __slots__ = ("_embedder", "_key", "_hash")
+
+    def __init__(self, embedder: Any = None, **values: Any) -> None:
+        try:
+            super().__init__(**values)
+        except ValidationError as exc:
+            raise SettingsError(_describe(exc)) from None
+        key = tuple(getattr(self, name) for name in type(self).model_fields)
+        object.__setattr__(self, "_embedder", embedder)
+        object.__setattr__(self, "_key", key)
+        object.__setattr__(self, "_hash", hash(key))
+
+    @property
+    def embedder(self) -> Any:
+        return self._embedder
+
+    def replace(self, **changes: Any) -> "Settings":
+        """A copy with some fields (or the embedder) changed, validated like a new object."""
+        embedder = changes.pop("embedder", self._embedder)
+        return Settings(embedder=embedder, **{**self.model_dump(), **changes})
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Settings) and self._key == other._key
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return init_settings, env_settings, dotenv_settings, TomlConfigSettingsSource(settings_cls)
+
+
+_EXPECTED = {int: "an integer", float: "a number", bool: "a boolean (1/0, true/false)", str: "a string", bytes: "a string"}
+
+
+def _describe(exc: ValidationError) -> str:
+    """'KIP2CYPHER_QUERY_TIMEOUT_S='abc' (query_timeout_s) must be a number: …' for each bad field."""
+    parts = []
+    for error in exc.errors(include_url=False):
+        name = str(error["loc"][0]) if error["loc"] else "?"
+        field = Settings.model_fields.get(name)
+        expected = _EXPECTED.get(getattr(field, "annotation", None), "a valid value")
+        constraint = _constraint(field)
+        parts.append(
+            f"{ENV_PREFIX}{name.upper()}={error.get('input')!r} (setting {name!r}, from the environment, {ENV_FILE}, {TOML_FILE} or "
+            f"the Settings argument) must be {expected}{constraint}: {error['msg']}."
+        )
+    return "Invalid kip2cypher setting: " + " ".join(parts)
+
+
+def _constraint(field: Optional[Any]) -> str:
+    """' > 0' / ' ≥ 0' / ' between 1 and 256' from a field's annotated-types metadata."""
+    bounds = {}
+    for item in getattr(field, "metadata", ()):
+        for key in ("gt", "ge", "le", "lt"):
+            if getattr(item, key, None) is not None:
+                bounds[key] = getattr(item, key)
+    words = {"gt": ">", "ge": "≥", "le": "≤", "lt": "<"}
+    return " " + " and ".join(f"{words[k]} {v}" for k, v in bounds.items()) if bounds else ""

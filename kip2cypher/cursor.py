@@ -22,6 +22,7 @@ import base64
 import hashlib
 import hmac
 import json
+import secrets
 from typing import Any
 
 from .config import Settings
@@ -44,8 +45,18 @@ def _unb64(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
+#: Signs cursors when no secret is configured and none is stored (compiling outside a Nexus, or a
+#: database that was never bootstrapped): such cursors live as long as this process.
+_PROCESS_KEY = secrets.token_bytes(32)
+
+
+def signing_key(settings: Settings) -> bytes:
+    """``Settings.cursor_secret``; unset (empty): this process's own key."""
+    return settings.cursor_secret or _PROCESS_KEY
+
+
 def _mac(settings: Settings, fp: str, payload: str) -> bytes:
-    return hmac.new(settings.cursor_secret, f"{_VERSION}|{fp}|{payload}".encode("utf-8"), hashlib.sha256).digest()[:18]
+    return hmac.new(signing_key(settings), f"{_VERSION}|{fp}|{payload}".encode("utf-8"), hashlib.sha256).digest()[:18]
 
 
 def encode(settings: Settings, fp: str, position: Any) -> str:
@@ -75,7 +86,7 @@ def decode(settings: Settings, fp: str, token: Any) -> Any:
     except (ValueError, TypeError):
         raise _invalid("malformed") from None
     if not hmac.compare_digest(given, _mac(settings, fp, payload)):
-        raise _invalid("it was issued for a different query (or altered)")
+        raise _invalid("it was issued for a different query or by another nexus (or altered)")
     try:
         return json.loads(_unb64(payload))
     except (ValueError, TypeError):  # pragma: no cover - a valid MAC over garbage cannot happen

@@ -68,6 +68,7 @@ class KipError(Exception):
         line: Optional[int] = None,
         column: Optional[int] = None,
         debug: Optional[dict[str, Any]] = None,
+        offset: Optional[int] = None,
     ) -> None:
         super().__init__(message)
         self.code = code
@@ -76,6 +77,16 @@ class KipError(Exception):
         self.line = line
         self.column = column
         self.debug = debug
+        #: Where in the command text the fault is (a character offset), until ``locate`` turns
+        #: it into line/column and an excerpt with a caret.
+        self.offset = offset
+
+    def locate(self, text: str) -> "KipError":
+        """Give a semantic error raised with an ``offset`` its line, column and source excerpt."""
+        if self.line is None and self.offset is not None and text:
+            self.line, self.column = line_column(text, self.offset)
+            self.message = f"{self.message} (line {self.line}, column {self.column})\n{snippet(text, self.offset)}"
+        return self
 
     def to_dict(self) -> dict[str, Any]:
         """The spec's error object; position and debug fields only when known."""

@@ -7,8 +7,10 @@ atomic. A caller only ever receives the response dict — never an exception.
 """
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
+import secrets
 from datetime import datetime, timezone
 from typing import Any, Optional
 
@@ -16,16 +18,16 @@ import neo4j
 from neo4j import GraphDatabase
 from neo4j.exceptions import DriverError, Neo4jError
 
-from . import embedding, errors
+from . import connection, embedding, errors
 from .version import __version__
 from .config import Settings
-from .cypher import catalog
+from .cypher import catalog, storage
 from .errors import KipError
-from .execution import loop, programs
-from .execution.neo4j_errors import from_neo4j
+from .execution import background, loop, programs
+from .execution.neo4j_errors import DRIVER_ERRORS, from_neo4j
 from .execution.programs import embeddings as refresh_program
 from .execution.request import Outcome, command_program, request_program
-from .execution.requests import Context, Deadline, Run, transaction_timeout
+from .execution.requests import Context, Deadline, Run, within
 from .lower import embeddings
 from .lower.compile import compile_plan
 from .lower.plan import Plan
@@ -71,25 +73,58 @@ def metadata(settings: Settings, kind: str, readonly: bool, dry_run: bool, *, in
     }
 
 
-def new_context(settings: Settings, plan: Plan, dry_run: bool, deadline: Optional[Deadline] = None) -> Context:
-    """What a plan's program is told: the settings, the command's timestamp, the embedder for META/KML, the request's deadline."""
-    return Context(settings, now(), dry_run=dry_run, embedder=embedding.resolve(settings) if plan.kind != "KQL" else None, deadline=deadline)
+def new_context(settings: Settings, plan: Plan, dry_run: bool, engine: bool = False, deadline: Optional[Deadline] = None) -> Context:
+    """What a plan's program is told: the settings, the command's timestamp, the embedder for
+    META/KML, whether the engine itself writes (bootstrap upgrade), the request's deadline."""
+    return Context(settings, now(), dry_run=dry_run, embedder=embedding.resolve(settings) if plan.kind != "KQL" else None, engine=engine, deadline=deadline)
+
+
+#: ``Nexus.uri`` of a Nexus built on an application's driver (which does not expose its URI).
+APPLICATION_DRIVER = "(the application's driver)"
 
 
 class Nexus:
     """A Cognitive Nexus stored in one Neo4j database."""
 
-    def __init__(self, uri: Optional[str] = None, *, auth: Any = None, database: Optional[str] = None, settings: Optional[Settings] = None, **driver_options: Any) -> None:
-        self.uri = uri or default_uri()
+    def __init__(self, uri: Optional[str] = None, *, auth: Any = None, database: Optional[str] = None, settings: Optional[Settings] = None, driver: Optional[neo4j.Driver] = None, namespace: Optional[str] = None, **driver_options: Any) -> None:
+        """Open a driver on ``uri`` (credentials from ``auth``, the URI's ``user:password@`` or
+        NEO4J_USERNAME/PASSWORD), or use the application's own ``driver`` — its auth, TLS, pool and
+        routing — which this Nexus never closes. ``namespace`` selects one of the database's
+        isolated nexuses (docs/namespaces.md; default: ``settings.namespace``, KIP2CYPHER_NAMESPACE).
+        Raises KipError for a URI or namespace that cannot work."""
         self.database = database or default_database()
-        self.settings = settings or Settings()
-        self._driver = GraphDatabase.driver(self.uri, auth=auth if auth is not None else env_auth(), **base_options(self.settings, driver_options))
+        self.settings = with_namespace(settings or Settings(), namespace)
+        self._configured_secret = bool(self.settings.cursor_secret)
+        self._secret_loaded = False
+        if driver is not None:
+            if uri is not None or auth is not None or driver_options:
+                raise TypeError("Nexus(driver=...) uses the application's driver as it is configured: pass no uri, auth or driver options.")
+            self.uri = APPLICATION_DRIVER
+            self._driver, self._owns_driver = driver, False
+            self._reachable = connection.ReachabilityCheck(self.uri, None, {}, driver=driver)
+        else:
+            self.uri, uri_auth = connection.split_credentials(uri or default_uri())
+            auth = auth if auth is not None else uri_auth or env_auth()
+            options = base_options(self.settings, driver_options)
+            self._driver, self._owns_driver = connection.open_driver(self.uri, auth, options), True
+            self._reachable = connection.ReachabilityCheck(self.uri, auth, options)
         # One bookmark manager per Nexus: a caller's reads see its own earlier writes on a cluster.
         self._bookmarks = GraphDatabase.bookmark_manager()
+        self._refresher = background.Refresher(self.run_program)
 
     # ------------------------------------------------------------------ lifecycle
     def close(self) -> None:
-        self._driver.close()
+        """Finish the background embedding refresh of the last writes (up to
+        ``Settings.embedding_wait_s``), then close the driver this Nexus opened; an
+        application's driver stays open (it owns it)."""
+        self._refresher.close(self.settings.embedding_wait_s)
+        if self._owns_driver:
+            self._driver.close()
+
+    def wait_for_embeddings(self, timeout: Optional[float] = None) -> bool:
+        """Block until the SEARCH embeddings of every write this Nexus committed are written
+        (what a semantic SEARCH does first); False if ``timeout`` seconds passed first."""
+        return self._refresher.wait(timeout)
 
     def __enter__(self) -> "Nexus":
         return self
@@ -102,32 +137,67 @@ class Nexus:
         return self._driver
 
     def session(self, access: str = "WRITE") -> neo4j.Session:
+        """A session on this Nexus's database; the first one proves the server answers (KIP_4003 fast if not)."""
+        self._reachable.ensure()
         mode = neo4j.READ_ACCESS if access == "READ" else neo4j.WRITE_ACCESS
-        return self._driver.session(database=self.database, default_access_mode=mode, bookmark_manager=self._bookmarks)
+        return self._driver.session(database=self.database, default_access_mode=mode, bookmark_manager=self._bookmarks, notifications_min_severity="OFF")
 
     def server_version(self) -> str:
+        self._reachable.ensure()
         records, _, _ = self._driver.execute_query("CALL dbms.components() YIELD versions, edition RETURN versions[0] AS v, edition AS e", database_=self.database)
         return f"{records[0]['v']} {records[0]['e']}"
 
+    def in_namespace(self, namespace: str) -> "Nexus":
+        """The nexus of another namespace of the same database, on this one's driver (which it
+        never closes): one connection pool for many namespaces (the MCP server's token bindings).
+        A cursor secret read from this namespace's nexus node is not carried over: each namespace
+        signs its cursors with its own."""
+        secret = self.settings.cursor_secret if self._configured_secret else b""
+        return Nexus(driver=self._driver, database=self.database, settings=self.settings.replace(namespace=namespace, cursor_secret=secret))
+
     # ------------------------------------------------------------------ schema
     def ensure_schema(self) -> None:
-        """Create constraints and indexes idempotently, each in a transaction of its own."""
+        """Create constraints and indexes idempotently, each in a transaction of its own, and
+        the nexus node with its cursor-signing secret."""
         with self.session() as session:
-            for statement in catalog.SCHEMA:
+            for statement in catalog.schema(storage.names(self.settings.namespace)):
                 session.run(statement).consume()
+            secret = session.run(catalog.NEXUS_CREATE, namespace=self.settings.namespace, secret=new_secret()).single()["secret"]
+        self._adopt_secret(secret)
 
-    def bootstrap(self, *, capsules: bool = False) -> dict[str, Any]:
-        """Create the schema objects and apply Genesis (and, optionally, the standard capsules)."""
+    def _request_settings(self) -> Settings:
+        """The settings requests compile and run with: without a configured ``cursor_secret``,
+        the one this nexus stored at bootstrap (read once), so every process signs alike."""
+        if not self.settings.cursor_secret and not self._secret_loaded:
+            try:
+                with self.session("READ") as session:
+                    record = session.run(catalog.NEXUS_READ, namespace=self.settings.namespace).single()
+            except DRIVER_ERRORS as exc:
+                raise from_neo4j(exc) from None
+            self._adopt_secret(record["secret"] if record else None)
+        return self.settings
+
+    def _adopt_secret(self, secret: Optional[str]) -> None:
+        self._secret_loaded = True
+        if secret and not self._configured_secret:
+            self.settings = self.settings.replace(cursor_secret=cursor_key(secret))
+
+    def bootstrap(self, *, capsules: bool = False, upgrade: bool = False) -> dict[str, Any]:
+        """Create the schema objects and apply Genesis (and, optionally, the standard capsules).
+
+        ``upgrade``: apply them *as the engine*, so a newer Genesis or standard capsule may
+        change the protected structures it defines (idempotent: unchanged elements are not
+        written); agents' writes to those structures stay refused."""
         from . import resources
 
         self.ensure_schema()
-        names = ["Genesis"] + (standard_capsule_order(resources.capsule_names()) if capsules else [])
         applied = {}
-        for name in names:
-            response = self.execute_kip(resources.capsule_text(name))
-            if "error" in response:
-                raise KipError(response["error"]["code"], f"Capsule {name} failed: {response['error']['message']}", response["error"].get("hint"))
-            applied[name] = response["result"]
+        for name in bootstrap_capsules(capsules):
+            plan = compile_plan(resources.capsule_text(name), {}, self._request_settings())
+            try:
+                applied[name] = self.run_plan(plan, engine=upgrade)["result"]
+            except KipError as exc:
+                raise KipError(exc.code, f"Capsule {name} failed: {exc.message}", exc.hint) from None
         return applied
 
     # ------------------------------------------------------------------ §6 interface
@@ -141,8 +211,12 @@ class Nexus:
 
     def execute(self, arguments: Any, *, readonly: bool = False) -> dict[str, Any]:
         """Run one function call given its raw JSON arguments object (what MCP and ``kip2cypher call`` receive)."""
-        deadline = Deadline.start(self.settings)
-        return self._drive(request_program(arguments, readonly=readonly, settings=self.settings, deadline=deadline), deadline)
+        try:
+            settings = self._request_settings()
+        except KipError as exc:
+            return {"error": exc.to_dict()}
+        deadline = Deadline.start(settings)
+        return self._drive(request_program(arguments, readonly=readonly, settings=settings, deadline=deadline), deadline)
 
     def _drive(self, program: Any, deadline: Optional[Deadline] = None) -> Any:
         """Step a request program: run each plan it asks for, hand back its response or its error."""
@@ -160,7 +234,7 @@ class Nexus:
             except KipError as exc:
                 reply = exc
 
-    def run_plan(self, plan: Plan, *, dry_run: bool = False, readonly: bool = False, deadline: Optional[Deadline] = None) -> dict[str, Any]:
+    def run_plan(self, plan: Plan, *, dry_run: bool = False, readonly: bool = False, engine: bool = False, deadline: Optional[Deadline] = None) -> dict[str, Any]:
         """Run a plan in one managed transaction; every failure becomes a KipError.
 
         Reads (KQL, META, every dry run, everything under readonly) run in a READ-access
@@ -170,10 +244,12 @@ class Nexus:
         """
         access = "READ" if (readonly or dry_run or plan.access == "READ") else "WRITE"
         tx_metadata = metadata(self.settings, plan.kind, readonly, dry_run)
-        if hasattr(plan, "runner"):
-            return self._run_legacy(plan, access, tx_metadata, dry_run, deadline)
-        ctx = new_context(self.settings, plan, dry_run, deadline)
-        return self.run_program(access, lambda: programs.start(plan, ctx), ctx, tx_metadata)
+        ctx = new_context(self.settings, plan, dry_run, engine, deadline)
+        fresh = not (plan.reads_vectors and ctx.embedder is not None) or self._refresher.wait(within(self.settings.embedding_wait_s, deadline))
+        response = self.run_program(access, lambda: programs.start(plan, ctx), ctx, tx_metadata)
+        if programs.refreshes_embeddings(plan, ctx):
+            self._refresher.submit(ctx)
+        return response if fresh else stale_vectors(response, self.settings.embedding_wait_s)
 
     def run_program(self, access: str, start: Any, ctx: Context, metadata: Optional[dict[str, Any]] = None) -> Any:
         """Run the program ``start()`` builds in one managed transaction of ``access``; every failure becomes a KipError."""
@@ -186,17 +262,18 @@ class Nexus:
             log.error("execution failure: %r", exc, exc_info=True)
             raise KipError(errors.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}", "This is an engine bug; report it with the debug field.") from None
 
-    def sync_embeddings(self, *, embedder: Any = None, batch: int = 256, force: bool = False) -> dict[str, int]:
-        """Embed every element whose vector is missing, stale or from another model (``embedding.sync_embeddings``)."""
+    def sync_embeddings(self, *, embedder: Any = None, batch: int = 256, force: bool = False, kinds: tuple[str, ...] = embeddings.KINDS) -> dict[str, int]:
+        """Embed every element whose vector is missing, stale or from another model (``embedding.sync_embeddings``);
+        ``kinds``: only concepts or only propositions."""
         chosen = embedder or embedding.resolve(self.settings)
         counts = {"concepts": 0, "propositions": 0}
         if chosen is None:
             return counts
-        for kind in embeddings.KINDS:
+        for kind in kinds:
             last = ""
             while True:
                 ctx = Context(self.settings, now(), embedder=chosen)
-                rows = self.run_program("READ", lambda: _rows_of(embeddings.ALL[kind], {"last": last, "chunk": batch}), ctx)
+                rows = self.run_program("READ", lambda: _rows_of(embeddings.statements(ctx.names, kind).all, {"last": last, "chunk": batch}), ctx)
                 ids = [r["id"] for r in rows]
                 if not ids:
                     break
@@ -204,50 +281,17 @@ class Nexus:
                 counts[kind + "s"] += self.run_program("WRITE", lambda: refresh_program.refresh(kind, ids, force, ctx), ctx)
         return counts
 
-    def _run_legacy(self, plan: Any, access: str, metadata: dict[str, Any], dry_run: bool, deadline: Optional[Deadline] = None) -> dict[str, Any]:
-        """A plan of the previous shape (statements + closures), until every lowering returns data."""
-        from .lower._legacy import Tx, drive
-
-        holder: dict[str, Tx] = {}
-
-        @neo4j.unit_of_work(timeout=transaction_timeout(self.settings, deadline), metadata=metadata)
-        def work(neo4j_tx: neo4j.ManagedTransaction) -> dict[str, Any]:
-            tx = Tx(neo4j_tx, self.settings)
-            holder["tx"] = tx
-            if not dry_run:
-                ctx = Context(self.settings, now(), embedder=embedding.resolve(self.settings))
-                response = plan.run(tx)
-                if plan.kind == "KML" and ctx.embedder is not None:
-                    drive(tx, refresh_program.refresh_touched(ctx), ctx.embedder)
-                return response
-            if plan.dry_result is None:
-                for stmt in plan.statements:
-                    tx.current = stmt
-                    neo4j_tx.run(loop.statement_text(self.settings, "EXPLAIN " + stmt.text), stmt.params).consume()
-                tx.current = None
-            return plan.dry_run(tx)
-
-        try:
-            with self.session(access) as session:
-                if access == "READ":
-                    return session.execute_read(work)
-                return session.execute_write(work)
-        except KipError:
-            raise
-        except (Neo4jError, DriverError) as exc:
-            raise from_neo4j(exc, _current_cypher(holder)) from None
-        except Exception as exc:  # noqa: BLE001
-            log.error("execution failure: %r", exc, exc_info=True)
-            cypher = _current_cypher(holder)
-            raise KipError(errors.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}", "This is an engine bug; report it with the debug field.", debug={"cypher": cypher} if cypher else None) from None
-
     def execute_command(self, text: str, parameters: Optional[dict[str, Any]] = None, *, dry_run: bool = False, readonly: bool = False) -> Outcome:
         """One command text → ``Outcome`` (its §6.2.1 response, its kind, whether it stops a batch).
 
         For callers that drive their own loop (``kip2cypher run``, the shell); never raises.
         """
-        deadline = Deadline.start(self.settings)
-        return self._drive(command_program(text, dict(parameters or {}), dry_run=dry_run, readonly=readonly, settings=self.settings, deadline=deadline), deadline)
+        try:
+            settings = self._request_settings()
+        except KipError as exc:
+            return Outcome({"error": exc.to_dict()}, None)
+        deadline = Deadline.start(settings)
+        return self._drive(command_program(text, dict(parameters or {}), dry_run=dry_run, readonly=readonly, settings=settings, deadline=deadline), deadline)
 
     # ------------------------------------------------------------------ explain
     def explain(self, text: str, parameters: Optional[dict[str, Any]] = None) -> list[dict[str, Any]]:
@@ -273,6 +317,28 @@ class Nexus:
         return out
 
 
+def with_namespace(settings: Settings, namespace: Optional[str]) -> Settings:
+    """``settings`` for ``namespace`` (unchanged when it is None), validated like any setting."""
+    return settings if namespace is None else settings.replace(namespace=namespace)
+
+
+def stale_vectors(response: dict[str, Any], waited_s: float) -> dict[str, Any]:
+    """A semantic SEARCH answered before the background refresh caught up: say so (``warnings``)."""
+    warning = (f"The embeddings of this nexus's latest writes were still being computed after {waited_s:g} s; "
+               "semantic results may miss or misrank those elements. Repeat the SEARCH later for them.")
+    return {**response, "warnings": [*response.get("warnings", []), warning]}
+
+
+def new_secret() -> str:
+    """A fresh random nexus secret (stored once, at the first bootstrap of a database)."""
+    return secrets.token_hex(32)
+
+
+def cursor_key(secret: str) -> bytes:
+    """The cursor-signing key derived from a nexus's stored secret."""
+    return hashlib.sha256(f"kip2cypher cursor key|{secret}".encode()).digest()
+
+
 def explain_entries(plan: Plan) -> list[dict[str, Any]]:
     """The statements ``explain`` EXPLAINs: every statement the plan's program may issue."""
     from .lower.compile import statements
@@ -291,11 +357,6 @@ def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def _current_cypher(holder: dict[str, Any]) -> Optional[str]:
-    tx = holder.get("tx")
-    return tx.current.text if tx is not None and tx.current is not None else None
-
-
 def plan_text(plan: Any, depth: int = 0) -> str:
     """An EXPLAIN plan (the driver's dict tree) as an indented operator list."""
     if not plan:
@@ -303,7 +364,9 @@ def plan_text(plan: Any, depth: int = 0) -> str:
     args = plan.get("args", {}) if isinstance(plan, dict) else {}
     op = plan.get("operatorType", "?") if isinstance(plan, dict) else str(plan)
     detail = args.get("Details", "")
-    line = f"{'  ' * depth}+{op}{'  ' + str(detail) if detail else ''}"
+    # Neo4j's details can span lines (a CASE expression): continuation lines keep the operator's indent.
+    detail = str(detail).replace("\n", "\n" + "  " * depth + "   ") if detail else ""
+    line = f"{'  ' * depth}+{op}{'  ' + detail if detail else ''}"
     children = plan.get("children", []) if isinstance(plan, dict) else []
     return "\n".join([line] + [plan_text(child, depth + 1) for child in children])
 
@@ -311,6 +374,13 @@ def plan_text(plan: Any, depth: int = 0) -> str:
 #: Dependency order of the standard capsules (Appendix 3): Person before the $self/$system
 #: instances; the other type capsules only name types in strings and could go anywhere.
 STANDARD_CAPSULES = ("Person", "Event", "self", "system", "Preference", "Insight", "Commitment", "SleepTask")
+
+
+def bootstrap_capsules(capsules: bool) -> list[str]:
+    """Genesis, then (``capsules``) the standard capsules in dependency order."""
+    from . import resources
+
+    return ["Genesis"] + (standard_capsule_order(resources.capsule_names()) if capsules else [])
 
 
 def standard_capsule_order(available: list[str]) -> list[str]:

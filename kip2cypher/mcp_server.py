@@ -1,22 +1,37 @@
-"""`kip2cypher mcp`: a stdio MCP server exposing execute_kip and execute_kip_readonly (spec §6).
+"""`kip2cypher mcp`: an MCP server exposing execute_kip and execute_kip_readonly (spec §6).
 
-Built on the official ``mcp`` SDK's low-level ``Server``. Both tools take the §6.1
-arguments; their input schema is generated from ``models.ExecuteArguments``. A
-call answers with the §6 response JSON as text content and as structured
-content; ``isError`` is set when the whole request failed (a top-level
-``error``). The blocking Neo4j work runs in a worker thread, so one slow query
-never stalls the protocol loop.
+Built on the official ``mcp`` SDK's low-level ``Server``, served over stdio (one local
+client) or the SDK's streamable HTTP transport under uvicorn (a shared service for many
+clients). Both tools take the §6.1 arguments; their input schema is generated from
+``models.ExecuteArguments``. A call answers with the §6 response JSON as text content and as
+structured content; ``isError`` is set when the whole request failed (a top-level ``error``).
+The blocking Neo4j work runs in a worker thread, so one slow query never stalls the protocol
+loop.
+
+Over HTTP every request needs ``Authorization: Bearer <token>`` (the SDK's bearer middleware,
+tokens checked here in constant time): an ``rw`` token may use both tools, an ``ro`` token sees
+and may call only execute_kip_readonly. docs/interfaces.md ("MCP over HTTP") has the whole
+security model and its limits.
 """
 from __future__ import annotations
 
+import hmac
+import ipaddress
 import json
 import logging
+import socket
+import sys
+from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 import anyio
+import contextlib
+import inspect
 import mcp_types as types
 from mcp.server.lowlevel import Server
 
+from .cypher import storage
+from .errors import EXECUTION_TIMEOUT, IMMUTABLE_TARGET, INTERNAL_ERROR, INVALID_SYNTAX, RESOURCE_EXHAUSTED, KipError
 from .version import __version__
 from .models import tool_input_schema, tool_output_schema
 
@@ -90,46 +105,124 @@ def tools(readonly: bool = False) -> list[types.Tool]:
     return out
 
 
-def build_server(nexus: Any, *, readonly: bool = False) -> Server:
-    """An MCP server answering tool calls with ``nexus`` (anything with ``execute(arguments, readonly=)``)."""
-    listed = tools(readonly)
-    names = {tool.name for tool in listed}
+#: Scopes of the two kinds of bearer token (an ``rw`` token holds both).
+READ_SCOPE = "kip:read"
+WRITE_SCOPE = "kip:write"
+#: Seconds one tool call may take before it answers KIP_4001 (``--request-timeout``).
+DEFAULT_REQUEST_TIMEOUT_S = 120.0
+#: Largest HTTP request body: the 256 KiB command bound, JSON escaping, and room for parameters.
+DEFAULT_MAX_REQUEST_BYTES = 2 * 1024 * 1024
+
+
+def build_server(nexus: Any, *, readonly: bool = False, request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S, tokens_required: bool = False) -> Server:
+    """An MCP server answering tool calls with ``nexus`` (anything with ``execute(arguments, readonly=)``).
+
+    ``readonly`` limits the whole server to execute_kip_readonly; over authenticated HTTP
+    (``tokens_required``) an ``ro`` token limits its own requests the same way (``_may_write``).
+    """
+
+    listed = {True: tools(True), False: tools(readonly)}
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=listed)
+        return types.ListToolsResult(tools=listed[not _may_write(ctx, tokens_required)])
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        if params.name not in names:
-            response = _unknown_tool(params.name, readonly)
-        else:
-            arguments = params.arguments if params.arguments is not None else {}
-            response = await anyio.to_thread.run_sync(_call, nexus, arguments, params.name == EXECUTE_KIP_READONLY)
-        return to_call_result(response)
+        if params.name not in (EXECUTE_KIP, EXECUTE_KIP_READONLY) or (readonly and params.name == EXECUTE_KIP):
+            return to_call_result(unknown_tool(params.name, readonly))
+        if params.name == EXECUTE_KIP and not _may_write(ctx, tokens_required):
+            return to_call_result({"error": _read_only_token_error().to_dict()})
+        arguments = params.arguments if params.arguments is not None else {}
+        namespace = namespace_of(ctx)
+        target = nexus if namespace is None else await nexus.for_namespace(namespace)
+        return to_call_result(await _call_with_timeout(target, arguments, params.name == EXECUTE_KIP_READONLY, request_timeout_s))
 
     return Server(
         "kip2cypher",
         version=__version__,
         title="KIP Cognitive Nexus on Neo4j",
         instructions=INSTRUCTIONS,
-        get_tool_input_schema=lambda name: tool_input_schema() if name in names else None,
+        get_tool_input_schema=lambda name: tool_input_schema() if name in (EXECUTE_KIP, EXECUTE_KIP_READONLY) else None,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+
+
+def _may_write(ctx: Any, tokens_required: bool) -> bool:
+    """Whether this request may use execute_kip: its bearer token holds the write scope. Without
+    tokens (stdio, or HTTP with --no-auth on loopback) the server's own --readonly decides. Fails
+    closed: with tokens required, a request whose token cannot be found here may not write (the
+    SDK's middleware has already answered 401 to a request without a valid token)."""
+    from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+
+    request = getattr(ctx, "request", None)
+    user = request.scope.get("user") if request is not None and hasattr(request, "scope") else None
+    if isinstance(user, AuthenticatedUser):
+        return WRITE_SCOPE in user.scopes
+    return not tokens_required
+
+
+def namespace_of(ctx: Any) -> Optional[str]:
+    """The namespace this request's bearer token is bound to (None: the server's own)."""
+    for scope in _request_scopes(ctx):
+        if scope.startswith(NAMESPACE_SCOPE):
+            return scope[len(NAMESPACE_SCOPE):]
+    return None
+
+
+def _request_scopes(ctx: Any) -> list[str]:
+    from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+
+    request = getattr(ctx, "request", None)
+    user = request.scope.get("user") if request is not None and hasattr(request, "scope") else None
+    return list(user.scopes) if isinstance(user, AuthenticatedUser) else []
+
+
+def _read_only_token_error() -> KipError:
+    return KipError(
+        IMMUTABLE_TARGET,
+        "This client's token is read-only (ro): it may call execute_kip_readonly only; nothing was executed.",
+        "Send FIND, DESCRIBE, SEARCH and EXPORT through execute_kip_readonly. Writes need a token with rw access from the server's administrator.",
+    )
+
+
+async def _call_with_timeout(nexus: Any, arguments: Any, readonly: bool, timeout_s: float) -> dict[str, Any]:
+    """Run the call; past ``timeout_s`` answer KIP_4001 instead of waiting.
+
+    With an ``AsyncNexus`` (what ``kip2cypher mcp`` serves) the call is cancelled at the
+    deadline: the driver rolls the open transaction back. A synchronous nexus runs in a worker
+    thread, which cannot be interrupted: it finishes the transaction it is in (each bounded by
+    ``Settings.query_timeout_s``), so a batch past the deadline may still complete commands.
+    """
+    with anyio.move_on_after(timeout_s or None):
+        if inspect.iscoroutinefunction(nexus.execute):
+            return await _acall(nexus, arguments, readonly)
+        return await anyio.to_thread.run_sync(_call, nexus, arguments, readonly, abandon_on_cancel=True)
+    return {
+        "error": KipError(
+            EXECUTION_TIMEOUT,
+            f"The request did not finish within the server's request timeout ({timeout_s:g} s); its open transaction was rolled back.",
+            "Send fewer commands per request, lower LIMIT, or narrow the pattern; re-read (FIND) before repeating a write.",
+        ).to_dict()
+    }
+
+
+async def _acall(nexus: Any, arguments: Any, readonly: bool) -> dict[str, Any]:
+    try:
+        return await nexus.execute(arguments, readonly=readonly)
+    except Exception as exc:  # noqa: BLE001 - the protocol loop must never see an exception
+        log.exception("tool call failed")
+        return {"error": KipError(INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}").to_dict()}
 
 
 def _call(nexus: Any, arguments: Any, readonly: bool) -> dict[str, Any]:
     try:
         return nexus.execute(arguments, readonly=readonly)
     except Exception as exc:  # noqa: BLE001 - the protocol loop must never see an exception
-        from .errors import INTERNAL_ERROR, KipError
-
         log.exception("tool call failed")
         return {"error": KipError(INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}").to_dict()}
 
 
-def _unknown_tool(name: str, readonly: bool) -> dict[str, Any]:
-    from .errors import INVALID_SYNTAX, KipError
-
+def unknown_tool(name: str, readonly: bool) -> dict[str, Any]:
     available = EXECUTE_KIP_READONLY if readonly else f"{EXECUTE_KIP}, {EXECUTE_KIP_READONLY}"
     return {"error": KipError(INVALID_SYNTAX, f"Unknown tool {name!r}.", f"Available tools: {available}.").to_dict()}
 
@@ -144,30 +237,360 @@ def to_call_result(response: dict[str, Any]) -> types.CallToolResult:
     )
 
 
-async def serve_stdio(nexus: Any, *, readonly: bool = False) -> None:
+# ---------------------------------------------------------------- bearer tokens
+class McpConfigError(ValueError):
+    """A server option that cannot work (no token for HTTP, a malformed token entry, a busy port…).
+
+    Messages name the entry (``KIP2CYPHER_MCP_TOKENS`` entry 2, line 3 of FILE), never a token.
+    """
+
+
+@dataclass(frozen=True)
+class Token:
+    """One configured bearer token. ``label`` (``token #2``) identifies it in logs and in the SDK's
+    session ownership; the secret itself is compared and never stored elsewhere."""
+
+    secret: str = field(repr=False)
+    access: str  # "rw" | "ro"
+    label: str
+    #: The namespace this token is bound to (``token:rw:alice``); None: the server's own
+    #: (``--namespace``, default the default namespace).
+    namespace: Optional[str] = None
+
+    @property
+    def scopes(self) -> list[str]:
+        """The SDK scopes: access, and the bound namespace as ``kip:namespace:<name>``."""
+        scopes = [READ_SCOPE, WRITE_SCOPE] if self.access == "rw" else [READ_SCOPE]
+        return scopes + ([NAMESPACE_SCOPE + self.namespace] if self.namespace is not None else [])
+
+
+#: Scope prefix carrying a token's namespace binding to the request (``namespace_of``).
+NAMESPACE_SCOPE = "kip:namespace:"
+
+
+#: Shortest accepted token: 16 characters (`secrets.token_urlsafe(32)` gives 43).
+MIN_TOKEN_CHARS = 16
+
+
+def parse_tokens(env_value: Optional[str] = None, file_path: Optional[str] = None) -> list[Token]:
+    """Tokens from ``KIP2CYPHER_MCP_TOKENS`` (``token:rw,token:ro``) and/or a tokens file
+    (``token rw|ro`` a line, ``#`` comments). An optional third field binds the token to a
+    namespace (``token:rw:alice``, ``token rw alice``): its requests reach that namespace's
+    nexus and no other."""
+    entries: list[tuple[list[str], str]] = []
+    for index, item in enumerate((env_value or "").split(","), start=1):
+        if item.strip():
+            entries.append((item.strip().split(":"), f"KIP2CYPHER_MCP_TOKENS entry {index}"))
+    if file_path:
+        try:
+            lines = open(file_path, encoding="utf-8").read().splitlines()
+        except OSError as exc:
+            raise McpConfigError(f"Cannot read the tokens file {file_path}: {exc.strerror}") from None
+        for number, line in enumerate(lines, start=1):
+            text = line.split("#", 1)[0].strip()
+            if text:
+                entries.append((text.split(), f"line {number} of {file_path}"))
+    tokens: list[Token] = []
+    for fields, where in entries:
+        tokens.append(_token(fields, where, len(tokens) + 1))
+    secrets_seen = [t.secret for t in tokens]
+    if len(set(secrets_seen)) != len(secrets_seen):
+        raise McpConfigError("The same token is configured twice; give every client its own token.")
+    return tokens
+
+
+def _token(fields: list[str], where: str, number: int) -> Token:
+    if len(fields) not in (2, 3) or fields[1] not in ("rw", "ro"):
+        raise McpConfigError(
+            f"{where}: expected a token, its access (rw or ro) and optionally a namespace "
+            "(`token:rw[:namespace]` in KIP2CYPHER_MCP_TOKENS, `token rw [namespace]` in a file)."
+        )
+    namespace = fields[2] if len(fields) == 3 else None
+    if namespace is not None and not storage.NAMESPACE_RE.match(namespace):
+        raise McpConfigError(f"{where}: the namespace must be lower-case letters, digits and '_', starting with a letter, at most 32 characters.")
+    secret = fields[0]
+    if len(secret) < MIN_TOKEN_CHARS or not secret.isascii() or not secret.isprintable() or any(c in secret for c in " ,:#"):
+        raise McpConfigError(
+            f"{where}: a token must be at least {MIN_TOKEN_CHARS} printable ASCII characters without spaces, ',', ':' or '#' "
+            "(make one with: python -c 'import secrets; print(secrets.token_urlsafe(32))')."
+        )
+    return Token(secret, fields[1], f"token #{number}", namespace)
+
+
+class StaticTokenVerifier:
+    """The SDK's ``TokenVerifier`` for a fixed list of tokens.
+
+    Every configured token is compared with ``hmac.compare_digest`` (no early exit), so the time
+    taken does not reveal which token, or how much of one, matched. The ``AccessToken`` handed to
+    the SDK carries the token's label, not its secret.
+    """
+
+    def __init__(self, tokens: list[Token]) -> None:
+        self._tokens = [(t.secret.encode(), t) for t in tokens]
+
+    async def verify_token(self, token: str) -> Any:
+        from mcp.server.auth.provider import AccessToken
+
+        presented = token.encode("utf-8", "surrogatepass")
+        found = None
+        for secret, entry in self._tokens:
+            if hmac.compare_digest(presented, secret):
+                found = entry
+        if found is None:
+            return None
+        return AccessToken(token=found.label, client_id=found.label, scopes=found.scopes)
+
+
+# ---------------------------------------------------------------- HTTP
+@dataclass
+class HttpOptions:
+    """How ``kip2cypher mcp --transport http`` listens and whom it lets in."""
+
+    host: str = "127.0.0.1"
+    port: int = 8000
+    path: str = "/mcp"
+    tokens: list[Token] = field(default_factory=list)
+    no_auth: bool = False
+    allowed_hosts: list[str] = field(default_factory=list)
+    allowed_origins: list[str] = field(default_factory=list)
+    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
+
+    def check(self) -> None:
+        """Refuse to serve without authentication unless explicitly asked, and only on loopback."""
+        if self.tokens and self.no_auth:
+            raise McpConfigError("--no-auth and configured tokens contradict each other; drop one.")
+        if not self.tokens and not self.no_auth:
+            raise McpConfigError(
+                "HTTP needs bearer tokens: set KIP2CYPHER_MCP_TOKENS='<token>:rw,<token>:ro' or --tokens-file FILE "
+                "(`<token> rw|ro` a line). Only on a loopback host may --no-auth serve without them."
+            )
+        if self.no_auth and not is_loopback(self.host):
+            raise McpConfigError(f"--no-auth is only allowed on a loopback host (127.0.0.1, ::1, localhost), not {self.host!r}.")
+        if not self.path.startswith("/"):
+            raise McpConfigError(f"--path must start with '/': {self.path!r}.")
+        if self.path.rstrip("/") == HEALTH_PATH:
+            raise McpConfigError(f"--path {self.path!r} is the health endpoint's; choose another (the default is /mcp).")
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def transport_security(options: HttpOptions) -> Any:
+    """DNS-rebinding protection, always on: the Host header must name this server (the bind host,
+    or loopback names) or one of ``--allowed-hosts``; a browser Origin must be in ``--allowed-origins``
+    or a loopback origin."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    hosts = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+    origins = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
+    bind = options.host if ":" not in options.host else f"[{options.host.strip('[]')}]"
+    if not is_loopback(options.host) and options.host not in ("0.0.0.0", "::"):
+        hosts.append(f"{bind}:*")
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=hosts + list(options.allowed_hosts),
+        allowed_origins=origins + list(options.allowed_origins),
+    )
+
+
+def http_app(server: Server, options: HttpOptions, nexus: Any = None) -> Any:
+    """The Starlette app: the SDK's streamable-HTTP session manager behind the SDK's bearer-token
+    middleware (when tokens are configured) and a request-size check that answers KIP_4002."""
+    from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
+    from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
+    from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+    from starlette.applications import Starlette
+    from starlette.middleware import Middleware
+    from starlette.middleware.authentication import AuthenticationMiddleware
+    from starlette.routing import Route
+
+    manager = StreamableHTTPSessionManager(
+        app=server, security_settings=transport_security(options), max_request_body_size=options.max_request_bytes
+    )
+    endpoint: Any = _BodySizeLimit(StreamableHTTPASGIApp(manager), options.max_request_bytes)
+    middleware = []
+    if options.tokens:
+        endpoint = RequireAuthMiddleware(endpoint, required_scopes=[READ_SCOPE])
+        middleware = [
+            Middleware(AuthenticationMiddleware, backend=BearerAuthBackend(StaticTokenVerifier(options.tokens))),
+            Middleware(AuthContextMiddleware),
+        ]
+    routes = [Route(options.path, endpoint=endpoint), Route(HEALTH_PATH, endpoint=_health(manager), methods=["GET"])]
+    return Starlette(routes=routes, middleware=middleware, lifespan=lambda app: _lifespan(manager, nexus))
+
+
+#: Liveness endpoint for load balancers and operators (no token needed; says nothing about data).
+HEALTH_PATH = "/healthz"
+
+
+def _health(manager: Any) -> Callable[[Any], Any]:
+    """``GET /healthz`` → ``{"status": "ok", "sessions": <open MCP sessions>, "version"}``. The
+    session count reads the SDK session manager's table of open sessions (closed by the client's
+    DELETE, or by the SDK after ``session_idle_timeout``, 30 min): a count that only grows under
+    steady traffic is a session leak (tests/test_reliability_service.py)."""
+    from starlette.responses import JSONResponse
+
+    async def health(request: Any) -> Any:
+        sessions = len(getattr(manager, "_server_instances", {}))
+        return JSONResponse({"status": "ok", "sessions": sessions, "version": __version__})
+
+    return health
+
+
+@contextlib.asynccontextmanager
+async def _lifespan(manager: Any, nexus: Any) -> Any:
+    """The session manager's task group, and the nexus opened in uvicorn's own loop."""
+    async with manager.run():
+        if nexus is not None and hasattr(nexus, "start"):
+            await nexus.start()
+        try:
+            yield
+        finally:
+            if nexus is not None and hasattr(nexus, "start"):
+                await nexus.close()
+
+
+class _BodySizeLimit:
+    """Refuse a request whose declared Content-Length exceeds the limit, before reading or
+    parsing it, with a JSON-RPC error carrying KIP_4002 (the SDK client surfaces it as the
+    call's error). Bodies without a Content-Length are bounded by the SDK's own check (HTTP 413)."""
+
+    def __init__(self, app: Any, limit: int) -> None:
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        declared = dict(scope.get("headers") or []).get(b"content-length", b"")
+        if declared.isdigit() and int(declared) > self.limit:
+            error = KipError(
+                RESOURCE_EXHAUSTED,
+                f"The request body is {int(declared)} bytes; this server accepts at most {self.limit} (a command may be 256 KiB of text, plus its parameters).",
+                "Split the batch into several requests, or pass large values as parameters of separate commands.",
+            )
+            body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": f"{error.code}: {error.message}", "data": error.to_dict()}}).encode()
+            await send({"type": "http.response.start", "status": 413, "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+            await send({"type": "http.response.body", "body": body})
+            return
+        await self.app(scope, receive, send)
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket (port 0: an ephemeral one), so the address can be printed before serving.
+
+    ``proto=IPPROTO_TCP`` matters: asyncio sets TCP_NODELAY only on sockets that say so, and
+    without it every SSE answer waited ~40 ms for a delayed ACK (Nagle): 48 → 3 ms a call."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]"), port))
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        raise McpConfigError(f"Cannot listen on {host}:{port}: {exc.strerror}.") from None
+    return sock
+
+
+def serve_http(server: Server, options: HttpOptions, *, announce: Callable[[str], None], nexus: Any = None) -> None:
+    """Serve until SIGINT/SIGTERM (uvicorn's graceful shutdown)."""
+    import uvicorn
+
+    sock = bind(options.host, options.port)
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    access = f"{len(options.tokens)} bearer token(s): {sum(t.access == 'rw' for t in options.tokens)} rw, {sum(t.access == 'ro' for t in options.tokens)} ro" if options.tokens else "NO AUTHENTICATION (--no-auth, loopback only)"
+    announce(f"kip2cypher MCP (streamable HTTP) listening on http://{shown}:{port}{options.path} — {access}")
+    if options.host in ("0.0.0.0", "::") and not options.allowed_hosts:
+        announce("warning: bound to every interface, but only loopback Host headers are accepted; name this server's public host:port in --allowed-hosts.")
+    config = uvicorn.Config(http_app(server, options, nexus), log_level="warning", lifespan="on")
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+async def serve_stdio(nexus: Any, *, readonly: bool = False, request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S) -> None:
     """Serve one MCP client over stdin/stdout until it disconnects."""
     from mcp.server.stdio import stdio_server
 
-    server = build_server(nexus, readonly=readonly)
+    server = build_server(nexus, readonly=readonly, request_timeout_s=request_timeout_s)
     async with stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
-def run(nexus_factory: Callable[[], Any], *, readonly: bool = False, bootstrap: bool = False, capsules: bool = False) -> None:
-    """Entry point of ``kip2cypher mcp``: open the Nexus, optionally bootstrap it, serve stdio."""
-    nexus = nexus_factory()
-    try:
-        if bootstrap:
-            _bootstrap_quietly(nexus, capsules)
-        anyio.run(lambda: serve_stdio(nexus, readonly=readonly))
-    finally:
-        nexus.close()
+class LoopNexus:
+    """An ``AsyncNexus`` opened inside the event loop that serves it (its driver belongs to that
+    loop): ``start`` opens it (and bootstraps when asked), ``execute`` delegates, ``close`` closes.
+
+    ``for_namespace`` gives the nexus of another namespace on the same driver (one connection
+    pool for every namespace a token is bound to), opened — and bootstrapped, when the server
+    bootstraps — on first use."""
+
+    def __init__(self, factory: Callable[[], Any], *, bootstrap: bool = False, capsules: bool = False) -> None:
+        self._factory, self._bootstrap, self._capsules = factory, bootstrap, capsules
+        self._nexus: Any = None
+        self._namespaces: dict[str, Any] = {}
+        self._opening = anyio.Lock()
+
+    async def start(self) -> None:
+        self._nexus = self._factory()
+        if self._bootstrap:
+            await _bootstrap_quietly(self._nexus, self._capsules)
+
+    async def execute(self, arguments: Any, *, readonly: bool = False) -> dict[str, Any]:
+        return await self._nexus.execute(arguments, readonly=readonly)
+
+    async def for_namespace(self, namespace: str) -> Any:
+        """The nexus of ``namespace`` (the served one when it is that namespace)."""
+        if namespace == self._nexus.settings.namespace:
+            return self._nexus
+        async with self._opening:
+            if namespace not in self._namespaces:
+                nexus = self._nexus.in_namespace(namespace)
+                if self._bootstrap:
+                    await _bootstrap_quietly(nexus, self._capsules)
+                self._namespaces[namespace] = nexus
+            return self._namespaces[namespace]
+
+    async def close(self) -> None:
+        if self._nexus is not None:
+            await self._nexus.close()
 
 
-def _bootstrap_quietly(nexus: Any, capsules: bool = False) -> Optional[str]:
+def run(
+    nexus_factory: Callable[[], Any],
+    *,
+    readonly: bool = False,
+    bootstrap: bool = False,
+    capsules: bool = False,
+    http: Optional[HttpOptions] = None,
+    request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S,
+) -> None:
+    """Entry point of ``kip2cypher mcp``: open the (async) nexus in the serving loop, optionally
+    bootstrap it, serve stdio or HTTP."""
+    if http is not None:
+        http.check()
+    nexus = LoopNexus(nexus_factory, bootstrap=bootstrap, capsules=capsules)
+    if http is None:
+        async def stdio() -> None:
+            await nexus.start()
+            try:
+                await serve_stdio(nexus, readonly=readonly, request_timeout_s=request_timeout_s)
+            finally:
+                await nexus.close()
+
+        anyio.run(stdio)
+    else:
+        server = build_server(nexus, readonly=readonly, request_timeout_s=request_timeout_s, tokens_required=bool(http.tokens))
+        serve_http(server, http, announce=lambda line: print(line, file=sys.stderr, flush=True), nexus=nexus)
+
+
+async def _bootstrap_quietly(nexus: Any, capsules: bool = False) -> Optional[str]:
     """Apply schema + Genesis (+ the standard capsules); a failure is logged to stderr and the server still starts."""
     try:
-        nexus.bootstrap(capsules=capsules)
+        await nexus.bootstrap(capsules=capsules)
         return None
     except Exception as exc:  # noqa: BLE001
         log.warning("bootstrap failed: %s", exc)

@@ -187,6 +187,7 @@ class ExecuteResponse(BaseModel):
     result: Any = Field(default=None, description="The command's result (shape per command, §6.2.2), or for a batch the array of per-command responses.")
     error: Optional[ErrorObject] = Field(default=None, description="Present when the command (or the whole request) failed.")
     next_cursor: Optional[str] = Field(default=None, description="More results are available: repeat the command with CURSOR \"<token>\".")
+    warnings: Optional[list[str]] = Field(default=None, description="Not part of the spec (additive): things the command names that look mistaken although it ran, e.g. an attribute no element of that type carries.")
 
     @model_validator(mode="after")
     def _result_xor_error(self) -> "ExecuteResponse":

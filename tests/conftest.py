@@ -6,6 +6,11 @@ Community); else testcontainers' Neo4jContainer when a Docker engine answers.
 With KIP2CYPHER_REQUIRE_NEO4J=1 (CI) a missing Neo4j fails the run instead of
 skipping the tests that need it. Data is wiped between tests; the server is
 not restarted.
+
+The suite never wipes data it did not create: a server it started itself (a
+launcher slot, marked by a file in its data directory, or a fresh container) is
+its own; a NEO4J_URI database must be empty or carry the marker node the suite
+leaves behind at the end of a run, unless KIP2CYPHER_TEST_ALLOW_WIPE=1.
 """
 from __future__ import annotations
 
@@ -18,7 +23,13 @@ import pytest
 REQUIRE = os.environ.get("KIP2CYPHER_REQUIRE_NEO4J") == "1"
 _TESTED_AGAINST: list[str] = []
 _SLOT_LOCKS: list = []
-_STARTED_CFG: list = []
+
+
+ALLOW_WIPE = os.environ.get("KIP2CYPHER_TEST_ALLOW_WIPE") == "1"
+#: Label of the node the suite leaves in a NEO4J_URI database at the end of a run (tests wipe it).
+MARKER_LABEL = "Kip2cypherTestSuite"
+#: File in a launcher slot's data directory: this server belongs to the test suite.
+SLOT_MARKER = ".kip2cypher-test-slot"
 
 
 @dataclass
@@ -28,6 +39,7 @@ class Neo4jServer:
     database: Optional[str]
     version: str
     source: str
+    own: bool = False  # started by the suite for itself: nothing of anyone else's can be in it
 
 
 def _from_env() -> Optional[Neo4jServer]:
@@ -49,14 +61,15 @@ def _from_env() -> Optional[Neo4jServer]:
     return Neo4jServer(uri, auth, os.environ.get("NEO4J_DATABASE"), version or "?", "NEO4J_URI")
 
 
-_SLOTS = 8  # concurrent pytest sessions on one machine each get their own server
+_SLOTS = range(1, 9)  # concurrent pytest sessions on one machine each get their own server
 
 
 def _claim_slot():
     """Lock a slot so concurrent pytest sessions never wipe each other's data.
 
-    Slot 0 is the default local server (port 7687, default data home); slot i > 0 is a
-    private server on port 7687 + i with its own data directory, kept running for reuse.
+    Slot i is a private server on port 7687 + i with its own data directory, kept running for
+    reuse. The default local server (port 7687, default data home) is never a slot: it is the
+    one `kip2cypher neo4j start` and `mcp --start-local` use, so it may hold someone's memory.
     """
     import fcntl
 
@@ -64,7 +77,7 @@ def _claim_slot():
 
     lock_dir = localneo4j._cache_root() / "test-slots"
     lock_dir.mkdir(parents=True, exist_ok=True)
-    for slot in range(_SLOTS):
+    for slot in _SLOTS:
         handle = open(lock_dir / f"slot-{slot}.lock", "w")
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -75,24 +88,23 @@ def _claim_slot():
     raise RuntimeError("all local Neo4j test slots are busy")
 
 
-def _from_launcher() -> tuple[Optional[Neo4jServer], bool, str]:
+def _from_launcher() -> tuple[Optional[Neo4jServer], str]:
     from kip2cypher import localneo4j
 
     slot, handle = _claim_slot()
     _SLOT_LOCKS.append(handle)
-    cfg = localneo4j.LocalConfig.from_env()
-    if slot:
-        cfg = localneo4j.LocalConfig(
-            port=cfg.port + slot, home=cfg.home.parent / f"{cfg.home.name}-slot{slot}", heap="1g", page_cache_mb=256, tx_timeout_s=cfg.tx_timeout_s
-        )
-    was_up, _ = localneo4j.status(cfg)
+    base = localneo4j.LocalConfig.from_env()
+    cfg = localneo4j.LocalConfig(
+        port=base.port + slot, home=base.home.parent / f"{base.home.name}-slot{slot}", heap="1g", page_cache_mb=256, tx_timeout_s=base.tx_timeout_s
+    )
     try:
-        version = localneo4j.start(cfg)
+        # require_own: a port that answers without being this slot's server is someone else's.
+        version = localneo4j.start(cfg, require_own=True)
     except localneo4j.LocalNeo4jError as exc:
-        return None, False, str(exc)
-    _STARTED_CFG.append(cfg)
-    # Only the default slot is stopped at the end; extra slots stay up for the next session.
-    return Neo4jServer(cfg.uri, None, None, version, f"local launcher (slot {slot})"), (not was_up and slot == 0), ""
+        return None, str(exc)
+    (cfg.home / SLOT_MARKER).write_text("This Neo4j data directory belongs to the kip2cypher test suite, which wipes it.\n")
+    # Slots stay up for the next session.
+    return Neo4jServer(cfg.uri, None, None, version, f"local launcher (slot {slot})", own=True), ""
 
 
 def _from_testcontainers():
@@ -104,17 +116,50 @@ def _from_testcontainers():
     except Exception as exc:  # noqa: BLE001 - no Docker engine is the common case here
         return None, None, str(exc)
     uri = container.get_connection_url()
-    return Neo4jServer(uri, ("neo4j", container.password), None, "5.26 (container)", "testcontainers"), container, ""
+    return Neo4jServer(uri, ("neo4j", container.password), None, "5.26 (container)", "testcontainers", own=True), container, ""
+
+
+def _driver(server: Neo4jServer):
+    from neo4j import GraphDatabase
+
+    return GraphDatabase.driver(server.uri, auth=server.auth)
+
+
+def guard_against_foreign_data(server: Neo4jServer) -> Optional[str]:
+    """Why the suite must not wipe this server (None when it may): a NEO4J_URI database that holds
+    nodes and no marker of an earlier run of this suite."""
+    if server.own or ALLOW_WIPE:
+        return None
+    with _driver(server) as driver:
+        record = driver.execute_query(
+            f"MATCH (n) RETURN count(n) AS nodes, count(CASE WHEN n:{MARKER_LABEL} THEN 1 END) AS markers",
+            database_=server.database,
+        ).records[0]
+    if record["nodes"] == 0 or record["markers"] > 0:
+        return None
+    return (
+        f"Refusing to run the tests against {server.uri}{' database ' + server.database if server.database else ''}: "
+        f"it holds {record['nodes']} nodes that this test suite did not create, and the tests WIPE the database. "
+        "Point NEO4J_URI at an empty database (or unset it: the suite then starts its own local server), "
+        "or set KIP2CYPHER_TEST_ALLOW_WIPE=1 to wipe it anyway."
+    )
+
+
+def _leave_marker(server: Neo4jServer) -> None:
+    """At the end of a run on a NEO4J_URI database: mark its contents as the suite's leftovers."""
+    if server.own:
+        return
+    with _driver(server) as driver:
+        driver.execute_query(f"MERGE (m:{MARKER_LABEL}) SET m.note = 'left by the kip2cypher test suite, which may wipe this database'", database_=server.database)
 
 
 @pytest.fixture(scope="session")
 def neo4j_server() -> Iterator[Neo4jServer]:
     server = _from_env()
-    started_here = False
     container = None
     reasons = []
     if server is None:
-        server, started_here, why = _from_launcher()
+        server, why = _from_launcher()
         reasons.append(f"local launcher: {why}")
     if server is None:
         server, container, why = _from_testcontainers()
@@ -124,14 +169,14 @@ def neo4j_server() -> Iterator[Neo4jServer]:
         if REQUIRE:
             pytest.fail(message, pytrace=False)
         pytest.skip(message)
+    refusal = guard_against_foreign_data(server)
+    if refusal:
+        pytest.exit(refusal, returncode=4)
     _TESTED_AGAINST.append(f"Neo4j {server.version} via {server.source} at {server.uri}")
     yield server
+    _leave_marker(server)
     if container is not None:
         container.stop()
-    if started_here and os.environ.get("KIP2CYPHER_KEEP_NEO4J") != "1":
-        from kip2cypher import localneo4j
-
-        localneo4j.stop(_STARTED_CFG[-1])
 
 
 def wipe(driver, database=None) -> None:
@@ -153,6 +198,31 @@ def nexus(neo4j_server):
         wipe(nx.driver, nx.database)
         nx.ensure_schema()
         yield nx
+
+
+@pytest.fixture(scope="module")
+def private(neo4j_server, tmp_path_factory):
+    """A Neo4j of the fault tests' own, started per module (tests/private_neo4j.py: they SIGKILL
+    and restart it); the session's server has resolved the Maven classpath already. Its ``uri`` is
+    the Bolt URI; auth is off, the default database is used."""
+    import time
+
+    import private_neo4j
+    from kip2cypher import localneo4j
+
+    cfg = localneo4j.LocalConfig(
+        port=private_neo4j.free_port(), home=tmp_path_factory.mktemp("fault") / "neo4j", heap="1g", page_cache_mb=256, tx_timeout_s=120
+    )
+    started = time.monotonic()
+    try:
+        localneo4j.start(cfg)
+    except localneo4j.LocalNeo4jError as exc:  # no Java/Maven here (e.g. NEO4J_URI pointing elsewhere)
+        if os.environ.get("KIP2CYPHER_REQUIRE_NEO4J") == "1":
+            raise
+        pytest.skip(f"cannot start a private Neo4j for fault injection: {exc}")
+    private_neo4j.FIGURES["first start s"] = round(time.monotonic() - started, 1)
+    yield cfg
+    localneo4j.stop(cfg)
 
 
 @pytest.fixture()

@@ -211,8 +211,14 @@ def kip_string(text: str) -> str:
 
 
 # ------------------------------------------------------------------ graph fingerprint
-_NODES = "MATCH (n) RETURN elementId(n) AS e, labels(n) AS l, properties(n) AS p"
-_RELS = "MATCH (a)-[r]->(b) RETURN elementId(a) AS a, type(r) AS t, properties(r) AS p, elementId(b) AS b"
+_NODES = (
+    "MATCH (n) WHERE NOT any(l IN labels(n) WHERE l IN $skip) AND NOT (n:KipNexus AND n.namespace = $namespace) "
+    "RETURN elementId(n) AS e, labels(n) AS l, properties(n) AS p"
+)
+_RELS = (
+    "MATCH (a)-[r]->(b) WHERE NOT any(l IN labels(a) + labels(b) WHERE l IN $skip) "
+    "RETURN elementId(a) AS a, type(r) AS t, properties(r) AS p, elementId(b) AS b"
+)
 
 
 def _canon(value: Any) -> Any:
@@ -227,12 +233,16 @@ def _canon(value: Any) -> Any:
     return repr(value)
 
 
-def fingerprint(driver, database=None) -> dict[str, Any]:
+def fingerprint(driver, database=None, *, skip=None) -> dict[str, Any]:
     """Counts plus a SHA-256 over every node (labels, properties) and relationship
     (endpoints, type, properties), plus the names of all constraints and indexes. Element
-    ids are part of it: a node deleted and re-created identically still changes it."""
-    nodes = driver.execute_query(_NODES, database_=database).records
-    rels = driver.execute_query(_RELS, database_=database).records
+    ids are part of it: a node deleted and re-created identically still changes it.
+
+    ``skip`` (a ``storage.Names``): leave out that namespace — its elements, the relationships
+    that touch them, its nexus node and its schema objects — to fingerprint everything *else*."""
+    labels = [skip.concept, skip.proposition] if skip is not None else []
+    nodes = driver.execute_query(_NODES, skip=labels, namespace=skip.namespace if skip is not None else None, database_=database).records
+    rels = driver.execute_query(_RELS, skip=labels, database_=database).records
     node_items = sorted(json.dumps([r["e"], sorted(r["l"]), _canon(dict(r["p"]))], ensure_ascii=False) for r in nodes)
     rel_items = sorted(json.dumps([r["a"], r["t"], _canon(dict(r["p"])), r["b"]], ensure_ascii=False) for r in rels)
     digest = hashlib.sha256("\n".join(node_items + ["--"] + rel_items).encode("utf-8", "surrogatepass")).hexdigest()
@@ -240,5 +250,6 @@ def fingerprint(driver, database=None) -> dict[str, Any]:
         f"{kind}:{r['name']}"
         for kind in ("CONSTRAINTS", "INDEXES")
         for r in driver.execute_query(f"SHOW {kind} YIELD name RETURN name", database_=database).records
+        if skip is None or not r["name"].endswith(f"__{skip.namespace}")
     )
     return {"nodes": len(node_items), "relationships": len(rel_items), "sha256": digest, "schema": schema}

@@ -11,8 +11,12 @@ import hashlib
 import json
 from typing import Any, Callable, Optional
 
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
 from kip2cypher.errors import KipError
-from kip2cypher.lower._legacy import Compiled, Plan, Tx
+from kip2cypher.execution.requests import Explain, Run
+from kip2cypher.lower.plan import Compiled, Plan
 
 
 def kql_text(tag: str) -> str:
@@ -29,24 +33,68 @@ def meta_text(tag: str) -> str:
     return f'DESCRIBE CONCEPT TYPE "Probe{tag}"'
 
 
-def cypher_plan(kind: str, access: str, cypher: str, params: Optional[dict[str, Any]] = None, *, shape: Callable[[list], Any] = lambda rows: rows, dry: Optional[Callable[[Tx], dict]] = None) -> Plan:
-    stmt = Compiled(cypher, params or {}, "probe")
-
-    def runner(tx: Tx) -> dict[str, Any]:
-        return {"result": shape(tx.run(stmt))}
-
-    return Plan(kind, access, [stmt], runner, dry_result=dry)
+def compiled(cypher: str, params: Optional[dict[str, Any]] = None) -> Compiled:
+    return Compiled(cypher, MappingProxyType(dict(params or {})), "probe")
 
 
-def failing_plan(kind: str, access: str, code: str, *, write_first: Optional[str] = None) -> Plan:
+@dataclass(frozen=True)
+class ProbePlan(Plan):
+    """A hand-built plan (tests only): its kind and access, and the program body to run —
+    Cypher we control, including Cypher no correct compiler would emit for that command."""
+
+    probe_kind: str = "KQL"
+    probe_access: str = "READ"
+    statements: tuple[Compiled, ...] = ()
+    body: Callable[[], Any] = field(default=None, compare=False)  # generator function: the program
+    dry: Optional[Callable[[], Any]] = field(default=None, compare=False)  # generator function: the dry run
+
+    @property
+    def kind(self) -> str:
+        return self.probe_kind
+
+    @property
+    def access(self) -> str:
+        return self.probe_access
+
+    def steps(self) -> tuple[Compiled, ...]:
+        return self.statements
+
+
+def probe_program(plan: ProbePlan, ctx: Any):
+    """The program of a ProbePlan; without its own dry run, a dry run EXPLAINs its statements."""
+    if ctx.dry_run:
+        if plan.dry is not None:
+            return (yield from plan.dry())
+        for statement in plan.statements:
+            yield Explain(statement)
+        return {"result": {"dry_run": True, "kind": plan.kind, "statements": [s.text for s in plan.statements]}}
+    return (yield from plan.body())
+
+
+def cypher_plan(kind: str, access: str, cypher: str, params: Optional[dict[str, Any]] = None, *, shape: Callable[[list], Any] = lambda rows: rows, dry: Optional[Callable[[], Any]] = None) -> ProbePlan:
+    stmt = compiled(cypher, params)
+
+    def body():
+        rows = yield Run(stmt)
+        return {"result": shape(rows)}
+
+    return ProbePlan(probe_kind=kind, probe_access=access, statements=(stmt,), body=body, dry=dry)
+
+
+def program_plan(kind: str, access: str, body: Callable[[], Any]) -> ProbePlan:
+    """A plan whose program is ``body`` (a generator function yielding requests)."""
+    return ProbePlan(probe_kind=kind, probe_access=access, body=body)
+
+
+def failing_plan(kind: str, access: str, code: str, *, write_first: Optional[str] = None) -> ProbePlan:
     """A plan that (optionally) writes, then fails with a KIP error — the write must roll back."""
-    stmt = Compiled(write_first or "RETURN 1 AS one", {}, "probe")
+    stmt = compiled(write_first or "RETURN 1 AS one")
 
-    def runner(tx: Tx) -> dict[str, Any]:
-        tx.run(stmt)
+    def body():
+        yield Run(stmt)
         raise KipError(code, f"probe failure {code}")
 
-    return Plan(kind, access, [stmt], runner)
+    return ProbePlan(probe_kind=kind, probe_access=access, statements=(stmt,), body=body)
 
 
 class FakePlans(dict):
@@ -63,6 +111,17 @@ class FakePlans(dict):
             entry = self[text]
             return entry if isinstance(entry, Plan) else entry(dict(parameters or {}))
         return self.real(text, parameters, settings)
+
+    def install(self, monkeypatch) -> "FakePlans":
+        """Serve these plans to the executor (and their program to the program table)."""
+        import kip2cypher.execute as execute_module
+        import kip2cypher.execution.request as request_module
+        from kip2cypher.execution import programs
+
+        monkeypatch.setattr(request_module, "compile_plan", self.compile_plan)
+        monkeypatch.setattr(execute_module, "compile_plan", self.compile_plan)
+        monkeypatch.setitem(programs.PROGRAMS, ProbePlan, probe_program)
+        return self
 
 
 def fingerprint(driver, database: Optional[str] = None) -> str:

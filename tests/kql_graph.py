@@ -175,22 +175,23 @@ def _props(attributes: dict[str, Any], metadata: dict[str, Any]) -> dict[str, An
     return {**storage.encode_map(attributes, storage.ATTR_PREFIX), **storage.encode_map(metadata, storage.META_PREFIX)}
 
 
-def load(driver, database: Optional[str] = None) -> None:
-    """Write the fixture graph (the database is expected to be empty)."""
+def load(driver, database: Optional[str] = None, names: storage.Names = storage.DEFAULT) -> None:
+    """Write the fixture graph into the namespace of ``names`` (which is expected to be empty)."""
+    concept, proposition = names.concept, names.proposition
     with driver.session(database=database) as session:
         for c in C.values():
-            labels = f":{storage.CONCEPT}:{quote(c.type)}"
+            labels = f":{concept}:{quote(c.type)}"
             session.run(
                 f"CREATE (n{labels}) SET n = $props, n.id = $id, n.type = $type, n.name = $name",
                 props=_props(c.attributes, c.metadata), id=c.id, type=c.type, name=c.name,
             ).consume()
         for p in P.values():  # insertion order: endpoints of higher-order links exist first
             session.run(
-                f"MATCH (s {{id: $s}}) WHERE s:{storage.CONCEPT} OR s:{storage.PROPOSITION} "
-                f"MATCH (o {{id: $o}}) WHERE o:{storage.CONCEPT} OR o:{storage.PROPOSITION} "
-                f"CREATE (p:{storage.PROPOSITION}) SET p = $props, p.id = $id, p.predicate = $pred, p.subject = $s, p.object = $o "
-                f"CREATE (p)-[:{storage.SUBJECT_REL}]->(s), (p)-[:{storage.OBJECT_REL}]->(o) "
-                f"CREATE (s)-[:{quote(p.predicate)} {{{storage.LINK_ID}: $id}}]->(o)",
+                f"MATCH (s {{id: $s}}) WHERE s:{concept} OR s:{proposition} "
+                f"MATCH (o {{id: $o}}) WHERE o:{concept} OR o:{proposition} "
+                f"CREATE (p:{proposition}) SET p = $props, p.id = $id, p.predicate = $pred, p.subject = $s, p.object = $o "
+                f"CREATE (p)-[:{names.subject_rel}]->(s), (p)-[:{names.object_rel}]->(o) "
+                f"CREATE (s)-[:{quote(names.rel(p.predicate))} {{{names.link_id}: $id}}]->(o)",
                 props=_props(p.attributes, p.metadata), id=p.id, pred=p.predicate, s=p.subject, o=p.object,
             ).consume()
 

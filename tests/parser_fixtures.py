@@ -46,3 +46,17 @@ def valid() -> list[Entry]:
 
 def invalid() -> list[Entry]:
     return load("invalid.kip")
+
+
+def example_params(entries: list[Entry]) -> dict:
+    """Values for every :placeholder the examples use, so each runs (a name-like value when
+    nothing more specific is known; no cursor, which must come from a real answer)."""
+    params = {
+        "limit": 5, "timestamp": "2025-01-01T00:00:00Z", "now": "2025-01-01T00:00:00Z", "ts": "2025-01-01T00:00:00Z",
+        "decay_threshold": "2025-01-01T00:00:00Z", "v": 1, "claim_version": 2, "types": ["Drug"], "decay_factor": 0.5, "bump": 1,
+        "threshold": 0.5, "mode": "keyword", "merged_preferences": {"x": 1}, "keep": "Aspirin", "dup": "Cognizine",
+    }
+    for name in re.findall(r":([A-Za-z_]\w*)", "\n".join(e.text for e in entries)):
+        params.setdefault(name, "Aspirin")
+    params.pop("cursor", None)
+    return params

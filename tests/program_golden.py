@@ -22,8 +22,9 @@ File format (``tests/golden/programs/*.txt``, one file per area)::
 The statements' texts are pinned by the plan goldens (``test_golden.py``); a program golden
 pins what the program does with them: which it runs, in which order, with which run-time
 parameters, and what it answers for the rows it was given. Every statement a program issues
-must be one its plan lists in ``steps()`` (what ``kip2cypher compile`` prints, and what the
-plan goldens EXPLAIN on Neo4j). Regenerate with ``KIP2CYPHER_REGEN_GOLDEN=1``.
+must be one ``lower.compile.issued`` lists (what ``kip2cypher compile`` prints, and what the
+plan goldens EXPLAIN on Neo4j): the plan's steps and, after a KML write, the embedding refresh
+the executor composes after it (``programs.start``). Regenerate with ``KIP2CYPHER_REGEN_GOLDEN=1``.
 """
 from __future__ import annotations
 
@@ -134,11 +135,11 @@ def run_case(case: ProgramCase) -> ProgramCase:
     from kip2cypher.errors import KipError
     from kip2cypher.execution import programs
     from kip2cypher.execution.requests import Context, Embed, Explain, Run
-    from kip2cypher.lower.compile import compile_plan
+    from kip2cypher.lower.compile import compile_plan, issued
 
     settings = Settings(max_hops=10, max_result_rows=10000, strict_schema=False, cypher_prefix="", cursor_secret=b"golden-secret", embedder=False)
     if case.settings:
-        settings = replace(settings, **case.settings)
+        settings = settings.replace(**case.settings)
     actual = replace(case, program="", response="")
     lines: list[str] = []
     try:
@@ -146,7 +147,7 @@ def run_case(case: ProgramCase) -> ProgramCase:
     except KipError as exc:
         actual.response = f"error {exc.code}"
         return actual
-    listed = {s.text for s in plan.steps()}
+    listed = {s.text for s in issued(plan)}
     ctx = Context(settings, NOW, dry_run=case.dry_run, embedder=GoldenEmbedder())
     program = programs.start(plan, ctx)
     replies = iter(case.replies)

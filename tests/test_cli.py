@@ -1,4 +1,4 @@
-"""The `kip2cypher` CLI (click's CliRunner, and a pty for the interactive shell) against the real Neo4j."""
+"""The `kip2cypher` CLI through click's CliRunner against the real Neo4j (the shell on a terminal: test_shell_terminal.py)."""
 from __future__ import annotations
 
 import json
@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from kip2cypher.cli import main
-from kip2cypher.demo import DEMO_DATA, DEMO_SCHEMA
+from kip2cypher.cli.demo import DEMO_DATA, DEMO_SCHEMA
 
 from interface_helpers import shape_checked, fingerprint
 
@@ -222,46 +222,6 @@ def test_shell_over_stdin_tables_cypher_switch_and_colon_commands(cli, medical):
     assert "Ibuprofen" in names and "Naproxen" not in names
 
 
-def test_shell_interactive_on_a_pty_with_prompts_and_history(neo4j_server, medical, tmp_path):
-    import pty
-    import select
-    import time
-
-    history = tmp_path / "history"
-    env = {**os.environ, **{k: v for k, v in _env(neo4j_server).items() if v}, "KIP2CYPHER_HISTORY": str(history), "TERM": "dumb"}
-    pid, fd = pty.fork()
-    if pid == 0:  # child: the shell on a terminal
-        os.execvpe(sys.executable, [sys.executable, "-m", "kip2cypher.cli", "shell"], env)
-    output = b""
-
-    def read_until(marker: bytes, timeout: float = 60) -> bytes:
-        nonlocal output
-        deadline = time.monotonic() + timeout
-        while marker not in output and time.monotonic() < deadline:
-            ready, _, _ = select.select([fd], [], [], 0.5)
-            if ready:
-                try:
-                    output += os.read(fd, 65536)
-                except OSError:
-                    break
-        return output
-
-    try:
-        assert b"kip> " in read_until(b"kip> ")
-        os.write(fd, b"FIND(?d.name)\r")
-        assert b"...> " in read_until(b"...> ")
-        os.write(fd, b'WHERE { ?d {type: "Drug"} } ORDER BY ?d.name\r\r')
-        assert b"(2 rows)" in read_until(b"(2 rows)")
-        os.write(fd, b":quit\r")
-        read_until(b"\x00", timeout=10)
-    finally:
-        os.close(fd)
-        os.waitpid(pid, 0)
-    text = output.decode("utf-8", "replace")
-    assert "Paracetamol" in text
-    assert "FIND(?d.name)" in history.read_text()
-
-
 # ---------------------------------------------------------------- demo
 def test_demo_runs_against_the_configured_neo4j(cli, nexus):
     out = cli("demo")
@@ -304,3 +264,81 @@ def test_unreachable_neo4j_never_shows_a_traceback(args):
     out = runner.invoke(main, [*args, "--uri", "bolt://127.0.0.1:9"], input=stdin, env={"KIP2CYPHER_MAX_RETRY_S": "0.5"})
     assert "Traceback" not in out.output and out.exception is None or isinstance(out.exception, SystemExit)
     assert "KIP_4003" in out.output and "unavailable" in out.output
+
+
+# ---------------------------------------------------------------- issue 15: output, summaries, formats
+def _links_capsule(drugs: int, symptoms: int) -> str:
+    """One capsule of ``drugs`` UPSERT blocks, each drug treating every symptom through SET PROPOSITIONS."""
+    head = "UPSERT {\n" + "\n".join(f'  CONCEPT ?s{j} {{ {{type: "Symptom", name: "S{j}"}} }}' for j in range(symptoms)) + "\n}\n"
+    links = " ".join(f'("treats", {{type: "Symptom", name: "S{j}"}})' for j in range(symptoms))
+    return head + "".join(f'UPSERT {{ CONCEPT ?d {{ {{type: "Drug", name: "D{i}"}} SET PROPOSITIONS {{ {links} }} }} }}\n' for i in range(drugs))
+
+
+def test_run_summary_counts_set_propositions_links(cli, medical, tmp_path):
+    """Regression: the summary said "20 propositions" for a capsule that wrote 744 links (it counted top-level block ids)."""
+    path = tmp_path / "links.kip"
+    path.write_text(_links_capsule(drugs=12, symptoms=6))
+    out = cli("run", str(path))
+    assert out.exit_code == 0, out.output
+    assert "upserted 18 concepts and 72 propositions (72 via SET PROPOSITIONS) in 13 UPSERT blocks" in out.output
+    written = medical.driver.execute_query("MATCH (:KipConcept {type: 'Drug'})-[r:treats]->(s:KipConcept {type: 'Symptom'}) WHERE s.name STARTS WITH 'S' RETURN count(r) AS n").records[0]["n"]
+    assert written == 72
+    out = cli("run", str(path), "--dry-run")
+    assert "validated (dry run, nothing written) 18 concepts and 72 propositions" in out.output
+
+
+def test_run_output_is_plain_when_not_a_terminal_and_table_on_request(cli, medical, tmp_path):
+    path = tmp_path / "s.kip"
+    path.write_text(_links_capsule(drugs=2, symptoms=2) + 'FIND(?d.name) WHERE { ?d {type: "Drugg"} }\n')
+    out = cli("run", str(path))
+    assert "\x1b" not in out.output and "━" not in out.output  # no live bar, no colour codes in a pipe
+    assert "[1] line 1: UPSERT {" in out.output and "[2] line" in out.output and "KIP_2001" in out.output
+    out = cli("run", str(path), "--format", "table")
+    assert out.exit_code == 1
+    assert re.search(r"\| # +\| line +\| command +\| outcome", out.stdout)
+    assert "ok: upserted 4 concepts and 4 propositions (4 via SET PROPOSITIONS) in 3 UPSERT blocks" in out.stdout
+    assert "KIP_2001" in out.stdout and "[1] line" not in out.stdout
+    assert "2/2 commands run: 1 ok, 1 failed" in out.stdout
+
+
+def test_call_takes_a_kip_command_as_an_argument_and_prints_tables(cli, medical):
+    out = cli("call", FIND_DRUGS)
+    assert out.exit_code == 0 and json.loads(out.stdout) == {"result": [["Aspirin", "Paracetamol"], [2, 1]]}
+    out = cli("call", 'FIND(?d.attributes.risk_level) WHERE { ?d {type: "Drug", name: :n} }', "--params", '{"n": "Aspirin"}')
+    assert json.loads(out.stdout) == {"result": [2]}
+    out = cli("call", FIND_DRUGS, "--format", "table")
+    assert re.search(r"\| \?d\.name +\| \?d\.attributes\.risk_level +\|", out.stdout) and "(2 rows)" in out.stdout
+    out = cli("call", json.dumps({"commands": ["DESCRIBE PROPOSITION TYPES", "FIND(?x WHERE"]}), "--format", "table")
+    assert "[0] DESCRIBE PROPOSITION TYPES" in out.stdout and "treats" in out.stdout and "error KIP_1001" in out.stdout
+    out = cli("call", 'UPSERT { CONCEPT ?x { {type: "Drug", name: "Ibuprofen"} } }', "--readonly")
+    assert out.exit_code == 1 and json.loads(out.stdout)["error"]["code"] == "KIP_3004"
+
+
+def test_bootstrap_prints_counts_and_ids_only_with_verbose(cli, nexus):
+    out = cli("bootstrap")
+    assert out.exit_code == 0, out.output
+    assert re.search(r"applied Genesis: upserted \d+ concepts and \d+ propositions .*in 2 UPSERT blocks", out.stdout)
+    assert "C:" not in out.stdout  # no wall of element ids
+    out = cli("bootstrap", "-v")
+    assert "Genesis ids:" in out.stdout and "C:" in out.stdout
+    out = cli("bootstrap", "--format", "json")
+    assert json.loads(out.stdout)["Genesis"]["blocks"] == 2
+    out = cli("bootstrap", "--format", "table")
+    assert re.search(r"\| Genesis +\| 2 +\|", out.stdout)
+
+
+def test_explain_keeps_multiline_operator_details_indented(cli, genesis):
+    """Regression: Neo4j's multi-line details (CASE … END) started at column 0, outside the operator tree."""
+    out = cli("compile", "--explain", 'UPSERT { CONCEPT ?x { {type: "Person", name: "X"} } }')
+    assert out.exit_code == 0, out.output
+    plan_lines = [line[len("//   "):] for line in out.stdout.splitlines() if line.startswith("//   ")]
+    continuation = 0
+    operator_indent = 0
+    for line in plan_lines:
+        indent = len(line) - len(line.lstrip())
+        if line.lstrip().startswith("+"):
+            operator_indent = indent
+        else:
+            continuation += 1
+            assert indent > operator_indent, line
+    assert continuation, "the plan had no multi-line details to check"

@@ -120,8 +120,8 @@ def test_order_by_a_variable_find_does_not_keep_still_collapses_duplicates(nexus
     # smallest symptom name (ASC): Aspirin (Fever), Ibuprofen (Headache), Naproxen (Pain).
     r = nexus13.execute_kip('FIND(?d.name) WHERE { ?d {type: "Drug"} (?d, "treats", ?s) } ORDER BY ?s.name')
     assert ok(r) == ["Aspirin", "Ibuprofen", "Naproxen"]
-    # DESC sorts by the largest: Aspirin (Pain), Naproxen (Pain), Ibuprofen (Headache).
-    r = nexus13.execute_kip('FIND(?d.name) WHERE { ?d {type: "Drug"} (?d, "treats", ?s) } ORDER BY ?s.name DESC')
+    # DESC sorts by the largest: Aspirin (Pain) and Naproxen (Pain), then Ibuprofen (Headache).
+    r = nexus13.execute_kip('FIND(?d.name) WHERE { ?d {type: "Drug"} (?d, "treats", ?s) } ORDER BY ?s.name DESC, ?d.name')
     assert ok(r) == ["Aspirin", "Naproxen", "Ibuprofen"]
 
 
@@ -132,3 +132,81 @@ def test_limit_counts_collapsed_solutions(nexus13):
     assert ok(first) == ["Aspirin", "Ibuprofen"]
     rest = nexus13.execute_kip('FIND(?d.name) WHERE { ?d {type: "Drug"} (?d, "treats", ?s) } ORDER BY ?s.name LIMIT 2 CURSOR :c', parameters={"c": first["next_cursor"]})
     assert ok(rest) == ["Naproxen"]
+
+
+# ---------------------------------------------------------------- cursors survive across processes
+def test_next_cursor_of_one_process_is_honoured_by_another_of_the_same_nexus(nexus13, neo4j_server):
+    # Regression: the signing key was random per process unless KIP2CYPHER_CURSOR_SECRET was set,
+    # so a restart or a second replica refused every cursor. Two Nexus objects with default
+    # settings stand for two processes: they sign with the secret the database stored.
+    from kip2cypher.config import Settings
+    from kip2cypher.execute import Nexus
+
+    query = 'FIND(?x.name) WHERE { ?x {type: "Step"} } ORDER BY ?x.name LIMIT 5'
+
+    def nexus(**settings):
+        return Nexus(neo4j_server.uri, auth=neo4j_server.auth, database=neo4j_server.database, settings=Settings(embedder=False, **settings))
+
+    with nexus() as first, nexus() as second, nexus(cursor_secret=b"another nexus") as foreign:
+        page = first.execute_kip_readonly(query)
+        assert ok(page) == ["c0", "c1", "s00", "s01", "s02"]
+        following = second.execute_kip_readonly(query + " CURSOR :c", parameters={"c": page["next_cursor"]})
+        assert ok(following) == ["s03", "s04", "s05", "s06", "s07"]
+        refused = error(foreign.execute_kip_readonly(query + " CURSOR :c", parameters={"c": page["next_cursor"]}))
+        assert refused["code"] == "KIP_1001" and "another nexus" in refused["message"]
+        other_query = error(second.execute_kip_readonly(query.replace("LIMIT 5", "LIMIT 5 ") .replace("?x.name)", "?x.id)", 1) + " CURSOR :c", parameters={"c": page["next_cursor"]}))
+        assert other_query["code"] == "KIP_1001"
+
+
+def test_nan_and_infinity_parameters_are_refused_before_anything_runs(nexus13):
+    for bad in (float("nan"), float("inf"), [1, float("-inf")]):
+        e = error(nexus13.execute_kip('UPSERT { CONCEPT ?d { {type: "Drug", name: "Bad"} SET ATTRIBUTES { x: :v } } }', parameters={"v": bad}))
+        assert e["code"] == "KIP_1001" and ":v" in e["message"]
+    assert ok(nexus13.execute_kip('FIND(COUNT(?d)) WHERE { ?d {type: "Drug", name: "Bad"} }')) == 0
+
+
+# ---------------------------------------------------------------- bootstrap --upgrade
+NEWER = "A newer Genesis refreshes this description."
+
+
+def _newer_genesis(monkeypatch):
+    from kip2cypher import resources
+
+    shipped = resources.capsule_text
+    original = "description: \"Defines a high-level container for organizing knowledge."
+    assert original in shipped("Genesis")
+    monkeypatch.setattr(resources, "capsule_text", lambda name: shipped(name).replace(original, f"description: \"{NEWER} Defines a high-level container for organizing knowledge.") if name == "Genesis" else shipped(name))
+
+
+def _domain_type(nexus):
+    return ok(nexus.execute_kip_readonly('FIND(?t.attributes.description, ?t.metadata._version) WHERE { ?t {type: "$ConceptType", name: "Domain"} }'))
+
+
+def test_bootstrap_upgrade_applies_a_newer_genesis_as_the_engine(genesis, monkeypatch):
+    from kip2cypher.errors import KipError
+
+    _newer_genesis(monkeypatch)
+    # Regression: a newer Genesis could not be applied at all (the protected meta-types refuse it).
+    with pytest.raises(KipError) as refused:
+        genesis.bootstrap()
+    assert refused.value.code == "KIP_3004"
+    genesis.bootstrap(upgrade=True)
+    [[description], [version]] = _domain_type(genesis)
+    assert description.startswith(NEWER)
+    genesis.bootstrap(upgrade=True)  # idempotent: nothing changes, the version stays
+    assert _domain_type(genesis) == [[description], [version]]
+    # An agent's own write to the protected type is still refused.
+    e = error(genesis.execute_kip('UPSERT { CONCEPT ?t { {type: "$ConceptType", name: "Domain"} SET ATTRIBUTES { description: "mine" } } }'))
+    assert e["code"] == "KIP_3004"
+
+
+# ---------------------------------------------------------------- warnings for keys no element carries
+def test_empty_answer_warns_about_a_key_no_element_of_the_type_carries(nexus13):
+    r = nexus13.execute_kip('FIND(?d.name) WHERE { ?d {type: "Drug"} FILTER(?d.attributes.scroe > 0) } ORDER BY ?d.metadata.confidense')
+    assert r == {"result": [], "warnings": [
+        '?d: attribute "scroe" is not present on any Drug; did you mean "score"?',
+        '?d: metadata key "confidense" is not present on any Drug.',
+    ]}
+    # a key some element carries is not warned about, and a non-empty answer costs no check
+    assert nexus13.execute_kip('FIND(?d.name) WHERE { ?d {type: "Drug"} FILTER(?d.attributes.score > 5) }') == {"result": []}
+    assert ok(nexus13.execute_kip('FIND(?d.attributes.scroe) WHERE { ?d {type: "Drug", name: "Aspirin"} }')) == [None]

@@ -14,15 +14,13 @@ import time
 import pytest
 
 import kip2cypher.lower.compile as compiler_module
-import kip2cypher.execute as execute_module
-import kip2cypher.execution.request as request_module
 from kip2cypher.config import Settings
 from kip2cypher.errors import KipError
 from kip2cypher.execute import Nexus
 from kip2cypher.models import ExecuteArguments, ExecuteRequest, tool_input_schema
-from kip2cypher.lower._legacy import Compiled, Plan
+from kip2cypher.execution.requests import Run
 
-from interface_helpers import shape_checked, FakePlans, count, cypher_plan, failing_plan, fingerprint, kml_text, kql_text, meta_text
+from interface_helpers import shape_checked, FakePlans, compiled, count, cypher_plan, failing_plan, fingerprint, kml_text, kql_text, meta_text, program_plan
 
 
 @pytest.fixture(autouse=True)
@@ -32,9 +30,7 @@ def _responses_have_the_spec_shape(monkeypatch):
 
 @pytest.fixture()
 def fake(monkeypatch):
-    plans = FakePlans(compiler_module.compile_plan)
-    monkeypatch.setattr(request_module, "compile_plan", plans.compile_plan)
-    monkeypatch.setattr(execute_module, "compile_plan", plans.compile_plan)
+    plans = FakePlans(compiler_module.compile_plan).install(monkeypatch)
     monkeypatch.setattr(compiler_module, "compile_plan", plans.compile_plan)
     return plans
 
@@ -129,10 +125,11 @@ def test_single_command_response_has_only_spec_keys(nexus, fake):
     fake[kql_text("a")] = cypher_plan("KQL", "READ", "UNWIND [1, 2] AS x RETURN x", shape=lambda rows: [r["x"] for r in rows])
     assert nexus.execute_kip(kql_text("a")) == {"result": [1, 2]}
 
-    def paged(tx):
+    def paged():
         return {"result": ["a"], "next_cursor": "tok", "_internal": 1}
+        yield  # a generator: the program of the plan
 
-    fake[kql_text("p")] = Plan("KQL", "READ", [], paged)
+    fake[kql_text("p")] = program_plan("KQL", "READ", paged)
     assert nexus.execute_kip(kql_text("p")) == {"result": ["a"], "next_cursor": "tok"}
 
 
@@ -252,16 +249,16 @@ def test_readonly_fingerprint_unchanged_after_every_kml_example(genesis):
 
 # ---------------------------------------------------------------- dry_run
 def test_dry_run_uses_the_plans_dry_result_in_a_read_transaction(nexus, fake):
-    def dry(tx):
-        rows = tx.run(Compiled("MATCH (n:ProbeDry) RETURN count(n) AS c", {}))
+    def dry():
+        rows = yield Run(compiled("MATCH (n:ProbeDry) RETURN count(n) AS c"))
         return {"result": {"dry_run": True, "existing": rows[0]["c"]}}
 
     fake[kml_text("d")] = cypher_plan("KML", "WRITE", "CREATE (:ProbeDry) RETURN 1 AS x", dry=dry)
     assert nexus.execute_kip(kml_text("d"), dry_run=True) == {"result": {"dry_run": True, "existing": 0}}
     assert count(nexus.driver, "ProbeDry") == 0
 
-    def sneaky(tx):  # a dry_result that writes is an engine bug; Neo4j refuses it
-        tx.run(Compiled("CREATE (:ProbeDry) RETURN 1 AS x", {}))
+    def sneaky():  # a dry run that writes is an engine bug; Neo4j refuses it
+        yield Run(compiled("CREATE (:ProbeDry) RETURN 1 AS x"))
         return {"result": {}}
 
     fake[kml_text("s")] = cypher_plan("KML", "WRITE", "RETURN 1", dry=sneaky)
@@ -370,6 +367,9 @@ def test_neo4j_routing_uri_runs_reads_and_writes_and_bookmarks_chain_them(neo4j_
 
 
 def test_reads_use_read_sessions_and_writes_write_sessions(nexus, fake, monkeypatch):
+    # No embedder: the background embedding refresh after the KML command would open a WRITE
+    # session of its own at a moment of its choosing (tests/test_embedding_refresh.py).
+    nexus.settings = nexus.settings.replace(embedder=False)
     modes = []
     real = nexus.session
 
@@ -413,10 +413,11 @@ def test_cypher_neo4j_rejects_is_our_bug_kip_4003_with_the_cypher_in_debug(nexus
 
 
 def test_python_exceptions_in_plans_and_compilers_become_kip_4003(nexus, fake):
-    def boom(tx):
+    def boom():
         raise ZeroDivisionError("division by zero")
+        yield  # a generator: the program of the plan
 
-    fake[kql_text("boom")] = Plan("KQL", "READ", [], boom)
+    fake[kql_text("boom")] = program_plan("KQL", "READ", boom)
 
     def compiler_bug(params):
         raise RuntimeError("compiler exploded")
@@ -452,5 +453,5 @@ def test_response_model_accepts_spec_shapes_and_rejects_others():
         with pytest.raises(ValueError):
             check_response(bad)
     schema = tool_output_schema()
-    assert schema["type"] == "object" and set(schema["properties"]) == {"result", "error", "next_cursor"}
+    assert schema["type"] == "object" and set(schema["properties"]) == {"result", "error", "next_cursor", "warnings"}
     assert schema["properties"]["error"]["required"] == ["code", "message", "hint"]

@@ -6,7 +6,7 @@ import time
 import pytest
 
 from kip2cypher.config import Settings
-from kip2cypher.demo import DEMO_DATA, DEMO_SCHEMA
+from kip2cypher.cli.demo import DEMO_DATA, DEMO_SCHEMA
 from kip2cypher.execute import Nexus
 
 from interface_helpers import shape_checked, fingerprint

@@ -1,20 +1,20 @@
 """DESCRIBE PRIMER / DOMAINS / CONCEPT TYPES / PROPOSITION TYPES / … TYPE "X" on the real Neo4j."""
 from __future__ import annotations
 
-import dataclasses
 
 import pytest
 
 from kip2cypher import __version__
-from kip2cypher.lower import describe as meta
+from kip2cypher.execution.programs import describe as meta
 from kip2cypher.lower import search
+from kip2cypher.lower.describe import PRIMER_KEY_CONCEPTS
 
 from meta_data import MEDICAL, PERSON_AND_SELF, TopicEmbedder, load, ok
 
 
 @pytest.fixture()
 def medical(genesis):
-    genesis.settings = dataclasses.replace(genesis.settings, embedder=False)
+    genesis.settings = genesis.settings.replace(embedder=False)
     load(genesis, MEDICAL)
     return genesis
 
@@ -143,13 +143,13 @@ def test_primer_without_self_and_without_embedder(medical):
         "key_propositions": ["treats", "has_side_effect"],
     }
     core = next(d for d in primer["domain_map"] if d["name"] == "CoreSchema")
-    assert core["key_propositions"] == [] and len(core["key_concepts"]) == meta.PRIMER_KEY_CONCEPTS
+    assert core["key_propositions"] == [] and len(core["key_concepts"]) == PRIMER_KEY_CONCEPTS
 
 
 def test_primer_with_self_and_embedder(medical):
     load(medical, PERSON_AND_SELF)
     embedder = TopicEmbedder()
-    medical.settings = dataclasses.replace(medical.settings, embedder=embedder)
+    medical.settings = medical.settings.replace(embedder=embedder)
     identity = ok(medical.execute_kip("DESCRIBE PRIMER"))["identity"]
     assert identity["exists"] is True and identity["id"].startswith("C:")
     assert identity["summary"] == "I am Medibot, a careful medical knowledge assistant."
@@ -164,7 +164,7 @@ def test_primer_with_self_and_embedder(medical):
 
 
 def test_describe_on_empty_nexus(nexus):
-    nexus.settings = dataclasses.replace(nexus.settings, embedder=False)
+    nexus.settings = nexus.settings.replace(embedder=False)
     assert ok(nexus.execute_kip("DESCRIBE CONCEPT TYPES")) == []
     assert ok(nexus.execute_kip("DESCRIBE DOMAINS")) == []
     primer = ok(nexus.execute_kip("DESCRIBE PRIMER"))

@@ -1,7 +1,6 @@
 """EXPORT → Knowledge Capsule on the real Neo4j: shape, references, pagination and round trip."""
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import pytest
@@ -53,7 +52,7 @@ EXPORT ?n WHERE {
 
 @pytest.fixture()
 def graph(genesis):
-    genesis.settings = dataclasses.replace(genesis.settings, embedder=False)
+    genesis.settings = genesis.settings.replace(embedder=False)
     load(genesis, MEDICAL, PERSON_AND_SELF, EXTRA)
     return genesis
 
@@ -204,7 +203,7 @@ def test_export_with_filter_and_placeholders(graph):
 
 
 def test_round_trip_of_the_bootstrapped_standard_capsules(nexus):
-    nexus.settings = dataclasses.replace(nexus.settings, embedder=False)
+    nexus.settings = nexus.settings.replace(embedder=False)
     nexus.bootstrap(capsules=True)
     load(nexus, MEDICAL)
     types = ok(nexus.execute_kip("DESCRIBE CONCEPT TYPES"))

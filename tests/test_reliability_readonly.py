@@ -24,14 +24,7 @@ FIXTURES = parser_fixtures.valid()
 KML = [e for e in FIXTURES if command_kind_of(e.text) == "KML"]
 READS = [e for e in FIXTURES if command_kind_of(e.text) != "KML"]
 HOSTILE = [p.text for p in NAMES]
-PARAMS = {
-    "limit": 5, "timestamp": "2025-01-01T00:00:00Z", "now": "2025-01-01T00:00:00Z", "ts": "2025-01-01T00:00:00Z",
-    "decay_threshold": "2025-01-01T00:00:00Z", "v": 1, "claim_version": 2, "types": ["Drug"], "decay_factor": 0.5, "bump": 1,
-    "threshold": 0.5, "mode": "keyword", "merged_preferences": {"x": 1}, "keep": "Aspirin", "dup": "Cognizine",
-}
-for _name in re.findall(r":([A-Za-z_]\w*)", "\n".join(e.text for e in FIXTURES)):
-    PARAMS.setdefault(_name, "Aspirin")
-PARAMS.pop("cursor", None)
+PARAMS = parser_fixtures.example_params(FIXTURES)
 FIGURES = {"requests": 0, "kml refused": 0}
 
 

@@ -140,7 +140,7 @@ class Statement:
     written by the builder, so no caller ever balances braces across functions::
 
         with stmt.block("CALL (row)"):
-            stmt.line("MATCH (n:", storage.CONCEPT, " {id: row.id})")
+            stmt.line("MATCH (n:", names.concept, " {id: row.id})")
             stmt.line("RETURN n")
     """
 

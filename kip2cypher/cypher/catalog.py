@@ -9,17 +9,16 @@ idempotent (``IF NOT EXISTS``) and run in a transaction of its own:
   executor finds the elements a KML command touched through it, for the embedding refresh);
 - the full-text indexes of keyword SEARCH over the grounding fields;
 - the vector indexes of semantic SEARCH (no fixed dimensions: any embedder's vectors are
-  indexed; queries filter on the model name).
+  indexed; queries filter on the model name);
+- the key of the nexus node (``NEXUS_CREATE``), which holds the cursor-signing secret.
 """
 from __future__ import annotations
+
+import functools
 
 from . import storage
 from .builder import literal, quote
 
-CONCEPT_TEXT_INDEX = "kip_concept_text"
-PROPOSITION_TEXT_INDEX = "kip_proposition_text"
-CONCEPT_VECTOR_INDEX = "kip_concept_embedding"
-PROPOSITION_VECTOR_INDEX = "kip_proposition_embedding"
 #: Lucene analyzer of both full-text indexes: standard tokenization, lower-casing and
 #: ASCII folding ("Café" finds "cafe"), no stop-word removal.
 ANALYZER = "standard-folding"
@@ -27,8 +26,23 @@ ANALYZER = "standard-folding"
 CONCEPT_TEXT_FIELDS = ("name",) + tuple(storage.attr_key(k) for k in storage.GROUNDING_ATTRIBUTES)
 PROPOSITION_TEXT_FIELDS = ("predicate",) + tuple(storage.attr_key(k) for k in storage.GROUNDING_ATTRIBUTES)
 
-_C, _P = storage.CONCEPT, storage.PROPOSITION
 _UPDATED_AT = quote(storage.meta_key(storage.UPDATED_AT_KEY))
+
+
+def concept_text_index(names: storage.Names) -> str:
+    return names.schema_object("kip_concept_text")
+
+
+def proposition_text_index(names: storage.Names) -> str:
+    return names.schema_object("kip_proposition_text")
+
+
+def concept_vector_index(names: storage.Names) -> str:
+    return names.schema_object("kip_concept_embedding")
+
+
+def proposition_vector_index(names: storage.Names) -> str:
+    return names.schema_object("kip_proposition_embedding")
 
 
 def _fulltext(name: str, var: str, label: str, fields: tuple[str, ...]) -> str:
@@ -41,18 +55,33 @@ def _vector(name: str, var: str, label: str) -> str:
     return f"CREATE VECTOR INDEX {name} IF NOT EXISTS FOR ({var}:{label}) ON {var}.{storage.EMBEDDING} OPTIONS {{indexConfig: {{`vector.similarity_function`: 'cosine'}}}}"
 
 
-SCHEMA: tuple[str, ...] = (
-    f"CREATE CONSTRAINT kip_concept_id IF NOT EXISTS FOR (n:{_C}) REQUIRE n.id IS UNIQUE",
-    f"CREATE CONSTRAINT kip_concept_type_name IF NOT EXISTS FOR (n:{_C}) REQUIRE (n.type, n.name) IS UNIQUE",
-    f"CREATE CONSTRAINT kip_proposition_id IF NOT EXISTS FOR (p:{_P}) REQUIRE p.id IS UNIQUE",
-    f"CREATE CONSTRAINT kip_proposition_spo IF NOT EXISTS FOR (p:{_P}) REQUIRE (p.subject, p.predicate, p.object) IS UNIQUE",
-    f"CREATE INDEX kip_concept_name IF NOT EXISTS FOR (n:{_C}) ON (n.name)",
-    f"CREATE INDEX kip_concept_type IF NOT EXISTS FOR (n:{_C}) ON (n.type)",
-    f"CREATE INDEX kip_proposition_predicate IF NOT EXISTS FOR (p:{_P}) ON (p.predicate)",
-    _fulltext(CONCEPT_TEXT_INDEX, "n", _C, CONCEPT_TEXT_FIELDS),
-    _fulltext(PROPOSITION_TEXT_INDEX, "p", _P, PROPOSITION_TEXT_FIELDS),
-    _vector(CONCEPT_VECTOR_INDEX, "n", _C),
-    f"CREATE INDEX kip_concept_updated_at IF NOT EXISTS FOR (n:{_C}) ON (n.{_UPDATED_AT})",
-    f"CREATE INDEX kip_proposition_updated_at IF NOT EXISTS FOR (p:{_P}) ON (p.{_UPDATED_AT})",
-    _vector(PROPOSITION_VECTOR_INDEX, "p", _P),
+@functools.lru_cache(maxsize=64)
+def schema(names: storage.Names = storage.DEFAULT) -> tuple[str, ...]:
+    """The DDL of one namespace, in the order ``ensure_schema`` applies it."""
+    c, p, n = names.concept, names.proposition, names.schema_object
+    return (
+        f"CREATE CONSTRAINT {n('kip_concept_id')} IF NOT EXISTS FOR (n:{c}) REQUIRE n.id IS UNIQUE",
+        f"CREATE CONSTRAINT {n('kip_concept_type_name')} IF NOT EXISTS FOR (n:{c}) REQUIRE (n.type, n.name) IS UNIQUE",
+        f"CREATE CONSTRAINT {n('kip_proposition_id')} IF NOT EXISTS FOR (p:{p}) REQUIRE p.id IS UNIQUE",
+        f"CREATE CONSTRAINT {n('kip_proposition_spo')} IF NOT EXISTS FOR (p:{p}) REQUIRE (p.subject, p.predicate, p.object) IS UNIQUE",
+        f"CREATE INDEX {n('kip_concept_name')} IF NOT EXISTS FOR (n:{c}) ON (n.name)",
+        f"CREATE INDEX {n('kip_concept_type')} IF NOT EXISTS FOR (n:{c}) ON (n.type)",
+        f"CREATE INDEX {n('kip_proposition_predicate')} IF NOT EXISTS FOR (p:{p}) ON (p.predicate)",
+        _fulltext(concept_text_index(names), "n", c, CONCEPT_TEXT_FIELDS),
+        _fulltext(proposition_text_index(names), "p", p, PROPOSITION_TEXT_FIELDS),
+        _vector(concept_vector_index(names), "n", c),
+        f"CREATE INDEX {n('kip_concept_updated_at')} IF NOT EXISTS FOR (n:{c}) ON (n.{_UPDATED_AT})",
+        f"CREATE INDEX {n('kip_proposition_updated_at')} IF NOT EXISTS FOR (p:{p}) ON (p.{_UPDATED_AT})",
+        _vector(proposition_vector_index(names), "p", p),
+        f"CREATE CONSTRAINT kip_nexus_namespace IF NOT EXISTS FOR (n:{storage.NEXUS}) REQUIRE n.namespace IS UNIQUE",
+    )
+
+
+#: The nexus node of a namespace (``$namespace``; ``""`` is the default): engine facts every process
+#: must share — the secret CURSOR tokens are signed with. Created with a fresh random secret by
+#: ``ensure_schema``.
+NEXUS_CREATE = (
+    f"MERGE (n:{storage.NEXUS} {{namespace: $namespace}}) ON CREATE SET n.{storage.CURSOR_SECRET} = $secret "
+    f"RETURN n.{storage.CURSOR_SECRET} AS secret"
 )
+NEXUS_READ = f"MATCH (n:{storage.NEXUS} {{namespace: $namespace}}) RETURN n.{storage.CURSOR_SECRET} AS secret"

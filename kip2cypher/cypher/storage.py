@@ -5,18 +5,85 @@ here once; lowering modules import them rather than spelling them again.
 """
 from __future__ import annotations
 
+import functools
 import json
+import re
+from dataclasses import dataclass
 from typing import Any
 
+from .builder import Fragment, Part, frag
+
 # ------------------------------------------------------------------ names
-CONCEPT = "KipConcept"
-PROPOSITION = "KipProposition"
-SUBJECT_REL = "KIP_SUBJECT"
-OBJECT_REL = "KIP_OBJECT"
-LINK_ID = "kip_id"  # property on the native predicate relationship: the proposition id
-#: Concept types and predicates become labels / relationship types; these are the engine's own.
-RESERVED_LABELS = (CONCEPT, PROPOSITION)
-RESERVED_REL_TYPES = (SUBJECT_REL, OBJECT_REL)
+#: The nexus node (one per namespace, key ``namespace``): engine facts every process shares,
+#: such as the secret CURSOR tokens are signed with (cypher.catalog). Shared by all namespaces.
+NEXUS = "KipNexus"
+CURSOR_SECRET = "cursor_secret"
+#: A namespace name: lower-case letters, digits and ``_``, starting with a letter (docs/namespaces.md).
+NAMESPACE_RE = re.compile(r"[a-z][a-z0-9_]{0,31}\Z")
+#: Between a namespace and a predicate in a native relationship type (``alice/treats``). A
+#: predicate may not contain it, so no predicate of one namespace can spell another's type.
+PREDICATE_SEPARATOR = "/"
+
+
+@dataclass(frozen=True)
+class Names:
+    """The storage vocabulary of one namespace: every label, relationship type and engine property
+    name its elements use. The default namespace (``""``) is the original layout; namespace
+    ``alice`` suffixes the engine's labels and relationship types (``KipConcept__alice``,
+    ``KIP_SUBJECT__alice``), names its link property ``kip_id__alice`` and prefixes its predicates'
+    relationship types (``alice/treats``). Two namespaces share no label, no relationship type
+    and no link property, so no pattern of one can match an element of the other: isolation is
+    in the names, not in a filter (docs/storage-model.md, "Namespaces")."""
+
+    namespace: str
+    concept: str
+    proposition: str
+    subject_rel: str
+    object_rel: str
+    link_id: str
+    predicate_prefix: str
+
+    def rel(self, predicate: str) -> str:
+        """The native relationship type of ``predicate``."""
+        return self.predicate_prefix + predicate
+
+    def schema_object(self, base: str) -> str:
+        """The name of a constraint or index of this namespace."""
+        return f"{base}__{self.namespace}" if self.namespace else base
+
+
+@functools.lru_cache(maxsize=256)
+def names(namespace: str = "") -> Names:
+    """The vocabulary of ``namespace`` (``""``: the default namespace)."""
+    if namespace and not NAMESPACE_RE.match(namespace):
+        raise ValueError(f"not a namespace name: {namespace!r}")
+    suffix = f"__{namespace}" if namespace else ""
+    return Names(
+        namespace=namespace,
+        concept="KipConcept" + suffix,
+        proposition="KipProposition" + suffix,
+        subject_rel="KIP_SUBJECT" + suffix,
+        object_rel="KIP_OBJECT" + suffix,
+        link_id="kip_id" + suffix,
+        predicate_prefix=namespace + PREDICATE_SEPARATOR if namespace else "",
+    )
+
+
+DEFAULT = names("")
+#: Label and relationship-type stems the engine owns in every namespace: concept types and
+#: predicates may not start with them (a type named KipConcept would label its instances
+#: KipConcept and match every concept).
+RESERVED_LABEL_STEMS = ("KipConcept", "KipProposition", NEXUS)
+RESERVED_REL_STEMS = ("KIP_SUBJECT", "KIP_OBJECT")
+
+
+def is_engine_label(label: str) -> bool:
+    return any(label == stem or label.startswith(stem + "__") for stem in RESERVED_LABEL_STEMS)
+
+
+def is_engine_rel_type(name: str) -> bool:
+    return any(name == stem or name.startswith(stem + "__") for stem in RESERVED_REL_STEMS)
+
 
 CONCEPT_TYPE = "$ConceptType"
 PROPOSITION_TYPE = "$PropositionType"
@@ -93,6 +160,12 @@ def attr_key(name: str) -> str:
 
 def meta_key(name: str) -> str:
     return META_PREFIX + name
+
+
+def node_projection(var: Part) -> Fragment:
+    """``var{.*, kip_embedding: null}``: a node's properties without its embedding vector — the
+    engine's bulk that no KIP result shows (every node returned whole to Python goes through it)."""
+    return frag(var, "{.*, ", EMBEDDING, ": null}")
 
 
 def encode_map(values: dict[str, Any], prefix: str) -> dict[str, Any]:

@@ -25,8 +25,23 @@ from ..errors import (
 )
 from ..lower.regex_guard import reach_error
 
-#: What the loops catch and hand to ``from_neo4j``.
-DRIVER_ERRORS = (ne.Neo4jError, ne.DriverError)
+#: What the loops catch and hand to ``from_neo4j``; the driver raises OverflowError when it
+#: packs a parameter holding an integer beyond 64 bits (nothing was sent).
+DRIVER_ERRORS = (ne.Neo4jError, ne.DriverError, OverflowError)
+
+
+def out_of_range(exc: OverflowError) -> KipError:
+    """A command value Neo4j cannot compute with: an integer beyond 64 bits where the command
+    compares, limits or computes (LIMIT, FILTER, IN, EXPECT VERSION, UPDATE operands). As an
+    attribute value it is stored exactly (as JSON text); here it is the caller's number."""
+    number = str(exc).removeprefix("Integer ").removesuffix(" out of range")
+    return KipError(
+        INVALID_VALUE_TYPE,
+        f"The integer {number[:40]}{'…' if len(number) > 40 else ''} is outside the 64-bit range Neo4j compares and computes with "
+        "(-9223372036854775808 … 9223372036854775807); the command stopped and wrote nothing.",
+        "Use an integer within 64 bits where the command compares, limits or computes (LIMIT, FILTER, IN, EXPECT VERSION, UPDATE operands), "
+        "or a decimal such as 1e20 to compare with large magnitudes. Retrying fails the same way.",
+    )
 
 
 def from_neo4j(exc: BaseException, cypher: Optional[str] = None) -> KipError:
@@ -34,6 +49,8 @@ def from_neo4j(exc: BaseException, cypher: Optional[str] = None) -> KipError:
     code = getattr(exc, "code", None) or ""
     message = getattr(exc, "message", None) or str(exc)
     debug = {"cypher": cypher} if cypher else None
+    if isinstance(exc, OverflowError):
+        return out_of_range(exc)
     if isinstance(exc, ne.IncompleteCommit):
         return KipError(INTERNAL_ERROR, f"The connection broke while committing; the write may or may not have been applied: {message}", "Re-read the affected elements (FIND) before retrying the write.")
     if isinstance(exc, (ne.ServiceUnavailable, ne.SessionExpired, ne.ConnectionAcquisitionTimeoutError)) or "ServiceUnavailable" in code or "DatabaseUnavailable" in code:
@@ -64,12 +81,17 @@ def from_neo4j(exc: BaseException, cypher: Optional[str] = None) -> KipError:
         # Only a race does this: an element this command had matched was deleted by a concurrent
         # command before this one could link it (tests/test_reliability_concurrency.py).
         return KipError(NOT_FOUND, "An element this command uses was deleted by a concurrent command; nothing was written.", "Re-read the elements (FIND) and retry the command if they still exist.")
-    if "Statement.ArithmeticError" in code:
-        # An UPDATE's ADD/MUL left the 64-bit integer range (or divided by zero): the caller's values.
-        return KipError(INVALID_VALUE_TYPE, f"An arithmetic result is out of range: {message}; nothing was written.",
-                        "Keep integer results within ±9223372036854775807 (use decimals such as 1.0 for larger magnitudes).")
     if "ConstraintValidationFailed" in code:
         return KipError(DUPLICATE_EXISTS, f"A uniqueness constraint was violated: {message}", DEFAULT_HINTS[DUPLICATE_EXISTS])
+    if "Statement.ArithmeticError" in code and "overflow" in message:
+        # Integer arithmetic past 64 bits (UPDATE's ADD/MUL, a FIND SUM): the caller's numbers,
+        # not a transient fault, so "retry later" would invite endless retries.
+        return KipError(
+            INVALID_VALUE_TYPE,
+            "An integer result exceeds the 64-bit range Neo4j computes in (-9223372036854775808 … 9223372036854775807); nothing was written.",
+            "Integer arithmetic is exact only within 64 bits. Compute in floating point by making an operand a float "
+            "(e.g. MUL(?x.attributes.n, 1.0) or ADD(?x.attributes.n, 1.0)), or keep the values in range. Retrying fails the same way.",
+        )
     if "Invalid Regex" in message:
         # A value beyond the pattern's reach (regex_guard), or a pattern Java rejects that the guard's parser accepted.
         return reach_error(message) or KipError(INVALID_SYNTAX, f"Invalid REGEX pattern: {message.splitlines()[0]}", "Fix the regular expression (Java syntax).")

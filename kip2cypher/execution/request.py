@@ -145,7 +145,7 @@ def request_program(arguments: Any, *, readonly: bool, settings: Settings, deadl
 def _check(deadline: Optional[Deadline]) -> None:
     """KIP_4001 for the whole request when its budget is spent before anything ran."""
     if deadline is not None and deadline.expired():
-        raise deadline.error()
+        raise deadline.error(request=True)
 
 
 def _refuse_kml(kinds: list[Optional[str]], batch: bool) -> None:
@@ -168,10 +168,11 @@ def readonly_error(what: str) -> KipError:
 
 
 def clean_response(response: Any) -> dict[str, Any]:
-    """Only the §6.2.1 keys leave the executor: result / error / next_cursor."""
+    """Only the §6.2.1 keys leave the executor — result / error / next_cursor — and the additive
+    ``warnings`` (docs/interfaces.md)."""
     if not isinstance(response, dict):
         return {"result": response}
-    out = {k: response[k] for k in ("result", "error", "next_cursor") if k in response and response[k] is not None}
+    out = {k: response[k] for k in ("result", "error", "next_cursor", "warnings") if k in response and response[k] is not None}
     if "result" in response and "result" not in out and "error" not in out:
         out["result"] = None
     return out

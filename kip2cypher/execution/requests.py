@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
 from ..config import Settings
+from ..cypher import storage
 from ..errors import EXECUTION_TIMEOUT, KipError
 from ..lower.plan import EMPTY, Compiled
 
@@ -76,12 +77,16 @@ class Deadline:
     def expired(self) -> bool:
         return self.remaining() <= 0
 
-    def error(self, started: bool = False) -> KipError:
-        """KIP_4001 for a command the spent budget stopped (``started``) or kept from running."""
+    def error(self, started: bool = False, request: bool = False) -> KipError:
+        """KIP_4001 for a command the spent budget stopped (``started``) or kept from running,
+        or (``request``) for a whole request it stopped before any command ran."""
+        spent = f"The request used up its time budget ({self.budget_s:g} s, max_request_s)"
+        if request:
+            return KipError(EXECUTION_TIMEOUT, f"{spent} before any command ran.", "Send fewer or smaller commands per request.")
         what = "was stopped (nothing it did was kept)" if started else "was not run"
         return KipError(
             EXECUTION_TIMEOUT,
-            f"The request used up its time budget ({self.budget_s:g} s, max_request_s); this command {what}.",
+            f"{spent}; this command {what}.",
             "Send fewer commands per request, lower LIMIT, or narrow the patterns; the commands before this one ran (see their results).",
         )
 
@@ -89,6 +94,11 @@ class Deadline:
         """A transaction's timeout: the query timeout, capped at what is left of the budget."""
         left = max(self.remaining(), 0.001)
         return min(query_timeout_s, left) if query_timeout_s else left
+
+
+def within(seconds: float, deadline: Optional[Deadline]) -> float:
+    """``seconds``, or less when the request's budget ends sooner (a wait the budget must cover)."""
+    return seconds if deadline is None else max(0.0, min(seconds, deadline.remaining()))
 
 
 def transaction_timeout(settings: Settings, deadline: Optional[Deadline]) -> Optional[float]:
@@ -112,7 +122,15 @@ class Context:
     now: str
     dry_run: bool = False
     embedder: Optional[Any] = field(default=None, compare=False)
+    #: The engine itself writes (``Nexus.bootstrap(upgrade=True)``): the protected structures a
+    #: newer Genesis or standard capsule refreshes may change. Never set for an agent's request.
+    engine: bool = False
     deadline: Optional[Deadline] = field(default=None, compare=False)
+
+    @property
+    def names(self) -> storage.Names:
+        """The storage vocabulary of the nexus's namespace."""
+        return storage.names(self.settings.namespace)
 
     def check_deadline(self) -> None:
         """KIP_4001 once the request's budget is spent (the loops call it before every request)."""

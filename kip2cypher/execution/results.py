@@ -18,7 +18,7 @@ def _props(entity: Any) -> dict[str, Any]:
 def is_proposition(entity: Any) -> bool:
     labels = getattr(entity, "labels", None)
     if labels is not None:
-        return storage.PROPOSITION in labels
+        return any(label == "KipProposition" or label.startswith("KipProposition__") for label in labels)
     return "predicate" in _props(entity)
 
 

@@ -87,6 +87,19 @@ class LocalConfig:
         return self.home / "launcher.log"
 
 
+#: Bolt port of the demo's own server (`kip2cypher demo` without NEO4J_URI): not 7687, so the
+#: demo never writes into whatever server answers on the default port.
+DEMO_PORT = 7697
+
+
+def demo_config() -> LocalConfig:
+    """The demo's own server: KIP2CYPHER_DEMO_PORT (7697) and KIP2CYPHER_DEMO_HOME (a data
+    directory of its own under ~/.cache/kip2cypher); heap and page cache as for the local server."""
+    env = os.environ
+    home = env.get("KIP2CYPHER_DEMO_HOME") or str(_cache_root() / f"demo-neo4j-{pinned_version()}")
+    return LocalConfig.from_env(port=int(env.get("KIP2CYPHER_DEMO_PORT", DEMO_PORT)), home=home)
+
+
 def _require(tool: str) -> str:
     path = shutil.which(tool)
     if not path:
@@ -170,17 +183,27 @@ def status(cfg: Optional[LocalConfig] = None) -> tuple[bool, Optional[str]]:
     return version is not None, version
 
 
-def start(cfg: Optional[LocalConfig] = None, *, wait_s: float = 240.0, log=print) -> str:
-    """Start (or find running) the local server; returns its version string once Bolt answers."""
+def start(cfg: Optional[LocalConfig] = None, *, wait_s: float = 240.0, log=print, require_own: bool = False) -> str:
+    """Start (or find running) the local server; returns its version string once Bolt answers.
+
+    ``require_own``: a server already answering on the port must be the one this data directory
+    started (its pid file names a live process); otherwise it is someone else's server and
+    LocalNeo4jError says so, instead of handing it over to a caller that will write into it.
+    """
     cfg = cfg or LocalConfig.from_env()
     up, version = status(cfg)
+    if up and require_own and _read_pid(cfg) is None:
+        raise LocalNeo4jError(
+            f"Port {cfg.port} is answered by a Neo4j that was not started from {cfg.home}; "
+            "refusing to use someone else's server. Choose another port or stop that server."
+        )
     if up:
         return version  # a second start is harmless
     java = _require("java")
     classpath = resolve_classpath(log)
     cfg.home.mkdir(parents=True, exist_ok=True)
     launcher = resources.files("kip2cypher.localneo4j") / "Launcher.java"
-    cmd = [java, f"-Xms512m", f"-Xmx{cfg.heap}", *JVM_FLAGS, "-cp", classpath, str(launcher),
+    cmd = [java, "-Xms512m", f"-Xmx{cfg.heap}", *JVM_FLAGS, "-cp", classpath, str(launcher),
            str(cfg.home), str(cfg.port), str(cfg.page_cache_mb), str(cfg.tx_timeout_s)]
     with open(cfg.log_file, "ab") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)

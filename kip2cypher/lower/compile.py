@@ -7,6 +7,7 @@ threads and requests.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 from functools import lru_cache
 from typing import Any, Callable, Optional
@@ -16,9 +17,9 @@ from ..config import Settings
 from ..syntax import ast
 from ..syntax.parser import CACHEABLE_CHARS, parse
 from ..syntax.placeholders import check_quoted_placeholders
-from ..syntax.values import describe, parameters_size
-from . import delete, describe, export, find, merge, search, update, upsert
-from .plan import Plan
+from ..syntax.values import parameters_size
+from . import delete, describe, embeddings, export, find, merge, search, update, upsert
+from .plan import Compiled, Plan
 
 LOWERINGS: dict[type, Callable[[Any, dict[str, Any], Settings], Plan]] = {
     ast.Find: find.lower_find,
@@ -54,7 +55,11 @@ def _compile(text: str, params_json: str, settings: Settings) -> Plan:
     parameters = json.loads(params_json)
     command = parse(text, max_bytes=settings.max_input_bytes, max_depth=settings.max_nesting_depth)
     check_quoted_placeholders(command, text, parameters)
-    return lower(command, parameters, settings)
+    try:
+        plan = lower(command, parameters, settings)
+    except errors.KipError as exc:
+        raise exc.locate(text)
+    return dataclasses.replace(plan, command_text=text, namespace=settings.namespace)
 
 
 _compile_cached = lru_cache(maxsize=2048)(_compile)
@@ -64,8 +69,9 @@ def compile_plan(text: str, parameters: Optional[dict[str, Any]] = None, setting
     """Parse and lower one command (cached by text, parameters and settings)."""
     settings = settings or _default_settings()
     if not isinstance(parameters or {}, dict):
-        raise errors.KipError(errors.INVALID_SYNTAX, f"parameters must be a JSON object, got {describe(parameters)}.", "Pass the placeholder values as an object {\"name\": value}.")
-    # JSON values Neo4j can hold, within the size bound: checked before they are copied.
+        raise errors.KipError(errors.INVALID_SYNTAX, f"parameters must be a JSON object, got {type(parameters).__name__}.", "Pass the placeholder values as an object {\"name\": value}.")
+    # JSON values Neo4j can hold (finite numbers, 64-bit integers, whole characters, bounded
+    # nesting), within the size bound: checked before they are copied.
     parameters_size([parameters or {}], settings.max_parameter_bytes, settings.max_nesting_depth)
     params_json = json.dumps(parameters or {}, sort_keys=True, ensure_ascii=False)
     if not isinstance(text, str):
@@ -76,11 +82,16 @@ def compile_plan(text: str, parameters: Optional[dict[str, Any]] = None, setting
     return _compile_cached(text, params_json, settings)
 
 
+def issued(plan: Plan) -> tuple[Compiled, ...]:
+    """Every statement a command's program may issue, in program order: the plan's own steps,
+    then — after a KML write, when an embedder is configured — the executor's refresh of the
+    SEARCH embeddings of the elements the write touched (``execution.programs.start``)."""
+    return plan.steps() + (embeddings.refresh(plan.names) if plan.kind == "KML" else ())
+
+
 def statements(plan: Plan) -> list[dict[str, Any]]:
-    """Every statement a plan's program may issue, in program order: ``{"cypher", "parameters", "label"}``
-    (``label`` names the step of the program that issues the statement)."""
-    listed = plan.statements if hasattr(plan, "runner") else plan.steps()  # runner: a plan of the previous shape
-    return [{"cypher": s.text, "parameters": dict(s.params), **({"label": s.label} if s.label else {})} for s in listed]
+    """``issued(plan)`` as ``{"cypher", "parameters", "label"}`` (``label`` names the step that issues it)."""
+    return [{"cypher": s.text, "parameters": dict(s.params), **({"label": s.label} if s.label else {})} for s in issued(plan)]
 
 
 def compile_command(text: str, parameters: Optional[dict[str, Any]] = None, settings: Optional[Settings] = None) -> list[dict[str, Any]]:

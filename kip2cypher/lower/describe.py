@@ -1,24 +1,23 @@
-"""KIP-META lowering (spec §5, §6.2.2): DESCRIBE here; SEARCH in ``search.py``; EXPORT in ``export.py``.
+"""DESCRIBE (spec §5.1, §6.2.2): PRIMER, DOMAINS, CONCEPT TYPES, PROPOSITION TYPES and … TYPE "X".
 
-All META plans are read-only (``Plan("META", "READ", …)``). The behaviour and the
-choices the spec leaves to the engine are documented in docs/meta.md.
+Every DESCRIBE is a read: a plan of one or two statements whose program
+(``kip2cypher.execution.programs.describe``) shapes the rows into the response. The
+behaviour and the choices the spec leaves to the engine are documented in docs/meta.md.
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+import functools
+from dataclasses import dataclass
+from typing import Any
 
-from .. import cursor, embedding, errors
-from ..version import __version__
-
-from ..cypher import storage
-from ..syntax import ast
+from .. import cursor
 from ..config import Settings
+from ..cypher import storage
 from ..cypher.builder import Ident, Param, Statement
-from ..errors import KipError
-from ._legacy import Compiled, Plan, Tx
-from ..execution.results import concept_object
+from ..syntax import ast
 from ..syntax.values import resolve, resolve_int, resolve_str
-from .search import search_capabilities
+from . import grounding
+from .plan import Compiled, Plan
 
 #: Page size of DESCRIBE CONCEPT TYPES / PROPOSITION TYPES without LIMIT (next_cursor beyond).
 DESCRIBE_DEFAULT_LIMIT = 1000
@@ -26,108 +25,100 @@ DESCRIBE_DEFAULT_LIMIT = 1000
 PRIMER_KEY_CONCEPTS = 10
 PRIMER_KEY_PROPOSITIONS = 10
 
-# The projection of a node without engine-internal bulk (embedding vectors).
-_NODE = "{.*, kip_embedding: null}"
+
+# ------------------------------------------------------------------ plans
+@dataclass(frozen=True)
+class TypeListPlan(Plan):
+    """DESCRIBE CONCEPT TYPES / PROPOSITION TYPES: one page of defined names (``limit`` + 1
+    fetched to know whether a ``next_cursor`` is due; the cursor carries the last name)."""
+
+    KIND = "META"
+    query: Compiled
+    limit: int
+    fingerprint: str
+
+    def steps(self) -> tuple[Compiled, ...]:
+        return (self.query,)
 
 
-# ------------------------------------------------------------------ cursors (kip2cypher.cursor)
-def make_cursor(settings: Settings, scope: str, position: Any) -> str:
-    """A signed token for ``position`` in the query identified by ``scope``."""
-    return cursor.encode(settings, scope, position)
+@dataclass(frozen=True)
+class TypeDefinitionPlan(Plan):
+    """DESCRIBE CONCEPT TYPE / PROPOSITION TYPE "name": the definition node; when there is none,
+    the defined names of ``meta_type`` for the did-you-mean hint of KIP_3002."""
+
+    KIND = "META"
+    query: Compiled
+    meta_type: str
+    what: str  # "concept type" | "proposition type"
+    name: str
+
+    def steps(self) -> tuple[Compiled, ...]:
+        return (self.query, grounding.defined_names(self.names).with_params(meta=self.meta_type))
 
 
-def read_cursor(settings: Settings, scope: str, token: Any) -> Any:
-    """The position inside a token issued for the same query; KIP_1001 otherwise."""
-    return cursor.decode(settings, scope, token)
+@dataclass(frozen=True)
+class DomainsPlan(Plan):
+    """DESCRIBE DOMAINS: every Domain with its member count."""
+
+    KIND = "META"
+    query: Compiled
+
+    def steps(self) -> tuple[Compiled, ...]:
+        return (self.query,)
 
 
-def query_scope(kind: str, *parts: Any) -> str:
-    """The fingerprint of a query (paging excluded), so a cursor cannot be replayed on another one."""
-    return cursor.fingerprint(kind, *parts)
+@dataclass(frozen=True)
+class PrimerPlan(Plan):
+    """DESCRIBE PRIMER: the ``$self`` node (identity layer) and the domain map."""
 
+    KIND = "META"
+    self_query: Compiled
+    domains: Compiled
 
-# ------------------------------------------------------------------ helpers
-def _plan(statements: list[Compiled], runner) -> Plan:
-    return Plan("META", "READ", statements, runner)
-
-
-def definition_object(props: dict[str, Any]) -> dict[str, Any]:
-    """A stored concept (a property map) as the KIP node object."""
-    return concept_object(props)
-
-
-def _names_statement(meta_type: str) -> Compiled:
-    stmt = Statement()
-    stmt.line("MATCH (t:", Ident(storage.CONCEPT), " {type: ", Param(meta_type, "meta_type"), "})")
-    stmt.line("RETURN t.name AS name ORDER BY name")
-    return Compiled.of(stmt, f"all {meta_type} names")
+    def steps(self) -> tuple[Compiled, ...]:
+        return (self.self_query, self.domains)
 
 
 # ------------------------------------------------------------------ DESCRIBE … TYPES
-def _lower_type_list(command: Any, parameters: dict[str, Any], settings: Settings, meta_type: str, what: str) -> Plan:
+def _lower_type_list(command: Any, parameters: dict[str, Any], settings: Settings, meta_type: str, what: str) -> TypeListPlan:
     limit = resolve_int(command.limit, parameters, "LIMIT") if command.limit is not None else DESCRIBE_DEFAULT_LIMIT
-    scope = query_scope(what)
-    after = read_cursor(settings, scope, resolve(command.cursor, parameters)) if command.cursor is not None else None
+    fingerprint = cursor.fingerprint(what)
+    after = cursor.decode(settings, fingerprint, resolve(command.cursor, parameters)) if command.cursor is not None else None
     stmt = Statement()
-    stmt.line("MATCH (t:", Ident(storage.CONCEPT), " {type: ", Param(meta_type, "meta_type"), "})")
+    stmt.line("MATCH (t:", Ident(storage.names(settings.namespace).concept), " {type: ", Param(meta_type, "meta_type"), "})")
     stmt.line("WHERE ", Param(after, "after"), " IS NULL OR t.name > ", Param(after, "after"))
     stmt.line("RETURN t.name AS name ORDER BY name LIMIT ", Param(limit + 1, "limit"))
-    compiled = Compiled.of(stmt, what)
-
-    def runner(tx: Tx) -> dict[str, Any]:
-        names = [row["name"] for row in tx.run(compiled)]
-        response: dict[str, Any] = {"result": names[:limit]}
-        if len(names) > limit:
-            response["next_cursor"] = make_cursor(settings, scope, names[limit - 1])
-        return response
-
-    return _plan([compiled], runner)
+    return TypeListPlan(query=Compiled.of(stmt, what), limit=limit, fingerprint=fingerprint)
 
 
-def lower_describe_concept_types(command: ast.DescribeConceptTypes, parameters: dict[str, Any], settings: Settings) -> Plan:
+def lower_describe_concept_types(command: ast.DescribeConceptTypes, parameters: dict[str, Any], settings: Settings) -> TypeListPlan:
     return _lower_type_list(command, parameters, settings, storage.CONCEPT_TYPE, "DESCRIBE CONCEPT TYPES")
 
 
-def lower_describe_proposition_types(command: ast.DescribePropositionTypes, parameters: dict[str, Any], settings: Settings) -> Plan:
+def lower_describe_proposition_types(command: ast.DescribePropositionTypes, parameters: dict[str, Any], settings: Settings) -> TypeListPlan:
     return _lower_type_list(command, parameters, settings, storage.PROPOSITION_TYPE, "DESCRIBE PROPOSITION TYPES")
 
 
 # ------------------------------------------------------------------ DESCRIBE … TYPE "X"
-def _lower_type_definition(command: Any, parameters: dict[str, Any], settings: Settings, meta_type: str, kind: str) -> Plan:
-    name = resolve_str(command.name, parameters, f"DESCRIBE {kind.upper()}")
+def _lower_type_definition(command: Any, parameters: dict[str, Any], settings: Settings, meta_type: str, what: str) -> TypeDefinitionPlan:
+    name = resolve_str(command.name, parameters, f"DESCRIBE {what.upper()}")
     stmt = Statement()
-    stmt.line("MATCH (t:", Ident(storage.CONCEPT), " {type: ", Param(meta_type, "meta_type"), ", name: ", Param(name, "name"), "})")
-    stmt.line(f"RETURN t{_NODE} AS t")
-    compiled = Compiled.of(stmt, f"the {meta_type} node {name!r}")
-    names = _names_statement(meta_type)
-
-    def runner(tx: Tx) -> dict[str, Any]:
-        rows = tx.run(compiled)
-        if rows:
-            return {"result": definition_object(rows[0]["t"])}
-        candidates = [row["name"] for row in tx.run(names)]
-        guess = errors.closest(name, candidates)
-        listing = "DESCRIBE CONCEPT TYPES" if meta_type == storage.CONCEPT_TYPE else "DESCRIBE PROPOSITION TYPES"
-        if guess is not None:
-            hint = f"Did you mean \"{guess}\"? Names are case-sensitive; run {listing} to list the defined names."
-        else:
-            hint = f"Run {listing} to list the defined names, or define \"{name}\" with an UPSERT of a {meta_type} node."
-        raise KipError(errors.NOT_FOUND, f"The {kind} \"{name}\" is not defined.", hint)
-
-    return _plan([compiled, names], runner)
+    stmt.line("MATCH (t:", Ident(storage.names(settings.namespace).concept), " {type: ", Param(meta_type, "meta_type"), ", name: ", Param(name, "name"), "})")
+    stmt.line("RETURN ", storage.node_projection("t"), " AS t")
+    return TypeDefinitionPlan(query=Compiled.of(stmt, f"the {meta_type} node {name!r}"), meta_type=meta_type, what=what, name=name)
 
 
-def lower_describe_concept_type(command: ast.DescribeConceptType, parameters: dict[str, Any], settings: Settings) -> Plan:
+def lower_describe_concept_type(command: ast.DescribeConceptType, parameters: dict[str, Any], settings: Settings) -> TypeDefinitionPlan:
     return _lower_type_definition(command, parameters, settings, storage.CONCEPT_TYPE, "concept type")
 
 
-def lower_describe_proposition_type(command: ast.DescribePropositionType, parameters: dict[str, Any], settings: Settings) -> Plan:
+def lower_describe_proposition_type(command: ast.DescribePropositionType, parameters: dict[str, Any], settings: Settings) -> TypeDefinitionPlan:
     return _lower_type_definition(command, parameters, settings, storage.PROPOSITION_TYPE, "proposition type")
 
 
 # ------------------------------------------------------------------ DOMAINS and PRIMER
-def _domains_statement(key_concepts: int, key_propositions: int) -> Compiled:
-    """Every Domain with its member count and, when asked, its key concepts and predicates.
+def _domains_statement(names: storage.Names, key_concepts: int, key_propositions: int) -> Compiled:
+    """Every Domain with its member count, its key concepts and its key predicates.
 
     Members are the concepts with a ``belongs_to_domain`` link to the domain. A member's
     weight is its degree: the number of propositions (other than domain membership) in
@@ -135,12 +126,13 @@ def _domains_statement(key_concepts: int, key_propositions: int) -> Compiled:
     predicates are the predicates used most by propositions touching a member.
     """
     btd = Param(storage.BELONGS_TO_DOMAIN, "btd")
+    concept, proposition, links = Ident(names.concept), Ident(names.proposition), (Ident(names.subject_rel), "|", Ident(names.object_rel))
     stmt = Statement()
-    stmt.line("MATCH (d:", Ident(storage.CONCEPT), " {type: ", Param(storage.DOMAIN, "domain"), "})")
-    stmt.line("OPTIONAL MATCH (m:", Ident(storage.CONCEPT), ")-[:", Ident(storage.BELONGS_TO_DOMAIN), "]->(d)")
+    stmt.line("MATCH (d:", concept, " {type: ", Param(storage.DOMAIN, "domain"), "})")
+    stmt.line("OPTIONAL MATCH (m:", concept, ")-[:", Ident(names.rel(storage.BELONGS_TO_DOMAIN)), "]->(d)")
     stmt.line(
         "WITH d, m, CASE WHEN m IS NULL THEN 0 ELSE COUNT { (m)<-[:",
-        Ident(storage.SUBJECT_REL), "|", Ident(storage.OBJECT_REL), "]-(p:", Ident(storage.PROPOSITION), ") WHERE p.predicate <> ", btd,
+        *links, "]-(p:", proposition, ") WHERE p.predicate <> ", btd,
         " } END AS degree",
     )
     stmt.line("ORDER BY degree DESC, m.type, m.name")
@@ -150,113 +142,45 @@ def _domains_statement(key_concepts: int, key_propositions: int) -> Compiled:
     )
     stmt.line(
         "WITH d, members, key_concepts, COLLECT { UNWIND ms AS m MATCH (m)<-[:",
-        Ident(storage.SUBJECT_REL), "|", Ident(storage.OBJECT_REL), "]-(p:", Ident(storage.PROPOSITION), ") WHERE p.predicate <> ", btd,
+        *links, "]-(p:", proposition, ") WHERE p.predicate <> ", btd,
         " WITH p.predicate AS predicate, count(DISTINCT p) AS uses ORDER BY uses DESC, predicate LIMIT ",
         Param(key_propositions, "key_propositions"), " RETURN predicate } AS key_propositions",
     )
-    stmt.line(f"RETURN d{_NODE} AS d, members, key_concepts, key_propositions")
+    stmt.line("RETURN ", storage.node_projection("d"), " AS d, members, key_concepts, key_propositions")
     stmt.line("ORDER BY members DESC, d.name")
     return Compiled.of(stmt, "domains with members, key concepts and key predicates")
 
 
-def domain_summary(props: dict[str, Any], members: int) -> dict[str, Any]:
-    node = definition_object(props)
-    attributes = node["attributes"]
-    summary: dict[str, Any] = {"id": node["id"], "name": node["name"], "description": attributes.get("description")}
-    for key in ("display_hint", "scope_note", "aliases"):
-        if key in attributes:
-            summary[key] = attributes[key]
-    summary["member_count"] = members
-    return summary
-
-
-def _domain_counts_statement() -> Compiled:
+def _domain_counts_statement(names: storage.Names) -> Compiled:
     stmt = Statement()
-    stmt.line("MATCH (d:", Ident(storage.CONCEPT), " {type: ", Param(storage.DOMAIN, "domain"), "})")
-    stmt.line("RETURN d", _NODE, " AS d, COUNT { (:", Ident(storage.CONCEPT), ")-[:", Ident(storage.BELONGS_TO_DOMAIN), "]->(d) } AS members")
+    stmt.line("MATCH (d:", Ident(names.concept), " {type: ", Param(storage.DOMAIN, "domain"), "})")
+    stmt.line("RETURN ", storage.node_projection("d"), " AS d, COUNT { (:", Ident(names.concept), ")-[:", Ident(names.rel(storage.BELONGS_TO_DOMAIN)), "]->(d) } AS members")
     stmt.line("ORDER BY members DESC, d.name")
     return Compiled.of(stmt, "domains with member counts")
 
 
-def lower_describe_domains(command: ast.DescribeDomains, parameters: dict[str, Any], settings: Settings) -> Plan:
-    compiled = _domain_counts_statement()
-
-    def runner(tx: Tx) -> dict[str, Any]:
-        return {"result": [domain_summary(row["d"], row["members"]) for row in tx.run(compiled)]}
-
-    return _plan([compiled], runner)
-
-
-SELF_IDENTITY_DEFAULT = (
-    "I am an AI agent whose long-term memory is a Cognitive Nexus: a knowledge graph of concepts and "
-    "propositions that I query and evolve with KIP. My persona has not been written down yet; it emerges "
-    "through interaction and is recorded on my $self node."
-)
-NEXUS_DESCRIPTION = (
-    "My memory and knowledge are stored in the Cognitive Nexus, which I can query via KIP (KQL FIND, META "
-    "DESCRIBE/SEARCH/EXPORT) and evolve via KML (UPSERT, UPDATE, MERGE, DELETE)."
-)
-
-
-def _self_statement() -> Compiled:
+def _self_statement(names: storage.Names) -> Compiled:
     stmt = Statement()
-    stmt.line("MATCH (s:", Ident(storage.CONCEPT), " {type: ", Param("Person", "person"), ", name: ", Param("$self", "self"), "})")
-    stmt.line(f"RETURN s{_NODE} AS s")
+    stmt.line("MATCH (s:", Ident(names.concept), " {type: ", Param("Person", "person"), ", name: ", Param("$self", "self"), "})")
+    stmt.line("RETURN ", storage.node_projection("s"), " AS s")
     return Compiled.of(stmt, "the $self node")
 
 
-def capabilities(settings: Settings) -> dict[str, Any]:
-    """What this engine can really do, from its live configuration."""
-    from .export import EXPORT_DEFAULT_LIMIT, EXPORT_MAX_LIMIT
-
-    return {
-        "protocol": "KIP v1.0-RC10",
-        "engine": f"kip2cypher {__version__} (Cypher on Neo4j)",
-        "commands": ["FIND", "UPSERT", "UPDATE", "MERGE", "DELETE", "DESCRIBE", "SEARCH", "EXPORT"],
-        "search": search_capabilities(embedding.resolve(settings), embedding.unavailable_reason()),
-        "limits": {
-            "max_path_hops": settings.max_hops,
-            "max_result_rows": settings.max_result_rows,
-            "max_batch_commands": settings.max_batch,
-            "query_timeout_seconds": settings.query_timeout_s,
-            "describe_page_size": DESCRIBE_DEFAULT_LIMIT,
-            "export_default_limit": EXPORT_DEFAULT_LIMIT,
-            "export_max_limit": EXPORT_MAX_LIMIT,
-        },
-        "strict_schema": settings.strict_schema,
-    }
+@functools.lru_cache(maxsize=64)
+def _domains_plan(names: storage.Names) -> DomainsPlan:
+    return DomainsPlan(query=_domain_counts_statement(names))
 
 
-def identity_layer(self_props: Optional[dict[str, Any]], settings: Settings) -> dict[str, Any]:
-    identity: dict[str, Any] = {"type": "Person", "name": "$self"}
-    if self_props is None:
-        identity.update({"id": None, "exists": False, "summary": SELF_IDENTITY_DEFAULT, "attributes": {}})
-    else:
-        node = definition_object(self_props)
-        attributes = node["attributes"]
-        summary = attributes.get("identity_narrative") or attributes.get("persona") or attributes.get("description") or SELF_IDENTITY_DEFAULT
-        if not isinstance(summary, str):
-            summary = SELF_IDENTITY_DEFAULT
-        identity.update({"id": node["id"], "exists": True, "summary": summary, "attributes": attributes})
-    identity["nexus"] = NEXUS_DESCRIPTION
-    identity["capabilities"] = capabilities(settings)
-    return identity
+@functools.lru_cache(maxsize=64)
+def _primer_plan(names: storage.Names) -> PrimerPlan:
+    return PrimerPlan(self_query=_self_statement(names), domains=_domains_statement(names, PRIMER_KEY_CONCEPTS, PRIMER_KEY_PROPOSITIONS))
 
 
-def lower_describe_primer(command: ast.DescribePrimer, parameters: dict[str, Any], settings: Settings) -> Plan:
-    self_stmt = _self_statement()
-    domains = _domains_statement(PRIMER_KEY_CONCEPTS, PRIMER_KEY_PROPOSITIONS)
+def lower_describe_domains(command: ast.DescribeDomains, parameters: dict[str, Any], settings: Settings) -> DomainsPlan:
+    """The same plan for every request of a namespace."""
+    return _domains_plan(storage.names(settings.namespace))
 
-    def runner(tx: Tx) -> dict[str, Any]:
-        rows = tx.run(self_stmt)
-        identity = identity_layer(rows[0]["s"] if rows else None, tx.settings)
-        domain_map = []
-        for row in tx.run(domains):
-            entry = domain_summary(row["d"], row["members"])
-            entry["key_concepts"] = [c for c in row["key_concepts"] if c is not None]
-            entry["key_propositions"] = list(row["key_propositions"])
-            domain_map.append(entry)
-        return {"result": {"identity": identity, "domain_map": domain_map, "total_domains": len(domain_map)}}
 
-    return _plan([self_stmt, domains], runner)
-
+def lower_describe_primer(command: ast.DescribePrimer, parameters: dict[str, Any], settings: Settings) -> PrimerPlan:
+    """The same plan for every request of a namespace."""
+    return _primer_plan(storage.names(settings.namespace))

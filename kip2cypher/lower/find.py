@@ -11,10 +11,12 @@ Shape of the generated query (docs/kql.md has every rule)::
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any, Optional, Union
 
 from .. import cursor
+from ..cypher import storage
 from ..config import Settings
 from ..cypher.builder import Fragment, Internal, Param, Statement, Var, frag, join
 from ..errors import INVALID_SYNTAX, KipError
@@ -22,7 +24,7 @@ from ..syntax import ast
 from ..syntax.values import resolve, resolve_int
 from . import grounding
 from . import pattern as pat
-from .pattern import CONCEPT, ELEMENT, PREDICATE, PROPOSITION, Binding, Pattern, lower_where
+from .pattern import CONCEPT, PREDICATE, PROPOSITION, Binding, Pattern, lower_where
 from .plan import Compiled, Plan
 
 AGG = {"COUNT": "count", "SUM": "sum", "AVG": "avg", "MIN": "min", "MAX": "max"}
@@ -59,12 +61,34 @@ class FindPlan(Plan):
     fingerprint: str
     aggregates_only: bool
     grounding: grounding.Names
+    grounding_at: grounding.Offsets = ()
+    #: Attribute/metadata keys read of elements of a known type: (concept?, type or predicate,
+    #: stored key, variable) — checked only when the answer is empty (``key_check``).
+    key_checks: tuple[tuple[bool, str, str, str], ...] = ()
 
     def steps(self) -> tuple[Compiled, ...]:
-        if not self.grounding:
-            return (self.query,)
-        # the separate check runs only for a dry run (which EXPLAINs the query instead of running it)
-        return (self.query, grounding.check_statement(self.grounding), grounding.DEFINED_NAMES)
+        checks = (grounding.check_statement(self.grounding, self.names), grounding.defined_names(self.names)) if self.grounding else ()
+        keys = (key_check(self.names),) if self.key_checks else ()
+        # the grounding check runs only for a dry run (which EXPLAINs the query instead of running it)
+        return (self.query, *checks, *keys)
+
+
+@functools.lru_cache(maxsize=64)
+def key_check(names: storage.Names = storage.DEFAULT) -> Compiled:
+    """Per (type or predicate, key): does any element carry the key, and which keys do a few
+    carry. Checks attribute/metadata keys an empty FIND read against what elements carry."""
+    stmt = Statement()
+    stmt.line("UNWIND ", Param(None, "checks"), " AS c")
+    with stmt.block("CALL (c)"):
+        stmt.line("MATCH (n:", names.concept, " {type: c.name}) WHERE c.concept")
+        stmt.line("RETURN n")
+        stmt.line("UNION ALL")
+        stmt.line("MATCH (n:", names.proposition, " {predicate: c.name}) WHERE NOT c.concept")
+        stmt.line("RETURN n")
+    stmt.line("WITH c, collect(n) AS elements")
+    stmt.line("RETURN c.i AS i, any(n IN elements WHERE n[c.key] IS NOT NULL) AS present,")
+    stmt.line("       reduce(ks = [], n IN elements[..100] | ks + [k IN keys(n) WHERE NOT k IN ks]) AS keys")
+    return Compiled.of(stmt, "keys carried by elements of the type (only for an empty answer)")
 
 
 class _Column:
@@ -110,7 +134,7 @@ class _FindLowering:
     # ------------------------------------------------------------------ checks
     def check(self) -> None:
         for column in self.columns:
-            binding = self.pattern.require(_vars_of(column.expr), used_in="FIND")
+            binding = self.pattern.require(_vars_of(column.expr), used_in="FIND", at=column.expr.span.start)
             if column.aggregate:
                 agg = column.expr
                 if agg.func != "COUNT" and isinstance(agg.arg, ast.Var) and binding.kind != PREDICATE:
@@ -121,7 +145,7 @@ class _FindLowering:
                     )
             column.decode = _decoder(column.expr, binding)
         for key in self.command.order_by:
-            self.pattern.require(_vars_of(key.expr), used_in="ORDER BY")
+            self.pattern.require(_vars_of(key.expr), used_in="ORDER BY", at=key.span.start)
             if self.aggregating and self._find_index(key.expr) is None and not isinstance(key.expr, ast.Aggregate):
                 name = _vars_of(key.expr)
                 if name not in self.identity_grouped():
@@ -148,6 +172,17 @@ class _FindLowering:
             if column.expr == expr:
                 return column.index
         return None
+
+    def key_checks(self) -> tuple[tuple[bool, str, str, str], ...]:
+        """The keys FILTER, ORDER BY and FIND read of variables whose type or predicate is known
+        (engine metadata such as ``_version`` is always there and is not checked)."""
+        lowerer = self.pattern.lowerer
+        out = []
+        for (var, key), _ in lowerer.key_uses.items():
+            if var in lowerer.var_kinds and not key.startswith(storage.META_PREFIX + "_"):
+                concept, name = lowerer.var_kinds[var]
+                out.append((concept, name, key, var))
+        return tuple(out)
 
     # ------------------------------------------------------------------ expressions
     def projected_vars(self) -> list[str]:
@@ -393,7 +428,7 @@ class _FindLowering:
             undefined = Internal("undefined")
             stmt.line(return_line, ", null AS ", undefined)
             stmt.line("UNION ALL")
-            for line in grounding.undefined_names_lines(Param([list(p) for p in names], "kip_names"), undefined):
+            for line in grounding.undefined_names_lines(Param([list(p) for p in names], "kip_names"), undefined, pattern.lowerer.names):
                 stmt.line(line)
             stmt.line("RETURN ", join(", ", [frag("null AS ", column) for column in self.return_columns(returning)]), ", ", undefined)
         else:
@@ -406,6 +441,8 @@ class _FindLowering:
             fingerprint=fingerprint,
             aggregates_only=self.aggregates_only,
             grounding=names,
+            grounding_at=grounding.offsets(pattern.grounding),
+            key_checks=self.key_checks(),
         )
 
 

@@ -1,14 +1,15 @@
 """Grounding (spec §2.9, KIP_2001): the statements that tell which type and predicate names are defined.
 
 A concept type is defined by a ``$ConceptType`` node, a predicate by a ``$PropositionType``
-node. Names are passed as ``[meta_type, name]`` pairs. ``GROUNDING`` answers which of them
-have a definition node; ``DEFINED_NAMES`` lists every name under one meta-type, for the
+node. Names are passed as ``[meta_type, name]`` pairs. ``grounding_check`` answers which of them
+have a definition node; ``defined_names`` lists every name under one meta-type, for the
 did-you-mean hint of the error and for DESCRIBE. Which names a command needs checked, and
 when, is decided by the lowering of each command and run by
 ``kip2cypher.execution.programs.grounding``.
 """
 from __future__ import annotations
 
+import functools
 from typing import Optional
 
 from ..cypher import storage
@@ -17,28 +18,28 @@ from .pattern import Grounding
 from .plan import Compiled
 
 Names = tuple[tuple[str, str], ...]
+#: ((meta_type, name), text offset where the command first names it) — for error positions.
+Offsets = tuple[tuple[tuple[str, str], int], ...]
 
 
-def _grounding() -> Compiled:
+@functools.lru_cache(maxsize=64)
+def grounding_check(names: storage.Names = storage.DEFAULT) -> Compiled:
+    """Which of ``$names`` (``[[meta_type, name], …]``) have a definition node."""
     stmt = Statement()
     stmt.line(
-        "UNWIND ", Param(None, "names"), " AS item OPTIONAL MATCH (d:", storage.CONCEPT, " {type: item[0], name: item[1]}) ",
+        "UNWIND ", Param(None, "names"), " AS item OPTIONAL MATCH (d:", names.concept, " {type: item[0], name: item[1]}) ",
         "RETURN item[0] AS meta, item[1] AS name, d IS NOT NULL AS defined",
     )
     return Compiled.of(stmt, "grounding check (runs only when it can matter)")
 
 
-def _defined_names() -> Compiled:
+@functools.lru_cache(maxsize=64)
+def defined_names(names: storage.Names = storage.DEFAULT) -> Compiled:
+    """Every name defined under the meta-type ``$meta``, sorted."""
     stmt = Statement()
-    stmt.line("MATCH (d:", storage.CONCEPT, " {type: ", Param(None, "meta"), "})")
+    stmt.line("MATCH (d:", names.concept, " {type: ", Param(None, "meta"), "})")
     stmt.line("RETURN d.name AS name ORDER BY name")
     return Compiled.of(stmt, "defined names (did-you-mean)")
-
-
-#: Which of ``$names`` (``[[meta_type, name], …]``) have a definition node.
-GROUNDING = _grounding()
-#: Every name defined under the meta-type ``$meta``, sorted.
-DEFINED_NAMES = _defined_names()
 
 
 def names(grounding: Grounding, required_only: Optional[bool] = None) -> Names:
@@ -47,17 +48,21 @@ def names(grounding: Grounding, required_only: Optional[bool] = None) -> Names:
     return tuple((storage.CONCEPT_TYPE, t) for t in types) + tuple((storage.PROPOSITION_TYPE, p) for p in predicates)
 
 
-def check_statement(pairs: Names) -> Compiled:
-    """``GROUNDING`` bound to ``pairs`` (for a plan's list of steps)."""
-    return GROUNDING.with_params(names=[list(p) for p in pairs])
+def offsets(grounding: Grounding) -> Offsets:
+    return tuple(grounding.offsets.items())
 
 
-def undefined_names_lines(pairs: Part, out: Internal) -> list[Fragment]:
+def check_statement(pairs: Names, names: storage.Names) -> Compiled:
+    """``grounding_check`` bound to ``pairs`` (for a plan's list of steps)."""
+    return grounding_check(names).with_params(names=[list(p) for p in pairs])
+
+
+def undefined_names_lines(pairs: Part, out: Internal, names: storage.Names) -> list[Fragment]:
     """Cypher lines binding ``out`` to the undefined ones of ``pairs`` (``[[meta_type, name], …]``),
     on a single row that exists only when at least one is undefined (to append to a statement
     with ``UNION ALL``)."""
     item, d = Internal("item"), Internal("d")
     return [
-        frag("UNWIND ", pairs, " AS ", item, " OPTIONAL MATCH (", d, ":", storage.CONCEPT, " {type: ", item, "[0], name: ", item, "[1]})"),
+        frag("UNWIND ", pairs, " AS ", item, " OPTIONAL MATCH (", d, ":", names.concept, " {type: ", item, "[0], name: ", item, "[1]})"),
         frag("WITH collect(CASE WHEN ", d, " IS NULL THEN ", item, " END) AS ", out, " WHERE size(", out, ") > 0"),
     ]

@@ -19,6 +19,9 @@
    (from, into) pairs, one statement per level).
 5. *delete* the duplicates and the source.
 
+The statements of steps 2–5 are command-independent (``statements``: lock … delete); the program
+(``kip2cypher.execution.programs.merge``) runs them with the ids it learnt.
+
 Counts: ``links_repointed`` = propositions whose endpoint moved (at any level);
 ``links_deduplicated`` = duplicates removed; ``attributes_filled`` = attribute
 keys the target gained from the source (``aliases`` counts once when the target
@@ -26,25 +29,26 @@ had none and the source had some).
 """
 from __future__ import annotations
 
-import json
+import functools
+from dataclasses import dataclass
 from typing import Any, Optional
 
-from .. import errors
-
-from ..cypher import storage
-from . import rules
-from ..syntax import ast
 from ..config import Settings
-from ..cypher.builder import Ident, Param, Statement
+from ..cypher import storage
+from ..cypher.builder import Ident, Param, Statement, literal
 from ..errors import KipError
-from ._legacy import Compiled, Plan, Tx
+from ..syntax import ast
 from ..syntax.values import resolve
-from . import writes as K
-from . import _legacy, grounding
+from . import grounding, rules
 from . import pattern as pat
+from . import writes as K
 from .delete import delete_propositions
+from .upsert import native_type
+from .plan import Compiled, Plan
 
 ALIASES = storage.attr_key("aliases")
+
+S, T, NOW, FILL, PAIRS, DEAD, TYPE, ENTRY = (Param(None, name) for name in ("s", "t", K.NOW, "fill", "pairs", "dead", "type", "entry"))
 
 
 def _bind_statement(pattern: pat.Pattern, source: str, target: str) -> Compiled:
@@ -53,114 +57,153 @@ def _bind_statement(pattern: pat.Pattern, source: str, target: str) -> Compiled:
     stmt = pattern.statement()
     stmt.line("WITH collect(DISTINCT ", s, ") AS _ss, collect(DISTINCT ", t, ") AS _ts")
     info = (
-        f"{{id: x.id, type: x.type, name: x.name, concept: x:{K.C}, "
-        "protected: coalesce(" + "[x.type, x.name] IN $" + rules.P_PROTECTED + " OR [x.type, x.name] IN $" + rules.P_ACTORS + ", false)}"
+        "{id: x.id, type: x.type, name: x.name, concept: x:", pattern.lowerer.names.concept, ", protected: coalesce(",
+        rules.cy_protected_concept("x.type", "x.name"), " OR ", rules.cy_actor("x.type", "x.name"), ", false)}",
     )
-    stmt.line(f"RETURN size(_ss) AS ns, size(_ts) AS nt, [x IN _ss[..2] | {info}] AS ss, [x IN _ts[..2] | {info}] AS ts")
-    compiled = Compiled.of(stmt, "MERGE: bind ?source and ?target")
-    params = dict(compiled.params)
-    params[rules.P_PROTECTED] = rules.protected_pairs().value
-    params[rules.P_ACTORS] = rules.actor_pairs().value
-    return Compiled(compiled.text, params, compiled.label)
+    stmt.line("RETURN size(_ss) AS ns, size(_ts) AS nt, [x IN _ss[..2] | ", *info, "] AS ss, [x IN _ts[..2] | ", *info, "] AS ts")
+    return Compiled.of(stmt, "MERGE: bind ?source and ?target")
 
 
-def _lock_statement() -> Compiled:
+def _lock_statement(names: storage.Names) -> Compiled:
     s = Statement()
-    s.line(f"MATCH (s:{K.C} {{id: $s}}), (t:{K.C} {{id: $t}})")
+    both = ("MATCH (s:", names.concept, " {id: ", S, "}), (t:", names.concept, " {id: ", T, "})")
+    s.line(*both)
     s.line("SET s.", Ident(K.LOCK), " = true, t.", Ident(K.LOCK), " = true")
     s.line("REMOVE s.", Ident(K.LOCK), ", t.", Ident(K.LOCK))
     # Both locks are held now: match again, so a concurrent MERGE / DELETE that removed either node
     # while this transaction waited for its lock is seen (no rows → KIP_3002) instead of merging a
     # ghost (tests/test_reliability_concurrency.py::test_concurrent_merge_of_one_source_into_two_targets).
     s.line("WITH count(*) AS _locked")
-    s.line(f"MATCH (s:{K.C} {{id: $s}}), (t:{K.C} {{id: $t}})")
+    s.line(*both)
     s.line("RETURN properties(s) AS s, properties(t) AS t")
     return Compiled.of(s, "MERGE: lock and read source and target")
 
 
-def _fill_statement() -> Compiled:
+def _fill_statement(names: storage.Names) -> Compiled:
     s = Statement()
-    s.line(f"MATCH (t:{K.C} {{id: $t}})")
-    s.line("SET t += $fill, t.", Ident(K.VERSION), " = coalesce(t.", Ident(K.VERSION), ", 0) + 1, t.", Ident(K.UPDATED_AT), " = $now")
+    s.line("MATCH (t:", names.concept, " {id: ", T, "})")
+    s.line("SET t += ", FILL, ", ", K.version_bump("t", K.stored_version("t")))
     return Compiled.of(s, "MERGE: fill the target's attributes and _merged_from")
 
 
-def _repoint_statement() -> Compiled:
+def _repoint_statement(names: storage.Names) -> Compiled:
+    C, P, SUBJ, OBJ = names.concept, names.proposition, names.subject_rel, names.object_rel
     s = Statement()
-    s.line("UNWIND $pairs AS pair")
-    s.line("CALL (pair) {")
-    s.line(f"  OPTIONAL MATCH (xc:{K.C} {{id: pair[0]}}) OPTIONAL MATCH (xp:{K.P} {{id: pair[0]}})")
-    s.line(f"  OPTIONAL MATCH (yc:{K.C} {{id: pair[1]}}) OPTIONAL MATCH (yp:{K.P} {{id: pair[1]}})")
-    s.line("  RETURN coalesce(xc, xp) AS x, coalesce(yc, yp) AS y")
-    s.line("}")
-    s.line(f"MATCH (l:{K.P})-[:{K.SUBJ}|{K.OBJ}]->(x)")
-    s.line("WHERE NOT l.id IN $dead")
+    s.line("UNWIND ", PAIRS, " AS pair")
+    with s.block("CALL (pair)"):
+        s.line("OPTIONAL MATCH (xc:", C, " {id: pair[0]}) OPTIONAL MATCH (xp:", P, " {id: pair[0]})")
+        s.line("OPTIONAL MATCH (yc:", C, " {id: pair[1]}) OPTIONAL MATCH (yp:", P, " {id: pair[1]})")
+        s.line("RETURN coalesce(xc, xp) AS x, coalesce(yc, yp) AS y")
+    s.line("MATCH (l:", P, ")-[:", SUBJ, "|", OBJ, "]->(x)")
+    s.line("WHERE NOT l.id IN ", DEAD)
     s.line("WITH DISTINCT x, y, l")
-    s.line("CALL (x, y, l) {")
-    s.line("  SET l.", Ident(K.LOCK), " = true REMOVE l.", Ident(K.LOCK))
-    s.line("  WITH x, y, l, properties(l) AS cur")
-    s.line("  WITH x, y, l, cur, CASE WHEN cur.subject = x.id THEN y.id ELSE cur.subject END AS ns,")
-    s.line("       CASE WHEN cur.object = x.id THEN y.id ELSE cur.object END AS no")
-    s.line(f"  OPTIONAL MATCH (q:{K.P} {{subject: ns, predicate: cur.predicate, object: no}}) WHERE q <> l")
-    s.line("  WITH x, y, l, cur, ns, no, head(collect(q)) AS q")
-    # -- no collision: repoint, keeping the id
-    s.line("  CALL (x, y, l, cur, ns, no, q) {")
-    s.line("    WITH * WHERE q IS NULL")
-    s.line(f"    MATCH (l)-[:{K.SUBJ}]->(os) MATCH (l)-[:{K.OBJ}]->(oo)")
-    s.line("    OPTIONAL MATCH (os)-[r]->(oo) WHERE r.", Ident(storage.LINK_ID), " = l.id")
-    s.line("    DELETE r")
-    s.line("    WITH DISTINCT x, y, l, cur, ns, no")
-    s.line(f"    OPTIONAL MATCH (l)-[k:{K.SUBJ}|{K.OBJ}]->(x)")
-    s.line("    DELETE k")
-    s.line("    WITH DISTINCT x, y, l, cur, ns, no")
-    s.line(f"    FOREACH (_ IN CASE WHEN cur.subject = x.id THEN [1] ELSE [] END | CREATE (l)-[:{K.SUBJ}]->(y))")
-    s.line(f"    FOREACH (_ IN CASE WHEN cur.object = x.id THEN [1] ELSE [] END | CREATE (l)-[:{K.OBJ}]->(y))")
-    s.line("    SET l.subject = ns, l.object = no, l.", Ident(K.VERSION), " = coalesce(cur.", Ident(K.VERSION), ", 0) + 1, l.", Ident(K.UPDATED_AT), " = $now")
-    s.line("    WITH l, cur")
-    s.line(f"    MATCH (l)-[:{K.SUBJ}]->(s2) MATCH (l)-[:{K.OBJ}]->(o2)")
-    s.line("    CREATE (s2)-[:$(cur.predicate) {", Ident(storage.LINK_ID), ": l.id}]->(o2)")
-    s.line("  }")
-    # -- collision: the existing link survives, missing keys filled from the duplicate
-    s.line("  CALL (l, q, cur) {")
-    s.line("    WITH * WHERE q IS NOT NULL")
-    s.line("    SET q.", Ident(K.LOCK), " = true REMOVE q.", Ident(K.LOCK))
-    s.line("    WITH l, q, cur, properties(q) AS qc")
-    s.line("    WITH l, q, cur, qc, [k IN keys(cur) WHERE (k STARTS WITH 'attr.' OR (k STARTS WITH 'meta.' AND NOT k STARTS WITH 'meta._')) AND qc[k] IS NULL] AS fill")
-    s.line("    FOREACH (k IN fill | SET q[k] = cur[k])")
-    s.line("    FOREACH (_ IN CASE WHEN size(fill) > 0 THEN [1] ELSE [] END |")
-    s.line("      SET q.", Ident(K.VERSION), " = coalesce(qc.", Ident(K.VERSION), ", 0) + 1, q.", Ident(K.UPDATED_AT), " = $now)")
-    s.line("  }")
-    s.line("  RETURN l.id AS link, q.id AS into")
-    s.line("}")
+    with s.block("CALL (x, y, l)"):
+        s.line(K.lock("l"))
+        s.line("WITH x, y, l, properties(l) AS cur")
+        s.line("WITH x, y, l, cur, CASE WHEN cur.subject = x.id THEN y.id ELSE cur.subject END AS ns,")
+        s.line("     CASE WHEN cur.object = x.id THEN y.id ELSE cur.object END AS no")
+        s.line("OPTIONAL MATCH (q:", P, " {subject: ns, predicate: cur.predicate, object: no}) WHERE q <> l")
+        s.line("WITH x, y, l, cur, ns, no, head(collect(q)) AS q")
+        # -- no collision: repoint, keeping the id
+        with s.block("CALL (x, y, l, cur, ns, no, q)"):
+            s.line("WITH * WHERE q IS NULL")
+            s.line("MATCH (l)-[:", SUBJ, "]->(os) MATCH (l)-[:", OBJ, "]->(oo)")
+            s.line("OPTIONAL MATCH (os)-[r]->(oo) WHERE r.", Ident(names.link_id), " = l.id")
+            s.line("DELETE r")
+            s.line("WITH DISTINCT x, y, l, cur, ns, no")
+            s.line("OPTIONAL MATCH (l)-[k:", SUBJ, "|", OBJ, "]->(x)")
+            s.line("DELETE k")
+            s.line("WITH DISTINCT x, y, l, cur, ns, no")
+            s.line("FOREACH (_ IN CASE WHEN cur.subject = x.id THEN [1] ELSE [] END | CREATE (l)-[:", SUBJ, "]->(y))")
+            s.line("FOREACH (_ IN CASE WHEN cur.object = x.id THEN [1] ELSE [] END | CREATE (l)-[:", OBJ, "]->(y))")
+            s.line("SET l.subject = ns, l.object = no, ", K.version_bump("l", K.stored_version("cur")))
+            s.line("WITH l, cur")
+            s.line("MATCH (l)-[:", SUBJ, "]->(s2) MATCH (l)-[:", OBJ, "]->(o2)")
+            s.line("CREATE (s2)-[:", native_type(names, "cur.predicate"), " {", Ident(names.link_id), ": l.id}]->(o2)")
+        # -- collision: the existing link survives, missing keys filled from the duplicate
+        with s.block("CALL (l, q, cur)"):
+            s.line("WITH * WHERE q IS NOT NULL")
+            s.line(K.lock("q"))
+            s.line("WITH l, q, cur, properties(q) AS qc")
+            s.line(
+                "WITH l, q, cur, qc, [k IN keys(cur) WHERE (k STARTS WITH ", literal(storage.ATTR_PREFIX), " OR (k STARTS WITH ",
+                literal(storage.META_PREFIX), " AND NOT k STARTS WITH ", literal(storage.META_PREFIX + "_"), ")) AND qc[k] IS NULL] AS fill",
+            )
+            s.line("FOREACH (k IN fill | SET q[k] = cur[k])")
+            s.line("FOREACH (_ IN CASE WHEN size(fill) > 0 THEN [1] ELSE [] END |")
+            s.line("  SET ", K.version_bump("q", K.stored_version("qc")), ")")
+        s.line("RETURN l.id AS link, q.id AS into")
     s.line("RETURN link, into")
     return Compiled.of(s, "MERGE: repoint the links of one level (source, then duplicates)")
 
 
-def _delete_statement() -> Compiled:
+def _delete_statement(names: storage.Names) -> Compiled:
     s = Statement()
-    s.line(f"OPTIONAL MATCH (d:{K.P}) WHERE d.id IN $dead")
+    s.line("OPTIONAL MATCH (d:", names.proposition, ") WHERE d.id IN ", DEAD)
     s.line("WITH collect(d) AS _dead")
-    delete_propositions(s, "_dead")
-    s.line(f"WITH 1 AS _one MATCH (src:{K.C} {{id: $s}})")
+    delete_propositions(s, "_dead", names)
+    s.line("WITH 1 AS _one MATCH (src:", names.concept, " {id: ", S, "})")
     s.line("DETACH DELETE src")
     return Compiled.of(s, "MERGE: delete duplicates and the source")
 
 
-def _already_merged_statement() -> Compiled:
+def _already_merged_statement(names: storage.Names) -> Compiled:
     s = Statement()
-    s.line(f"MATCH (n:{K.C} {{type: $type}}) WHERE $entry IN n.", Ident(K.MERGED_FROM))
+    s.line("MATCH (n:", names.concept, " {type: ", TYPE, "}) WHERE ", ENTRY, " IN n.", Ident(K.MERGED_FROM))
     s.line("RETURN n.type AS type, n.name AS name LIMIT 1")
     return Compiled.of(s, "MERGE: diagnose a replay (already merged?)")
 
 
-_STATIC: dict[str, Compiled] = {}
+@dataclass(frozen=True)
+class MergeStatements:
+    """The command-independent statements of MERGE CONCEPT in one namespace."""
+
+    #: Is ``$entry`` (``"<Type>:<name>"``) in the ``_merged_from`` trail of a concept of ``$type``?
+    already_merged: Compiled
+    #: Write-lock, then read, the concepts ``$s`` and ``$t``.
+    lock: Compiled
+    #: ``SET t += $fill`` with a version bump at ``$now``.
+    fill: Compiled
+    #: Repoint the links of ``$pairs`` (``[[from, into], …]``) skipping ``$dead``; rows ``{link, into}``.
+    repoint: Compiled
+    #: Delete the ``$dead`` duplicates and the source ``$s``.
+    delete: Compiled
 
 
-def _static(name: str) -> Compiled:
-    if name not in _STATIC:
-        _STATIC[name] = {"lock": _lock_statement, "fill": _fill_statement, "repoint": _repoint_statement,
-                         "delete": _delete_statement, "merged": _already_merged_statement}[name]()
-    return _STATIC[name]
+@functools.lru_cache(maxsize=64)
+def statements(names: storage.Names = storage.DEFAULT) -> MergeStatements:
+    return MergeStatements(
+        already_merged=_already_merged_statement(names),
+        lock=_lock_statement(names),
+        fill=_fill_statement(names),
+        repoint=_repoint_statement(names),
+        delete=_delete_statement(names),
+    )
+
+
+@dataclass(frozen=True)
+class MergePlan(Plan):
+    """A MERGE CONCEPT: its bind query, the names a KIP_2001 check may need, and what the
+    already-merged diagnosis of a replay needs (``source_identity``: the {type, name} the WHERE
+    gives ``?source`` literally, if any)."""
+
+    KIND = "KML"
+    ACCESS = "WRITE"
+    bind: Compiled
+    source: str
+    target: str
+    source_identity: Optional[tuple[str, str]]
+    grounding_all: grounding.Names  # checked when ?source or ?target bound nothing
+    grounding_optional: grounding.Names  # names used only inside OPTIONAL / NOT / UNION: checked otherwise
+    grounding_at: grounding.Offsets  # where the command names each of them (KIP_2001 positions)
+    source_at: Optional[int]  # where the command text names ?source / ?target (positions of their errors)
+    target_at: Optional[int]
+
+    def steps(self) -> tuple[Compiled, ...]:
+        checks = (grounding.check_statement(self.grounding_all, self.names), grounding.defined_names(self.names)) if self.grounding_all else ()
+        s = statements(self.names)
+        replay = (s.already_merged,) if self.source_identity is not None else ()
+        return (self.bind, *checks, *replay, s.lock, s.fill, s.repoint, s.delete)
 
 
 def _source_identity(where: tuple, source: str, parameters: dict[str, Any]) -> Optional[tuple[str, str]]:
@@ -176,113 +219,18 @@ def _source_identity(where: tuple, source: str, parameters: dict[str, Any]) -> O
     return None
 
 
-def _label(info: dict[str, Any]) -> str:
-    return rules.label(info["type"], info["name"])
-
-
-def _decode_list(value: Any) -> list:
-    v = storage.decode(value)
-    return list(v) if isinstance(v, list) else ([] if v is None else [v])
-
-
-def lower_merge(command: ast.MergeConcept, parameters: dict[str, Any], settings: Settings) -> Plan:
+def lower_merge(command: ast.MergeConcept, parameters: dict[str, Any], settings: Settings) -> MergePlan:
     pattern = pat.lower_where(command.where, parameters, settings)
     pattern.require(command.source, used_in="MERGE", kinds={pat.CONCEPT, pat.ELEMENT})
     pattern.require(command.target, used_in="MERGE", kinds={pat.CONCEPT, pat.ELEMENT})
-    grounding_all = grounding.names(pattern.grounding)
-    grounding_optional = grounding.names(pattern.grounding, required_only=False)
-    bind = _bind_statement(pattern, command.source, command.target)
-    source_identity = _source_identity(command.where, command.source, parameters)
-    src_name, tgt_name = command.source, command.target
-
-    def check(tx: Tx) -> Optional[tuple[dict, dict]]:
-        row = tx.run(bind)[0]
-        _legacy.check_grounding(tx, grounding_all if row["ns"] == 0 or row["nt"] == 0 else grounding_optional)
-        if row["ns"] == 0 or row["nt"] == 0:
-            hint = ""
-            if source_identity is not None:
-                entry = f"{source_identity[0]}:{source_identity[1]}"
-                found = tx.run(_static("merged"), {"type": source_identity[0], "entry": entry})
-                if found:
-                    hint = (
-                        f"The merge already happened: {rules.label(*source_identity)} was merged into "
-                        f"{rules.label(found[0]['type'], found[0]['name'])} (its metadata._merged_from lists \"{entry}\"). "
-                        "Treat this as success; query the surviving concept instead."
-                    )
-            missing = [f"?{v}" for v, n in ((src_name, row["ns"]), (tgt_name, row["nt"])) if n == 0] or [f"?{src_name}", f"?{tgt_name}"]
-            raise K.not_found(f"MERGE CONCEPT found no concept for {' and '.join(missing)}: the WHERE pattern matched nothing.", hint)
-        for var, n, infos in ((src_name, row["ns"], row["ss"]), (tgt_name, row["nt"], row["ts"])):
-            if n > 1:
-                raise KipError(
-                    errors.DUPLICATE_EXISTS,
-                    f"MERGE CONCEPT needs ?{var} to bind exactly one concept, but it bound {n} (e.g. {', '.join(_label(i) for i in infos)}).",
-                    f"Narrow the WHERE pattern until ?{var} matches exactly one node, e.g. with {{type: \"…\", name: \"…\"}} or {{id: \"…\"}}.",
-                )
-            if not infos[0]["concept"]:
-                raise KipError(errors.CONSTRAINT_VIOLATION, f"MERGE CONCEPT merges concept nodes, but ?{var} bound a proposition link.", "Bind ?source and ?target with concept clauses.")
-        s, t = row["ss"][0], row["ts"][0]
-        if s["id"] == t["id"]:
-            return None
-        if s["type"] != t["type"]:
-            raise KipError(
-                errors.CONSTRAINT_VIOLATION,
-                f"MERGE CONCEPT needs two concepts of the same type, got {_label(s)} and {_label(t)}.",
-                "Only duplicates of one concept type can be merged; re-type one of them first or link them instead.",
-            )
-        for info in (s, t):
-            if info["protected"]:
-                raise rules.immutable(_label(info), "it cannot take part in a MERGE")
-        return s, t
-
-    def runner(tx: Tx) -> dict[str, Any]:
-        bound = check(tx)
-        if bound is None:
-            return {"result": {"merged": True, "links_repointed": 0, "links_deduplicated": 0, "attributes_filled": 0}}
-        s, t = bound
-        now = K.now_iso()
-        rows = tx.run(_static("lock"), {"s": s["id"], "t": t["id"]})
-        if not rows:
-            raise K.not_found(f"{_label(s)} or {_label(t)} was removed concurrently; nothing was merged.")
-        sp, tp = rows[0]["s"], rows[0]["t"]
-        # ---- fill attributes (target wins), aliases union, _merged_from trail
-        fill: dict[str, Any] = {}
-        filled = 0
-        for key, value in sp.items():
-            if key.startswith(storage.ATTR_PREFIX) and key != ALIASES and key not in tp:
-                fill[key] = value
-                filled += 1
-        aliases = _decode_list(tp.get(ALIASES))
-        if ALIASES not in tp and ALIASES in sp and _decode_list(sp.get(ALIASES)):
-            filled += 1
-        for alias in _decode_list(sp.get(ALIASES)) + [s["name"]]:
-            if alias not in aliases and alias != t["name"]:
-                aliases.append(alias)
-        fill[ALIASES] = storage.encode(aliases)
-        trail = _decode_list(tp.get(K.MERGED_FROM))
-        for entry in _decode_list(sp.get(K.MERGED_FROM)) + [f"{s['type']}:{s['name']}"]:
-            if entry not in trail:
-                trail.append(entry)
-        fill[K.MERGED_FROM] = storage.encode(trail)
-        tx.run(_static("fill"), {"t": t["id"], "fill": fill, "now": now})
-        # ---- repoint links level by level
-        repointed = 0
-        dead: list[str] = []
-        pairs = [[s["id"], t["id"]]]
-        while pairs:
-            result = tx.run(_static("repoint"), {"pairs": pairs, "dead": dead, "now": now})
-            pairs = []
-            for r in result:
-                if r["into"] is None:
-                    repointed += 1
-                else:
-                    dead.append(r["link"])
-                    pairs.append([r["link"], r["into"]])
-        tx.run(_static("delete"), {"dead": dead, "s": s["id"]})
-        return {"result": {"merged": True, "links_repointed": repointed, "links_deduplicated": len(dead), "attributes_filled": filled}}
-
-    def dry(tx: Tx) -> dict[str, Any]:
-        check(tx)
-        return {"result": {"merged": False, "links_repointed": 0, "links_deduplicated": 0, "attributes_filled": 0}}
-
-    statements = [bind, _static("lock"), _static("fill"), _static("repoint"), _static("delete")]
-    return Plan("KML", "WRITE", statements, runner, dry)
+    return MergePlan(
+        bind=_bind_statement(pattern, command.source, command.target),
+        source=command.source,
+        target=command.target,
+        source_identity=_source_identity(command.where, command.source, parameters),
+        grounding_all=grounding.names(pattern.grounding),
+        grounding_optional=grounding.names(pattern.grounding, required_only=False),
+        grounding_at=grounding.offsets(pattern.grounding),
+        source_at=command.source_span.start if command.source_span.end else None,
+        target_at=command.target_span.start if command.target_span.end else None,
+    )

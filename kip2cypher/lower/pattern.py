@@ -44,7 +44,7 @@ Lowering rules (the full list with rationale is in docs/kql.md):
 from __future__ import annotations
 
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Iterator, Mapping, Optional, Union
 
 from ..cypher import storage
@@ -53,7 +53,7 @@ from ..config import Settings
 from ..cypher.builder import Fragment, Ident, Internal, Param, Part, Statement, Var, frag, join, literal
 from ..errors import INVALID_SYNTAX, REFERENCE_ERROR, RESOURCE_EXHAUSTED, KipError
 from .regex_guard import compile_search, regex_calls
-from ..syntax.values import describe, resolve
+from ..syntax.values import describe, resolve, resolve_predicate
 
 CONCEPT = "concept"
 PROPOSITION = "proposition"
@@ -98,9 +98,13 @@ class Grounding:
     #: when nothing matched is enough.
     types: dict[str, bool] = field(default_factory=dict)
     predicates: dict[str, bool] = field(default_factory=dict)
+    #: (meta-type, name) -> where the command first names it (a text offset)
+    offsets: dict[tuple[str, str], int] = field(default_factory=dict)
 
-    def add(self, table: dict[str, bool], name: str, required: bool) -> None:
+    def add(self, table: dict[str, bool], name: str, required: bool, offset: int = 0) -> None:
         table[name] = table.get(name, False) or required
+        meta = storage.CONCEPT_TYPE if table is self.types else storage.PROPOSITION_TYPE
+        self.offsets.setdefault((meta, name), offset)
 
     def names(self, required_only: Optional[bool] = None) -> tuple[list[str], list[str]]:
         def pick(table: dict[str, bool]) -> list[str]:
@@ -242,16 +246,18 @@ class Pattern:
     elided: bool = False
 
     # ---------------------------------------------------------------- variables
-    def require(self, name: str, *, used_in: str = "FIND", kinds: Optional[Iterable[str]] = None) -> Binding:
-        """The binding of ``?name``; KIP_3001 if the WHERE never binds it (visibly)."""
+    def require(self, name: str, *, used_in: str = "FIND", kinds: Optional[Iterable[str]] = None, at: Optional[int] = None) -> Binding:
+        """The binding of ``?name``; KIP_3001 if the WHERE never binds it (visibly). ``at``: where
+        the command uses it (a text offset, for the error's position)."""
         binding = self.bindings.get(name)
         if binding is None:
-            raise unbound(name, used_in)
+            raise unbound(name, used_in, at)
         if kinds is not None and binding.kind not in set(kinds):
             raise KipError(
                 INVALID_SYNTAX,
                 f"?{name} is bound to a {binding.kind} but {used_in} needs a {' or '.join(sorted(set(kinds)))}.",
                 "Use a variable bound to a concept node or proposition link here." if binding.kind == PREDICATE else "Bind the right kind of element to this variable.",
+                offset=at,
             )
         return binding
 
@@ -324,17 +330,18 @@ def _bound_path() -> KipError:
     )
 
 
-def _types(predicate: ast.PredicatePattern) -> Fragment:
-    """``a|b``: the relationship types of a predicate pattern, quoted."""
-    return join("|", [Ident(name) for name in predicate.names])
+def _types(predicate: ast.PredicatePattern, names: storage.Names) -> Fragment:
+    """``a|b``: the native relationship types of a predicate pattern, quoted."""
+    return join("|", [Ident(names.rel(name)) for name in predicate.names])
 
 
-def unbound(name: str, used_in: str) -> KipError:
+def unbound(name: str, used_in: str, offset: Optional[int] = None) -> KipError:
     return KipError(
         REFERENCE_ERROR,
         f"The variable ?{name} is used in {used_in} but never bound in WHERE.",
         f"Bind ?{name} with a pattern clause in WHERE (e.g. ?{name} {{type: \"…\"}} or (?{name}, \"…\", ?o)); "
         "variables bound inside NOT { … } are not visible outside it.",
+        offset=offset,
     )
 
 
@@ -440,6 +447,8 @@ class Lowerer:
                  dont_care: frozenset[str] = frozenset()) -> None:
         self.parameters = parameters
         self.settings = settings
+        #: the storage vocabulary of the nexus's namespace: every label and relationship type emitted
+        self.names = storage.names(settings.namespace)
         self.grounding = Grounding()
         self._counter = 0
         self.lean = lean
@@ -449,6 +458,10 @@ class Lowerer:
         self.keys = _Keys()
         #: steps each REGEX may take on one value (``regex_guard``)
         self.regex_budget = settings.max_regex_steps
+        #: attribute/metadata keys the command reads: (variable, stored key) → first text offset
+        self.key_uses: dict[tuple[str, str], int] = {}
+        #: what a variable's elements are known to be: (True, concept type) / (False, predicate)
+        self.var_kinds: dict[str, tuple[bool, str]] = {}
 
     @contextmanager
     def nested(self) -> Iterator["_Keys"]:
@@ -550,7 +563,7 @@ class Lowerer:
                 needs = _where_vars(item.expr, set())
                 missing = sorted(needs - will_bind)
                 if missing:
-                    raise unbound(missing[0], "FILTER")
+                    raise unbound(missing[0], "FILTER", item.span.start)
                 pending.append((item, needs))
             elif isinstance(item, ast.NotBlock):
                 pending.append((item, _where_vars(item, set()) & will_bind))
@@ -638,7 +651,7 @@ class Lowerer:
                 needs = _where_vars(sub.expr, set())
                 missing = sorted(needs - set(inner))
                 if missing:
-                    raise unbound(missing[0], "FILTER")
+                    raise unbound(missing[0], "FILTER", sub.span.start)
                 # the WHERE of an OPTIONAL MATCH: null fails the match like false does
                 conds.append(self.condition(sub.expr, inner, "FILTER"))
             new = {n: b for n, b in inner.items() if n not in scope}
@@ -706,13 +719,15 @@ class Lowerer:
         out = frag("(")
         if ref is not None:
             out.add(ref)
-        out.add(":", storage.CONCEPT)
+        out.add(":", self.names.concept)
         props: list[Fragment] = []
         if clause.id is not None:
             props.append(frag("id: ", Param(self.string_of(clause.id, "A concept `id`"))))
         type_name = self.string_of(clause.type, "A concept `type`") if clause.type is not None else None
         if type_name is not None:
-            self.grounding.add(self.grounding.types, type_name, required)
+            self.grounding.add(self.grounding.types, type_name, required, clause.type.span.start)
+            if clause.var is not None:
+                self.var_kinds.setdefault(clause.var, (True, type_name))
         if clause.name is not None:
             name = self.string_of(clause.name, "A concept `name`")
             if type_name is not None:
@@ -756,10 +771,10 @@ class Lowerer:
                 key = keys.anonymous()
         if clause.id is not None:
             link_id = self.string_of(clause.id, "A proposition `id`")
-            parts.append(frag("(", node if node is not None else "", ":", storage.PROPOSITION, " {id: ", Param(link_id), "})"))
+            parts.append(frag("(", node if node is not None else "", ":", self.names.proposition, " {id: ", Param(link_id), "})"))
             keys.add(key or keys.anonymous(), seed=True)
             return node, key
-        predicate = clause.predicate
+        predicate = self.named(clause.predicate)
         if is_path(clause):
             raise _bound_path()
         # Endpoints first (a nested proposition endpoint appends its own part before this one).
@@ -767,13 +782,15 @@ class Lowerer:
         subject, s_key = self.endpoint(clause.subject, scope, parts, conds, required=required, avoid=avoid, reified=reified)
         obj, o_key = self.endpoint(clause.object, scope, parts, conds, required=required, avoid=avoid, reified=reified)
         if isinstance(predicate, ast.PredicatePattern):
-            self.ground_predicates(predicate, required)
+            self.ground_predicates(predicate, clause.predicate, required)
         if node is not None:
             keys.add(key)
             keys.rule([key], [s_key, o_key])  # one KIP_SUBJECT and one KIP_OBJECT per proposition
-            label = frag(node, ":", storage.PROPOSITION)
+            label = frag(node, ":", self.names.proposition)
             if isinstance(predicate, ast.PredicatePattern) and len(predicate.names) == 1:
                 label.add(" {predicate: ", Param(predicate.names[0]), "}")
+                if clause.var is not None:
+                    self.var_kinds.setdefault(clause.var, (False, predicate.names[0]))
                 if s_key and o_key:
                     keys.rule([s_key, o_key], [key])  # (subject, predicate, object) is unique
             elif isinstance(predicate, ast.PredicatePattern):
@@ -786,9 +803,9 @@ class Lowerer:
                     keys.rule([s_key, o_key, p_key], [key])
             pattern = frag("(", label, ")")
             if subject is not None:
-                pattern = frag(subject, "<-[:", storage.SUBJECT_REL, "]-", pattern)
+                pattern = frag(subject, "<-[:", self.names.subject_rel, "]-", pattern)
             if obj is not None:
-                pattern = frag(pattern, "-[:", storage.OBJECT_REL, "]->", obj)
+                pattern = frag(pattern, "-[:", self.names.object_rel, "]->", obj)
             parts.append(pattern)
             return node, key
         rel_key = keys.add(keys.anonymous())
@@ -796,8 +813,8 @@ class Lowerer:
         if isinstance(predicate, ast.Var):
             rel = self.fresh("r")
             parts.append(frag(subject, "-[", rel, "]->", obj))
-            conds.append(frag(rel, ".", storage.LINK_ID, " IS NOT NULL"))
-            self.bind_predicate(predicate.name, frag("type(", rel, ")"), scope, conds, avoid)
+            conds.append(frag(rel, ".", self.names.link_id, " IS NOT NULL"))
+            self.bind_predicate(predicate.name, self.predicate_of(rel), scope, conds, avoid)
             p_key = keys.add(node_key(predicate.name))
             keys.rule([rel_key], [p_key])
             keys.rule([s_key, o_key, p_key], [rel_key])  # one native relationship per proposition
@@ -805,16 +822,32 @@ class Lowerer:
         if len(predicate.names) == 1:
             keys.rule([s_key, o_key], [rel_key])  # one native relationship per proposition
         # ("a" | "b" between the same nodes can match more than once)
-        parts.append(frag(subject, "-[:", _types(predicate), "]->", obj))
+        parts.append(frag(subject, "-[:", _types(predicate, self.names), "]->", obj))
         return None, None
 
-    def ground_predicates(self, predicate: ast.PredicatePattern, required: bool) -> None:
-        """A misspelled alternative ("a" | "typo") or a zero-hop path ("p"{0,n}) does not empty
-        the result, so such a name is never "required": it is checked on every run."""
+    def predicate_of(self, rel: Part) -> Fragment:
+        """The predicate a native relationship stands for: its type, without the namespace prefix."""
+        prefix = self.names.predicate_prefix
+        return frag("substring(type(", rel, "), ", str(len(prefix)), ")") if prefix else frag("type(", rel, ")")
+
+    def named(self, predicate: ast.Predicate) -> ast.Predicate:
+        """A predicate pattern with every name bound (``:p`` → its parameter) and checked as a
+        quoted name is (``values.resolve_predicate``); a predicate variable as it is."""
+        if isinstance(predicate, ast.Var):
+            return predicate
+        names = tuple(resolve_predicate(name, self.parameters, predicate.span.start) for name in predicate.names)
+        return replace(predicate, names=names)
+
+    def ground_predicates(self, predicate: ast.PredicatePattern, written: ast.PredicatePattern, required: bool) -> None:
+        """Record the names of ``predicate`` (``written`` bound by ``named``) for KIP_2001, at
+        the placeholder that gave a name, else at the pattern. A misspelled alternative
+        ("a" | "typo") or a zero-hop path ("p"{0,n}) does not empty the result, so such a name
+        is never "required": it is checked on every run."""
         quantifier = predicate.quantifier
         certain = required and len(predicate.names) == 1 and (quantifier is None or int(quantifier.min) > 0)
-        for name in predicate.names:
-            self.grounding.add(self.grounding.predicates, name, certain)
+        for name, as_written in zip(predicate.names, written.names):
+            offset = as_written.span.start if isinstance(as_written, ast.Placeholder) else predicate.span.start
+            self.grounding.add(self.grounding.predicates, name, certain, offset)
 
     # ------------------------------------------------------------------ paths
     def path(self, clause: ast.PropositionClause, scope: dict[str, Binding], parts: list[Fragment], conds: list[Fragment], *,
@@ -830,23 +863,25 @@ class Lowerer:
         from whichever end is bound (both bound: a reachability test)."""
         if clause.var is not None:
             raise _bound_path()
-        predicate = clause.predicate
-        self.ground_predicates(predicate, required)
+        predicate = self.named(clause.predicate)
+        self.ground_predicates(predicate, clause.predicate, required)
         low, high = self.hops(predicate.quantifier)
         s_ref, s_bound = self.path_end(clause.subject, scope, parts, conds, required=required, avoid=avoid)
         o_ref, o_bound = self.path_end(clause.object, scope, parts, conds, required=required, avoid=avoid)
         self.keys.add(self.keys.anonymous())  # a path element: nothing determines it, so DISTINCT stays
-        types = _types(predicate)
+        types = _types(predicate, self.names)
         if o_ref == s_ref:
-            o_bound = o_bound or not s_bound  # (?x, "p"{m,n}, ?x): the end is the start
+            o_bound = s_bound  # the same variable: bound only if it was before this clause
         if not s_bound and not o_bound:
             # Neither end known: start from every node that can begin such a walk.
             parts.append(frag("(", s_ref, ")"))
             if low == 0:
-                conds.append(frag("(", s_ref, ":", storage.CONCEPT, " OR ", s_ref, ":", storage.PROPOSITION, ")"))
+                conds.append(frag("(", s_ref, ":", self.names.concept, " OR ", s_ref, ":", self.names.proposition, ")"))
             else:
                 conds.append(frag("EXISTS { (", s_ref, ")-[:", types, "]->() }"))
             s_bound = True
+        if o_ref == s_ref:  # (?x, "p"{m,n}, ?x): the end is the start, bound with it
+            s_bound = o_bound = True
         forward = s_bound
         start, end, end_bound = (s_ref, o_ref, o_bound) if forward else (o_ref, s_ref, s_bound)
         step = ("-[:", types, "]->") if forward else ("<-[:", types, "]-")
@@ -934,6 +969,7 @@ class Lowerer:
         prefix = MAP_FIELDS[head]
         if len(expr.path) == 1:
             return frag("properties(", binding.ref, ")")
+        self.key_uses.setdefault((expr.var, prefix + expr.path[1]), expr.span.start)
         return frag(binding.ref, ".", Ident(prefix + expr.path[1]))
 
     def is_stored(self, expr: Any) -> bool:

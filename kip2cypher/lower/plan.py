@@ -12,10 +12,11 @@ tests EXPLAIN on Neo4j.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, ClassVar, Mapping
 
+from ..cypher import storage
 from ..cypher.builder import Statement
 
 EMPTY: Mapping[str, Any] = MappingProxyType({})
@@ -46,10 +47,21 @@ class Compiled:
 
 @dataclass(frozen=True)
 class Plan:
-    """Base of every plan. ``KIND`` is KQL / KML / META; ``ACCESS`` the transaction it needs."""
+    """Base of every plan. ``KIND`` is KQL / KML / META; ``ACCESS`` the transaction it needs.
+
+    ``command_text`` is the command (set by ``lower.compile``): an error a program raises with
+    an ``offset`` is located in it (line, column, excerpt)."""
 
     KIND: ClassVar[str] = ""
     ACCESS: ClassVar[str] = "READ"
+    command_text: str = field(default="", kw_only=True, repr=False, compare=False)
+    #: The namespace the plan was compiled for (its statements use that namespace's names).
+    namespace: str = field(default="", kw_only=True, repr=False, compare=False)
+
+    @property
+    def names(self) -> storage.Names:
+        """The storage vocabulary of the plan's namespace."""
+        return storage.names(self.namespace)
 
     @property
     def kind(self) -> str:
@@ -58,6 +70,12 @@ class Plan:
     @property
     def access(self) -> str:
         return self.ACCESS
+
+    @property
+    def reads_vectors(self) -> bool:
+        """Whether the program may read SEARCH embeddings (then the executor first lets the
+        background refresh of earlier writes finish: docs/meta.md, "Keeping vectors fresh")."""
+        return False
 
     def steps(self) -> tuple[Compiled, ...]:
         """Every statement the program may issue, in program order."""

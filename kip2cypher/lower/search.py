@@ -16,6 +16,7 @@ Without an embedder, "semantic" and "hybrid" run as "keyword" (spec §5.2.1).
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -31,7 +32,7 @@ from ..text import is_cjk, query_words, words
 from . import grounding
 from .plan import Compiled, Plan
 
-from ..cypher.catalog import CONCEPT_TEXT_INDEX, CONCEPT_VECTOR_INDEX, PROPOSITION_TEXT_INDEX, PROPOSITION_VECTOR_INDEX  # noqa: E402
+from ..cypher import catalog  # noqa: E402
 
 #: Results returned when SEARCH has no LIMIT, and the largest LIMIT accepted (KIP_4002 beyond).
 SEARCH_DEFAULT_LIMIT = 10
@@ -42,7 +43,6 @@ POOL_MIN = 20
 MODES = ("keyword", "semantic", "hybrid")
 
 
-_NODE = "{.*, kip_embedding: null}"
 
 
 def search_capabilities(embedder: Any, unavailable_reason: str) -> dict[str, Any]:
@@ -120,7 +120,7 @@ _PROPOSITION_LITE = _lite("null")
 _ID_ONLY = ["n.id"]
 
 
-def _ranked_rows(stmt: Statement, lite: list, scores: bool = False) -> None:
+def _ranked_rows(stmt: Statement, lite: list, scores: bool = False, source: Optional[str] = None) -> None:
     """One row: the candidates in index order, the first ``$whole`` whole, the rest ``lite``.
 
     The first LIMIT candidates are usually the hits: returning them whole spares a second
@@ -129,62 +129,78 @@ def _ranked_rows(stmt: Statement, lite: list, scores: bool = False) -> None:
     instead of a row per candidate: per-record overhead was a third of the statement."""
     stmt.line("WITH collect(node) AS nodes", ", collect(score) AS scores" if scores else "")
     stmt.line(
-        "RETURN [n IN nodes[..", Param(None, "whole"), "] | n", _NODE, "] AS whole, [n IN nodes[", Param(None, "whole"), "..] | ",
-        *lite, "] AS rest", ", scores" if scores else "",
+        "RETURN ", *([literal(source), " AS source, "] if source else []),
+        "[n IN nodes[..", Param(None, "whole"), "] | ", storage.node_projection("n"), "] AS whole, [n IN nodes[", Param(None, "whole"), "..] | ",
+        *lite, "] AS rest", ", scores" if scores else (", null AS scores" if source else ""),
     )
+
+
+def _fulltext_lines(stmt: Statement, index: str, type_field: str, lite: list, pool: int, source: Optional[str] = None) -> None:
+    stmt.line("CALL db.index.fulltext.queryNodes(", literal(index), ", ", Param(None, "query"), ") YIELD node")
+    stmt.line("WHERE ", Param(None, "type"), " IS NULL OR node.", type_field, " = ", Param(None, "type"))
+    stmt.line("WITH node LIMIT ", Param(pool, "pool"))
+    _ranked_rows(stmt, lite, source=source)
 
 
 def _fulltext(index: str, type_field: str, lite: list, pool: int, label: str) -> Compiled:
     stmt = Statement()
-    stmt.line("CALL db.index.fulltext.queryNodes(", literal(index), ", ", Param(None, "query"), ") YIELD node")
-    stmt.line("WHERE ", Param(None, "type"), " IS NULL OR node.", type_field, " = ", Param(None, "type"))
-    stmt.line("WITH node LIMIT ", Param(pool, "pool"))
-    _ranked_rows(stmt, lite)
+    _fulltext_lines(stmt, index, type_field, lite, pool)
     return Compiled.of(stmt, label)
 
 
-def _predicate_definitions() -> Compiled:
+@functools.lru_cache(maxsize=64)
+def _predicate_definitions(names: storage.Names) -> Compiled:
     stmt = Statement()
-    stmt.line("MATCH (t:", Ident(storage.CONCEPT), " {type: ", Param(storage.PROPOSITION_TYPE, "meta_type"), "})")
+    stmt.line("MATCH (t:", Ident(names.concept), " {type: ", Param(storage.PROPOSITION_TYPE, "meta_type"), "})")
     stmt.line("WHERE ", Param(None, "type"), " IS NULL OR t.name = ", Param(None, "type"))
     stmt.line("RETURN t{.name, .", Ident(storage.attr_key("aliases")), ", .", Ident(storage.attr_key("description")), "} AS t")
     return Compiled.of(stmt, "predicate definitions")
 
 
-def _propositions_by_predicate() -> Compiled:
+@functools.lru_cache(maxsize=64)
+def _propositions_by_predicate(names: storage.Names) -> Compiled:
     stmt = Statement()
     stmt.line("UNWIND ", Param(None, "predicates"), " AS pred")
     with stmt.block("CALL (pred)"):
-        stmt.line("MATCH (p:", Ident(storage.PROPOSITION), " {predicate: pred})")
+        stmt.line("MATCH (p:", Ident(names.proposition), " {predicate: pred})")
         stmt.line("RETURN p.id AS id ORDER BY p.id LIMIT ", Param(None, "pool"))
     stmt.line("RETURN pred, id LIMIT ", Param(None, "pool"))
     return Compiled.of(stmt, "propositions of matching predicates")
 
 
-def _vector(index: str, type_field: str, k: int) -> Compiled:
-    stmt = Statement()
+def _vector_lines(stmt: Statement, index: str, type_field: str, k: int, source: Optional[str] = None) -> None:
     stmt.line("CALL db.index.vector.queryNodes(", literal(index), ", ", Param(k, "k"), ", ", Param(None, "vector"), ") YIELD node, score")
     stmt.line(
         "WHERE node.", storage.EMBEDDING_MODEL, " = ", Param(None, "model"), " AND (", Param(None, "type"),
         " IS NULL OR node.", type_field, " = ", Param(None, "type"), ")",
     )
-    stmt.line("WITH node, score LIMIT ", Param(None, "pool"))
-    _ranked_rows(stmt, _ID_ONLY, scores=True)
+    stmt.line("WITH node, score LIMIT ", Param(k, "pool"))
+    _ranked_rows(stmt, _ID_ONLY, scores=True, source=source)
+
+
+def _vector(index: str, type_field: str, k: int) -> Compiled:
+    stmt = Statement()
+    _vector_lines(stmt, index, type_field, k)
     return Compiled.of(stmt, f"vector candidates ({index})")
 
 
+def _hybrid(text_index: str, vector_index: str, type_field: str, lite: list, pool: int) -> Compiled:
+    """Hybrid's first round trip: the plain full-text query and the vector query in one
+    statement, one row each (``source``: "keyword" / "vector")."""
+    stmt = Statement()
+    _fulltext_lines(stmt, text_index, type_field, lite, pool, source="keyword")
+    stmt.line("UNION ALL")
+    _vector_lines(stmt, vector_index, type_field, pool, source="vector")
+    return Compiled.of(stmt, f"full-text and vector candidates ({text_index}, {vector_index})")
+
+
+@functools.lru_cache(maxsize=128)
 def _hydrate(label: str) -> Compiled:
     stmt = Statement()
     stmt.line("UNWIND ", Param(None, "ids"), " AS id")
     stmt.line("MATCH (n:", Ident(label), " {id: id})")
-    stmt.line("RETURN n", _NODE, " AS node")
+    stmt.line("RETURN ", storage.node_projection("n"), " AS node")
     return Compiled.of(stmt, "whole hits not already fetched")
-
-
-#: The statements of SEARCH CONCEPT / SEARCH PROPOSITION that do not depend on the command.
-_DEFINITIONS = _predicate_definitions()
-_BY_PREDICATE = _propositions_by_predicate()
-_HYDRATE = {True: _hydrate(storage.CONCEPT), False: _hydrate(storage.PROPOSITION)}
 
 
 # ------------------------------------------------------------------ the plan
@@ -218,7 +234,12 @@ class SearchPlan(Plan):
     definitions: Optional[Compiled]
     by_predicate: Optional[Compiled]
     vector: Compiled
+    hybrid: Compiled
     hydrate: Compiled
+
+    @property
+    def reads_vectors(self) -> bool:
+        return self.mode != "keyword"  # no MODE: hybrid when an embedder is configured
 
     @property
     def meta_type(self) -> str:
@@ -226,7 +247,7 @@ class SearchPlan(Plan):
 
     def steps(self) -> tuple[Compiled, ...]:
         keyword = (self.fulltext,) if self.concept else (self.fulltext, self.definitions, self.by_predicate)
-        return (*keyword, self.vector, self.hydrate, grounding.DEFINED_NAMES)
+        return (self.hybrid, *keyword, self.vector, self.hydrate, grounding.defined_names(self.names))
 
 
 def lower_search(command: ast.Search, parameters: dict[str, Any], settings: Settings) -> SearchPlan:
@@ -248,10 +269,15 @@ def lower_search(command: ast.Search, parameters: dict[str, Any], settings: Sett
         raise KipError(errors.RESOURCE_EXHAUSTED, f"SEARCH LIMIT {limit} exceeds the maximum of {SEARCH_MAX_LIMIT}.", f"Use LIMIT {SEARCH_MAX_LIMIT} or less; narrow the search WITH TYPE.")
     concept = command.target == "CONCEPT"
     pool = candidate_pool(limit)
+    names = storage.names(settings.namespace)
     if concept:
-        fulltext = _fulltext(CONCEPT_TEXT_INDEX, "type", _CONCEPT_LITE, pool, "full-text candidates (concepts)")
+        text_index, vector_index = catalog.concept_text_index(names), catalog.concept_vector_index(names)
+        fulltext = _fulltext(text_index, "type", _CONCEPT_LITE, pool, "full-text candidates (concepts)")
+        hybrid = _hybrid(text_index, vector_index, "type", _CONCEPT_LITE, pool)
     else:
-        fulltext = _fulltext(PROPOSITION_TEXT_INDEX, "predicate", _PROPOSITION_LITE, pool, "full-text candidates (propositions)")
+        text_index, vector_index = catalog.proposition_text_index(names), catalog.proposition_vector_index(names)
+        fulltext = _fulltext(text_index, "predicate", _PROPOSITION_LITE, pool, "full-text candidates (propositions)")
+        hybrid = _hybrid(text_index, vector_index, "predicate", _PROPOSITION_LITE, pool)
     return SearchPlan(
         concept=concept,
         term=term,
@@ -264,8 +290,9 @@ def lower_search(command: ast.Search, parameters: dict[str, Any], settings: Sett
         full_query=lucene_query(term, expand=True),
         query_words=tuple(words(term)),
         fulltext=fulltext,
-        definitions=None if concept else _DEFINITIONS,
-        by_predicate=None if concept else _BY_PREDICATE,
-        vector=_vector(CONCEPT_VECTOR_INDEX if concept else PROPOSITION_VECTOR_INDEX, "type" if concept else "predicate", pool),
-        hydrate=_HYDRATE[concept],
+        definitions=None if concept else _predicate_definitions(names),
+        by_predicate=None if concept else _propositions_by_predicate(names),
+        vector=_vector(vector_index, "type" if concept else "predicate", pool),
+        hybrid=hybrid,
+        hydrate=_hydrate(names.concept if concept else names.proposition),
     )

@@ -1,4 +1,5 @@
-"""Pieces shared by the KML lowerings: timestamps, the guarded write tail, error helpers.
+"""Cypher pieces shared by the KML lowerings: the engine's property names, locks, version bumps
+and the guarded write tail.
 
 The *apply tail* is the heart of every UPSERT write. Given a bound element ``n``
 (concept or proposition node) and a ``created`` flag, it
@@ -12,65 +13,77 @@ The *apply tail* is the heart of every UPSERT write. Given a bound element ``n``
    ``meta._version`` / ``meta._updated_at``) only when something changes — a
    replayed capsule is a true no-op (docs/kml.md, "Versions").
 
-Failures are reported as a ``status`` column; the Python runner turns the first
-one into a KipError, which rolls the whole transaction back.
+Failures are reported as a ``status`` column; the program (``execution/programs``) turns
+the first one into a KipError, which rolls the whole transaction back.
 """
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Any
-
-from .. import errors
 
 from ..cypher import storage
-from ..cypher.builder import Ident, Param, Statement
-from ..errors import KipError
+from ..cypher.builder import Fragment, Ident, Param, Part, Statement, frag, literal
 from . import rules
 
 LOCK = "_kip_lock"
-NEW = "_kip_new"
 VERSION = storage.meta_key(storage.VERSION_KEY)
 UPDATED_AT = storage.meta_key(storage.UPDATED_AT_KEY)
 MERGED_FROM = storage.meta_key(storage.MERGED_FROM_KEY)
 CORE_DIRECTIVES = storage.attr_key("core_directives")
 
-C = storage.CONCEPT
-P = storage.PROPOSITION
-SUBJ = storage.SUBJECT_REL
-OBJ = storage.OBJECT_REL
-
-NOW = "now"  # runtime parameter: the command's timestamp
+NOW = "now"  # runtime parameter: the command's timestamp (``Context.now``)
 P_VERSION_KEY = "kip_vkey"
 
 
-def created_flag(var: str = "n") -> str:
+def created_flag(var: str = "n") -> Fragment:
     """Cypher: the element was created by this statement (MERGE … ON CREATE SET ``meta._version`` = 0).
 
     Version 0 exists only inside the creating transaction (it becomes 1 before the
     statement ends), so no committed element ever matches."""
-    return f"coalesce({var}.`{VERSION}` = 0, false)"
+    return frag("coalesce(", var, ".", Ident(VERSION), " = 0, false)")
 
 
 def now_iso() -> str:
-    """ISO-8601 UTC with milliseconds and a Z, e.g. 2026-07-04T10:11:12.345Z."""
+    """ISO-8601 UTC with milliseconds and a Z, e.g. 2026-07-04T10:11:12.345Z.
+
+    Still used by the UPDATE / DELETE lowerings until their programs take ``Context.now``."""
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def on_create_set(new_id: Part, *more: Part) -> Fragment:
+    """``ON CREATE SET n.id = <new id>, <more>…, n.meta._version = 0``: the one place an UPSERT
+    gives a new element its id and its creation mark (see ``created_flag``)."""
+    parts: list[Part] = ["ON CREATE SET n.id = ", new_id]
+    for part in more:
+        parts += [", ", part]
+    return frag(*parts, ", n.", Ident(VERSION), " = 0")
 
 
 def new_concept_id() -> str:
     return "'C:' + replace(randomUUID(), '-', '')"
 
 
-def new_proposition_id(predicate_expr: str) -> str:
-    return f"'P:' + replace(randomUUID(), '-', '') + ':' + {predicate_expr}"
+def new_proposition_id(predicate_expr: str) -> Fragment:
+    return frag("'P:' + replace(randomUUID(), '-', '') + ':' + ", predicate_expr)
 
 
-def lock(stmt: Statement, var: str) -> None:
-    """Take the exclusive lock on ``var`` (a write); a null ``var`` is a no-op."""
-    stmt.line("SET ", var, ".", Ident(LOCK), " = true")
-    stmt.line("REMOVE ", var, ".", Ident(LOCK))
+def lock(var: str) -> Fragment:
+    """``SET var._kip_lock = true REMOVE var._kip_lock``: a no-op write that takes ``var``'s exclusive
+    lock (Neo4j locks on write), so what is read afterwards is committed state; a null ``var`` is a no-op."""
+    return frag("SET ", var, ".", Ident(LOCK), " = true REMOVE ", var, ".", Ident(LOCK))
 
 
-def apply_tail(stmt: Statement, *, concept: bool, attr_keys: bool = False) -> None:
+def version_bump(var: str, current: Part) -> Fragment:
+    """``var.meta._version = coalesce(<current>, 0) + 1, var.meta._updated_at = $now``: what every
+    KML write of an element adds to its SET clause (``current``: the version read under the lock)."""
+    return frag(var, ".", Ident(VERSION), " = coalesce(", current, ", 0) + 1, ", var, ".", Ident(UPDATED_AT), " = ", Param(None, NOW))
+
+
+def stored_version(var: str) -> Fragment:
+    """``var.meta._version`` (a map or node read under the lock)."""
+    return frag(var, ".", Ident(VERSION))
+
+
+def apply_tail(stmt: Statement, names: storage.Names, *, concept: bool, attr_keys: bool = False) -> None:
     """The guarded write for a bound ``n`` / ``created`` / ``row`` (see module doc); a created
     element carries ``meta._version = 0`` until this tail sets it to 1.
 
@@ -85,7 +98,7 @@ def apply_tail(stmt: Statement, *, concept: bool, attr_keys: bool = False) -> No
     lock are dynamic (``n[k]``) or first reads of a key in the statement, so the
     planner has no earlier cached value to reuse.
     """
-    stmt.line("FOREACH (_ IN CASE WHEN n IS NOT NULL AND NOT created THEN [1] ELSE [] END | SET n.", Ident(LOCK), " = true REMOVE n.", Ident(LOCK), ")")
+    stmt.line("FOREACH (_ IN CASE WHEN n IS NOT NULL AND NOT created THEN [1] ELSE [] END | ", lock("n"), ")")
     # dynamic read after the lock: never a planner-cached value from before it
     stmt.line("WITH row, n, created, CASE WHEN created THEN 0 ELSE n[", Param(VERSION, P_VERSION_KEY), "] END AS v0")
     if concept:
@@ -94,7 +107,7 @@ def apply_tail(stmt: Statement, *, concept: bool, attr_keys: bool = False) -> No
             "coalesce(", rules.cy_actor("n.type", "n.name"), ", false) AS actor",
         )
     else:
-        stmt.line("WITH row, n, created, v0, CASE WHEN row.btd THEN coalesce(", rules.cy_protected_link("n"), ", false) ELSE false END AS prot, false AS actor")
+        stmt.line("WITH row, n, created, v0, CASE WHEN row.btd THEN coalesce(", rules.cy_protected_link("n", names), ", false) ELSE false END AS prot, false AS actor")
     stmt.line("WITH row, n, created, v0, prot, actor, CASE WHEN prot AND NOT created THEN row.own ELSE row.props END AS props")
     stmt.line("WITH row, n, created, v0, prot, actor, props, created OR any(k IN keys(props) WHERE n[k] IS NULL OR n[k] <> props[k]) AS changed")
     stmt.line("WITH row, n, created, v0, props, changed, CASE")
@@ -108,23 +121,11 @@ def apply_tail(stmt: Statement, *, concept: bool, attr_keys: bool = False) -> No
         )
     stmt.line("  ELSE 'ok' END AS status")
     stmt.line("FOREACH (_ IN CASE WHEN status = 'ok' AND changed THEN [1] ELSE [] END |")
-    stmt.line(
-        "  SET n += props, n.", Ident(VERSION), " = coalesce(v0, 0) + 1, n.",
-        Ident(UPDATED_AT), " = ", Param(None, NOW), ")",
-    )
-    extra = ", [n.type, n.name] AS tn, [k IN keys(n) WHERE k STARTS WITH 'attr.'] AS attr_keys" if attr_keys else ""
-    stmt.line("RETURN n.id AS id, status, v0 AS version, created" + extra)
-
-
-def version_conflict(element: str, expected: Any, found: Any) -> KipError:
-    if expected == 0:
-        message = f"EXPECT VERSION 0 (create-only) failed: {element} already exists (its _version is {found})."
-    elif found is None:
-        message = f"EXPECT VERSION {expected} failed: {element} does not exist yet (it would be created at _version 1)."
+    stmt.line("  SET n += props, ", version_bump("n", "v0"), ")")
+    if attr_keys:
+        stmt.line(
+            "RETURN n.id AS id, status, v0 AS version, created, [n.type, n.name] AS tn, ",
+            "[k IN keys(n) WHERE k STARTS WITH ", literal(storage.ATTR_PREFIX), "] AS attr_keys",
+        )
     else:
-        message = f"EXPECT VERSION {expected} failed: {element} is at _version {found}. Nothing was written."
-    return KipError(errors.VERSION_CONFLICT, message, errors.DEFAULT_HINTS[errors.VERSION_CONFLICT])
-
-
-def not_found(message: str, hint: str = "") -> KipError:
-    return KipError(errors.NOT_FOUND, message, hint or errors.DEFAULT_HINTS[errors.NOT_FOUND])
+        stmt.line("RETURN n.id AS id, status, v0 AS version, created")

@@ -33,6 +33,7 @@ from parsimonious.nodes import Node, NodeVisitor
 from . import ast
 from . import validate
 from ..errors import INVALID_SYNTAX, RESOURCE_EXHAUSTED, KipError, line_column, snippet
+from .script import first_word
 from .grammars import CONSTANTS, FAST_GRAMMAR, GRAMMAR, TOKENS as _TOKENS, ScannedNode, dot_path, identifier, number_literal, string_literal
 
 # ------------------------------------------------------------------ bounds
@@ -219,6 +220,11 @@ def _opt(items: list) -> Any:
     return items[0] if items else None
 
 
+def _predicate_name(atom: Any) -> ast.PredicateName:
+    """A ``predicate_name`` (quoted string or placeholder) as the AST keeps it."""
+    return atom.value if isinstance(atom, ast.Literal) else atom
+
+
 def _joined(first: Any, rest: Iterable[list]) -> list:
     """Items of ``x (SEP x)*``: the first plus the last element of every repetition."""
     return [first, *(group[-1] for group in rest)]
@@ -385,7 +391,7 @@ class _Builder(NodeVisitor):
         validate.check_predicate_atoms(self.text, atoms, quantifier)
         if isinstance(atoms[0], ast.Var):
             return atoms[0]
-        return ast.PredicatePattern(tuple(atom.value for atom in atoms), quantifier, self.span(node))
+        return ast.PredicatePattern(tuple(_predicate_name(atom) for atom in atoms), quantifier, self.span(node))
 
     def visit_quantifier(self, node, children):
         _, low, upper, _ = children
@@ -472,7 +478,7 @@ class _Builder(NodeVisitor):
 
     def visit_proposition_entry(self, node, children):
         _, predicate, _, target, _, metadata, _ = children
-        return ast.PropositionEntry(predicate.value, target, _opt(metadata), self.span(node))
+        return ast.PropositionEntry(_predicate_name(predicate), target, _opt(metadata), self.span(node))
 
     def visit_update(self, node, children):
         _, target, attributes, metadata, where, limit = children
@@ -482,7 +488,7 @@ class _Builder(NodeVisitor):
 
     def visit_merge(self, node, children):
         _, _, source, _, target, where = children
-        return ast.MergeConcept(source.name, target.name, where, self.span(node))
+        return ast.MergeConcept(source.name, target.name, where, self.span(node), source.span, target.span)
 
     def visit_delete(self, node, children):
         return dataclasses.replace(children[1], span=self.span(node))
@@ -562,7 +568,8 @@ EXPECTED = {
     "union_block": "UNION",
     "proposition_body": "`id: …` or `subject, \"predicate\", object`",
     "endpoint": "a subject/object (variable, `{…}` concept clause or `(…)` proposition clause)",
-    "predicate": "a predicate (quoted name or variable)",
+    "predicate": "a predicate (quoted name, :placeholder or variable)",
+    "predicate_name": "a predicate (quoted name or :placeholder)",
     "quantifier": "a path quantifier such as {1,3}",
     "PIPE": "`|`",
     "or_expr": "a boolean expression",
@@ -758,11 +765,56 @@ def _hint(text: str, offset: int, names: list[str], rule: str) -> str:
         return "KIP commands have no `;` terminator; send several commands through the batch `commands` array."
     if rule == "single" and "END" in names and word in _COMMAND_KEYWORDS:
         return "A command text holds one command (consecutive UPSERT statements form one); send several commands through the batch `commands` array."
+    function = _function_hint(text, offset, word)
+    if function:
+        return function
     unclosed = _unclosed_bracket(text)
     if offset >= len(text) and unclosed is not None:
         line, column = line_column(text, unclosed)
         return f"The command ends early: the `{text[unclosed]}` at line {line}, column {column} is never closed."
-    return "Check bracket matching, keyword spelling and clause order (FIND … WHERE { … } ORDER BY … LIMIT … CURSOR …); values must be valid JSON."
+    return f"Check bracket matching and keyword spelling; {_SHAPES.get(first_word(text), _SHAPES['FIND'])}. Values must be valid JSON."
+
+
+#: The clause order of each command, for the generic hint of a syntax error.
+_SHAPES = {
+    "FIND": "a FIND reads FIND(?x, …) WHERE { … } [ORDER BY …] [LIMIT n] [CURSOR \"…\"]",
+    "UPSERT": "an UPSERT reads UPSERT { CONCEPT ?h { {type: \"T\", name: \"N\"} [SET ATTRIBUTES { … }] [SET PROPOSITIONS { (\"predicate\", target) }] } PROPOSITION ?p { (subject, \"predicate\", object) } } [WITH METADATA { … }]",
+    "UPDATE": "an UPDATE reads UPDATE ?x [SET ATTRIBUTES { key: value }] [SET METADATA { … }] WHERE { … } [LIMIT n]",
+    "MERGE": "a MERGE reads MERGE CONCEPT ?source INTO ?target WHERE { … }",
+    "DELETE": "a DELETE reads DELETE CONCEPT ?x DETACH WHERE { … }, DELETE PROPOSITIONS ?l WHERE { … }, DELETE ATTRIBUTES {\"key\"} FROM ?x WHERE { … } or DELETE METADATA {\"key\"} FROM ?x WHERE { … }",
+    "DESCRIBE": "a DESCRIBE reads DESCRIBE PRIMER, DESCRIBE DOMAINS, DESCRIBE CONCEPT TYPES [LIMIT n] [CURSOR c], DESCRIBE CONCEPT TYPE \"T\", DESCRIBE PROPOSITION TYPES or DESCRIBE PROPOSITION TYPE \"p\"",
+    "SEARCH": "a SEARCH reads SEARCH CONCEPT|PROPOSITION \"term\" [WITH TYPE \"T\"] [MODE \"keyword\"|\"semantic\"|\"hybrid\"] [THRESHOLD 0.5] [LIMIT n]",
+    "EXPORT": "an EXPORT reads EXPORT ?x WHERE { … } [LIMIT n] [CURSOR \"…\"]",
+}
+#: Every function KIP has, by where it may stand, and the names LLMs reach for instead.
+_FUNCTIONS = {
+    "FILTER function": ("IN", "IS_NULL", "IS_NOT_NULL", "CONTAINS", "STARTS_WITH", "ENDS_WITH", "REGEX"),
+    "aggregation": ("COUNT", "SUM", "AVG", "MIN", "MAX"),
+    "update function": ("ADD", "MUL", "CLAMP", "COALESCE"),
+}
+_FUNCTION_ALIASES = {
+    "AVERAGE": "AVG", "MEAN": "AVG", "CNT": "COUNT", "TOTAL": "SUM", "MINIMUM": "MIN", "MAXIMUM": "MAX",
+    "INCREMENT": "ADD", "INC": "ADD", "PLUS": "ADD", "SUBTRACT": "ADD", "MULTIPLY": "MUL", "TIMES": "MUL",
+    "LIMIT": "CLAMP", "BOUND": "CLAMP", "IFNULL": "COALESCE", "NVL": "COALESCE",
+    "ISNULL": "IS_NULL", "EXISTS": "IS_NOT_NULL", "NOTNULL": "IS_NOT_NULL", "HAS": "IS_NOT_NULL",
+    "STARTSWITH": "STARTS_WITH", "ENDSWITH": "ENDS_WITH", "MATCH": "REGEX", "MATCHES": "REGEX", "LIKE": "REGEX",
+    "INCLUDES": "CONTAINS", "ANY": "IN", "ONE_OF": "IN",
+}
+
+
+def _function_hint(text: str, offset: int, word: str) -> str:
+    """For ``NAME(`` that is not a KIP function: the function the author most likely meant."""
+    if not word[:1].isalpha() or not text[offset + len(word):].lstrip().startswith("("):
+        return ""
+    name = word.upper()
+    known = [f for group in _FUNCTIONS.values() for f in group]
+    if name in known:
+        return ""
+    guess = _FUNCTION_ALIASES.get(name) or next(iter(difflib.get_close_matches(name, known, n=1, cutoff=0.6)), None)
+    listing = "; ".join(f"{kind}s: {', '.join(names)}" for kind, names in _FUNCTIONS.items())
+    if guess:
+        return f"`{word}` is not a KIP function; did you mean `{guess}`? ({listing})."
+    return f"`{word}` is not a KIP function. KIP has these: {listing}."
 
 
 def _unclosed_bracket(text: str) -> Optional[int]:

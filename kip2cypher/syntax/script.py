@@ -19,10 +19,15 @@ KML_KEYWORDS = ("UPSERT", "UPDATE", "MERGE", "DELETE")
 _FIRST_WORD = re.compile(r"(?:\s+|//[^\n]*|/\*(?:[^*]|\*(?!/))*\*/)*+([A-Za-z]+)")
 
 
+def first_word(text: str) -> str:
+    """The first word of a command (upper-cased), skipping blanks and comments."""
+    match = _FIRST_WORD.match(text or "")
+    return match.group(1).upper() if match else ""
+
+
 def sniff_kind(text: str) -> Optional[str]:
     """The kind of a command that did not compile, from its first keyword (None when unknown)."""
-    match = _FIRST_WORD.match(text or "")
-    word = match.group(1).upper() if match else ""
+    word = first_word(text)
     if word in KML_KEYWORDS:
         return "KML"
     if word == "FIND":

@@ -11,11 +11,11 @@ import re
 from typing import Any, Iterable, Mapping, Optional
 
 from . import ast
-from ..errors import INVALID_SYNTAX, RESOURCE_EXHAUSTED, KipError
+from ..errors import INVALID_IDENTIFIER, INVALID_SYNTAX, RESOURCE_EXHAUSTED, KipError
 
-#: The integers Neo4j stores (64-bit); KIP text and parameters are checked against it.
-INT64 = (-(2**63), 2**63 - 1)
 _SURROGATE = re.compile("[\ud800-\udfff]")
+#: 2^63 - 1: no count (LIMIT, …) reaches it.
+_LARGEST_COUNT = 2**63 - 1
 #: What one number, boolean or null counts for in ``parameters_size``.
 _SCALAR_BYTES = 8
 
@@ -26,9 +26,10 @@ def parameters_size(sets: Iterable[Mapping[str, Any]], max_bytes: int, max_depth
     Size: the characters of every string and key plus 8 per other scalar, counted over every
     set (a batch binds the shared parameters once per command: that is the work it causes).
     The walk stops as soon as ``max_bytes`` is passed (KIP_4002), so a huge payload costs
-    nothing more than the bound. Each value must be JSON that Neo4j can hold: an integer within
-    64 bits, a string without unpaired UTF-16 surrogates, nesting at most ``max_depth`` deep
-    (KIP_1001, naming the parameter).
+    nothing more than the bound. Each value must be JSON a command can use: a finite number, a
+    string without unpaired UTF-16 surrogates, nesting at most ``max_depth`` deep (KIP_1001,
+    naming the parameter). Integers beyond 64 bits are values (stored exactly as JSON text);
+    where a command computes with them or compares them the lowering refuses them.
     """
     total = 0
     # (value, depth, where): ``where`` links back to the parent, so a path is spelled only for an error.
@@ -55,11 +56,11 @@ def parameters_size(sets: Iterable[Mapping[str, Any]], max_bytes: int, max_depth
         elif isinstance(value, bool) or value is None:
             total += 1
         elif isinstance(value, int):
-            total += _SCALAR_BYTES
-            if not INT64[0] <= value <= INT64[1]:
-                raise _bad(where, f"the integer {_short(value)}, outside the 64-bit range Neo4j stores", "Use an integer between -9223372036854775808 and 9223372036854775807, or send it as a string.")
+            total += max(_SCALAR_BYTES, value.bit_length() // 8)
         elif isinstance(value, float):
             total += _SCALAR_BYTES
+            if not math.isfinite(value):
+                raise _bad(where, "not a finite number (NaN or Infinity is not a JSON value)", "Pass finite numbers only; use null for an unknown value.")
         else:
             raise _bad(where, f"a {type(value).__name__}, which is not a JSON value", "Pass strings, numbers, booleans, null, arrays and objects only.")
         if total > max_bytes:
@@ -72,19 +73,16 @@ def parameters_size(sets: Iterable[Mapping[str, Any]], max_bytes: int, max_depth
 
 
 def _bad(where: Any, what: str, hint: str) -> KipError:
+    """KIP_1001 naming the parameter (``:name[2].key``, as ``non_finite`` spells it)."""
     steps = []
     while where is not None:
         key, where = where
         steps.append(f"[{key}]" if isinstance(key, int) else f".{key}")
-    path = "".join(reversed(steps)).lstrip(".")
+    path = "".join(reversed(steps))
+    path = ":" + path[1:] if path.startswith(".") else path
     if len(path) > 80:
         path = path[:77] + "..."
-    return KipError(INVALID_SYNTAX, f"The value of {f'parameter {path!r}' if path else 'the parameters'} is {what}.", hint)
-
-
-def _short(value: int) -> str:
-    digits = str(value) if value.bit_length() < 200 else f"{'-' if value < 0 else ''}<{value.bit_length()}-bit integer>"
-    return digits
+    return KipError(INVALID_SYNTAX, f"The parameter {path} is {what}." if path else f"The parameters are {what}.", hint)
 
 
 def describe(value: Any) -> str:
@@ -115,22 +113,26 @@ def resolve(value: ast.Value, params: Optional[Mapping[str, Any]] = None) -> Any
         return {key: resolve(item, params) for key, item in value.entries}
     if isinstance(value, ast.Placeholder):
         if params is None or value.name not in params:
+            supplied = ", ".join(f'"{k}"' for k in sorted(params or ())) or "none"
             raise KipError(
                 INVALID_SYNTAX,
-                f"The placeholder :{value.name} has no value.",
+                f"The placeholder :{value.name} has no value (parameters supplied: {supplied}).",
                 f"Add \"{value.name}\" to the request's `parameters` object, or write the value in the command.",
+                offset=value.span.start,
             )
         return params[value.name]
     raise KipError(INVALID_SYNTAX, f"{type(value).__name__} is not a JSON value here.")
 
 
 def resolve_int(value: ast.Value, params: Optional[Mapping[str, Any]], what: str) -> int:
-    """A positive integer (LIMIT and friends); placeholders must bind one too."""
+    """A positive integer (LIMIT and friends) below 2^63 - 1 (the engine asks Neo4j for one row
+    more than a LIMIT, in 64-bit arithmetic); placeholders must bind one too."""
     resolved = resolve(value, params)
-    if isinstance(resolved, bool) or not isinstance(resolved, int) or resolved < 1:
+    if isinstance(resolved, bool) or not isinstance(resolved, int) or not 1 <= resolved < _LARGEST_COUNT:
+        below = f" below {_LARGEST_COUNT}" if type(resolved) is int and resolved > 0 else ""
         raise KipError(
             INVALID_SYNTAX,
-            f"{what} expects a positive integer, got {describe(resolved)}.",
+            f"{what} expects a positive integer{below}, got {describe(resolved)}.",
             f"Write {what} followed by a whole number ≥ 1 (or bind its placeholder to one).",
         )
     return resolved
@@ -142,7 +144,8 @@ def resolve_str(value: ast.Value, params: Optional[Mapping[str, Any]], what: str
         raise KipError(
             INVALID_SYNTAX,
             f"{what} expects a string, got {describe(resolved)}.",
-            f"Write {what} as a double-quoted string (or bind its placeholder to one).",
+            f"Write {what[:1].lower() + what[1:]} as a double-quoted string (or bind its placeholder to one).",
+            offset=value.span.start,
         )
     return resolved
 
@@ -156,3 +159,35 @@ def resolve_number(value: ast.Value, params: Optional[Mapping[str, Any]], what: 
             f"Write {what} followed by a number (or bind its placeholder to one).",
         )
     return resolved
+
+
+def resolve_predicate(name: ast.PredicateName, params: Optional[Mapping[str, Any]], offset: int) -> str:
+    """A predicate name as the command means it: a quoted name as written, a ``:placeholder``
+    bound to a string. Either is then checked the same way: a name Neo4j cannot hold as a
+    relationship type (empty, or holding NUL) is KIP_1002; whether it is *defined* is the
+    grounding's business (KIP_2001). ``offset``: where the name stands in the command text."""
+    if isinstance(name, ast.Placeholder):
+        offset = name.span.start
+        name = resolve_str(name, params, f"The predicate :{name.name}")
+    if not name or "\x00" in name:
+        raise KipError(
+            INVALID_IDENTIFIER,
+            f"The predicate name {describe(name)} is empty or contains a NUL character; Neo4j cannot hold it as a relationship type.",
+            "Use a non-empty predicate name without NUL (\\u0000) characters, e.g. snake_case such as \"treats\".",
+            offset=offset,
+        )
+    return name
+
+
+def non_finite(value: Any, path: str = "") -> str:
+    """The path (``:name[2].key`` for parameters, ``[2].key`` below ``path``) of the first NaN /
+    ±Infinity inside a JSON-ish value, or ``""``: JSON has no such numbers, so no KIP value may
+    hold one (Python's ``json`` reads and writes them unless told not to)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return path or "the value"
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, (list, tuple)) else ()
+    for key, item in items:
+        found = non_finite(item, f"{path}[{key}]" if isinstance(key, int) else (f"{path}.{key}" if path else f":{key}"))
+        if found:
+            return found
+    return ""

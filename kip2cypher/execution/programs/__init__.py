@@ -1,29 +1,48 @@
 """One program per plan kind — generators that yield requests and receive replies (``..requests``).
 
-``PROGRAMS`` maps each plan class to its program; ``start`` composes the program the
-executor runs for a command: the plan's own program, then, after a KML write, the refresh
-of the SEARCH embeddings of every element the command touched.
+``PROGRAMS`` maps each plan class to its program; ``start`` is the program the executor runs
+for a command: the plan's own, with its errors located in the command text. After a KML
+write commits, the executor has the SEARCH embeddings of what it touched refreshed in the
+background (``..background``, ``embeddings.refresh_touched``).
 """
 from __future__ import annotations
 
 from typing import Any, Callable, Generator
 
+from ...errors import KipError
+from ...lower.describe import DomainsPlan, PrimerPlan, TypeDefinitionPlan, TypeListPlan
+from ...lower.export import ExportPlan
 from ...lower.find import FindPlan
+from ...lower.merge import MergePlan
 from ...lower.plan import Plan
 from ...lower.search import SearchPlan
+from ...lower.update import BulkPlan
+from ...lower.upsert import UpsertPlan
 from ..requests import Context
-from . import embeddings, find, search
+from . import bulk, describe, export, find, merge, search, upsert
 
 PROGRAMS: dict[type, Callable[[Any, Context], Generator[Any, Any, dict]]] = {
     FindPlan: find.find,
     SearchPlan: search.search,
+    UpsertPlan: upsert.upsert,
+    MergePlan: merge.merge,
+    BulkPlan: bulk.bulk,
+    ExportPlan: export.export,
+    TypeListPlan: describe.type_list,
+    TypeDefinitionPlan: describe.type_definition,
+    DomainsPlan: describe.domains,
+    PrimerPlan: describe.primer,
 }
 
 
 def start(plan: Plan, ctx: Context) -> Generator[Any, Any, dict]:
-    """The whole program of one command: the plan's program, then (after a write, with an
-    embedder) the embedding refresh of what it touched."""
-    response = yield from PROGRAMS[type(plan)](plan, ctx)
-    if plan.kind == "KML" and not ctx.dry_run and ctx.embedder is not None:
-        yield from embeddings.refresh_touched(ctx)
-    return response
+    """The whole program of one command: the plan's program, its errors located in the command."""
+    try:
+        return (yield from PROGRAMS[type(plan)](plan, ctx))
+    except KipError as exc:
+        raise exc.locate(plan.command_text)
+
+
+def refreshes_embeddings(plan: Plan, ctx: Context) -> bool:
+    """Whether the executor must have the embeddings of what this command wrote refreshed."""
+    return plan.kind == "KML" and not ctx.dry_run and ctx.embedder is not None

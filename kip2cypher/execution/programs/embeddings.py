@@ -1,8 +1,8 @@
 """Keeping SEARCH embeddings fresh, as sub-programs the executor runs (docs/meta.md).
 
-``refresh_touched`` runs after every KML program, in the same write transaction: it pages
-through the elements the command wrote (their ``meta._updated_at`` is ``ctx.now``) and
-re-embeds those whose grounding text or model changed. ``refresh`` embeds a given list of
+``refresh_touched`` runs after a KML command committed, in a write transaction of its own
+(``execution.background``): it pages through the elements written at ``ctx.now`` or later
+(their ``meta._updated_at``) and re-embeds those whose grounding text or model changed. ``refresh`` embeds a given list of
 ids; ``Nexus.sync_embeddings`` uses it to back-fill a whole nexus.
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any, Generator
 
 from ... import embedding
 from ...cypher import storage
-from ...lower.embeddings import CHUNK, GROUNDING, KINDS, TOUCHED, WRITE
+from ...lower.embeddings import CHUNK, KINDS, statements
 from ..requests import Context, Embed, Run
 
 log = logging.getLogger("kip2cypher")
@@ -32,7 +32,7 @@ def refresh_touched(ctx: Context) -> Generator[Any, Any, int]:
     for kind in KINDS:
         last = ""
         while True:
-            rows = yield Run(TOUCHED[kind], {"since": ctx.now, "last": last, "chunk": chunk_size(ctx)})
+            rows = yield Run(statements(ctx.names, kind).touched, {"since": ctx.now, "last": last, "chunk": chunk_size(ctx)})
             ids = [r["id"] for r in rows]
             if not ids:
                 break
@@ -47,7 +47,7 @@ def refresh_touched(ctx: Context) -> Generator[Any, Any, int]:
 
 def refresh(kind: str, ids: list[str], force: bool, ctx: Context) -> Generator[Any, Any, int]:
     """(Re-)embed the elements ``ids`` of ``kind`` whose grounding text or model changed (all with ``force``)."""
-    rows = yield Run(GROUNDING[kind], {"ids": ids})
+    rows = yield Run(statements(ctx.names, kind).grounding, {"ids": ids})
     todo = []
     for row in rows:
         attributes = {k: storage.safe_decode(v) for k, v in zip(storage.GROUNDING_ATTRIBUTES, row["vals"]) if v is not None}
@@ -57,10 +57,10 @@ def refresh(kind: str, ids: list[str], force: bool, ctx: Context) -> Generator[A
             text = embedding.proposition_text(row["subject"], row["predicate"] or "", row["object"], attributes)
         new_hash = embedding.text_hash(ctx.embedder.name, text)
         if force or new_hash != row.get("hash"):
-            todo.append((row["id"], text, new_hash))
+            todo.append((row["id"], text, new_hash, row["version"]))
     if not todo:
         return 0
-    vectors = yield Embed(tuple(text for _, text, _ in todo))
-    payload = [{"id": i, "vector": [float(x) for x in v], "hash": h} for (i, _, h), v in zip(todo, vectors)]
-    yield Run(WRITE[kind], {"rows": payload, "model": ctx.embedder.name})
+    vectors = yield Embed(tuple(text for _, text, _, _ in todo))
+    payload = [{"id": i, "vector": [float(x) for x in v], "hash": h, "version": n} for (i, _, h, n), v in zip(todo, vectors)]
+    yield Run(statements(ctx.names, kind).write, {"rows": payload, "model": ctx.embedder.name})
     return len(payload)

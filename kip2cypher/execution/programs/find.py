@@ -4,8 +4,9 @@ from __future__ import annotations
 from typing import Any, Generator
 
 from ... import cursor
-from ...errors import too_many_rows
-from ...lower.find import FindPlan
+from ...cypher import storage
+from ...errors import closest, too_many_rows
+from ...lower.find import FindPlan, key_check
 from ..requests import Context, Explain, Run
 from ..results import DECODERS
 from . import grounding
@@ -14,7 +15,7 @@ from . import grounding
 def find(plan: FindPlan, ctx: Context) -> Generator[Any, Any, dict]:
     if ctx.dry_run:
         # dry_run (interfaces): every type and predicate must be defined; the query is only EXPLAINed.
-        yield from grounding.check(plan.grounding)
+        yield from grounding.check(plan.names, plan.grounding, plan.grounding_at)
         yield Explain(plan.query)
         return {"result": {"dry_run": True, "kind": "KQL", "statements": [plan.query.text]}}
     cap = ctx.settings.max_result_rows
@@ -24,8 +25,9 @@ def find(plan: FindPlan, ctx: Context) -> Generator[Any, Any, dict]:
     if plan.grounding:
         undefined = [row["_undefined"] for row in rows if row["_undefined"] is not None]
         if undefined:
-            yield from grounding.fail(plan.grounding, undefined[0])
+            yield from grounding.fail(plan.names, plan.grounding, undefined[0], plan.grounding_at)
         rows = [row for row in rows if row["_undefined"] is None]
+    warnings = (yield from missing_keys(plan)) if not rows and plan.key_checks else []
     if len(rows) > cap + (1 if plan.limit is not None and plan.limit <= cap else 0):
         raise too_many_rows(cap)
     limit = plan.limit
@@ -37,4 +39,28 @@ def find(plan: FindPlan, ctx: Context) -> Generator[Any, Any, dict]:
     response: dict[str, Any] = {"result": result[0] if len(plan.columns) == 1 else result}
     if more:
         response["next_cursor"] = cursor.encode(ctx.settings, plan.fingerprint, plan.offset + limit)
+    if warnings:
+        response["warnings"] = warnings
     return response
+
+
+def missing_keys(plan: FindPlan) -> Generator[Any, Any, list[str]]:
+    """For an empty answer: the attribute/metadata keys it read that no element of that type
+    carries (a likely misspelling), each with the nearest key the elements do carry."""
+    checks = [{"i": i, "concept": c, "name": name, "key": key} for i, (c, name, key, _) in enumerate(plan.key_checks)]
+    rows = yield Run(key_check(plan.names), {"checks": checks})
+    warnings = []
+    for row in sorted(rows, key=lambda r: r["i"]):
+        concept, name, key, var = plan.key_checks[row["i"]]
+        if row["present"] or not row["keys"]:  # carried by some element, or no element at all
+            continue
+        prefix = storage.ATTR_PREFIX if key.startswith(storage.ATTR_PREFIX) else storage.META_PREFIX
+        what = "attribute" if prefix == storage.ATTR_PREFIX else "metadata key"
+        carried = sorted(k[len(prefix):] for k in row["keys"] if k.startswith(prefix) and not k.startswith(storage.META_PREFIX + "_"))
+        owner = f"{name}" if concept else f"\"{name}\" proposition"
+        guess = closest(key[len(prefix):], carried)
+        warnings.append(
+            f"?{var}: {what} \"{key[len(prefix):]}\" is not present on any {owner}"
+            + (f"; did you mean \"{guess}\"?" if guess else (f"; its {what}s include {', '.join(carried[:8])}." if carried else "."))
+        )
+    return warnings

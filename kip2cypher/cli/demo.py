@@ -1,11 +1,17 @@
-"""`kip2cypher demo`: bootstrap, load a small capsule, run a few queries and show their Cypher."""
+"""`kip2cypher demo`: bootstrap, load a small capsule, run a few queries and show their Cypher.
+
+Without NEO4J_URI the demo runs on a local server of its own (``localneo4j.demo_config``: its
+own port and data directory); with one, it says where it writes and refuses to add its example
+capsules to a database holding data that is not KIP's unless asked (``--yes``).
+"""
 from __future__ import annotations
 
 import json
 from typing import Callable
 
-from .lower.compile import compile_command
-from .errors import KipError
+from ..cypher import storage
+from ..lower.compile import compile_command
+from ..errors import KipError
 
 DEMO_SCHEMA = """
 UPSERT {
@@ -62,27 +68,61 @@ def _short(obj, limit: int = 400) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _summary(response) -> str:
-    result = response.get("result")
-    if isinstance(result, dict) and "upsert_concept_nodes" in result:
-        return f"upserted {len(result['upsert_concept_nodes'])} concepts and {len(result['upsert_proposition_links'])} propositions in {result['blocks']} UPSERT block(s)"
-    return _short(response)
+def _summary(capsule: str, response) -> str:
+    """What a capsule wrote, counted from its text (SET PROPOSITIONS links included), or the error."""
+    from .output import writes_summary
+    from .source import write_counts
+
+    if "error" in response:
+        return _short(response)
+    return writes_summary(write_counts(capsule))
 
 
-def run_demo(nexus, echo: Callable[[str], None]) -> None:
+class DemoRefused(Exception):
+    """The target database holds data other than KIP's and ``--yes`` was not given."""
+
+
+def where(nexus) -> str:
+    """'Neo4j 5.26.x community at bolt://host:7687, database neo4j' (the URI without credentials)."""
+    return f"Neo4j {nexus.server_version()} at {nexus.uri}, database {nexus.database or '(the server default)'}"
+
+
+def foreign_nodes(nexus) -> int:
+    """Nodes that are not the engine's (concepts and propositions of any namespace, nexus nodes): somebody else's data."""
+    records, _, _ = nexus.driver.execute_query(
+        "MATCH (n) WHERE NOT any(l IN labels(n) WHERE any(s IN $stems WHERE l = s OR l STARTS WITH s + '__')) RETURN count(n) AS c",
+        stems=list(storage.RESERVED_LABEL_STEMS), database_=nexus.database,
+    )
+    return records[0]["c"]
+
+
+def check_target(nexus, *, yes: bool) -> None:
+    """Refuse (DemoRefused) to write the example capsules next to data that is not KIP's, unless ``yes``."""
+    foreign = foreign_nodes(nexus)
+    if foreign and not yes:
+        raise DemoRefused(
+            f"{nexus.uri} holds {foreign} node(s) that are not KIP data; the demo would add its example types and "
+            "capsules (Drug, Symptom, …) to that database. Re-run with --yes to write there anyway, or unset "
+            "NEO4J_URI / --uri to run the demo on its own local server."
+        )
+
+
+def run_demo(nexus, echo: Callable[[str], None], *, yes: bool = False) -> None:
     """Each step prints its KIP, the Cypher it compiles to, and the KIP response (JSON and as a table)."""
-    from .shell import render_response
+    from .. import resources
+    from .output import response_text
 
-    echo(f"Neo4j {nexus.server_version()} at {nexus.uri}")
+    echo(f"Writing the demo into {where(nexus)}")
+    check_target(nexus, yes=yes)
     try:
         applied = nexus.bootstrap()
-        echo(f"Bootstrapped Genesis: {_summary({'result': applied['Genesis']})}")
+        echo(f"Bootstrapped Genesis: {_summary(resources.capsule_text('Genesis'), {'result': applied['Genesis']})}")
     except KipError as exc:
         echo(f"Bootstrap failed: {json.dumps(exc.to_dict())}")
         return
     for title, command in (("Schema capsule", DEMO_SCHEMA), ("Data capsule", DEMO_DATA)):
         echo(f"\n== {title}\n{command.strip()}")
-        echo("-- response " + _summary(nexus.execute_kip(command)))
+        echo("-- response " + _summary(command, nexus.execute_kip(command)))
     for command in DEMO_QUERIES:
         echo(f"\n== KIP\n{command}")
         try:
@@ -93,7 +133,7 @@ def run_demo(nexus, echo: Callable[[str], None]) -> None:
             echo(f"-- compile error {json.dumps(exc.to_dict())}")
         response = nexus.execute_kip_readonly(command)
         echo("-- response " + _short(response))
-        echo(render_response(command, response))
+        echo(response_text(command, response))
     echo("\n== A batch (spec §6.2.3): syntax and read errors come back inline, a failing UPSERT stops the rest")
     echo(json.dumps(DEMO_BATCH, ensure_ascii=False, indent=2))
     for index, item in enumerate(nexus.execute_kip(commands=DEMO_BATCH)["result"]):

@@ -1,0 +1,4 @@
+"""``python -m kip2cypher.cli``."""
+from .app import main
+
+main()

@@ -1,0 +1,560 @@
+"""The ``kip2cypher`` command line (click), for people.
+
+Every sub-command that talks to Neo4j takes ``--uri --user --password --database``
+(defaulting to ``NEO4J_URI`` / ``NEO4J_USERNAME`` / ``NEO4J_PASSWORD`` /
+``NEO4J_DATABASE``). KIP errors are printed as the spec's error JSON and give
+exit status 1; no Python traceback is ever shown for a KIP-level failure.
+
+Imports are lazy: ``parse`` and ``compile`` never load the neo4j driver, rich or
+prompt_toolkit (``tests/test_cli_offline.py`` checks the driver stays out).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import functools
+import os
+import sys
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import click
+
+from .. import KipError, __version__
+from .jsonout import dump
+from .jsonout import fail as _fail
+
+
+@dataclass(frozen=True)
+class Connect:
+    """Where a command connects: the ``--uri --user --password --database --namespace`` options."""
+
+    uri: Optional[str]
+    user: Optional[str]
+    password: Optional[str]
+    database: Optional[str]
+    namespace: Optional[str]
+
+    def open(self, *, start_local: bool = False, asynchronous: bool = False):
+        """Connect (an ``AsyncNexus`` with ``asynchronous``); with ``start_local`` and no URI
+        configured, start the bundled local Neo4j first."""
+        from ..execute import Nexus
+
+        if self.uri is None and start_local:
+            from .. import localneo4j
+
+            try:
+                version = localneo4j.start(log=lambda m: click.echo(m, err=True))
+            except localneo4j.LocalNeo4jError as exc:
+                raise click.ClickException(str(exc))
+            click.echo(f"Local Neo4j {version} at {localneo4j.LocalConfig.from_env().uri}", err=True)
+        auth = (self.user, self.password) if self.user and self.password is not None else None
+        if asynchronous:
+            from ..async_nexus import AsyncNexus
+
+            return AsyncNexus(self.uri, auth=auth, database=self.database, namespace=self.namespace)
+        return Nexus(self.uri, auth=auth, database=self.database, namespace=self.namespace)
+
+
+_CONNECT_OPTIONS = (
+    click.option("--uri", envvar="NEO4J_URI", default=None, help="bolt://, neo4j://, neo4j+s:// URI [env NEO4J_URI; default: the local server]."),
+    click.option("--user", envvar=["NEO4J_USERNAME", "NEO4J_USER"], default=None, help="Neo4j user [env NEO4J_USERNAME]."),
+    click.option("--password", envvar="NEO4J_PASSWORD", default=None, help="Neo4j password [env NEO4J_PASSWORD]."),
+    click.option("--database", envvar="NEO4J_DATABASE", default=None, help="Neo4j database [env NEO4J_DATABASE; default: the server's default]."),
+    click.option("--namespace", envvar="KIP2CYPHER_NAMESPACE", default=None, help="The nexus inside the database (docs/namespaces.md) [env KIP2CYPHER_NAMESPACE; default: the default namespace]."),
+)
+
+
+def _connect_options(fn=None, *, namespace: bool = True):
+    """The connection options, handed to the command as one ``conn: Connect`` (without
+    ``--namespace`` for commands about the whole database)."""
+
+    def decorate(fn):
+        @functools.wraps(fn)
+        def command(*args, uri, user, password, database, namespace=None, **kwargs):
+            return fn(*args, conn=Connect(uri, user, password, database, namespace), **kwargs)
+
+        for option in reversed(_CONNECT_OPTIONS if namespace else _CONNECT_OPTIONS[:-1]):
+            command = option(command)
+        return command
+
+    return decorate(fn) if fn is not None else decorate
+
+
+def _verbose_option(fn):
+    def enable(ctx, param, value):
+        if value:
+            handler = logging.StreamHandler(sys.stderr)
+            handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+            logger = logging.getLogger("kip2cypher")
+            logger.addHandler(handler)
+            logger.setLevel(logging.DEBUG)
+        return value
+
+    return click.option("-v", "--verbose", is_flag=True, expose_value=False, is_eager=True, callback=enable, help="Log every Cypher statement and its parameters to stderr.")(fn)
+
+
+class _Group(click.Group):
+    """Every sub-command's failure is printed as a KIP error object (exit 1), never a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        from .. import errors
+
+        try:
+            return super().invoke(ctx)
+        except errors.KipError as exc:
+            _fail(exc.to_dict(), err=True)
+        except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit, KeyboardInterrupt):
+            raise
+        except Exception as exc:  # noqa: BLE001
+            if _is_driver_error(exc):
+                from ..execution.neo4j_errors import from_neo4j
+
+                _fail(from_neo4j(exc).to_dict(), err=True)
+            if os.environ.get("KIP2CYPHER_DEBUG") == "1":
+                raise
+            _fail(errors.KipError(errors.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}", "Set KIP2CYPHER_DEBUG=1 to see the traceback.").to_dict(), err=True)
+
+
+def _is_driver_error(exc: Exception) -> bool:
+    """A neo4j driver exception — checked without importing the driver (a command that never
+    connected cannot raise one)."""
+    driver_errors = sys.modules.get("neo4j.exceptions")
+    return driver_errors is not None and isinstance(exc, (driver_errors.Neo4jError, driver_errors.DriverError))
+
+
+@click.group(cls=_Group)
+@click.version_option(__version__, prog_name="kip2cypher")
+def main() -> None:
+    """KIP (Knowledge Interaction Protocol) on Neo4j."""
+
+
+# ---------------------------------------------------------------- neo4j
+@main.group()
+def neo4j() -> None:
+    """Manage the local Neo4j Community server (no Docker needed)."""
+
+
+@neo4j.command("start")
+@click.option("--port", type=int, default=None, help="Bolt port (default 7687 or KIP2CYPHER_NEO4J_PORT).")
+@click.option("--data", "home", default=None, help="Data directory (default under ~/.cache/kip2cypher).")
+def neo4j_start(port: Optional[int], home: Optional[str]) -> None:
+    """Start Neo4j in the background and wait until Bolt answers."""
+    from .. import localneo4j
+
+    cfg = localneo4j.LocalConfig.from_env(port, home)
+    try:
+        version = localneo4j.start(cfg, log=lambda m: click.echo(m, err=True))
+    except localneo4j.LocalNeo4jError as exc:
+        raise click.ClickException(str(exc))
+    click.echo(f"Neo4j {version} up at {cfg.uri} (data: {cfg.home})")
+
+
+@neo4j.command("stop")
+@click.option("--port", type=int, default=None)
+@click.option("--data", "home", default=None)
+def neo4j_stop(port: Optional[int], home: Optional[str]) -> None:
+    """Shut the local Neo4j down cleanly."""
+    from .. import localneo4j
+
+    cfg = localneo4j.LocalConfig.from_env(port, home)
+    click.echo("stopped" if localneo4j.stop(cfg) else "not running")
+
+
+@neo4j.command("status")
+@click.option("--port", type=int, default=None)
+@click.option("--data", "home", default=None)
+def neo4j_status(port: Optional[int], home: Optional[str]) -> None:
+    """Say whether the local Neo4j is up, and its version."""
+    from .. import localneo4j
+
+    cfg = localneo4j.LocalConfig.from_env(port, home)
+    up, version = localneo4j.status(cfg)
+    click.echo(f"up {cfg.uri} Neo4j {version}" if up else f"down ({cfg.uri})")
+    sys.exit(0 if up else 3)
+
+
+# ---------------------------------------------------------------- helpers
+def _parse_params(params: Optional[str]) -> dict[str, Any]:
+    if not params:
+        return {}
+    try:
+        value = json.loads(params)
+    except json.JSONDecodeError as exc:
+        raise click.BadParameter(f"--params is not JSON: {exc}")
+    if not isinstance(value, dict):
+        raise click.BadParameter("--params must be a JSON object")
+    return value
+
+
+SOURCE_HELP = "SOURCE is a file, '-' for stdin (the default), or the KIP text itself."
+
+
+# ---------------------------------------------------------------- language
+@main.command("parse", epilog=SOURCE_HELP)
+@click.argument("source", default="-")
+def parse_cmd(source: str) -> None:
+    """Print the AST of a KIP command (or of each command of a script) as JSON."""
+    from .source import ast_json, command_texts, read_source
+
+    try:
+        trees = [ast_json(command) for command, _ in command_texts(read_source(source))]
+    except KipError as exc:
+        _fail(exc.to_dict())
+    click.echo(dump(trees[0] if len(trees) == 1 else trees))
+
+
+@main.command("compile", epilog=SOURCE_HELP)
+@click.argument("source", default="-")
+@click.option("--params", default=None, help="Parameters as a JSON object.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--explain", is_flag=True, help="Run EXPLAIN on the configured Neo4j and print each statement's plan.")
+@_connect_options
+def compile_cmd(source: str, params: Optional[str], fmt: str, explain: bool, conn: Connect) -> None:
+    """Print the Cypher (and parameters) a KIP command — or each command of a script — compiles to.
+
+    Without --explain nothing connects to Neo4j.
+    """
+    from .source import command_texts, first_line, read_source
+
+    parameters = _parse_params(params)
+    try:
+        commands = command_texts(read_source(source))
+        if explain:
+            with conn.open() as nexus:
+                compiled = [nexus.explain(command, parameters) for command, _ in commands]
+        else:
+            from .. import compile as compile_command
+
+            compiled = [compile_command(command, parameters, namespace=conn.namespace) for command, _ in commands]
+    except KipError as exc:
+        _fail(exc.to_dict())
+    if fmt == "json":
+        click.echo(dump(compiled[0] if len(compiled) == 1 else compiled))
+        return
+    for number, ((command, line), statements) in enumerate(zip(commands, compiled), start=1):
+        if len(commands) > 1:
+            click.echo(f"// ===== command {number} (line {line}): {first_line(command, 60)}")
+        for index, statement in enumerate(statements):
+            if len(statements) > 1:
+                click.echo(f"// statement {index + 1}{': ' + statement['label'] if statement.get('label') else ''}")
+            click.echo(statement["cypher"])
+            click.echo(f"// parameters: {json.dumps(statement['parameters'], ensure_ascii=False, default=str)}")
+            if "plan" in statement:
+                click.echo("// plan:\n" + "\n".join(f"//   {line_}" for line_ in statement["plan"].splitlines()))
+
+
+# ---------------------------------------------------------------- execution
+@main.command("call", epilog="SOURCE is a file, '-' for stdin (the default), or the request itself. "
+              "Whatever its origin, text starting with '{' is the request JSON; anything else is one KIP command.")
+@click.argument("source", required=False)
+@click.option("--request", "request_file", default=None, help="Read the request from FILE (same as giving FILE as SOURCE).")
+@click.option("--params", default=None, help="Parameters for a KIP command given as text, as a JSON object.")
+@click.option("--readonly", is_flag=True, help="Use execute_kip_readonly.")
+@click.option("--format", "fmt", type=click.Choice(["json", "table"]), default="json", show_default=True, help="table prints results as the shell does.")
+@_verbose_option
+@_connect_options
+def call_cmd(source: Optional[str], request_file: Optional[str], params: Optional[str], readonly: bool, fmt: str, conn: Connect) -> None:
+    """Function-call JSON in, response JSON out (spec §6).
+
+    The request is the arguments object {"command"|"commands", "parameters", "dry_run"},
+    the spec's full envelope {"function": {"name": "execute_kip[_readonly]", "arguments": {...}}},
+    or simply a KIP command (kip2cypher call 'DESCRIBE PRIMER').
+    Exit status 1 when the response has a top-level error.
+    """
+    from .source import read_source, refuse_missing_file
+
+    request = read_source(source or request_file or "-")
+    if not request.text.lstrip().startswith(("{", "[")):
+        refuse_missing_file(request)
+    arguments, readonly = _request_arguments(request.text, _parse_params(params), readonly)
+    with conn.open() as nexus:
+        response = nexus.execute(arguments, readonly=readonly)
+    if fmt == "table":
+        _print_table_response(arguments, response)
+    else:
+        click.echo(dump(response))
+    sys.exit(1 if "error" in response else 0)
+
+
+def _request_arguments(text: str, parameters: dict[str, Any], readonly: bool) -> tuple[Any, bool]:
+    """The §6.1 arguments object of ``call``'s input, and whether it asks for execute_kip_readonly."""
+    from ..errors import INVALID_SYNTAX
+
+    if not text.lstrip().startswith(("{", "[")):
+        return {"command": text, "parameters": parameters or None}, readonly
+    try:
+        arguments = json.loads(text)
+    except ValueError as exc:
+        _fail(KipError(INVALID_SYNTAX, f"The request is not JSON: {exc}", 'Send {"command": "<KIP>"}.').to_dict())
+    if isinstance(arguments, dict) and isinstance(arguments.get("function"), dict) and set(arguments) == {"function"}:
+        function = arguments["function"]
+        name = function.get("name")
+        if name not in ("execute_kip", "execute_kip_readonly"):
+            _fail(KipError(INVALID_SYNTAX, f"Unknown function {name!r}.", "Use execute_kip or execute_kip_readonly.").to_dict())
+        readonly = readonly or name == "execute_kip_readonly"
+        arguments = function.get("arguments", {})
+        if isinstance(arguments, str):  # some clients send arguments as a JSON string
+            try:
+                arguments = json.loads(arguments)
+            except ValueError as exc:
+                _fail(KipError(INVALID_SYNTAX, f"function.arguments is not JSON: {exc}").to_dict())
+    return arguments, readonly
+
+
+def _print_table_response(arguments: Any, response: dict[str, Any]) -> None:
+    """``call --format table``: each command's response as the shell prints it."""
+    from .output import make_console, render_response
+    from .source import first_line
+
+    console = make_console()
+    if not isinstance(arguments, dict) or "error" in response or arguments.get("commands") is None:
+        command = arguments.get("command") if isinstance(arguments, dict) else None
+        console.print(render_response(command or "", response, console=console))
+        return
+    for index, (item, item_response) in enumerate(zip(arguments["commands"], response["result"])):
+        command = item.get("command", "") if isinstance(item, dict) else str(item)
+        console.print(f"[{index}] {first_line(command, 70)}")
+        console.print(render_response(command, item_response, console=console))
+
+
+@main.command("run")
+@click.argument("source")
+@click.option("--params", default=None, help="Shared parameters as a JSON object.")
+@click.option("--dry-run", is_flag=True, help="Validate every command against the live schema without writing.")
+@click.option("--readonly", is_flag=True, help="Refuse KML: run the script as execute_kip_readonly would.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "table"]), default="text", show_default=True,
+              help="text: a line per command; json: the §6.2.3 batch response; table: one table at the end.")
+@_verbose_option
+@_connect_options
+def run_cmd(source: str, params: Optional[str], dry_run: bool, readonly: bool, fmt: str, conn: Connect) -> None:
+    """Execute a .kip file: a capsule or a script of several commands, in order.
+
+    Follows the batch rules of spec §6: a KML execution error stops the run; read
+    errors are reported and the run goes on. On a terminal a live bar on stderr counts
+    commands and UPSERT blocks; the summary counts what was written (SET PROPOSITIONS
+    links included). Exit 1 when any command failed.
+    """
+    from .run import run_script
+    from .source import read_file
+
+    parameters = _parse_params(params)
+    text = read_file(source)
+    with conn.open() as nexus:
+        failed = run_script(nexus, text, source, parameters=parameters, dry_run=dry_run, readonly=readonly, fmt=fmt)
+    sys.exit(1 if failed else 0)
+
+
+@main.command("export")
+@click.argument("pattern")
+@click.option("--target", default="?n", show_default=True, help="The WHERE variable to export.")
+@click.option("--limit", type=int, default=500, show_default=True, help="Elements per page.")
+@click.option("--params", default=None, help="Parameters for placeholders in PATTERN, as a JSON object.")
+@click.option("--max-pages", type=int, default=0, help="Stop after this many pages (0: follow next_cursor to the end).")
+@_connect_options
+def export_cmd(pattern: str, target: str, limit: int, params: Optional[str], max_pages: int, conn: Connect) -> None:
+    """Export the elements matched by a WHERE pattern as a capsule (.kip) on stdout.
+
+    PATTERN is the body of an EXPORT's WHERE block, e.g.
+    '(?n, "belongs_to_domain", {type: "Domain", name: "Medical"})'. Pages are
+    followed through next_cursor; each page is an idempotent capsule and applying
+    the file (`kip2cypher run file.kip`) reproduces the subgraph.
+    """
+    parameters = _parse_params(params)
+    target = target if target.startswith("?") else f"?{target}"
+    base = f"EXPORT {target}\nWHERE {{\n  {pattern.strip()}\n}}\nLIMIT {int(limit)}"
+    cursor: Optional[str] = None
+    pages = concepts = propositions = 0
+    with conn.open() as nexus:
+        while True:
+            command = base + (f"\nCURSOR {json.dumps(cursor)}" if cursor else "")
+            response = nexus.execute_kip_readonly(command, parameters=parameters or None)
+            if "error" in response:
+                click.echo(f"export failed on page {pages + 1}:", err=True)
+                _fail(response["error"], err=True)
+            result = response.get("result") or {}
+            pages += 1
+            concepts += int(result.get("concepts") or 0)
+            propositions += int(result.get("propositions") or 0)
+            capsule = (result.get("capsule") or "").strip()
+            if capsule:
+                click.echo(f"// kip2cypher export, page {pages}: {result.get('concepts', 0)} concepts, {result.get('propositions', 0)} propositions")
+                click.echo(capsule + "\n")
+            cursor = response.get("next_cursor")
+            if not cursor or (max_pages and pages >= max_pages):
+                break
+    more = " (more pages remain: raise --max-pages)" if cursor else ""
+    click.echo(f"exported {concepts} concepts and {propositions} propositions in {pages} page(s){more}", err=True)
+
+
+@main.command("shell")
+@click.option("--readonly", is_flag=True, help="Start with writes refused (toggle with :readonly off).")
+@click.option("--cypher/--no-cypher", "show_cypher", default=False, help="Show each command's Cypher (toggle with :cypher on|off).")
+@click.option("--history", "history_file", default=None, envvar="KIP2CYPHER_HISTORY", help="History file [env KIP2CYPHER_HISTORY; default: shell_history in the user data dir].")
+@_connect_options
+def shell_cmd(readonly: bool, show_cypher: bool, history_file: Optional[str], conn: Connect) -> None:
+    """Interactive KIP: end a command with a blank line or `;`. Type :help for the colon commands.
+
+    Ctrl-C discards the command being typed, Ctrl-D leaves; Tab completes keywords, :commands
+    and the connected nexus's concept types and predicates.
+    """
+    from .shell import Shell
+
+    with conn.open() as nexus:
+        Shell(nexus, readonly=readonly, show_cypher=show_cypher, history_file=history_file).loop()
+
+
+class _EnvOption(click.Option):
+    """An option whose bad value names its environment variable too (it may have come from there)."""
+
+    def get_error_hint(self, ctx: click.Context) -> str:
+        envvars = [self.envvar] if isinstance(self.envvar, str) else list(self.envvar or [])
+        return super().get_error_hint(ctx) + (f" (env {' / '.join(envvars)})" if envvars else "")
+
+
+def _csv(value: Optional[str]) -> list[str]:
+    return [item.strip() for item in (value or "").split(",") if item.strip()]
+
+
+@main.command("mcp")
+@click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True, cls=_EnvOption, envvar="KIP2CYPHER_MCP_TRANSPORT", help="stdio: one local client; http: the SDK's streamable HTTP, many clients [env KIP2CYPHER_MCP_TRANSPORT].")
+@click.option("--host", default="127.0.0.1", show_default=True, cls=_EnvOption, envvar="KIP2CYPHER_MCP_HOST", help="HTTP: address to listen on [env KIP2CYPHER_MCP_HOST].")
+@click.option("--port", type=int, default=8000, show_default=True, cls=_EnvOption, envvar="KIP2CYPHER_MCP_PORT", help="HTTP: port (0 = any free port, printed at start) [env KIP2CYPHER_MCP_PORT].")
+@click.option("--path", "http_path", default="/mcp", show_default=True, cls=_EnvOption, envvar="KIP2CYPHER_MCP_PATH", help="HTTP: endpoint path [env KIP2CYPHER_MCP_PATH].")
+@click.option("--tokens-file", default=None, cls=_EnvOption, envvar="KIP2CYPHER_MCP_TOKENS_FILE", type=click.Path(dir_okay=False), help="HTTP: bearer tokens, `<token> rw|ro [namespace]` a line [env KIP2CYPHER_MCP_TOKENS_FILE]; also KIP2CYPHER_MCP_TOKENS='<token>:rw,<token>:ro:alice'.")
+@click.option("--no-auth", is_flag=True, help="HTTP: serve without tokens (refused unless --host is loopback).")
+@click.option("--allowed-hosts", default=None, cls=_EnvOption, envvar="KIP2CYPHER_MCP_ALLOWED_HOSTS", help="HTTP: extra Host header values accepted, comma-separated, e.g. 'kip.example.com:*' (DNS-rebinding protection) [env KIP2CYPHER_MCP_ALLOWED_HOSTS].")
+@click.option("--allowed-origins", default=None, cls=_EnvOption, envvar="KIP2CYPHER_MCP_ALLOWED_ORIGINS", help="HTTP: extra browser Origin values accepted, comma-separated [env KIP2CYPHER_MCP_ALLOWED_ORIGINS].")
+@click.option("--max-request-bytes", type=click.IntRange(min=1024), default=None, cls=_EnvOption, envvar="KIP2CYPHER_MCP_MAX_REQUEST_BYTES", help="HTTP: largest request body (default 2 MiB); larger ones get KIP_4002 before parsing [env KIP2CYPHER_MCP_MAX_REQUEST_BYTES].")
+@click.option("--request-timeout", type=click.FloatRange(min=0), default=None, cls=_EnvOption, envvar="KIP2CYPHER_MCP_REQUEST_TIMEOUT_S", help="Seconds one tool call may take before it answers KIP_4001 (default 120; 0 = none) [env KIP2CYPHER_MCP_REQUEST_TIMEOUT_S].")
+@click.option("--readonly", is_flag=True, cls=_EnvOption, envvar="KIP2CYPHER_READONLY", help="Expose only execute_kip_readonly [env KIP2CYPHER_READONLY=1].")
+@click.option("--bootstrap", is_flag=True, help="Create the schema objects and apply Genesis before serving (idempotent).")
+@click.option("--with-capsules", is_flag=True, help="With --bootstrap: also apply the standard capsules ($self, Person, Event, …).")
+@click.option("--start-local", is_flag=True, help="Start the bundled local Neo4j when no --uri / NEO4J_URI is set.")
+@_connect_options
+def mcp_cmd(transport: str, host: str, port: int, http_path: str, tokens_file: Optional[str], no_auth: bool, allowed_hosts: Optional[str], allowed_origins: Optional[str],
+            max_request_bytes: Optional[int], request_timeout: Optional[float], readonly: bool, bootstrap: bool, with_capsules: bool, start_local: bool, conn: Connect) -> None:
+    """Serve execute_kip and execute_kip_readonly over MCP: stdio (default) or streamable HTTP.
+
+    stdio: stdout carries only the protocol; logs go to stderr. http: every request needs
+    `Authorization: Bearer <token>`; an `ro` token may only use execute_kip_readonly.
+    """
+    from .. import mcp_server
+
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(name)s: %(message)s")
+    http = None
+    try:
+        if transport == "http":
+            http = mcp_server.HttpOptions(
+                host=host, port=port, path=http_path, no_auth=no_auth,
+                tokens=mcp_server.parse_tokens(os.environ.get("KIP2CYPHER_MCP_TOKENS"), tokens_file),
+                allowed_hosts=_csv(allowed_hosts), allowed_origins=_csv(allowed_origins),
+                max_request_bytes=max_request_bytes or mcp_server.DEFAULT_MAX_REQUEST_BYTES,
+            )
+        timeout = mcp_server.DEFAULT_REQUEST_TIMEOUT_S if request_timeout is None else request_timeout
+        mcp_server.run(lambda: conn.open(start_local=start_local, asynchronous=True), readonly=readonly, bootstrap=bootstrap, capsules=with_capsules, http=http, request_timeout_s=timeout)
+    except mcp_server.McpConfigError as exc:
+        raise click.ClickException(str(exc))
+
+
+@main.command("bootstrap")
+@click.option("--with-capsules", is_flag=True, help="Also apply the standard capsules (Event, Person, $self, …).")
+@click.option("--upgrade", is_flag=True, help="Apply the shipped capsules as the engine: a newer Genesis or standard capsule may change the protected structures it defines (idempotent).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "table"]), default="text", show_default=True, help="json: each capsule's UPSERT result, ids included.")
+@click.option("-v", "--verbose", is_flag=True, help="text/table: also list the element ids each capsule upserted.")
+@_connect_options
+def bootstrap_cmd(with_capsules: bool, upgrade: bool, fmt: str, verbose: bool, conn: Connect) -> None:
+    """Create the schema objects and apply the Genesis capsule (idempotent)."""
+    from .. import resources
+    from .demo import where
+    from .output import make_console, table, writes_summary
+    from .source import write_counts
+
+    with conn.open(start_local=True) as nexus:
+        click.echo(f"Bootstrapping {where(nexus)}", err=True)
+        applied = nexus.bootstrap(capsules=with_capsules, upgrade=upgrade)
+    if fmt == "json":
+        click.echo(dump(applied))
+        return
+    counts = {name: write_counts(resources.capsule_text(name)) for name in applied}
+    console = make_console()
+    if fmt == "table":
+        rows = [[name, c.upserts, c.concepts, c.propositions] for name, c in counts.items()]
+        console.print(table(["capsule", "UPSERT blocks", "concepts", "propositions"], rows, console=console, count=False))
+    else:
+        for name, c in counts.items():
+            console.print(f"applied {name}: {writes_summary(c)}", soft_wrap=True)
+    if verbose:
+        for name, result in applied.items():
+            console.print(f"{name} ids: {json.dumps(result, ensure_ascii=False)}", soft_wrap=True)
+
+
+@main.command("demo")
+@click.option("--yes", is_flag=True, help="Write the example capsules even into a database that holds data other than KIP's.")
+@_connect_options
+def demo_cmd(yes: bool, conn: Connect) -> None:
+    """Bootstrap, load an example capsule and run queries, showing each one's Cypher.
+
+    Without --uri / NEO4J_URI the demo starts (or reuses) a local Neo4j of its own: port
+    KIP2CYPHER_DEMO_PORT (7697), data directory KIP2CYPHER_DEMO_HOME — never the server on 7687.
+    """
+    from .. import localneo4j
+    from . import demo
+
+    if conn.uri is None:
+        cfg = localneo4j.demo_config()
+        try:
+            version = localneo4j.start(cfg, log=lambda m: click.echo(m, err=True), require_own=True)
+        except localneo4j.LocalNeo4jError as exc:
+            raise click.ClickException(str(exc))
+        click.echo(f"The demo's own local Neo4j {version} at {cfg.uri} (data: {cfg.home}; stop it with `kip2cypher neo4j stop --port {cfg.port} --data {cfg.home}`)", err=True)
+        conn = dataclasses.replace(conn, uri=cfg.uri)
+    with conn.open() as nexus:
+        try:
+            demo.run_demo(nexus, click.echo, yes=yes)
+        except demo.DemoRefused as exc:
+            raise click.ClickException(str(exc))
+
+
+
+# ---------------------------------------------------------------- namespaces
+@main.group("namespaces")
+def namespaces_group() -> None:
+    """The isolated nexuses of one database (docs/namespaces.md)."""
+
+
+@namespaces_group.command("list")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@_connect_options(namespace=False)
+def namespaces_list(fmt: str, conn: Connect) -> None:
+    """List the namespaces with their concept and proposition counts."""
+    from .. import namespaces
+    from .output import make_console, table
+
+    with conn.open() as nexus:
+        found = namespaces.list_namespaces(nexus.driver, nexus.database)
+    if fmt == "json":
+        click.echo(dump([info.to_dict() for info in found]))
+        return
+    rows = [[info.namespace or "(default)", info.concepts, info.propositions, "yes" if info.bootstrapped else "no"] for info in found]
+    console = make_console()
+    console.print(table(["namespace", "concepts", "propositions", "schema created"], rows, console=console, count=False))
+
+
+@namespaces_group.command("drop")
+@click.argument("name")
+@click.option("--yes", is_flag=True, help="Really delete the namespace's elements, constraints, indexes and nexus node.")
+@_connect_options(namespace=False)
+def namespaces_drop(name: str, yes: bool, conn: Connect) -> None:
+    """Delete the namespace NAME: all its concepts and propositions, its schema objects and its
+    nexus node. Nothing of another namespace or outside KIP is touched. Refused without --yes."""
+    from .. import namespaces
+
+    with conn.open() as nexus:
+        if not yes:
+            info = {i.namespace: i for i in namespaces.list_namespaces(nexus.driver, nexus.database)}.get(name)
+            what = f"{info.concepts} concepts and {info.propositions} propositions" if info else "nothing (no such namespace)"
+            raise click.ClickException(f"Dropping namespace {name!r} would delete {what} and its schema objects; add --yes to do it.")
+        removed = namespaces.drop_namespace(nexus.driver, nexus.database, name)
+    click.echo(dump(removed))

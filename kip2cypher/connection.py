@@ -1,0 +1,160 @@
+"""Opening a Neo4j driver for a Nexus: URI hygiene and a fail-fast reachability check.
+
+Why a check of its own: the driver retries a failing transaction for ``max_retry_s`` (30 s) and
+waits up to 60 s for a Bolt handshake, so a wrong or unreachable URI used to answer after
+30–70 s. A Nexus therefore proves once, with short timeouts, that the server answers before its
+first transaction; after that, a failure is a transient one of a server that answered and the
+driver's retries apply (docs/interfaces.md, "Fail fast").
+
+Credentials never leave this module inside a URI: ``split_credentials`` moves ``user:password@``
+out of the URI into the auth tuple (the driver itself refuses such URIs, quoting them whole in
+its error), and every message names ``redact(uri)``.
+"""
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any, Optional
+from urllib.parse import unquote, urlsplit, urlunsplit
+
+from neo4j import AsyncGraphDatabase, GraphDatabase
+from neo4j.exceptions import DriverError, Neo4jError
+
+from . import errors
+from .errors import KipError
+from .execution.neo4j_errors import from_neo4j
+
+#: Seconds the first contact may take (TCP connect, then the Bolt handshake and authentication).
+CHECK_TIMEOUT_S = 3.0
+SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
+
+
+def split_credentials(uri: str) -> tuple[str, Optional[tuple[str, str]]]:
+    """``bolt://user:pw@host:7687`` → (``bolt://host:7687``, ("user", "pw")); other URIs unchanged."""
+    parts = urlsplit(uri)
+    if "@" not in parts.netloc:
+        return uri, None
+    userinfo, _, hostport = parts.netloc.rpartition("@")
+    user, _, password = userinfo.partition(":")
+    return urlunsplit(parts._replace(netloc=hostport)), (unquote(user), unquote(password))
+
+
+def redact(uri: str) -> str:
+    """The URI as it may appear in a message or a log: without any ``user:password@``."""
+    return split_credentials(uri)[0]
+
+
+def check_uri(uri: str) -> None:
+    """Refuse a URI the driver cannot use, with a message an operator can act on (KIP_4003)."""
+    scheme = urlsplit(uri).scheme.lower()
+    if scheme not in SCHEMES or not urlsplit(uri).hostname:
+        raise KipError(
+            errors.INTERNAL_ERROR,
+            f"{redact(uri)!r} is not a Neo4j Bolt URI.",
+            "Set NEO4J_URI (or --uri) to bolt://host:7687, neo4j://host:7687 or neo4j+s://host (Aura); "
+            "http:// addresses (the browser port 7474) do not speak Bolt.",
+        )
+
+
+def open_driver(uri: str, auth: Any, options: dict[str, Any]) -> Any:
+    """``GraphDatabase.driver`` whose configuration errors are KIP errors that never quote credentials."""
+    check_uri(uri)
+    try:
+        return GraphDatabase.driver(uri, auth=auth, **options)
+    except (DriverError, ValueError, TypeError) as exc:
+        raise KipError(errors.INTERNAL_ERROR, f"Cannot open a Neo4j driver for {redact(uri)}: {_scrub(str(exc), uri)}", "Fix NEO4J_URI / --uri or the driver options.") from None
+
+
+class ReachabilityCheck:
+    """Once per Nexus, before its first transaction: does a Neo4j answer at this URI, quickly?
+
+    An owned driver is probed by a throw-away driver with short connection and acquisition
+    timeouts (the Nexus's own driver keeps the driver's defaults for its pool). A driver the
+    application passed in is checked with its own ``verify_connectivity`` and timeouts. A failed
+    check is not remembered: the next request checks again (the server may have come up).
+    """
+
+    def __init__(self, uri: str, auth: Any, options: dict[str, Any], driver: Any = None) -> None:
+        self._uri, self._auth, self._options, self._driver = uri, auth, options, driver
+        self._done = False
+        self._lock = threading.Lock()
+
+    def ensure(self) -> None:
+        """Return at once after a success; otherwise probe and raise KIP_4003 naming the URI."""
+        if self._done:
+            return
+        with self._lock:
+            if not self._done:
+                self._probe()
+                self._done = True
+
+    def _probe(self) -> None:
+        try:
+            if self._driver is not None:
+                self._driver.verify_connectivity()
+                return
+            options = {**self._options, "connection_timeout": CHECK_TIMEOUT_S, "connection_acquisition_timeout": CHECK_TIMEOUT_S, "max_connection_pool_size": 1}
+            with GraphDatabase.driver(self._uri, auth=self._auth, **options) as probe:
+                probe.verify_connectivity()
+        except (Neo4jError, DriverError, OSError) as exc:
+            raise unreachable(self._uri, exc) from None
+
+
+def unreachable(uri: str, exc: BaseException) -> KipError:
+    """The driver's failure, mapped as usual, with the (redacted) URI it was about."""
+    mapped = from_neo4j(exc)
+    where = redact(uri)
+    if mapped.message.startswith("Neo4j is unavailable"):
+        return KipError(
+            errors.INTERNAL_ERROR,
+            f"Neo4j at {where} is unavailable (no answer within {CHECK_TIMEOUT_S:g} s): {_scrub(getattr(exc, 'message', None) or str(exc), uri)}",
+            "Check NEO4J_URI / --uri (scheme, host, port) and that the server is running; retry once it is up.",
+        )
+    return KipError(mapped.code, f"Neo4j at {where}: {_scrub(mapped.message, uri)}", mapped.hint)
+
+
+def _scrub(text: str, uri: str) -> str:
+    """Remove the credentials of ``uri`` (and the raw URI) from a driver message."""
+    _, credentials = split_credentials(uri)
+    text = text.replace(uri, redact(uri))
+    if credentials and credentials[1]:
+        text = text.replace(credentials[1], "***")
+    return text
+
+
+# ---------------------------------------------------------------------------- asyncio
+def open_async_driver(uri: str, auth: Any, options: dict[str, Any]) -> Any:
+    """``open_driver`` for ``neo4j.AsyncGraphDatabase``."""
+    check_uri(uri)
+    try:
+        return AsyncGraphDatabase.driver(uri, auth=auth, **options)
+    except (DriverError, ValueError, TypeError) as exc:
+        raise KipError(errors.INTERNAL_ERROR, f"Cannot open a Neo4j driver for {redact(uri)}: {_scrub(str(exc), uri)}", "Fix NEO4J_URI / --uri or the driver options.") from None
+
+
+class AsyncReachabilityCheck:
+    """``ReachabilityCheck`` for an ``AsyncNexus``: the same probe, awaited."""
+
+    def __init__(self, uri: str, auth: Any, options: dict[str, Any], driver: Any = None) -> None:
+        self._uri, self._auth, self._options, self._driver = uri, auth, options, driver
+        self._done = False
+        self._lock = asyncio.Lock()
+
+    async def ensure(self) -> None:
+        if self._done:
+            return
+        async with self._lock:
+            if not self._done:
+                await self._probe()
+                self._done = True
+
+    async def _probe(self) -> None:
+        try:
+            if self._driver is not None:
+                await self._driver.verify_connectivity()
+                return
+            options = {**self._options, "connection_timeout": CHECK_TIMEOUT_S, "connection_acquisition_timeout": CHECK_TIMEOUT_S, "max_connection_pool_size": 1}
+            async with AsyncGraphDatabase.driver(self._uri, auth=self._auth, **options) as probe:
+                await probe.verify_connectivity()
+        except (Neo4jError, DriverError, OSError) as exc:
+            raise unreachable(self._uri, exc) from None

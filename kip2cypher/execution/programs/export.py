@@ -1,0 +1,172 @@
+"""The EXPORT program: one page of elements, the identities of their outside endpoints (one
+statement per nesting level), and the Knowledge Capsule that re-creates them.
+
+The capsule is built as AST nodes and printed by ``syntax.printer.to_kip``, so it is always
+text our parser accepts. An element of the same page is referenced by its local handle; any
+other concept by ``{type, name}``; any other proposition by a nested structural clause
+``(subject, "predicate", object)`` — ids are not portable. Reserved ``_`` metadata is never
+exported.
+"""
+from __future__ import annotations
+
+from typing import Any, Generator, Iterable, Optional, Union
+
+from ... import cursor, errors
+from ...cypher import storage
+from ...errors import KipError
+from ...lower import rules
+from ...lower.export import ExportPlan
+from ...syntax import ast
+from ...syntax.printer import to_kip
+from ...syntax.values import non_finite
+from ..requests import Context, Run
+from . import grounding
+from .dry_run import explain_all
+
+#: Nested proposition references deeper than this are treated as a corrupt graph (a cycle).
+MAX_REFERENCE_DEPTH = 64
+
+
+def export(plan: ExportPlan, ctx: Context) -> Generator[Any, Any, dict]:
+    if ctx.dry_run:
+        return (yield from explain_all("META", (plan.page, plan.refs, *plan.checks())))
+    rows = yield Run(plan.page, {"after": None if plan.after is None else list(plan.after), "fetch": plan.limit + 1})
+    # An undefined type or predicate makes the export empty; one only in OPTIONAL/NOT/UNION may hide anywhere.
+    yield from grounding.check(plan.names, plan.grounding_all if not rows and plan.after is None else plan.grounding_optional, plan.grounding_at)
+    page = rows[: plan.limit]
+    capsule = _Capsule()
+    inside = {row["element"]["id"] for row in page}
+    endpoints = {row["element"][k] for row in page if row["is_proposition"] for k in ("subject", "object")}
+    yield from _identities(plan, capsule, capsule.unknown(endpoints, inside))
+    counts = {"concepts": 0, "propositions": 0}
+    for row in page:
+        if row["is_proposition"]:
+            # Normally already known for the whole page (an endpoint inside the page comes first).
+            yield from _identities(plan, capsule, capsule.unknown((row["element"]["subject"], row["element"]["object"])))
+            capsule.proposition(row["element"])
+            counts["propositions"] += 1
+        else:
+            capsule.concept(row["element"])
+            counts["concepts"] += 1
+    response: dict[str, Any] = {"result": {"capsule": capsule.text(), **counts}}
+    if len(rows) > plan.limit:
+        response["next_cursor"] = cursor.encode(ctx.settings, plan.fingerprint, rows[plan.limit - 1]["sort_key"])
+    return response
+
+
+def _identities(plan: ExportPlan, capsule: "_Capsule", ids: set[str]) -> Generator[Any, Any, None]:
+    """Look up the identities of ``ids``, then of the endpoints of those that are propositions,
+    down to concepts: one statement per nesting level."""
+    while ids:
+        rows = yield Run(plan.refs, {"ids": sorted(ids)})
+        ids = capsule.learn(rows)
+
+
+# ------------------------------------------------------------------ values → AST
+def value_node(value: Any) -> ast.Value:
+    """A JSON value as a KIP value node (for the printer)."""
+    if isinstance(value, dict):
+        return ast.ObjectLit(tuple((str(k), value_node(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return ast.ListLit(tuple(value_node(v) for v in value))
+    return ast.Literal(value)
+
+
+def object_node(values: dict[str, Any]) -> Optional[ast.ObjectLit]:
+    return ast.ObjectLit(tuple((k, value_node(v)) for k, v in values.items())) if values else None
+
+
+def exportable(props: dict[str, Any], label: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """An element's attributes and author metadata, refusing a stored NaN / ±Infinity (KIP_2003):
+    a capsule holding one would not parse, so the backup would silently not re-apply. The engine
+    never stores one (UPDATE skips non-finite results); older or foreign data may."""
+    attributes, metadata = storage.split_properties(props)
+    metadata = author_metadata(metadata)
+    for what, values in (("attribute", attributes), ("metadata key", metadata)):
+        for key, value in values.items():
+            where = non_finite(value, f"{what} `{key}`")
+            if where:
+                raise KipError(
+                    errors.INVALID_VALUE_TYPE,
+                    f"EXPORT cannot write {where} of {label}: it holds a number that is not finite (NaN or Infinity), "
+                    "which no KIP capsule can express; nothing was exported.",
+                    f"Repair the value first (UPDATE ?x SET ATTRIBUTES {{ {key}: <a finite number or null> }} WHERE {{ ?x {{id: \"{props['id']}\"}} }}, "
+                    "or DELETE ATTRIBUTES / METADATA), then export again.",
+                )
+    return attributes, metadata
+
+
+def author_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
+    """Metadata without the engine's reserved ``_`` keys."""
+    return {k: v for k, v in metadata.items() if not k.startswith("_")}
+
+
+# ------------------------------------------------------------------ capsule assembly
+Ref = Union[ast.Var, ast.ConceptClause, ast.PropositionClause]
+
+
+class _Capsule:
+    """The blocks of one page, the handles given so far and the identities of outside endpoints."""
+
+    def __init__(self) -> None:
+        self.handles: dict[str, str] = {}
+        self.known: dict[str, dict[str, Any]] = {}
+        self.blocks: list[Union[ast.ConceptBlock, ast.PropositionBlock]] = []
+
+    def unknown(self, ids: Iterable[str], inside: Iterable[str] = ()) -> set[str]:
+        """The ids among ``ids`` with neither a handle nor a known identity (``inside``: ids that will get handles)."""
+        skip = set(inside)
+        return {i for i in ids if i not in self.known and i not in self.handles and i not in skip}
+
+    def learn(self, rows: list[dict[str, Any]]) -> set[str]:
+        """Record identity rows; returns the endpoints of the propositions among them still unknown."""
+        for row in rows:
+            self.known[row["id"]] = row
+        return self.unknown(endpoint for row in rows for endpoint in (row.get("subject"), row.get("object")) if endpoint)
+
+    def ref(self, element_id: str, depth: int = 0) -> Ref:
+        if element_id in self.handles:
+            return ast.Var(self.handles[element_id])
+        row = self.known.get(element_id)
+        if row is None or depth > MAX_REFERENCE_DEPTH:
+            raise KipError(errors.INTERNAL_ERROR, f"EXPORT could not resolve the endpoint {element_id}.", "The graph changed during the export or holds a dangling reference; retry.")
+        if row.get("type") is not None:
+            return ast.ConceptClause(type=ast.Literal(row["type"]), name=ast.Literal(row["name"]))
+        if row.get("predicate") is None:
+            raise KipError(errors.INTERNAL_ERROR, f"EXPORT found a dangling endpoint reference {element_id}.", "Repair the proposition that refers to it; retry.")
+        return ast.PropositionClause(
+            subject=self.ref(row["subject"], depth + 1),
+            predicate=ast.PredicatePattern((row["predicate"],)),
+            object=self.ref(row["object"], depth + 1),
+        )
+
+    def concept(self, props: dict[str, Any]) -> None:
+        attributes, metadata = exportable(props, rules.label(props["type"], props["name"]))
+        handle = f"c{len(self.handles) + 1}"
+        self.blocks.append(
+            ast.ConceptBlock(
+                handle=handle,
+                identity=ast.ConceptClause(type=ast.Literal(props["type"]), name=ast.Literal(props["name"])),
+                set_attributes=object_node(attributes),
+                metadata=object_node(metadata),
+            )
+        )
+        self.handles[props["id"]] = handle
+
+    def proposition(self, props: dict[str, Any]) -> None:
+        attributes, metadata = exportable(props, f"(id: {rules._q(props['id'])})")
+        identity = ast.PropositionClause(
+            subject=self.ref(props["subject"]),
+            predicate=ast.PredicatePattern((props["predicate"],)),
+            object=self.ref(props["object"]),
+        )
+        handle = f"p{len(self.handles) + 1}"
+        self.blocks.append(
+            ast.PropositionBlock(handle=handle, identity=identity, set_attributes=object_node(attributes), metadata=object_node(metadata))
+        )
+        self.handles[props["id"]] = handle
+
+    def text(self) -> str:
+        if not self.blocks:
+            return ""
+        return to_kip(ast.Capsule((ast.Upsert(tuple(self.blocks)),)))

@@ -1,0 +1,67 @@
+"""KIP memory as tools of an agent framework: plain functions, plus OpenAI-style tool specs.
+
+Agent frameworks register a plain Python function as a tool from its ``__name__``, its
+docstring and its type hints (LangChain ``@tool``, the OpenAI Agents SDK ``function_tool``,
+pydantic-ai, smolagents, LlamaIndex ``FunctionTool.from_defaults``); others take a JSON tool
+spec and hand back the model's tool call as a name and a JSON arguments string. Both shapes
+are here, on one ``Nexus``::
+
+    nexus = kip2cypher.connect()
+    agent = SomeFramework(tools=kip2cypher.tools.memory_tools(nexus))   # functions
+
+    specs = kip2cypher.tools.tool_specs()                               # chat-completions style
+    answer = kip2cypher.tools.dispatch(nexus, call.name, call.arguments)
+
+The descriptions are the MCP server's (they teach the model KIP in a few lines); every answer
+is the §6 response as JSON text — what the model should read — and never an exception.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, Callable, Optional, Union
+
+from .errors import INVALID_SYNTAX, KipError
+from .mcp_server import DESCRIPTIONS, EXECUTE_KIP, EXECUTE_KIP_READONLY, unknown_tool
+from .models import tool_input_schema
+
+Command = Union[str, dict[str, Any]]
+
+
+def memory_tools(nexus: Any, *, readonly: bool = False) -> list[Callable[..., str]]:
+    """``[execute_kip, execute_kip_readonly]`` bound to ``nexus`` (only the second with ``readonly``)."""
+
+    def execute_kip(command: Optional[str] = None, commands: Optional[list[Command]] = None, parameters: Optional[dict[str, Any]] = None, dry_run: bool = False) -> str:
+        return _answer(nexus, {"command": command, "commands": commands, "parameters": parameters, "dry_run": dry_run}, readonly=False)
+
+    def execute_kip_readonly(command: Optional[str] = None, commands: Optional[list[Command]] = None, parameters: Optional[dict[str, Any]] = None, dry_run: bool = False) -> str:
+        return _answer(nexus, {"command": command, "commands": commands, "parameters": parameters, "dry_run": dry_run}, readonly=True)
+
+    execute_kip.__doc__ = DESCRIPTIONS[EXECUTE_KIP]
+    execute_kip_readonly.__doc__ = DESCRIPTIONS[EXECUTE_KIP_READONLY]
+    return [execute_kip_readonly] if readonly else [execute_kip, execute_kip_readonly]
+
+
+def tool_specs(*, readonly: bool = False) -> list[dict[str, Any]]:
+    """The tools as chat-completions function specs (``{"type": "function", "function": {…}}``)."""
+    names = [EXECUTE_KIP_READONLY] if readonly else [EXECUTE_KIP, EXECUTE_KIP_READONLY]
+    return [{"type": "function", "function": {"name": name, "description": DESCRIPTIONS[name], "parameters": tool_input_schema()}} for name in names]
+
+
+def dispatch(nexus: Any, name: str, arguments: Union[str, dict[str, Any], None], *, readonly: bool = False) -> str:
+    """Answer one tool call as the model sent it (``arguments`` may be the raw JSON string)."""
+    if name not in (EXECUTE_KIP, EXECUTE_KIP_READONLY) or (readonly and name == EXECUTE_KIP):
+        return _json(unknown_tool(name, readonly))
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        except ValueError as exc:
+            return _json({"error": KipError(INVALID_SYNTAX, f"The tool arguments are not JSON: {exc}", 'Send {"command": "<KIP>"}.').to_dict()})
+    return _answer(nexus, arguments if arguments is not None else {}, readonly=name == EXECUTE_KIP_READONLY)
+
+
+def _answer(nexus: Any, arguments: Any, *, readonly: bool) -> str:
+    return _json(nexus.execute(arguments, readonly=readonly))
+
+
+def _json(response: dict[str, Any]) -> str:
+    return json.dumps(response, ensure_ascii=False, default=str)
