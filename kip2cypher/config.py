@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from pydantic import Field, NonNegativeFloat, PositiveInt, ValidationError
+from pydantic import Field, NonNegativeFloat, PositiveInt, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
 
 from .errors import INTERNAL_ERROR, KipError
@@ -68,7 +68,9 @@ class Settings(BaseSettings):
     max_batch: int = Field(default=256, ge=1, le=256)
     #: Enforce instance_schema is_required (KIP_2002) and value types (KIP_2003).
     strict_schema: bool = False
-    #: Optional prefix put before every generated statement, e.g. "CYPHER runtime=slotted".
+    #: Optional prefix put before every generated statement, e.g. "CYPHER runtime=slotted":
+    #: Cypher query options only (``query_options``), checked when the settings are built —
+    #: anything else would run inside every transaction, write transactions included.
     cypher_prefix: str = ""
     #: Key that signs CURSOR tokens so a token from another query is rejected (KIP_1001).
     #: Unset: a Nexus signs with the secret its database stored at bootstrap, so every process
@@ -106,6 +108,11 @@ class Settings(BaseSettings):
         object.__setattr__(self, "_key", key)
         object.__setattr__(self, "_hash", hash(key))
 
+    @field_validator("cypher_prefix")
+    @classmethod
+    def _query_options_only(cls, value: str) -> str:
+        return query_options(value)
+
     @property
     def embedder(self) -> Any:
         return self._embedder
@@ -133,6 +140,39 @@ class Settings(BaseSettings):
         return init_settings, env_settings, dotenv_settings, TomlConfigSettingsSource(settings_cls)
 
 
+#: The Cypher query options (Neo4j 5 / Cypher 25 manual, "Query options") a prefix may set, with their values.
+QUERY_OPTIONS = {
+    "runtime": ("slotted", "pipelined", "parallel", "interpreted"),
+    "planner": ("cost", "idp", "dp"),
+    "expressionengine": ("default", "interpreted", "compiled"),
+    "operatorengine": ("default", "interpreted", "compiled"),
+    "interpretedpipelinesfallback": ("default", "disabled", "whitelisted_plans_only", "all"),
+    "replan": ("default", "force", "skip"),
+    "connectcomponentsplanner": ("greedy", "idp"),
+    "updatestrategy": ("default", "eager"),
+    "eageranalyzer": ("ir", "lp"),
+    "inferschemaparts": ("off", "most_selective_label"),
+    "statefulshortestplanningmode": ("into_only", "all_if_possible", "cardinality_estimation"),
+}
+
+
+def query_options(prefix: str) -> str:
+    """``prefix`` if it is ``CYPHER [5|25] option=value …`` with known options and values, else ValueError."""
+    words = prefix.split()
+    if not words:
+        return ""
+    if words[0].upper() != "CYPHER":
+        raise ValueError("it must start with CYPHER and hold only query options, e.g. 'CYPHER runtime=slotted'")
+    options = words[2:] if len(words) > 1 and words[1] in ("5", "25") else words[1:]
+    for option in options:
+        key, _, choice = option.partition("=")
+        allowed = QUERY_OPTIONS.get(key.lower())
+        if allowed is None or choice.lower() not in allowed:
+            known = ", ".join(f"{k}={'|'.join(v)}" for k, v in QUERY_OPTIONS.items())
+            raise ValueError(f"{option!r} is not a Cypher query option kip2cypher accepts (known: {known})")
+    return " ".join(words)
+
+
 _EXPECTED = {int: "an integer", float: "a number", bool: "a boolean (1/0, true/false)", str: "a string", bytes: "a string"}
 
 
@@ -142,11 +182,13 @@ def _describe(exc: ValidationError) -> str:
     for error in exc.errors(include_url=False):
         name = str(error["loc"][0]) if error["loc"] else "?"
         field = Settings.model_fields.get(name)
-        expected = _EXPECTED.get(getattr(field, "annotation", None), "a valid value")
-        constraint = _constraint(field)
+        if error["type"] == "value_error":  # a validator's own reason (cypher_prefix)
+            problem = "is refused: " + error["msg"].removeprefix("Value error, ")
+        else:
+            problem = f"must be {_EXPECTED.get(getattr(field, 'annotation', None), 'a valid value')}{_constraint(field)}: {error['msg']}"
         parts.append(
             f"{ENV_PREFIX}{name.upper()}={error.get('input')!r} (setting {name!r}, from the environment, {ENV_FILE}, {TOML_FILE} or "
-            f"the Settings argument) must be {expected}{constraint}: {error['msg']}."
+            f"the Settings argument) {problem}."
         )
     return "Invalid kip2cypher setting: " + " ".join(parts)
 
