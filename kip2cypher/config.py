@@ -64,6 +64,9 @@ class Settings(BaseSettings):
     #: command may take on one row; a pattern's reach — the longest value it may examine — follows
     #: from it (kip2cypher/lower/regex_guard.py, KIP_4001 beyond). 5e7 ≈ 0.1 s of one worker.
     max_regex_steps: float = Field(default=5e7, gt=0)
+    #: Characters of a SEARCH term (KIP_4002 beyond): a term is a phrase to find, and its words
+    #: are what the full-text query, the lexical scoring and the embedder work on.
+    max_search_term_chars: PositiveInt = 2048
     #: Commands in one batch (spec: at most 256 → KIP_4002); can only lower the spec's bound.
     max_batch: int = Field(default=256, ge=1, le=256)
     #: Enforce instance_schema is_required (KIP_2002) and value types (KIP_2003).

@@ -21,7 +21,6 @@ import sys
 import threading
 from contextlib import contextmanager
 from collections import defaultdict
-from functools import lru_cache
 from itertools import accumulate
 from typing import Any, Iterable, Optional
 
@@ -32,6 +31,7 @@ from parsimonious.nodes import Node, NodeVisitor
 
 from . import ast
 from . import validate
+from ..caching import text_cache
 from ..errors import INVALID_SYNTAX, RESOURCE_EXHAUSTED, KipError, line_column, snippet
 from .script import first_word
 from .grammars import CONSTANTS, FAST_GRAMMAR, GRAMMAR, TOKENS as _TOKENS, ScannedNode, dot_path, identifier, number_literal, string_literal
@@ -41,8 +41,10 @@ from .grammars import CONSTANTS, FAST_GRAMMAR, GRAMMAR, TOKENS as _TOKENS, Scann
 MAX_INPUT_BYTES = 256 * 1024
 #: Deepest nesting of ``{`` ``[`` ``(`` accepted (KIP_4002 beyond).
 MAX_NESTING_DEPTH = 64
-#: Parsed commands kept by the text-keyed LRU cache.
+#: Parsed commands kept by the text-keyed LRU cache, and the characters of their texts
+#: (an AST costs 20–40 bytes per character: ≈ 40 MB at the bound).
 CACHE_SIZE = 2048
+CACHE_CHARS = 1 << 20
 #: Texts longer than this are parsed without caching (the compiler uses the same bound).
 CACHEABLE_CHARS = 64 * 1024
 
@@ -99,12 +101,12 @@ def _check_type(text: Any) -> None:
         raise KipError(INVALID_SYNTAX, f"A KIP command must be a string, got {type(text).__name__}.")
 
 
-@lru_cache(maxsize=CACHE_SIZE)
+@text_cache(CACHE_CHARS, CACHE_SIZE)
 def _parse_single(text: str, bounds: tuple[int, int]) -> ast.Command:
     return _parse(text, "single", bounds)[0]
 
 
-@lru_cache(maxsize=CACHE_SIZE // 8)
+@text_cache(CACHE_CHARS // 8, CACHE_SIZE // 8)
 def _parse_script(text: str) -> tuple[ast.Command, ...]:
     return tuple(_parse(text, "script"))
 
