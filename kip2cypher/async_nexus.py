@@ -25,6 +25,7 @@ from .execute import APPLICATION_DRIVER, base_options, cursor_key, new_secret, d
 from .execution import background, loop, programs
 from .execution.neo4j_errors import DRIVER_ERRORS, from_neo4j
 from .execution.request import Outcome, command_program, request_program
+from .execution.requests import Deadline, within
 from .lower.compile import compile_plan
 from .lower.plan import Plan
 from .version import __version__
@@ -151,7 +152,8 @@ class AsyncNexus:
             settings = await self._request_settings()
         except KipError as exc:
             return {"error": exc.to_dict()}
-        return await self._drive(request_program(arguments, readonly=readonly, settings=settings))
+        deadline = Deadline.start(settings)
+        return await self._drive(request_program(arguments, readonly=readonly, settings=settings, deadline=deadline), deadline)
 
     async def execute_command(self, text: str, parameters: Optional[dict[str, Any]] = None, *, dry_run: bool = False, readonly: bool = False) -> Outcome:
         """One command text → ``Outcome`` (its response, its kind, whether it stops a batch); never raises."""
@@ -159,9 +161,10 @@ class AsyncNexus:
             settings = await self._request_settings()
         except KipError as exc:
             return Outcome({"error": exc.to_dict()}, None)
-        return await self._drive(command_program(text, dict(parameters or {}), dry_run=dry_run, readonly=readonly, settings=settings))
+        deadline = Deadline.start(settings)
+        return await self._drive(command_program(text, dict(parameters or {}), dry_run=dry_run, readonly=readonly, settings=settings, deadline=deadline), deadline)
 
-    async def _drive(self, program: Any) -> Any:
+    async def _drive(self, program: Any, deadline: Optional[Deadline] = None) -> Any:
         """Step a request program; its steps (parsing, compiling) run in a worker thread so a
         large command never blocks the event loop that serves other requests."""
         reply: Any = None
@@ -169,16 +172,19 @@ class AsyncNexus:
             done, ask = await asyncio.to_thread(_step, program, reply)
             if done:
                 return ask
+            if deadline is not None and deadline.expired():
+                reply = deadline.error()  # the request's budget is spent: not run
+                continue
             try:
-                reply = await self.run_plan(ask.plan, dry_run=ask.dry_run, readonly=ask.readonly)
+                reply = await self.run_plan(ask.plan, dry_run=ask.dry_run, readonly=ask.readonly, deadline=deadline)
             except KipError as exc:
                 reply = exc
 
-    async def run_plan(self, plan: Plan, *, dry_run: bool = False, readonly: bool = False, engine: bool = False) -> dict[str, Any]:
+    async def run_plan(self, plan: Plan, *, dry_run: bool = False, readonly: bool = False, engine: bool = False, deadline: Optional[Deadline] = None) -> dict[str, Any]:
         """Run a plan in one managed transaction (READ for reads, dry runs and readonly); failures are KipErrors."""
         access = "READ" if (readonly or dry_run or plan.access == "READ") else "WRITE"
-        ctx = new_context(self.settings, plan, dry_run, engine)
-        fresh = not (plan.reads_vectors and ctx.embedder is not None) or await self._refresher.wait(self.settings.embedding_wait_s)
+        ctx = new_context(self.settings, plan, dry_run, engine, deadline)
+        fresh = not (plan.reads_vectors and ctx.embedder is not None) or await self._refresher.wait(within(self.settings.embedding_wait_s, deadline))
         response = await self._run_program(access, lambda: programs.start(plan, ctx), ctx, metadata(self.settings, plan.kind, readonly, dry_run))
         if programs.refreshes_embeddings(plan, ctx):
             self._refresher.submit(ctx)

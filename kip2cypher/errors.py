@@ -56,6 +56,15 @@ DEFAULT_HINTS = {
 }
 
 
+def printable(text: str) -> str:
+    """``text`` with each unpaired UTF-16 surrogate spelled ``\\udXXX`` (the text otherwise unchanged)."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 class KipError(Exception):
     """A KIP error object. ``line``/``column`` are 1-based and set for syntax errors."""
 
@@ -89,8 +98,10 @@ class KipError(Exception):
         return self
 
     def to_dict(self) -> dict[str, Any]:
-        """The spec's error object; position and debug fields only when known."""
-        out: dict[str, Any] = {"code": self.code, "message": self.message, "hint": self.hint}
+        """The spec's error object; position and debug fields only when known. A message or hint
+        that quotes the caller's text shows an unpaired surrogate as ``\\udXXX``: no UTF-8
+        encoder (a JSON-RPC transport, a terminal) can write one, so the answer would be lost."""
+        out: dict[str, Any] = {"code": self.code, "message": printable(self.message), "hint": printable(self.hint)}
         if self.line is not None:
             out["line"] = self.line
             out["column"] = self.column

@@ -27,7 +27,7 @@ from .execution import background, loop, programs
 from .execution.neo4j_errors import DRIVER_ERRORS, from_neo4j
 from .execution.programs import embeddings as refresh_program
 from .execution.request import Outcome, command_program, request_program
-from .execution.requests import Context, Run
+from .execution.requests import Context, Deadline, Run, within
 from .lower import embeddings
 from .lower.compile import compile_plan
 from .lower.plan import Plan
@@ -73,10 +73,10 @@ def metadata(settings: Settings, kind: str, readonly: bool, dry_run: bool, *, in
     }
 
 
-def new_context(settings: Settings, plan: Plan, dry_run: bool, engine: bool = False) -> Context:
+def new_context(settings: Settings, plan: Plan, dry_run: bool, engine: bool = False, deadline: Optional[Deadline] = None) -> Context:
     """What a plan's program is told: the settings, the command's timestamp, the embedder for
-    META/KML, and whether the engine itself writes (bootstrap upgrade)."""
-    return Context(settings, now(), dry_run=dry_run, embedder=embedding.resolve(settings) if plan.kind != "KQL" else None, engine=engine)
+    META/KML, whether the engine itself writes (bootstrap upgrade), the request's deadline."""
+    return Context(settings, now(), dry_run=dry_run, embedder=embedding.resolve(settings) if plan.kind != "KQL" else None, engine=engine, deadline=deadline)
 
 
 #: ``Nexus.uri`` of a Nexus built on an application's driver (which does not expose its URI).
@@ -222,9 +222,10 @@ class Nexus:
             settings = self._request_settings()
         except KipError as exc:
             return {"error": exc.to_dict()}
-        return self._drive(request_program(arguments, readonly=readonly, settings=settings))
+        deadline = Deadline.start(settings)
+        return self._drive(request_program(arguments, readonly=readonly, settings=settings, deadline=deadline), deadline)
 
-    def _drive(self, program: Any) -> Any:
+    def _drive(self, program: Any, deadline: Optional[Deadline] = None) -> Any:
         """Step a request program: run each plan it asks for, hand back its response or its error."""
         reply: Any = None
         while True:
@@ -232,12 +233,15 @@ class Nexus:
                 ask = program.send(reply)
             except StopIteration as stop:
                 return stop.value
+            if deadline is not None and deadline.expired():
+                reply = deadline.error()  # the request's budget is spent: not run
+                continue
             try:
-                reply = self.run_plan(ask.plan, dry_run=ask.dry_run, readonly=ask.readonly)
+                reply = self.run_plan(ask.plan, dry_run=ask.dry_run, readonly=ask.readonly, deadline=deadline)
             except KipError as exc:
                 reply = exc
 
-    def run_plan(self, plan: Plan, *, dry_run: bool = False, readonly: bool = False, engine: bool = False) -> dict[str, Any]:
+    def run_plan(self, plan: Plan, *, dry_run: bool = False, readonly: bool = False, engine: bool = False, deadline: Optional[Deadline] = None) -> dict[str, Any]:
         """Run a plan in one managed transaction; every failure becomes a KipError.
 
         Reads (KQL, META, every dry run, everything under readonly) run in a READ-access
@@ -247,8 +251,8 @@ class Nexus:
         """
         access = "READ" if (readonly or dry_run or plan.access == "READ") else "WRITE"
         tx_metadata = metadata(self.settings, plan.kind, readonly, dry_run)
-        ctx = new_context(self.settings, plan, dry_run, engine)
-        fresh = not (plan.reads_vectors and ctx.embedder is not None) or self._refresher.wait(self.settings.embedding_wait_s)
+        ctx = new_context(self.settings, plan, dry_run, engine, deadline)
+        fresh = not (plan.reads_vectors and ctx.embedder is not None) or self._refresher.wait(within(self.settings.embedding_wait_s, deadline))
         response = self.run_program(access, lambda: programs.start(plan, ctx), ctx, tx_metadata)
         if programs.refreshes_embeddings(plan, ctx):
             self._refresher.submit(ctx)
@@ -293,7 +297,8 @@ class Nexus:
             settings = self._request_settings()
         except KipError as exc:
             return Outcome({"error": exc.to_dict()}, None)
-        return self._drive(command_program(text, dict(parameters or {}), dry_run=dry_run, readonly=readonly, settings=settings))
+        deadline = Deadline.start(settings)
+        return self._drive(command_program(text, dict(parameters or {}), dry_run=dry_run, readonly=readonly, settings=settings, deadline=deadline), deadline)
 
     # ------------------------------------------------------------------ explain
     def explain(self, text: str, parameters: Optional[dict[str, Any]] = None) -> list[dict[str, Any]]:

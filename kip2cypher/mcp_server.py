@@ -517,12 +517,66 @@ def serve_http(server: Server, options: HttpOptions, *, announce: Callable[[str]
 
 
 async def serve_stdio(nexus: Any, *, readonly: bool = False, request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S) -> None:
-    """Serve one MCP client over stdin/stdout until it disconnects."""
+    """Serve one MCP client over stdin/stdout until it disconnects.
+
+    The SDK's stdio transport drops a line it cannot validate as a JSON-RPC message (the client
+    waited forever); ``_answer_invalid`` answers it instead, as the HTTP transport does."""
+    import io
+    import os
+
     from mcp.server.stdio import stdio_server
 
     server = build_server(nexus, readonly=readonly, request_timeout_s=request_timeout_s)
-    async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+    stdin = _LastLine(anyio.wrap_file(io.TextIOWrapper(os.fdopen(os.dup(sys.stdin.fileno()), "rb"), encoding="utf-8", errors="replace")))
+    async with stdio_server(stdin=stdin) as (read_stream, write_stream):
+        valid, valid_reader = anyio.create_memory_object_stream(0)
+        async with anyio.create_task_group() as group:
+            group.start_soon(_answer_invalid, read_stream, valid, write_stream, stdin)
+            await server.run(valid_reader, write_stream, server.create_initialization_options())
+
+
+class _LastLine:
+    """stdin's lines, remembering the last one read: the transport reads a line, fails to
+    validate it and hands the error on before it reads the next, so the line is at hand."""
+
+    def __init__(self, lines: Any) -> None:
+        self.lines, self.last = lines, ""
+
+    async def __aiter__(self) -> Any:
+        async for line in self.lines:
+            self.last = line
+            yield line
+
+
+async def _answer_invalid(incoming: Any, valid: Any, write_stream: Any, stdin: _LastLine) -> None:
+    """Pass valid messages on; answer each line the transport could not read with a JSON-RPC
+    error: -32700 (not JSON) with id null, or -32600 (not a valid request) with its id if it has one."""
+    from mcp.shared.message import SessionMessage
+
+    async with valid:
+        async for item in incoming:
+            if not isinstance(item, Exception):
+                await valid.send(item)
+                continue
+            code, message, request_id = _invalid(stdin.last, item)
+            log.warning("refused an invalid JSON-RPC message (%s): %s", code, message)
+            error = types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message))
+            await write_stream.send(SessionMessage(error))
+
+
+def _invalid(line: str, exc: Exception) -> tuple[int, str, Any]:
+    """(JSON-RPC error code, message, request id or None) for a line the transport refused with ``exc``."""
+    try:
+        message = json.loads(line)
+    except (ValueError, RecursionError) as parse_error:
+        reason = "nested too deeply" if isinstance(parse_error, RecursionError) else str(parse_error)[:200]
+        return types.PARSE_ERROR, f"Parse error: the line is not JSON ({reason}).", None
+    request_id = message.get("id") if isinstance(message, dict) else None
+    if isinstance(request_id, bool) or not isinstance(request_id, (int, str)):
+        request_id = None
+    errors = getattr(exc, "errors", None)
+    reason = errors()[0]["msg"] if callable(errors) and errors() else str(exc)
+    return types.INVALID_REQUEST, f"Invalid Request: not a JSON-RPC 2.0 request or notification of this protocol ({reason[:200]}).", request_id
 
 
 class LoopNexus:

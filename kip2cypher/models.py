@@ -8,6 +8,7 @@ request becomes a KIP_1001 error object, never a ``ValidationError``.
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -135,6 +136,18 @@ class ExecuteRequest(BaseModel):
                 raise KipError(errors.INVALID_SYNTAX, "`commands` is an empty array.", "Provide at least one command, or use `command`.")
             items = [BatchItem(text=c) if isinstance(c, str) else BatchItem(text=c.command, parameters=c.parameters) for c in args.commands]
         return cls(command=args.command, commands=items, parameters=args.parameters, dry_run=bool(args.dry_run))
+
+
+def loads(text: str, what: str = "The request") -> Any:
+    """JSON text an agent sent (a request, tool arguments) → its value, or KIP_1001 saying why
+    not: invalid JSON, an integer of more than 4,300 digits, nesting deeper than Python's
+    decoder recurses (a RecursionError was an internal error)."""
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise KipError(errors.INVALID_SYNTAX, f"{what} is not JSON: {exc}", 'Send {"command": "<KIP>"}.') from None
+    except RecursionError:
+        raise KipError(errors.INVALID_SYNTAX, f"{what} nests arrays/objects too deeply to be read.", "Flatten the values (parameters nest at most 64 levels).") from None
 
 
 def _json_type(value: Any) -> str:

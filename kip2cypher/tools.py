@@ -20,9 +20,9 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, Optional, Union
 
-from .errors import INVALID_SYNTAX, KipError
+from .errors import KipError
 from .mcp_server import DESCRIPTIONS, EXECUTE_KIP, EXECUTE_KIP_READONLY, unknown_tool
-from .models import tool_input_schema
+from .models import loads, tool_input_schema
 
 Command = Union[str, dict[str, Any]]
 
@@ -53,9 +53,9 @@ def dispatch(nexus: Any, name: str, arguments: Union[str, dict[str, Any], None],
         return _json(unknown_tool(name, readonly))
     if isinstance(arguments, str):
         try:
-            arguments = json.loads(arguments) if arguments.strip() else {}
-        except ValueError as exc:
-            return _json({"error": KipError(INVALID_SYNTAX, f"The tool arguments are not JSON: {exc}", 'Send {"command": "<KIP>"}.').to_dict()})
+            arguments = loads(arguments, "The tool arguments") if arguments.strip() else {}
+        except KipError as exc:
+            return _json({"error": exc.to_dict()})
     return _answer(nexus, arguments if arguments is not None else {}, readonly=name == EXECUTE_KIP_READONLY)
 
 

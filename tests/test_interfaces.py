@@ -14,7 +14,7 @@ import time
 import pytest
 
 import kip2cypher.lower.compile as compiler_module
-from kip2cypher.config import Settings
+from kip2cypher.config import Settings, SettingsError
 from kip2cypher.errors import KipError
 from kip2cypher.execute import Nexus
 from kip2cypher.models import ExecuteArguments, ExecuteRequest, tool_input_schema
@@ -335,8 +335,8 @@ def test_cypher_prefix_is_sent_and_logged(neo4j_server, fake, caplog):
         explained = nx.explain(kql_text("pre"))
     assert any(r.message.startswith("CYPHER runtime=slotted\nRETURN 1 AS one") for r in caplog.records)
     assert explained[0]["plan"].startswith("+ProduceResults")
-    with nexus_with(neo4j_server, cypher_prefix="CYPHER runtime=nonsense") as nx:
-        assert nx.execute_kip(kql_text("pre"))["error"]["code"] == "KIP_4003"  # a bad prefix is a configuration bug, not the caller's
+    with pytest.raises(SettingsError, match="runtime=nonsense"):  # refused at start-up (issue 18), not in every request
+        nexus_with(neo4j_server, cypher_prefix="CYPHER runtime=nonsense")
 
 
 def test_cypher_logger_logs_each_statement_and_parameters_at_debug(nexus, fake, caplog):

@@ -628,11 +628,16 @@ def test_union_branch_with_not_and_optional(kg):
     assert r == {"result": [["Aspirin", "Vitamin C"], [None, None]]}
 
 
-def test_regex_pattern_from_placeholder_and_path(kg):
+def test_regex_pattern_from_placeholder(kg):
     r = run(kg, 'FIND(?d.name) WHERE { ?d {type: "Drug"} FILTER(REGEX(?d.name, :re)) } ORDER BY ?d.name', re="^(Asp|Mor)")
     assert r == {"result": ["Aspirin", "Morphine"]}
-    # The pattern may itself be a value of the graph.
+
+
+def test_regex_pattern_read_from_the_graph_is_refused(kg):
+    """A pattern that is a value of the graph cannot be priced before it runs (lower/regex_guard.py)."""
     r = run(kg, 'FIND(?p.name) WHERE { ?p {type: "Product"} ?d {type: "Drug"} FILTER(REGEX(?p.name, ?d.name)) }')
+    assert err(r) == "KIP_1001" and "CONTAINS" in r["error"]["hint"]
+    r = run(kg, 'FIND(?p.name) WHERE { ?p {type: "Product"} ?d {type: "Drug"} FILTER(CONTAINS(?p.name, ?d.name)) }')
     assert r == {"result": ["Aspirin"]}
 
 

@@ -95,12 +95,27 @@ def test_precedence_not_binds_tighter_than_comparison_and_and_than_or():
     )
 
 
-def test_boolean_operators_are_left_associative_and_printed_faithfully():
-    left = parse('FIND(?x) WHERE { ?x {type: "A"} FILTER(?a || ?b || ?c) }')
-    right = parse('FIND(?x) WHERE { ?x {type: "A"} FILTER(?a || (?b || ?c)) }')
-    assert left.where[1].expr.left == ast.BoolOp("||", ast.Var("a"), ast.Var("b"))
-    assert left != right
-    assert parse(to_kip(right)) == right
+def test_boolean_chains_are_balanced_trees_printed_flat():
+    """``&&`` / ``||`` are associative: a chain, parenthesised or not, is one balanced tree."""
+    forms = ["?a || ?b || ?c", "?a || (?b || ?c)", "(?a || ?b) || ?c"]
+    trees = {parse(f'FIND(?x) WHERE {{ ?x {{type: "A"}} FILTER({form}) }}').where[1].expr for form in forms}
+    assert len(trees) == 1
+    tree = trees.pop()
+    assert tree == ast.BoolOp("||", ast.Var("a"), ast.BoolOp("||", ast.Var("b"), ast.Var("c")))
+    mixed = parse('FIND(?x) WHERE { ?x {type: "A"} FILTER((?a || ?b) && ?c) }')
+    assert parse(to_kip(mixed)) == mixed and "(?a || ?b) && ?c" in to_kip(mixed)
+
+
+def test_long_filter_chain_parses_to_a_shallow_tree():
+    """A FILTER of 3,000 conditions joined by ``||`` was a left-deep tree 3,000 levels deep:
+    validation raised RecursionError (an internal error). Balanced, it is 12 levels deep."""
+    command = parse('FIND(?x) WHERE { ?x {type: "A"} FILTER(' + " || ".join(f"?x.name == {i}" for i in range(3000)) + ") }")
+
+    def depth(node):
+        return 1 + max(depth(node.left), depth(node.right)) if isinstance(node, ast.BoolOp) else 0
+
+    assert depth(command.where[1].expr) == 12
+    assert parse(to_kip(command)) == command
 
 
 @pytest.mark.parametrize(

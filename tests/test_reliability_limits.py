@@ -170,6 +170,103 @@ def test_query_timeout_rolls_back_a_write(neo4j_server, graph):
     assert _fp(graph) == before
 
 
+# ------------------------------------------------------------------ request budget
+SLOW = 'FIND(COUNT(?a)) WHERE { ?a {type: "Domain"} ?b {type: "Domain"} ?c {type: "Domain"} ?d {type: "Domain"} ?e {type: "Domain"} FILTER(?a.name != ?e.name) }'
+
+
+def test_request_time_budget_stops_a_readonly_batch(neo4j_server, graph):
+    """Issue 18: a batch ran every read to its own timeout (256 × query_timeout_s ≈ 2 h). With
+    max_request_s the running statement is cut at the budget and the rest answer KIP_4001 unrun."""
+    with _nexus(neo4j_server, max_request_s=2) as nx:
+        started = time.monotonic()
+        results = ok(nx.execute_kip_readonly(commands=[SLOW] * 6))
+        elapsed = time.monotonic() - started
+    assert [r["error"]["code"] for r in results] == ["KIP_4001"] * 6
+    assert "max_request_s" in results[0]["error"]["message"] and "was stopped" in results[0]["error"]["message"]
+    assert all("was not run" in r["error"]["message"] for r in results[1:])
+    print(f"\n[reliability] budget 2 s: a batch of 6 slow reads answered in {elapsed:.1f} s")
+    assert Settings().max_request_s == 120
+
+
+def test_request_time_budget_runs_nothing_after_it_in_a_write_batch(neo4j_server, graph):
+    before = _fp(graph)
+    with _nexus(neo4j_server, max_request_s=2) as nx:
+        results = ok(nx.execute_kip(commands=[SLOW, 'UPSERT { CONCEPT ?d { {type: "Domain", name: "after-budget"} } }']))
+    assert [r["error"]["code"] for r in results] == ["KIP_4001", "KIP_4001"]
+    assert "was not run" in results[1]["error"]["message"]
+    assert _fp(graph) == before
+
+
+def test_request_time_budget_counts_compiling(neo4j_server, graph):
+    """Parsing and compiling count too: a batch of large commands stops compiling at the budget.
+    Each command ends in an unbound variable, so the compiler answers it (KIP_3001) and Neo4j
+    never plans 2,500 conditions."""
+
+    def big(tag: str, i: int) -> str:
+        return 'FIND(?d.name) WHERE { ?d {type: "Domain"} FILTER(' + " || ".join(f'?d.name == "{tag}{i}-{k}"' for k in range(2500)) + ' || ?nope.name == "x") }'
+
+    with _nexus(neo4j_server, max_request_s=0.5) as nx:
+        results = ok(nx.execute_kip(commands=[big("w", i) for i in range(40)]))
+        assert results[0]["error"]["code"] == "KIP_3001"
+        unrun = [r for r in results if "was not run" in r["error"]["message"]]
+        assert len(unrun) > 20  # a 60 KB command compiles in ~0.1 s here: a few before the budget
+        # Readonly classifies (parses) every command before any runs: the budget ends the whole request.
+        e = err(nx.execute_kip_readonly(commands=[big("r", i) for i in range(40)]), "KIP_4001")
+        assert "before any command ran" in e["message"]
+
+
+def test_request_time_budget_through_the_async_nexus(neo4j_server, graph):
+    import asyncio
+
+    from kip2cypher import connect_async
+
+    async def run():
+        async with connect_async(neo4j_server.uri, auth=neo4j_server.auth, database=neo4j_server.database, settings=Settings(**FAST, max_request_s=2)) as nx:
+            return await nx.execute_kip_readonly(commands=[SLOW] * 3)
+
+    results = ok(asyncio.run(run()))
+    assert [r["error"]["code"] for r in results] == ["KIP_4001"] * 3
+    assert "was not run" in results[2]["error"]["message"]
+
+
+# ------------------------------------------------------------------ parameter size
+def test_parameter_size_limit(neo4j_server, graph):
+    """Issue 18: parameters had no bound (a 50 MB readonly parameter took seconds and ~6 copies).
+    They count per command that receives them; the request is refused before anything runs."""
+    before = _fp(graph)
+    upsert = 'UPSERT { CONCEPT ?d { {type: "Domain", name: :n} SET ATTRIBUTES { v: :v } } }'
+    with _nexus(neo4j_server, max_parameter_bytes=1000) as nx:
+        e = err(nx.execute_kip(upsert, parameters={"n": "p1", "v": "x" * 2000}), "KIP_4002")
+        assert "1000 bytes" in e["message"]
+        # Shared parameters count once per command of a batch: 10 × 200 > 1000.
+        err(nx.execute_kip(commands=[upsert] * 10, parameters={"n": "p2", "v": "x" * 190}), "KIP_4002")
+        ok(nx.execute_kip_readonly('FIND(?d.name) WHERE { ?d {type: "Domain", name: :n} }', parameters={"n": "x" * 900}))
+    assert _fp(graph) == before
+    assert Settings().max_parameter_bytes == 16 * 1024 * 1024
+    # Refused before any copy: no slower than a small request plus the walk of the bound.
+    find = 'FIND(?d.name) WHERE { ?d {type: "Domain", name: :n} }'
+    started = time.monotonic()
+    ok(graph.execute_kip_readonly(find, parameters={"n": "x"}))
+    baseline = time.monotonic() - started
+    started = time.monotonic()
+    err(graph.execute_kip_readonly(find, parameters={"n": "x" * 50_000_000}), "KIP_4002")
+    assert time.monotonic() - started < 20 * baseline + 1.0  # was seconds and ~6 copies of 50 MB
+
+
+# ------------------------------------------------------------------ SEARCH term
+def test_search_term_had_no_size_bound(neo4j_server, graph):
+    """Issue 18: a 20,000-word SEARCH term (a parameter: not counted by the input bound) ran
+    16 s of Python scoring past a 5 s timeout. Terms are bounded (KIP_4002, max_search_term_chars)."""
+    long_term = " ".join(f"w{i}" for i in range(20_000))
+    e = err(graph.execute_kip_readonly("SEARCH CONCEPT :t LIMIT 5", parameters={"t": long_term}), "KIP_4002")
+    assert "max_search_term_chars" in e["message"] and e["hint"]
+    err(graph.execute_kip_readonly(f'SEARCH CONCEPT "{"x" * 2049}"'), "KIP_4002")
+    assert Settings().max_search_term_chars == 2048
+    ok(graph.execute_kip_readonly("SEARCH CONCEPT :t LIMIT 5", parameters={"t": "x" * 2048}))
+    with _nexus(neo4j_server, max_search_term_chars=10) as nx:
+        err(nx.execute_kip_readonly('SEARCH CONCEPT "domain of n1"'), "KIP_4002")
+
+
 # ------------------------------------------------------------------ path hops
 def test_path_hop_cap(neo4j_server, graph):
     # Paths are breadth-first searches (docs/kql.md, "Paths"): the maximum is unbounded, only the
@@ -193,3 +290,26 @@ def test_limits_are_reported_by_describe_primer(neo4j_server, graph):
     text = repr(primer)
     for needle in ("'max_path_hops': 4", "'max_result_rows': 99", "'max_batch_commands': 7", "'query_timeout_seconds': 5"):
         assert needle in text, primer
+
+
+# ------------------------------------------------------------------ embedding outside the write
+def test_valid_capsule_failed_with_kip_4001_because_of_embedding_time(neo4j_server, graph):
+    """Issue 18: with the default embedder, model inference for every touched element ran inside
+    the KML write transaction and counted against query_timeout_s — a valid capsule (an EXPORT
+    page of 5,000 concepts) failed deterministically with KIP_4001. The refresh now runs after
+    the commit, each statement in a short transaction of its own (issue 16), so the write
+    answers whatever the embedding costs, and every element gets its vector afterwards."""
+    from kip2cypher import embedding
+
+    settings = Settings(query_timeout_s=2)
+    assert isinstance(embedding.resolve(settings), embedding.MiniLMEmbedder)  # the default embedder, for real
+    blocks = " ".join(f'CONCEPT ?c{i} {{ {{type: "Domain", name: "emb-{i}"}} SET ATTRIBUTES {{ description: "domain number {i} of a large capsule" }} }}' for i in range(1500))
+    with _nexus(neo4j_server, query_timeout_s=2) as nx:
+        nx.settings = nx.settings.replace(embedder=None)  # the process default: MiniLM
+        result = ok(nx.execute_kip(f"UPSERT {{ {blocks} }}"))
+        assert len(result["upsert_concept_nodes"]) == 1500
+        assert nx.wait_for_embeddings(600)
+    missing = graph.driver.execute_query(
+        "MATCH (n:KipConcept {type: 'Domain'}) WHERE n.name STARTS WITH 'emb-' AND n.kip_embedding IS NULL RETURN count(n) AS c", database_=graph.database
+    ).records[0]["c"]
+    assert missing == 0

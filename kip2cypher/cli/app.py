@@ -82,14 +82,30 @@ def _connect_options(fn=None, *, namespace: bool = True):
     return decorate(fn) if fn is not None else decorate
 
 
+class _OneLine(logging.Formatter):
+    """A log record as one line: the engine logs an internal error with its traceback, which
+    Python's last-resort handler printed on the CLI's stderr; it is shown with KIP2CYPHER_DEBUG=1."""
+
+    def formatException(self, ei: Any) -> str:
+        return ""
+
+    def formatStack(self, stack_info: str) -> str:
+        return ""
+
+
+def _log_to_stderr() -> None:
+    """Every command's log records go to stderr as ``name: message`` lines (tracebacks only
+    with KIP2CYPHER_DEBUG=1); ``mcp`` replaces this with its server logging."""
+    handler = logging.StreamHandler(sys.stderr)
+    debug = os.environ.get("KIP2CYPHER_DEBUG") == "1"
+    handler.setFormatter((logging.Formatter if debug else _OneLine)("%(name)s: %(message)s"))
+    logging.basicConfig(level=logging.WARNING, handlers=[handler], force=True)
+
+
 def _verbose_option(fn):
     def enable(ctx, param, value):
         if value:
-            handler = logging.StreamHandler(sys.stderr)
-            handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
-            logger = logging.getLogger("kip2cypher")
-            logger.addHandler(handler)
-            logger.setLevel(logging.DEBUG)
+            logging.getLogger("kip2cypher").setLevel(logging.DEBUG)  # through _log_to_stderr's handler
         return value
 
     return click.option("-v", "--verbose", is_flag=True, expose_value=False, is_eager=True, callback=enable, help="Log every Cypher statement and its parameters to stderr.")(fn)
@@ -136,6 +152,7 @@ def _is_driver_error(exc: Exception) -> bool:
 @click.version_option(__version__, prog_name="kip2cypher")
 def main() -> None:
     """KIP (Knowledge Interaction Protocol) on Neo4j."""
+    _log_to_stderr()
 
 
 # ---------------------------------------------------------------- neo4j
@@ -187,10 +204,12 @@ def neo4j_status(port: Optional[int], home: Optional[str]) -> None:
 def _parse_params(params: Optional[str]) -> dict[str, Any]:
     if not params:
         return {}
+    from ..models import loads
+
     try:
-        value = json.loads(params)
-    except json.JSONDecodeError as exc:
-        raise click.BadParameter(f"--params is not JSON: {exc}")
+        value = loads(params, "--params")
+    except KipError as exc:
+        raise click.BadParameter(exc.message)
     if not isinstance(value, dict):
         raise click.BadParameter("--params must be a JSON object")
     return value
@@ -294,13 +313,14 @@ def call_cmd(source: Optional[str], request_file: Optional[str], params: Optiona
 def _request_arguments(text: str, parameters: dict[str, Any], readonly: bool) -> tuple[Any, bool]:
     """The §6.1 arguments object of ``call``'s input, and whether it asks for execute_kip_readonly."""
     from ..errors import INVALID_SYNTAX
+    from ..models import loads
 
     if not text.lstrip().startswith(("{", "[")):
         return {"command": text, "parameters": parameters or None}, readonly
     try:
-        arguments = json.loads(text)
-    except ValueError as exc:
-        _fail(KipError(INVALID_SYNTAX, f"The request is not JSON: {exc}", 'Send {"command": "<KIP>"}.').to_dict())
+        arguments = loads(text)
+    except KipError as exc:
+        _fail(exc.to_dict())
     if isinstance(arguments, dict) and isinstance(arguments.get("function"), dict) and set(arguments) == {"function"}:
         function = arguments["function"]
         name = function.get("name")
@@ -310,9 +330,9 @@ def _request_arguments(text: str, parameters: dict[str, Any], readonly: bool) ->
         arguments = function.get("arguments", {})
         if isinstance(arguments, str):  # some clients send arguments as a JSON string
             try:
-                arguments = json.loads(arguments)
-            except ValueError as exc:
-                _fail(KipError(INVALID_SYNTAX, f"function.arguments is not JSON: {exc}").to_dict())
+                arguments = loads(arguments, "function.arguments")
+            except KipError as exc:
+                _fail(exc.to_dict())
     return arguments, readonly
 
 
@@ -447,7 +467,7 @@ def mcp_cmd(transport: str, host: str, port: int, http_path: str, tokens_file: O
     """
     from .. import mcp_server
 
-    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(name)s: %(message)s")
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(name)s: %(message)s", force=True)
     http = None
     try:
         if transport == "http":

@@ -27,7 +27,7 @@ from ..config import Settings
 from ..errors import KipError, too_many_rows
 from ..lower.plan import Compiled
 from .neo4j_errors import DRIVER_ERRORS, from_neo4j
-from .requests import Context, Embed, Explain, Run
+from .requests import Context, Embed, Explain, Run, transaction_timeout
 
 log = logging.getLogger("kip2cypher.cypher")
 
@@ -68,6 +68,14 @@ def _embedder(ctx: Context) -> Any:
     return ctx.embedder
 
 
+def _failure(exc: BaseException, ctx: Context, trace: _Trace) -> KipError:
+    """A driver exception as a KIP error; a timeout that the request's budget cut short says so."""
+    error = from_neo4j(exc, trace.cypher())
+    if error.code == errors.EXECUTION_TIMEOUT and ctx.deadline is not None and ctx.deadline.expired():
+        return ctx.deadline.error(started=True)
+    return error
+
+
 def _unknown(request: Any) -> KipError:
     return KipError(errors.INTERNAL_ERROR, f"Internal error: a program yielded {type(request).__name__}.", "This is an engine bug; report it.")
 
@@ -84,6 +92,7 @@ def drive_sync(program: Program, tx: Any, ctx: Context, trace: Optional[_Trace] 
         except StopIteration as stop:
             return stop.value
         failure = None
+        ctx.check_deadline()
         if isinstance(request, Run):
             reply = _rows_sync(tx.run(*_prepare(request, ctx.settings, trace)), ctx.settings.max_result_rows, request.extra_rows)
         elif isinstance(request, Explain):
@@ -119,9 +128,10 @@ class _AutoCommit:
 
     __slots__ = ("session", "query")
 
-    def __init__(self, session: Any, timeout: Optional[float], metadata: dict[str, Any]) -> None:
+    def __init__(self, session: Any, ctx: Context, metadata: dict[str, Any]) -> None:
         self.session = session
-        self.query = lambda text: neo4j.Query(text, metadata=metadata, timeout=timeout)
+        # Each statement's timeout is taken when it starts: what is left of the request's budget.
+        self.query = lambda text: neo4j.Query(text, metadata=metadata, timeout=transaction_timeout(ctx.settings, ctx.deadline))
 
     def run(self, text: str, parameters: dict[str, Any]) -> Any:
         return self.session.run(self.query(text), parameters)
@@ -161,18 +171,16 @@ def run_sync(session: Any, access: str, start: Callable[[], Program], ctx: Conte
     """Run the program ``start()`` builds in ``session``: a WRITE program in one managed
     transaction, a READ program as auto-commit statements (``_AutoCommit``)."""
     trace = _Trace()
-    timeout = ctx.settings.query_timeout_s or None
-
-    @neo4j.unit_of_work(timeout=timeout, metadata=metadata)
+    @neo4j.unit_of_work(timeout=transaction_timeout(ctx.settings, ctx.deadline), metadata=metadata)
     def work(tx: Any) -> dict:
         return drive_sync(start(), tx, ctx, trace)
 
     try:
         if access == "READ":
-            return retrying(lambda: drive_sync(start(), _AutoCommit(session, timeout, metadata), ctx, trace), ctx.settings.max_retry_s)
+            return retrying(lambda: drive_sync(start(), _AutoCommit(session, ctx, metadata), ctx, trace), ctx.settings.max_retry_s)
         return session.execute_write(work)
     except DRIVER_ERRORS as exc:
-        raise from_neo4j(exc, trace.cypher()) from None
+        raise _failure(exc, ctx, trace) from None
 
 
 # ---------------------------------------------------------------------------- asyncio
@@ -186,6 +194,7 @@ async def drive_async(program: Program, tx: Any, ctx: Context, trace: _Trace) ->
         except StopIteration as stop:
             return stop.value
         failure = None
+        ctx.check_deadline()
         if isinstance(request, Run):
             reply = await _rows_async(await tx.run(*_prepare(request, ctx.settings, trace)), ctx.settings.max_result_rows, request.extra_rows)
         elif isinstance(request, Explain):
@@ -222,9 +231,7 @@ class _AsyncAutoCommit(_AutoCommit):
 async def run_async(session: Any, access: str, start: Callable[[], Program], ctx: Context, metadata: dict[str, Any]) -> dict:
     """``run_sync`` for an ``AsyncSession``."""
     trace = _Trace()
-    timeout = ctx.settings.query_timeout_s or None
-
-    @neo4j.unit_of_work(timeout=timeout, metadata=metadata)
+    @neo4j.unit_of_work(timeout=transaction_timeout(ctx.settings, ctx.deadline), metadata=metadata)
     async def work(tx: Any) -> dict:
         return await drive_async(start(), tx, ctx, trace)
 
@@ -232,12 +239,12 @@ async def run_async(session: Any, access: str, start: Callable[[], Program], ctx
         if access == "READ":
             for pause in retry_delays(ctx.settings.max_retry_s):
                 try:
-                    return await drive_async(start(), _AsyncAutoCommit(session, timeout, metadata), ctx, trace)
+                    return await drive_async(start(), _AsyncAutoCommit(session, ctx, metadata), ctx, trace)
                 except DRIVER_ERRORS as exc:
                     if not _retryable(exc):
                         raise
                 await asyncio.sleep(pause)
-            return await drive_async(start(), _AsyncAutoCommit(session, timeout, metadata), ctx, trace)
+            return await drive_async(start(), _AsyncAutoCommit(session, ctx, metadata), ctx, trace)
         return await session.execute_write(work)
     except DRIVER_ERRORS as exc:
-        raise from_neo4j(exc, trace.cypher()) from None
+        raise _failure(exc, ctx, trace) from None

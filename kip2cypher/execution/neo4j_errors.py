@@ -23,9 +23,25 @@ from ..errors import (
     RESOURCE_EXHAUSTED,
     KipError,
 )
+from ..lower.regex_guard import reach_error
 
-#: What the loops catch and hand to ``from_neo4j``.
-DRIVER_ERRORS = (ne.Neo4jError, ne.DriverError)
+#: What the loops catch and hand to ``from_neo4j``; the driver raises OverflowError when it
+#: packs a parameter holding an integer beyond 64 bits (nothing was sent).
+DRIVER_ERRORS = (ne.Neo4jError, ne.DriverError, OverflowError)
+
+
+def out_of_range(exc: OverflowError) -> KipError:
+    """A command value Neo4j cannot compute with: an integer beyond 64 bits where the command
+    compares, limits or computes (LIMIT, FILTER, IN, EXPECT VERSION, UPDATE operands). As an
+    attribute value it is stored exactly (as JSON text); here it is the caller's number."""
+    number = str(exc).removeprefix("Integer ").removesuffix(" out of range")
+    return KipError(
+        INVALID_VALUE_TYPE,
+        f"The integer {number[:40]}{'…' if len(number) > 40 else ''} is outside the 64-bit range Neo4j compares and computes with "
+        "(-9223372036854775808 … 9223372036854775807); the command stopped and wrote nothing.",
+        "Use an integer within 64 bits where the command compares, limits or computes (LIMIT, FILTER, IN, EXPECT VERSION, UPDATE operands), "
+        "or a decimal such as 1e20 to compare with large magnitudes. Retrying fails the same way.",
+    )
 
 
 def from_neo4j(exc: BaseException, cypher: Optional[str] = None) -> KipError:
@@ -33,6 +49,8 @@ def from_neo4j(exc: BaseException, cypher: Optional[str] = None) -> KipError:
     code = getattr(exc, "code", None) or ""
     message = getattr(exc, "message", None) or str(exc)
     debug = {"cypher": cypher} if cypher else None
+    if isinstance(exc, OverflowError):
+        return out_of_range(exc)
     if isinstance(exc, ne.IncompleteCommit):
         return KipError(INTERNAL_ERROR, f"The connection broke while committing; the write may or may not have been applied: {message}", "Re-read the affected elements (FIND) before retrying the write.")
     if isinstance(exc, (ne.ServiceUnavailable, ne.SessionExpired, ne.ConnectionAcquisitionTimeoutError)) or "ServiceUnavailable" in code or "DatabaseUnavailable" in code:
@@ -75,8 +93,8 @@ def from_neo4j(exc: BaseException, cypher: Optional[str] = None) -> KipError:
             "(e.g. MUL(?x.attributes.n, 1.0) or ADD(?x.attributes.n, 1.0)), or keep the values in range. Retrying fails the same way.",
         )
     if "Invalid Regex" in message:
-        # A REGEX whose pattern came from the graph (or that Java rejects and Python accepted).
-        return KipError(INVALID_SYNTAX, f"Invalid REGEX pattern: {message.splitlines()[0]}", "Fix the regular expression (Java syntax).")
+        # A value beyond the pattern's reach (regex_guard), or a pattern Java rejects that the guard's parser accepted.
+        return reach_error(message) or KipError(INVALID_SYNTAX, f"Invalid REGEX pattern: {message.splitlines()[0]}", "Fix the regular expression (Java syntax).")
     if "Statement.SyntaxError" in code or "Statement.SemanticError" in code or "Statement.TypeError" in code:
         # Our compiler produced Cypher Neo4j rejects: that is our bug, never the caller's.
         return KipError(INTERNAL_ERROR, f"Internal compiler error: Neo4j rejected the generated Cypher ({message}).", "This is an engine bug; report it with the debug field.", debug=debug)

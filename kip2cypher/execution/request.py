@@ -19,6 +19,8 @@ from ..lower.compile import compile_plan
 from ..lower.plan import Plan
 from ..models import ExecuteRequest
 from ..syntax.script import command_kind_of, sniff_kind
+from ..syntax.values import parameters_size
+from .requests import Deadline
 
 log = logging.getLogger("kip2cypher")
 
@@ -85,9 +87,11 @@ def _run(compiled: _Compiled, dry_run: bool, readonly: bool) -> Generator[RunPla
     return Outcome(clean_response(reply), compiled.kind)
 
 
-def command_program(text: str, parameters: dict[str, Any], *, dry_run: bool, readonly: bool, settings: Settings) -> Generator[RunPlan, Reply, Outcome]:
+def command_program(text: str, parameters: dict[str, Any], *, dry_run: bool, readonly: bool, settings: Settings,
+                    deadline: Optional[Deadline] = None) -> Generator[RunPlan, Reply, Outcome]:
     """One command text → its ``Outcome`` (for callers that drive their own loop: ``kip2cypher run``, the shell)."""
     try:
+        _check(deadline)
         if readonly and command_kind_of(text, settings) == "KML":
             return Outcome({"error": readonly_error("This is a KML command").to_dict()}, "KML")
         return (yield from _run(_compile(text, parameters, settings), dry_run, readonly))
@@ -96,25 +100,37 @@ def command_program(text: str, parameters: dict[str, Any], *, dry_run: bool, rea
         return Outcome({"error": KipError(errors.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}").to_dict()}, sniff_kind(text))
 
 
-def request_program(arguments: Any, *, readonly: bool, settings: Settings) -> Generator[RunPlan, Reply, dict]:
-    """One function call (its raw JSON arguments) → the §6 response dict."""
+def request_program(arguments: Any, *, readonly: bool, settings: Settings, deadline: Optional[Deadline] = None) -> Generator[RunPlan, Reply, dict]:
+    """One function call (its raw JSON arguments) → the §6 response dict.
+
+    ``deadline`` (the request's time budget, ``Settings.max_request_s``) is checked before each
+    command is classified or compiled: once it has passed, the remaining commands answer
+    KIP_4001 without being compiled or run."""
     try:
         request = ExecuteRequest.parse(arguments, max_batch=settings.max_batch)
         if request.is_batch:
             items = [item.text_and_parameters(request.parameters) for item in request.items()]
         else:
             items = [(request.command or "", request.parameters or {})]
+        parameters_size([params for _, params in items], settings.max_parameter_bytes, settings.max_nesting_depth)
         if readonly:
             # Before anything runs (or compiles): the kinds come from the parses, which the
             # compiler then finds in the parse cache — each command's text is scanned once.
-            _refuse_kml([command_kind_of(text, settings) for text, _ in items], request.is_batch)
-        compiled = (_compile(text, params, settings) for text, params in items)  # a stopped batch compiles no further
+            kinds = []
+            for text, _ in items:
+                _check(deadline)
+                kinds.append(command_kind_of(text, settings))
+            _refuse_kml(kinds, request.is_batch)
         if not request.is_batch:
-            outcome = yield from _run(next(iter(compiled)), request.dry_run, readonly)
+            _check(deadline)
+            outcome = yield from _run(_compile(*items[0], settings), request.dry_run, readonly)
             return outcome.response
         results = []
-        for item in compiled:
-            outcome = yield from _run(item, request.dry_run, readonly)
+        for text, params in items:
+            if deadline is not None and deadline.expired():
+                results.append({"error": deadline.error().to_dict()})  # not compiled, not run
+                continue
+            outcome = yield from _run(_compile(text, params, settings), request.dry_run, readonly)
             results.append(outcome.response)
             if outcome.stops_batch:
                 break
@@ -124,6 +140,12 @@ def request_program(arguments: Any, *, readonly: bool, settings: Settings) -> Ge
     except Exception as exc:  # noqa: BLE001 - no traceback ever reaches a caller
         log.error("request failure: %r", exc, exc_info=True)
         return {"error": KipError(errors.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}", "This is an engine bug; the request itself may be valid.").to_dict()}
+
+
+def _check(deadline: Optional[Deadline]) -> None:
+    """KIP_4001 for the whole request when its budget is spent before anything ran."""
+    if deadline is not None and deadline.expired():
+        raise deadline.error(request=True)
 
 
 def _refuse_kml(kinds: list[Optional[str]], batch: bool) -> None:

@@ -9,11 +9,13 @@ that feeds it canned rows.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
 from ..config import Settings
 from ..cypher import storage
+from ..errors import EXECUTION_TIMEOUT, KipError
 from ..lower.plan import EMPTY, Compiled
 
 
@@ -52,13 +54,68 @@ class Embed:
 
 
 @dataclass(frozen=True)
+class Deadline:
+    """The end of one request's time budget (``Settings.max_request_s``), on the monotonic clock.
+
+    Parsing, compiling, Python-side scoring, embedding and every statement of the request
+    count against it: the request program checks it before compiling each command, the driver
+    loops before each statement (and cap each transaction's timeout at what is left), so past
+    it the remaining commands answer KIP_4001 without running.
+    """
+
+    at: float
+    budget_s: float
+
+    @classmethod
+    def start(cls, settings: Settings) -> Optional["Deadline"]:
+        """A request's deadline from now; None when ``max_request_s`` is 0 (no budget)."""
+        return cls(time.monotonic() + settings.max_request_s, settings.max_request_s) if settings.max_request_s else None
+
+    def remaining(self) -> float:
+        return self.at - time.monotonic()
+
+    def expired(self) -> bool:
+        return self.remaining() <= 0
+
+    def error(self, started: bool = False, request: bool = False) -> KipError:
+        """KIP_4001 for a command the spent budget stopped (``started``) or kept from running,
+        or (``request``) for a whole request it stopped before any command ran."""
+        spent = f"The request used up its time budget ({self.budget_s:g} s, max_request_s)"
+        if request:
+            return KipError(EXECUTION_TIMEOUT, f"{spent} before any command ran.", "Send fewer or smaller commands per request.")
+        what = "was stopped (nothing it did was kept)" if started else "was not run"
+        return KipError(
+            EXECUTION_TIMEOUT,
+            f"{spent}; this command {what}.",
+            "Send fewer commands per request, lower LIMIT, or narrow the patterns; the commands before this one ran (see their results).",
+        )
+
+    def timeout(self, query_timeout_s: float) -> Optional[float]:
+        """A transaction's timeout: the query timeout, capped at what is left of the budget."""
+        left = max(self.remaining(), 0.001)
+        return min(query_timeout_s, left) if query_timeout_s else left
+
+
+def within(seconds: float, deadline: Optional[Deadline]) -> float:
+    """``seconds``, or less when the request's budget ends sooner (a wait the budget must cover)."""
+    return seconds if deadline is None else max(0.0, min(seconds, deadline.remaining()))
+
+
+def transaction_timeout(settings: Settings, deadline: Optional[Deadline]) -> Optional[float]:
+    """The timeout of one transaction (None: the server's default)."""
+    if deadline is not None:
+        return deadline.timeout(settings.query_timeout_s)
+    return settings.query_timeout_s or None
+
+
+@dataclass(frozen=True)
 class Context:
     """What a program knows besides its plan.
 
     ``now`` is the command's timestamp (ISO-8601 UTC, milliseconds, ``Z``), written as
     ``meta._updated_at`` by every element the command changes — so the executor finds them
     afterwards for the embedding refresh. ``embedder`` is the embedder in force (None: no
-    semantic search).
+    semantic search). ``deadline`` ends the request's time budget (None: no budget).
     """
 
     settings: Settings
@@ -68,8 +125,14 @@ class Context:
     #: The engine itself writes (``Nexus.bootstrap(upgrade=True)``): the protected structures a
     #: newer Genesis or standard capsule refreshes may change. Never set for an agent's request.
     engine: bool = False
+    deadline: Optional[Deadline] = field(default=None, compare=False)
 
     @property
     def names(self) -> storage.Names:
         """The storage vocabulary of the nexus's namespace."""
         return storage.names(self.settings.namespace)
+
+    def check_deadline(self) -> None:
+        """KIP_4001 once the request's budget is spent (the loops call it before every request)."""
+        if self.deadline is not None and self.deadline.expired():
+            raise self.deadline.error(started=True)

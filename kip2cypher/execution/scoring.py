@@ -35,15 +35,31 @@ def _similarity_ratio(a: str, b: str) -> float:
     return 2 * previous[-1] / total
 
 
-@functools.lru_cache(maxsize=65536)
+#: Query tokens scored: the first 32 words of a term (Lucene gets its first 32 distinct
+#: words), so scoring a candidate costs the same for a 20-word and a 2,000-word term.
+MAX_QUERY_TOKENS = 32
+#: Token pairs longer than this together are scored uncached (the cache holds short words only)
+#: and without the LCS ratio (quadratic in the token length; typo tolerance is for words).
+_SHORT_PAIR = 64
+
+
 def _token_similarity(q: str, f: str) -> float:
+    return _short_similarity(q, f) if len(q) + len(f) <= _SHORT_PAIR else _similarity(q, f, fuzzy=False)
+
+
+@functools.lru_cache(maxsize=65536)
+def _short_similarity(q: str, f: str) -> float:
+    return _similarity(q, f, fuzzy=True)
+
+
+def _similarity(q: str, f: str, fuzzy: bool) -> float:
     if q == f:
         return 1.0
     if len(q) >= 2 and f.startswith(q):
         return 0.6 + 0.3 * len(q) / len(f)
     if len(q) >= 3 and q in f:
         return 0.5 + 0.3 * len(q) / len(f)
-    if len(q) >= 4 and len(f) >= 4 and abs(len(q) - len(f)) <= 2:
+    if fuzzy and len(q) >= 4 and len(f) >= 4 and abs(len(q) - len(f)) <= 2:
         ratio = _similarity_ratio(q, f)
         if ratio >= 0.8:
             return 0.8 * ratio
@@ -55,7 +71,7 @@ class Scorer:
     its candidates (names and descriptions share most of their words)."""
 
     def __init__(self, query_tokens: list[str]) -> None:
-        self.query = tuple(query_tokens)
+        self.query = tuple(query_tokens[:MAX_QUERY_TOKENS])
         self._vectors: dict[str, tuple[float, ...]] = {}
         self._fields: dict[tuple[str, bool], float] = {}
 

@@ -13,11 +13,12 @@ from functools import lru_cache
 from typing import Any, Callable, Optional
 
 from .. import errors
+from ..caching import text_cache
 from ..config import Settings
 from ..syntax import ast
 from ..syntax.parser import CACHEABLE_CHARS, parse
 from ..syntax.placeholders import check_quoted_placeholders
-from ..syntax.values import Deferring, non_finite
+from ..syntax.values import Deferring, parameters_size
 from . import delete, describe, embeddings, export, find, merge, search, update, upsert
 from .plan import Compiled, Plan
 
@@ -64,7 +65,9 @@ def _compile(text: str, params_json: str, settings: Settings, keep_placeholders:
     return dataclasses.replace(plan, command_text=text, namespace=settings.namespace)
 
 
-_compile_cached = lru_cache(maxsize=2048)(_compile)
+#: Compiled plans by (text, parameters, settings), bounded by the characters of text and
+#: parameters (a plan costs ≈ 45 bytes per character with its AST: ≈ 45 MB at the bound).
+_compile_cached = text_cache(1 << 20, 2048)(_compile)
 
 
 def compile_plan(text: str, parameters: Optional[dict[str, Any]] = None, settings: Optional[Settings] = None,
@@ -73,15 +76,13 @@ def compile_plan(text: str, parameters: Optional[dict[str, Any]] = None, setting
 
     ``keep_placeholders``: an unbound placeholder at a plain-value position becomes the Cypher
     parameter ``$name`` for the caller to bind (a plan for embedding, never executed here)."""
-    try:
-        params_json = json.dumps(parameters or {}, sort_keys=True, ensure_ascii=False, allow_nan=False)
-    except ValueError:
-        # NaN / ±Infinity: Python's json reads those tokens, JSON has no such numbers.
-        where = non_finite(parameters)
-        raise errors.KipError(errors.INVALID_SYNTAX, f"The parameter {where} is not a finite number (NaN or Infinity is not a JSON value).", "Pass finite numbers only; use null for an unknown value.") from None
-    except TypeError as exc:
-        raise errors.KipError(errors.INVALID_SYNTAX, f"parameters must be JSON values: {exc}", "Pass strings, numbers, booleans, null, arrays and objects only.") from None
     settings = settings or _default_settings()
+    if not isinstance(parameters or {}, dict):
+        raise errors.KipError(errors.INVALID_SYNTAX, f"parameters must be a JSON object, got {type(parameters).__name__}.", "Pass the placeholder values as an object {\"name\": value}.")
+    # JSON values Neo4j can hold (finite numbers, 64-bit integers, whole characters, bounded
+    # nesting), within the size bound: checked before they are copied.
+    parameters_size([parameters or {}], settings.max_parameter_bytes, settings.max_nesting_depth)
+    params_json = json.dumps(parameters or {}, sort_keys=True, ensure_ascii=False)
     if not isinstance(text, str):
         parse(text)  # reports the non-string command (KIP_1001)
     if len(text) + len(params_json) > CACHEABLE_CHARS:

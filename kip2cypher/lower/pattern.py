@@ -43,7 +43,6 @@ Lowering rules (the full list with rationale is in docs/kql.md):
 """
 from __future__ import annotations
 
-import re
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Iterator, Mapping, Optional, Union
@@ -53,7 +52,7 @@ from ..syntax import ast
 from ..config import Settings
 from ..cypher.builder import Fragment, Ident, Internal, Param, Part, RuntimeParam, Statement, Var, frag, join, literal
 from ..errors import INVALID_SYNTAX, REFERENCE_ERROR, RESOURCE_EXHAUSTED, KipError
-from .regex_guard import check_backtracking
+from .regex_guard import compile_search, regex_calls
 from ..syntax.values import Deferred, describe, resolve, resolve_predicate
 
 CONCEPT = "concept"
@@ -371,6 +370,7 @@ def lower_where(where: Iterable[ast.WhereItem], parameters: Mapping[str, Any], s
         outside = set(used or ())
         dont_care = frozenset(n for n, c in counts.items() if c == 1 and n not in outside)
     lowerer = Lowerer(parameters, settings, lean=lean, dont_care=dont_care)
+    lowerer.regex_budget = settings.max_regex_steps / max(1, regex_calls(items))  # all its REGEX share one budget per row
     lines, bindings = lowerer.group(items, {}, required=True, top=True)
     return Pattern(lines, bindings, lowerer.grounding, lowerer)
 
@@ -456,6 +456,8 @@ class Lowerer:
         self.dont_care = dont_care
         #: row determinants of the top-level group (nested groups record into a throwaway)
         self.keys = _Keys()
+        #: steps each REGEX may take on one value (``regex_guard``)
+        self.regex_budget = settings.max_regex_steps
         #: attribute/metadata keys the command reads: (variable, stored key) → first text offset
         self.key_uses: dict[tuple[str, str], int] = {}
         #: what a variable's elements are known to be: (True, concept type) / (False, predicate)
@@ -1126,36 +1128,21 @@ class Lowerer:
         if name in _STRING_FUNCS:
             return frag(self.operand(args[0], scope, used_in), _STRING_FUNCS[name], self.operand(args[1], scope, used_in))
         if name == "REGEX":
-            subject = self.operand(args[0], scope, used_in)
-            pattern_arg = args[1]
-            if isinstance(pattern_arg, (ast.Literal, ast.Placeholder)):
-                pattern = resolve(pattern_arg, self.parameters, role="a REGEX pattern is checked (syntax, backtracking cost) before it runs")
-                if not isinstance(pattern, str):
-                    raise KipError(INVALID_SYNTAX, f"REGEX needs a string pattern, got {describe(pattern)}.", "Write REGEX(?x, \"pattern\").")
-                check_regex(pattern)
-                regex = frag(Param(search_regex(pattern)))
-            else:
-                regex = frag("'(?s).*(?:' + ", self.operand(pattern_arg, scope, used_in), " + ').*'")
-            return frag(subject, " =~ ", regex)
+            return self.regex(args, scope, used_in)
         raise KipError(INVALID_SYNTAX, f"Unknown FILTER function {name}.", "Use IN, IS_NULL, IS_NOT_NULL, CONTAINS, STARTS_WITH, ENDS_WITH or REGEX.")
 
+    def regex(self, args: tuple[Any, ...], scope: Mapping[str, Binding], used_in: str) -> Fragment:
+        """``v =~ <search pattern>``, guarded by the pattern's reach (``regex_guard``): a longer
+        string makes Neo4j report the refusal pattern (KIP_4001) instead of searching it."""
+        if not isinstance(args[1], (ast.Literal, ast.Placeholder)):
+            raise KipError(INVALID_SYNTAX, "REGEX needs its pattern as a string literal or a placeholder; a pattern read from the graph cannot be checked before it runs.",
+                           "Write REGEX(?x, \"pattern\") or REGEX(?x, :pattern); to compare two values use ==, CONTAINS, STARTS_WITH or ENDS_WITH.")
+        pattern = resolve(args[1], self.parameters, role="a REGEX pattern is checked (syntax, cost) before it runs")
+        if not isinstance(pattern, str):
+            raise KipError(INVALID_SYNTAX, f"REGEX needs a string pattern, got {describe(pattern)}.", "Write REGEX(?x, \"pattern\").")
+        search = compile_search(pattern, self.regex_budget)
+        subject = self.operand(args[0], scope, used_in)
+        return frag(subject, " =~ CASE WHEN size(toStringOrNull(", subject, ")) > ", Param(search.reach),
+                    " THEN ", Param(search.refusal()), " ELSE ", Param(search.pattern), " END")
 
-def search_regex(pattern: str) -> str:
-    """KIP REGEX is a search (the pattern may match anywhere); Cypher's =~ matches whole strings."""
-    return "(?s).*(?:" + pattern + ").*"
 
-
-# Constructs Java's regex engine accepts that Python's does not: skip the local check for them.
-_JAVA_ONLY = re.compile(r"\\[pPQEhHvVRXzZGk]|\(\?<[a-zA-Z]|\[\[|&&|\(\?[a-zA-Z]*-|\+\+|\*\+|\?\+|\}\+")
-
-
-def check_regex(pattern: str) -> None:
-    """Reject a pattern that cannot compile (KIP_1001) before Neo4j would fail at run time, or
-    that could backtrack past any time limit (KIP_4001, ``regex_guard``)."""
-    check_backtracking(pattern)
-    if _JAVA_ONLY.search(pattern):
-        return
-    try:
-        re.compile(pattern)
-    except re.error as exc:
-        raise KipError(INVALID_SYNTAX, f"Invalid REGEX pattern {pattern!r}: {exc}.", "Fix the regular expression (Java syntax); escape literal characters such as ( [ . * with a backslash.") from None

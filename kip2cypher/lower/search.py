@@ -252,6 +252,13 @@ class SearchPlan(Plan):
 
 def lower_search(command: ast.Search, parameters: dict[str, Any], settings: Settings) -> SearchPlan:
     term = resolve_str(command.term, parameters, f"SEARCH {command.target}")
+    if len(term) > settings.max_search_term_chars:
+        raise KipError(
+            errors.RESOURCE_EXHAUSTED,
+            f"The SEARCH term has {len(term)} characters; the limit is {settings.max_search_term_chars} (max_search_term_chars).",
+            "Search for a short phrase: the few words that name what you are looking for.",
+            offset=command.term.span.start,
+        )
     with_type = resolve_str(command.with_type, parameters, "WITH TYPE") if command.with_type is not None else None
     mode = None
     if command.mode is not None:

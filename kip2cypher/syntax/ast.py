@@ -124,6 +124,27 @@ class BoolOp:
     span: Span = _span()
 
 
+def operands(node: "BoolExpr", op: str) -> list["BoolExpr"]:
+    """The operands of a chain of ``op`` (``node`` itself when it is not a BoolOp of ``op``), in order."""
+    out, stack = [], [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, BoolOp) and item.op == op:
+            stack.extend((item.right, item.left))
+        else:
+            out.append(item)
+    return out
+
+
+def balanced(op: str, items: list["BoolExpr"]) -> "BoolExpr":
+    """The canonical tree of ``op`` over ``items``: split in the middle, recursively (depth log2 n)."""
+    if len(items) == 1:
+        return items[0]
+    middle = len(items) // 2
+    left, right = balanced(op, items[:middle]), balanced(op, items[middle:])
+    return BoolOp(op, left, right, Span(left.span.start, right.span.end))
+
+
 @dataclass(frozen=True, slots=True)
 class NotExpr:
     """``!expr``."""

@@ -21,7 +21,6 @@ import sys
 import threading
 from contextlib import contextmanager
 from collections import defaultdict
-from functools import lru_cache
 from itertools import accumulate
 from typing import Any, Iterable, Optional
 
@@ -32,10 +31,13 @@ from parsimonious.nodes import Node, NodeVisitor
 
 from . import ast
 from . import validate
+from ..caching import text_cache
 from ..errors import INVALID_SYNTAX, RESOURCE_EXHAUSTED, KipError, line_column, snippet
 from .grammars import CONSTANTS, FAST_GRAMMAR, GRAMMAR, TOKENS as _TOKENS, ScannedNode, dot_path, identifier, number_literal, string_literal
 
-_FIRST_WORD = re.compile(r"(?:\s|//[^\n]*|/\*[\s\S]*?\*/)*([A-Za-z]+)")
+# Blanks and comments before the first word, as a possessive loop: with a lazy comment body in a
+# backtracking loop, ``"/**/" * 40 + "/*"`` took hours inside one C call (holding the GIL).
+_FIRST_WORD = re.compile(r"(?:\s+|//[^\n]*|/\*(?:[^*]|\*(?!/))*\*/)*+([A-Za-z]+)")
 
 
 def first_word(text: str) -> str:
@@ -49,8 +51,10 @@ def first_word(text: str) -> str:
 MAX_INPUT_BYTES = 256 * 1024
 #: Deepest nesting of ``{`` ``[`` ``(`` accepted (KIP_4002 beyond).
 MAX_NESTING_DEPTH = 64
-#: Parsed commands kept by the text-keyed LRU cache.
+#: Parsed commands kept by the text-keyed LRU cache, and the characters of their texts
+#: (an AST costs 20–40 bytes per character: ≈ 40 MB at the bound).
 CACHE_SIZE = 2048
+CACHE_CHARS = 1 << 20
 #: Texts longer than this are parsed without caching (the compiler uses the same bound).
 CACHEABLE_CHARS = 64 * 1024
 
@@ -107,12 +111,12 @@ def _check_type(text: Any) -> None:
         raise KipError(INVALID_SYNTAX, f"A KIP command must be a string, got {type(text).__name__}.")
 
 
-@lru_cache(maxsize=CACHE_SIZE)
+@text_cache(CACHE_CHARS, CACHE_SIZE)
 def _parse_single(text: str, bounds: tuple[int, int]) -> ast.Command:
     return _parse(text, "single", bounds)[0]
 
 
-@lru_cache(maxsize=CACHE_SIZE // 8)
+@text_cache(CACHE_CHARS // 8, CACHE_SIZE // 8)
 def _parse_script(text: str) -> tuple[ast.Command, ...]:
     return tuple(_parse(text, "script"))
 
@@ -419,11 +423,12 @@ class _Builder(NodeVisitor):
         return ast.Filter(children[2], self.span(node))
 
     def _fold(self, op: str, children: list) -> Any:
-        """Left-associative fold of ``x (OP x)*`` into BoolOp nodes."""
-        left = children[0]
-        for _, right in children[1]:
-            left = ast.BoolOp(op, left, right, ast.Span(left.span.start, right.span.end))
-        return left
+        """``x (OP x)*`` as a *balanced* tree of BoolOp nodes over its operands, a parenthesised
+        chain of the same operator included (``&&`` and ``||`` are associative): its depth is
+        logarithmic in the number of operands, so no walker over the AST recurses thousands of
+        levels deep on a long chain (a FILTER of 3,000 ``||`` raised RecursionError)."""
+        operands = [leaf for child in (children[0], *(right for _, right in children[1])) for leaf in ast.operands(child, op)]
+        return ast.balanced(op, operands)
 
     def visit_or_expr(self, node, children):
         return self._fold("||", children)

@@ -12,6 +12,7 @@ import dataclasses
 import re
 from typing import Any, Iterator, Mapping, Optional
 
+from ..caching import TextCache
 from ..errors import INVALID_SYNTAX, KipError, line_column, snippet
 from . import ast
 
@@ -61,9 +62,9 @@ def _strings(node: Any, key: Optional[str] = None) -> Iterator[tuple[str, ast.Sp
             yield from _strings(item, key)
 
 
-#: ``_quoted`` results by command text (the parse of a text is always the same AST); bounded.
-_QUOTED: dict[str, tuple] = {}
-_QUOTED_MAX = 1024
+#: ``_quoted`` results by command text (the parse of a text is always the same AST); bounded
+#: by count and by the characters of the texts it is keyed by.
+_QUOTED = TextCache(1 << 20, 1024)
 
 
 def _quoted(command: Any, text: str) -> tuple[tuple[str, ast.Span, Optional[str], tuple[re.Match, ...]], ...]:
@@ -74,9 +75,7 @@ def _quoted(command: Any, text: str) -> tuple[tuple[str, ast.Span, Optional[str]
     if found is None:
         found = tuple((value, span, key, tuple(_EMBEDDED_RE.finditer(value))) for value, span, key in _strings(command) if ":" in value)
         found = tuple(entry for entry in found if entry[3])
-        if len(_QUOTED) >= _QUOTED_MAX:
-            _QUOTED.clear()
-        _QUOTED[text] = found
+        _QUOTED.put(text, found, len(text))
     return found
 
 

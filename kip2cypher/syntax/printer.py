@@ -69,9 +69,9 @@ class _Printer:
         return f"({text})" if strength < minimum else text
 
     def binding(self, node: Any) -> tuple[int, str]:
-        if isinstance(node, ast.BoolOp):
+        if isinstance(node, ast.BoolOp):  # a chain, flat: the parser rebuilds the same balanced tree
             strength = _OR if node.op == "||" else _AND
-            return strength, f"{self.expr(node.left, strength)} {node.op} {self.expr(node.right, strength + 1)}"
+            return strength, f" {node.op} ".join(self.expr(item, strength + 1) for item in ast.operands(node, node.op))
         if isinstance(node, ast.Comparison):
             return _COMPARISON, f"{self.expr(node.left, _NOT)} {node.op} {self.expr(node.right, _NOT)}"
         if isinstance(node, ast.NotExpr):

@@ -13,11 +13,83 @@ value shapes the statement and compile refuses (``shapes_statement``).
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional
+from typing import Any, Iterable, Mapping, Optional
 
 from . import ast
-from ..errors import INVALID_IDENTIFIER, INVALID_SYNTAX, KipError
+from ..errors import INVALID_IDENTIFIER, INVALID_SYNTAX, RESOURCE_EXHAUSTED, KipError
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+#: 2^63 - 1: no count (LIMIT, …) reaches it.
+_LARGEST_COUNT = 2**63 - 1
+#: What one number, boolean or null counts for in ``parameters_size``.
+_SCALAR_BYTES = 8
+
+
+def parameters_size(sets: Iterable[Mapping[str, Any]], max_bytes: int, max_depth: int) -> int:
+    """Check the parameters of a request and return their size; raise before anything runs.
+
+    Size: the characters of every string and key plus 8 per other scalar, counted over every
+    set (a batch binds the shared parameters once per command: that is the work it causes).
+    The walk stops as soon as ``max_bytes`` is passed (KIP_4002), so a huge payload costs
+    nothing more than the bound. Each value must be JSON a command can use: a finite number, a
+    string without unpaired UTF-16 surrogates, nesting at most ``max_depth`` deep (KIP_1001,
+    naming the parameter). Integers beyond 64 bits are values (stored exactly as JSON text);
+    where a command computes with them or compares them the lowering refuses them.
+    """
+    total = 0
+    # (value, depth, where): ``where`` links back to the parent, so a path is spelled only for an error.
+    stack: list[tuple[Any, int, Any]] = [(params, 0, None) for params in sets]
+    while stack:
+        value, depth, where = stack.pop()
+        if isinstance(value, str):
+            total += len(value)
+            if _SURROGATE.search(value):
+                raise _bad(where, "a string with an unpaired UTF-16 surrogate", "Send complete characters (a surrogate pair such as \\ud83d\\ude00 for one emoji).")
+        elif isinstance(value, (dict, list, tuple)):
+            if depth > max_depth:
+                raise _bad(where, f"nested more than {max_depth} levels deep", "Flatten the value, or store it as a JSON string.")
+            if isinstance(value, dict):
+                for key, item in value.items():
+                    if not isinstance(key, str):
+                        raise _bad(where, f"an object key of type {type(key).__name__}", "Object keys must be strings.")
+                    if _SURROGATE.search(key):
+                        raise _bad(where, "an object key with an unpaired UTF-16 surrogate", "Send complete characters in keys.")
+                    total += len(key)
+                    stack.append((item, depth + 1, (key, where)))
+            else:
+                stack.extend((item, depth + 1, (i, where)) for i, item in enumerate(value))
+        elif isinstance(value, bool) or value is None:
+            total += 1
+        elif isinstance(value, int):
+            total += max(_SCALAR_BYTES, value.bit_length() // 8)
+        elif isinstance(value, float):
+            total += _SCALAR_BYTES
+            if not math.isfinite(value):
+                raise _bad(where, "not a finite number (NaN or Infinity is not a JSON value)", "Pass finite numbers only; use null for an unknown value.")
+        else:
+            raise _bad(where, f"a {type(value).__name__}, which is not a JSON value", "Pass strings, numbers, booleans, null, arrays and objects only.")
+        if total > max_bytes:
+            raise KipError(
+                RESOURCE_EXHAUSTED,
+                f"The request's parameters exceed the limit of {max_bytes} bytes (counted per command that uses them).",
+                "Send fewer or smaller values per request (split a batch, or a big import into several capsules).",
+            )
+    return total
+
+
+def _bad(where: Any, what: str, hint: str) -> KipError:
+    """KIP_1001 naming the parameter (``:name[2].key``, as ``non_finite`` spells it)."""
+    steps = []
+    while where is not None:
+        key, where = where
+        steps.append(f"[{key}]" if isinstance(key, int) else f".{key}")
+    path = "".join(reversed(steps))
+    path = ":" + path[1:] if path.startswith(".") else path
+    if len(path) > 80:
+        path = path[:77] + "..."
+    return KipError(INVALID_SYNTAX, f"The parameter {path} is {what}." if path else f"The parameters are {what}.", hint)
 
 
 def describe(value: Any) -> str:
@@ -100,12 +172,14 @@ def resolve(value: ast.Value, params: Optional[Mapping[str, Any]] = None, *, def
 
 
 def resolve_int(value: ast.Value, params: Optional[Mapping[str, Any]], what: str) -> int:
-    """A positive integer (LIMIT and friends); placeholders must bind one too."""
+    """A positive integer (LIMIT and friends) below 2^63 - 1 (the engine asks Neo4j for one row
+    more than a LIMIT, in 64-bit arithmetic); placeholders must bind one too."""
     resolved = resolve(value, params, role=f"{what} is a number the compiler computes with")
-    if isinstance(resolved, bool) or not isinstance(resolved, int) or resolved < 1:
+    if isinstance(resolved, bool) or not isinstance(resolved, int) or not 1 <= resolved < _LARGEST_COUNT:
+        below = f" below {_LARGEST_COUNT}" if type(resolved) is int and resolved > 0 else ""
         raise KipError(
             INVALID_SYNTAX,
-            f"{what} expects a positive integer, got {describe(resolved)}.",
+            f"{what} expects a positive integer{below}, got {describe(resolved)}.",
             f"Write {what} followed by a whole number ≥ 1 (or bind its placeholder to one).",
         )
     return resolved
