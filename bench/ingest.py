@@ -8,7 +8,10 @@ untimed). Three timings, alternated:
 - ``kip_exec_s``  the same capsule with its plan already compiled (execution only: the
                   generated Cypher and the Python runner);
 - ``cypher_s``    ``bench.writer``: two UNWIND + MERGE statements in one write transaction
-                  writing the same nodes, properties and relationships.
+                  writing the same nodes, properties and relationships;
+- ``kip_embed_s`` (with ``embedder``) the cold capsule through a second nexus with the bundled
+                  model on, until the write answers; ``embed_drain_s`` is how long its background
+                  refresh then needs until every element has its vector (``wait_for_embeddings``).
 """
 from __future__ import annotations
 
@@ -42,8 +45,10 @@ def _counts(nexus: Any, database: Optional[str]) -> tuple[int, int]:
     return nodes, rels
 
 
-def run(nexus: Any, database: Optional[str], reps: int, log=print) -> dict[str, Any]:
+def run(nexus: Any, database: Optional[str], reps: int, log=print, embedder: Any = None) -> dict[str, Any]:
     capsule = ingest_capsule()
+    embed_s: list[float] = []
+    drain_s: list[float] = []
     kip_s: list[float] = []
     exec_s: list[float] = []
     cypher_s: list[float] = []
@@ -72,6 +77,18 @@ def run(nexus: Any, database: Optional[str], reps: int, log=print) -> dict[str, 
         (kip_s if cold else exec_s).append(elapsed)
         shapes["kip"] = _counts(nexus, database)
 
+    def kip_embedded() -> None:
+        _fresh(nexus, database)
+        _compile_cached.cache_clear()
+        kparser.clear_cache()
+        start = time.perf_counter()
+        response = embedded.execute_kip(capsule.text)
+        embed_s.append(time.perf_counter() - start)
+        _check(response, "ingest capsule (embeddings on)")
+        assert embedded.wait_for_embeddings(600)
+        drain_s.append(time.perf_counter() - start - embed_s[-1])
+        shapes["kip_embedded"] = _counts(nexus, database)
+
     def cypher() -> None:
         _fresh(nexus, database)
         start = time.perf_counter()
@@ -80,21 +97,35 @@ def run(nexus: Any, database: Optional[str], reps: int, log=print) -> dict[str, 
         cypher_s.append(time.perf_counter() - start)
         shapes["cypher"] = _counts(nexus, database)
 
-    # warm-up: one of each (Neo4j plans both sides' statements once), then forget those samples
+    from kip2cypher import Nexus
+
+    embedded = Nexus(nexus.uri, database=database, settings=nexus.settings.replace(embedder=embedder)) if embedder is not None else None
+    # warm-up: one of each (Neo4j plans both sides' statements once, the model is loaded), then forget those samples
     kip(False)
     cypher()
-    exec_s.clear()
-    cypher_s.clear()
-    compile_s.clear()
+    if embedded is not None:
+        kip_embedded()
+    for samples in (exec_s, cypher_s, compile_s, embed_s, drain_s):
+        samples.clear()
     for rep in range(reps):
-        order = (lambda: kip(True), lambda: kip(False), cypher) if rep % 2 == 0 else (cypher, lambda: kip(False), lambda: kip(True))
-        for step in order:
+        order = [lambda: kip(True), lambda: kip(False), cypher] + ([kip_embedded] if embedded is not None else [])
+        for step in (order if rep % 2 == 0 else order[::-1]):
             step()
-        log(f"  ingest rep {rep + 1}/{reps}: kip {kip_s[-1]:.2f}s (exec {exec_s[-1]:.2f}s), cypher {cypher_s[-1]:.2f}s")
-    if shapes["kip"] != shapes["cypher"]:
-        raise AssertionError(f"ingest: KIP wrote {shapes['kip']} (nodes, relationships), the hand-written MERGE {shapes['cypher']}")
+        log(f"  ingest rep {rep + 1}/{reps}: kip {kip_s[-1]:.2f}s (exec {exec_s[-1]:.2f}s), cypher {cypher_s[-1]:.2f}s"
+            + (f", kip with embeddings {embed_s[-1]:.2f}s (+{drain_s[-1]:.2f}s background)" if embed_s else ""))
+    if embedded is not None:
+        embedded.close()
+    if len(set(shapes.values())) != 1:
+        raise AssertionError(f"ingest: KIP and the hand-written MERGE wrote different (nodes, relationships): {shapes}")
     kip_med, exec_med, cy_med = statistics.median(kip_s), statistics.median(exec_s), statistics.median(cypher_s)
-    return {
+    embedding = {} if not embed_s else {
+        "embedder": embedder.name,
+        "kip_embed_s": round(statistics.median(embed_s), 3),
+        "embed_drain_s": round(statistics.median(drain_s), 3),
+        "embed_ratio": round(statistics.median(embed_s) / kip_med, 3),
+        "embed_total_ratio": round(statistics.median([a + b for a, b in zip(embed_s, drain_s)]) / kip_med, 3),
+    }
+    return {**embedding,
         "concepts": capsule.concepts,
         "propositions": capsule.propositions,
         "capsule_chars": len(capsule.text),

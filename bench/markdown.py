@@ -32,7 +32,7 @@ def queries_table(reports: list[dict[str, Any]]) -> str:
         for r in reports:
             match = next((x for x in r["queries"] if x["name"] == q["name"]), {})
             ratio = match.get("ratio")
-            mark = "" if ratio is None or ratio <= 1.5 else " ✗"
+            mark = "" if ratio is None or ratio <= r.get("targets", {}).get("max_ratio", 1.3) else " ✗"
             row += [_f(match.get("kip_ms")), _f(match.get("cypher_ms")), _f(ratio) + mark]
         row += [f"{_f(q.get('kip_db_hits'))} / {_f(q.get('cypher_db_hits'))}", _f(q.get("rows")),
                 _f(q.get("compile_cold_ms")), _f(q.get("compile_cached_us"), 1)]

@@ -77,6 +77,10 @@ class Query:
     alt_params: dict[str, Any] = field(default_factory=dict)
     #: extra equality check after one run of each side: (driver, database) -> None (raises)
     check: Optional[Callable[[Any, Any], None]] = None
+    #: hand-written side's Python after its statement, timed with it (e.g. hybrid fusion): records -> rows
+    cypher_post: Optional[Callable[[list[Any]], Any]] = None
+    #: KIP runs through the nexus with the bench embedder (semantic / hybrid SEARCH)
+    semantic: bool = False
     note: str = ""
 
     def command(self, i: int) -> tuple[str, dict[str, Any], str, dict[str, Any]]:
@@ -204,22 +208,28 @@ def build(graph: MemoryGraph, cursor_token: Optional[str] = None) -> list[Query]
               {"name": person(10)}, {"name": person(10)}, columns=2))
 
     # ---------------------------------------------------------------- paths
-    add(Query("path_part_of_1_3", 'path "part_of"{1,3} (descendants of the tree root)',
-              'FIND(?x.name) WHERE { (?x, "part_of"{1,3}, {type: "Topic", name: :root}) }',
-              "MATCH (x)-[:part_of*1..3]->(:KipConcept {type: 'Topic', name: $root}) RETURN DISTINCT x.name",
-              {"root": topic(0)}, {"root": topic(0)}, path=True))
-    add(Query("path_follows_1_5", 'path "follows"{1,5} (a chain)',
-              'FIND(?y.name) WHERE { ({type: "Topic", name: :start}, "follows"{1,5}, ?y) }',
-              "MATCH (:KipConcept {type: 'Topic', name: $start})-[:follows*1..5]->(y) RETURN DISTINCT y.name",
-              {"start": topic(20)}, {"start": topic(20)}, path=True))
-    add(Query("path_knows_1_3", 'path "knows"{1,3} (social neighbourhood)',
-              'FIND(?y.name) WHERE { ({type: "Person", name: :start}, "knows"{1,3}, ?y) }',
-              "MATCH (:KipConcept {type: 'Person', name: $start})-[:knows*1..3]->(y) RETURN DISTINCT y.name",
-              {"start": person(5)}, {"start": person(5)}, path=True))
-    add(Query("path_knows_1_5", 'path "knows"{1,5} (wide neighbourhood)',
-              'FIND(?y.name) WHERE { ({type: "Person", name: :start}, "knows"{1,5}, ?y) }',
-              "MATCH (:KipConcept {type: 'Person', name: $start})-[:knows*1..5]->(y) RETURN DISTINCT y.name",
-              {"start": person(5)}, {"start": person(5)}, path=True))
+    # KIP paths have walk semantics (docs/kql.md, "Paths": every node some walk of m..n links
+    # reaches). The hand-written twin answers that question the way an expert would on Neo4j 5:
+    # a breadth-first ANY SHORTEST search per reached node; the trail-enumerating
+    # variable-length pattern (`*1..n`, the same answer when m <= 1) is timed alongside as
+    # `cypher_alt_ms`.
+    def path(name: str, feature: str, kip: str, start: str, pattern: str, alt: str, params: dict[str, Any]) -> Query:
+        end = "x" if pattern.startswith("(x)") else "y"
+        return Query(name, feature, kip, f"{start} MATCH ANY SHORTEST {pattern} RETURN DISTINCT {end}.name",
+                     params, params, path=True, alt_cypher=f"{start} MATCH {alt} RETURN DISTINCT {end}.name", alt_params=params)
+
+    for name, feature, kip, start, pattern, alt, params in (
+        ("path_part_of_1_3", 'path "part_of"{1,3} (descendants of the tree root)',
+         'FIND(?x.name) WHERE { (?x, "part_of"{1,3}, {type: "Topic", name: :root}) }',
+         "MATCH (r:KipConcept {type: 'Topic', name: $root})", "(x)-[:part_of]->{1,3}(r)", "(x)-[:part_of*1..3]->(r)", {"root": topic(0)}),
+        ("path_follows_1_5", 'path "follows"{1,5} (a chain)', 'FIND(?y.name) WHERE { ({type: "Topic", name: :start}, "follows"{1,5}, ?y) }',
+         "MATCH (s:KipConcept {type: 'Topic', name: $start})", "(s)-[:follows]->{1,5}(y)", "(s)-[:follows*1..5]->(y)", {"start": topic(20)}),
+        ("path_knows_1_3", 'path "knows"{1,3} (social neighbourhood)', 'FIND(?y.name) WHERE { ({type: "Person", name: :start}, "knows"{1,3}, ?y) }',
+         "MATCH (s:KipConcept {type: 'Person', name: $start})", "(s)-[:knows]->{1,3}(y)", "(s)-[:knows*1..3]->(y)", {"start": person(5)}),
+        ("path_knows_1_5", 'path "knows"{1,5} (wide neighbourhood)', 'FIND(?y.name) WHERE { ({type: "Person", name: :start}, "knows"{1,5}, ?y) }',
+         "MATCH (s:KipConcept {type: 'Person', name: $start})", "(s)-[:knows]->{1,5}(y)", "(s)-[:knows*1..5]->(y)", {"start": person(5)}),
+    ):
+        add(path(name, feature, kip, start, pattern, alt, params))
 
     # ---------------------------------------------------------------- higher-order
     hp = {"w": witness, "a": fact_s, "b": fact_o}
@@ -279,6 +289,51 @@ def search_queries(term_words: str, term_name: str) -> list[Query]:
     return out
 
 
+def semantic_queries(term: str, embedder: Any) -> list[Query]:
+    """Semantic and hybrid SEARCH vs the direct index calls with the same query vector.
+
+    KIP runs through a nexus whose embedder is ``embedder`` (bench/vectors.py); the query
+    vector is computed once for the hand-written side (KIP's own embedding of the term is
+    part of its time). Semantic: ``db.index.vector.queryNodes`` with KIP's k (its candidate
+    pool, 20 for LIMIT 10) — answers equal as sets. Hybrid: the hand-written side runs the
+    full-text call (the same Lucene query) and the vector call in one statement and fuses
+    them in Python with KIP's own score-weighted RRF (``execution.scoring.fuse``, Lucene
+    scores divided by the best) — KIP re-scores its keyword candidates lexically, so the
+    check is that every KIP hit is among the candidates of either index."""
+    from kip2cypher.cypher.catalog import CONCEPT_TEXT_INDEX, CONCEPT_VECTOR_INDEX
+    from kip2cypher.execution.scoring import fuse
+    from kip2cypher.lower.search import candidate_pool, lucene_query
+
+    vector = embedder.embed([term])[0]
+    pool = candidate_pool(10)
+    vector_call = f"CALL db.index.vector.queryNodes('{CONCEPT_VECTOR_INDEX}', $k, $vector) YIELD node, score "
+    hybrid = (f"CALL () {{ CALL db.index.fulltext.queryNodes('{CONCEPT_TEXT_INDEX}', $q) YIELD node, score "
+              "WITH node, score LIMIT $k RETURN collect([node.id, node.name, score]) AS kw } "
+              f"CALL () {{ {vector_call}RETURN collect([node.id, node.name, score]) AS vec }} RETURN kw, vec")
+
+    def fused(records: list[Any]) -> list[tuple]:
+        kw, vec = records[0]["kw"], records[0]["vec"]
+        best = max((score for _, _, score in kw), default=1.0) or 1.0
+        ranked = fuse([[(i, score / best, None) for i, _, score in kw], [(i, max(0.0, 2.0 * score - 1.0), None) for i, _, score in vec]])
+        return [(element_id,) for element_id, _, _ in ranked[:10]]
+
+    params = {"term": term}
+    return [
+        Query("search_semantic", f"semantic SEARCH CONCEPT {term!r} LIMIT 10 (vector index)",
+              'SEARCH CONCEPT :term MODE "semantic" LIMIT 10', vector_call + "RETURN node.id, node.name, score LIMIT 10",
+              params, {"vector": vector, "k": pool}, search=True, semantic=True,
+              kip_rows=lambda r: [(obj["id"],) for obj in r["result"]], cypher_rows=lambda recs: [(rec[0],) for rec in recs],
+              note="Same query vector, same k; KIP also embeds the term (cached by the embedder after the first run) and returns whole concepts."),
+        Query("search_hybrid", f"hybrid SEARCH CONCEPT {term!r} LIMIT 10 (full-text + vector, fused)",
+              'SEARCH CONCEPT :term MODE "hybrid" LIMIT 10', hybrid,
+              params, {"vector": vector, "k": pool, "q": lucene_query(term)}, search=True, semantic=True,
+              kip_rows=lambda r: [(obj["id"],) for obj in r["result"]],
+              cypher_rows=lambda recs: [(c[0],) for c in recs[0]["kw"] + recs[0]["vec"]],
+              verify_cypher=hybrid.replace("$k", "50"), cypher_post=fused, compare=lambda k, c: bool(k) and set(k) <= set(c),
+              note="The hand-written side fuses in Python with KIP's RRF; checked: every KIP hit is a candidate of either index."),
+    ]
+
+
 # ------------------------------------------------------------------ writes
 def write_queries(graph: MemoryGraph) -> list[Query]:
     out = []
@@ -297,6 +352,30 @@ def write_queries(graph: MemoryGraph) -> list[Query]:
         kip_rows=lambda r: [(len(r["result"]["upsert_concept_nodes"]) - 2, len(r["result"]["upsert_concept_nodes"]) - 2 + len(r["result"]["upsert_proposition_links"]))],
         check=_same_capsule,
         note="Every run upserts NEW concepts (fresh names), so KIP pays a cold parse + compile each time, as an agent would.",
+    ))
+    people = [graph.person(1000 + j) for j in range(100)]
+    attr_text = "UPSERT {\n" + "\n".join(
+        f'  CONCEPT ?c{j} {{ {{type: "Person", name: :n{j}}} SET ATTRIBUTES {{ mood: :m{j}, visits: :v{j}, last_seen: :t{j} }} }}' for j in range(100)) + "\n}"
+
+    def attr_values(i: int, side: str) -> list[tuple[str, int, str]]:
+        # each side writes values of its own, so neither finds the other's write already in place
+        return [(f"{side}-mood-{(i + j) % 7}", i * 100 + j, f"2026-01-{1 + i % 28:02d}T10:00:{j % 60:02d}Z") for j in range(100)]
+
+    def attr_vary(i: int) -> tuple[str, dict[str, Any], dict[str, Any]]:
+        kip = {key: value for j, (mood, visits, seen) in enumerate(attr_values(i, "k"))
+               for key, value in ((f"n{j}", people[j]), (f"m{j}", mood), (f"v{j}", visits), (f"t{j}", seen))}
+        rows = [{"type": "Person", "name": people[j], "props": {"attr.mood": mood, "attr.visits": visits, "attr.last_seen": seen}}
+                for j, (mood, visits, seen) in enumerate(attr_values(i, "c"))]
+        return attr_text, kip, {"rows": rows, "now": writer.now_iso()}
+
+    out.append(Query(
+        "upsert_attributes", "UPSERT 3 attributes on 100 known concepts (parameterized capsule)",
+        "", "UNWIND $rows AS r MATCH (c:KipConcept {type: r.type, name: r.name}) "
+        "SET c += r.props, c.`meta._version` = coalesce(c.`meta._version`, 0) + 1, c.`meta._updated_at` = $now RETURN count(c) AS n",
+        write=True, vary=attr_vary,
+        kip_rows=lambda r: [(len(r["result"]["upsert_concept_nodes"]),)],
+        cypher_rows=lambda recs: [(recs[0]["n"],)],
+        note="One capsule text (parsed once), new values every run; the hand-written side is the issue's UNWIND/MATCH/SET with the version bump.",
     ))
     out.append(Query(
         "update_bulk", "bulk UPDATE (counter on ~20% of Events)",

@@ -115,23 +115,27 @@ class Measurement:
 
 
 class Runner:
-    def __init__(self, nexus: Any, database: Optional[str], log=print) -> None:
+    def __init__(self, nexus: Any, database: Optional[str], log=print, semantic_nexus: Any = None) -> None:
         self.nexus = nexus
+        self.semantic_nexus = semantic_nexus  # the same server, with the bench embedder (semantic / hybrid SEARCH)
         self.driver = nexus.driver
         self.database = database
         self.log = log
 
-    # ------------------------------------------------------------------ one side
-    def run_kip(self, text: str, params: dict[str, Any]) -> dict[str, Any]:
-        return self.nexus.execute_kip(text, parameters=params or None)
+    def nexus_for(self, q: Query) -> Any:
+        return self.semantic_nexus if q.semantic else self.nexus
 
-    def run_cypher(self, q: Query, text: str, params: dict[str, Any]) -> list[Any]:
+    # ------------------------------------------------------------------ one side
+    def run_kip(self, text: str, params: dict[str, Any], q: Optional[Query] = None) -> dict[str, Any]:
+        return (self.nexus_for(q) if q is not None else self.nexus).execute_kip(text, parameters=params or None)
+
+    def run_cypher(self, q: Query, text: str, params: dict[str, Any], post: bool = True) -> list[Any]:
         if q.cypher_run is not None:
             with self.driver.session(database=self.database, default_access_mode=neo4j.WRITE_ACCESS) as session:
                 return session.execute_write(lambda tx: q.cypher_run(tx, params))
         routing = neo4j.RoutingControl.WRITE if q.write else neo4j.RoutingControl.READ
         records, _, _ = self.driver.execute_query(text, params, database_=self.database, routing_=routing)
-        return records
+        return q.cypher_post(records) if post and q.cypher_post is not None else records
 
     def _setup(self, q: Query) -> None:
         if q.setup is not None:
@@ -142,9 +146,9 @@ class Runner:
         """Run both sides once and compare the answers; returns the row count."""
         kip_text, kip_params, cypher_text, cypher_params = q.command(0)
         self._setup(q)
-        kip = q.kip_answer(self.run_kip(kip_text, kip_params))
+        kip = q.kip_answer(self.run_kip(kip_text, kip_params, q))
         self._setup(q)
-        cypher = q.cypher_answer(self.run_cypher(q, q.verify_cypher or cypher_text, cypher_params))
+        cypher = q.cypher_answer(self.run_cypher(q, q.verify_cypher or cypher_text, cypher_params, post=False))
         if not q.same(kip, cypher):
             raise AssertionError(
                 f"{q.name}: KIP and hand-written Cypher disagree ({len(kip)} vs {len(cypher)} rows)\n"
@@ -180,7 +184,7 @@ class Runner:
         def kip() -> None:
             self._setup(q)
             start = time.perf_counter()
-            response = self.run_kip(kip_text, kip_params)
+            response = self.run_kip(kip_text, kip_params, q)
             elapsed = time.perf_counter() - start
             if "error" in response:
                 raise AssertionError(f"{q.name}: KIP error during timing: {response['error']}")
@@ -210,14 +214,15 @@ class Runner:
     # ------------------------------------------------------------------ PROFILE
     def profile(self, q: Query, m: Measurement) -> None:
         kip_text, kip_params, cypher_text, cypher_params = q.command(10_000)
-        plan = compile_plan(kip_text, kip_params or None, self.nexus.settings)
+        settings = self.nexus_for(q).settings
+        plan = compile_plan(kip_text, kip_params or None, settings)
         access = neo4j.WRITE_ACCESS if q.write else neo4j.READ_ACCESS
         self._setup(q)
         with self.driver.session(database=self.database, default_access_mode=access) as session:
             tx = session.begin_transaction()
             try:
                 proxy = _ProfilingTx(tx)
-                ctx = new_context(self.nexus.settings, plan, False)
+                ctx = new_context(settings, plan, False)
                 drive_sync(programs.start(plan, ctx), proxy, ctx)
                 m.kip_db_hits, m.kip_statements = proxy.hits, proxy.statements
             finally:

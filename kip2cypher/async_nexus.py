@@ -21,12 +21,13 @@ from . import connection, errors, resources
 from .config import Settings
 from .cypher import catalog, storage
 from .errors import KipError
-from .execute import APPLICATION_DRIVER, base_options, new_secret, nexus_settings, default_database, default_uri, env_auth, explain_entries, metadata, new_context, plan_text, bootstrap_capsules, with_namespace
-from .execution import loop, programs
+from .execute import APPLICATION_DRIVER, base_options, new_secret, nexus_settings, default_database, default_uri, env_auth, explain_entries, metadata, new_context, plan_text, bootstrap_capsules, stale_vectors, with_namespace
+from .execution import background, loop, programs
 from .execution.neo4j_errors import DRIVER_ERRORS, from_neo4j
 from .execution.request import Outcome, command_program, request_program
 from .lower.compile import compile_plan
 from .lower.plan import Plan
+from .version import __version__
 
 log = logging.getLogger("kip2cypher")
 
@@ -58,11 +59,18 @@ class AsyncNexus:
             self._reachable = connection.AsyncReachabilityCheck(self.uri, auth, options)
         # One bookmark manager per nexus: a caller's reads see its own earlier writes on a cluster.
         self._bookmarks = neo4j.AsyncGraphDatabase.bookmark_manager()
+        self._refresher = background.AsyncRefresher(self._run_program)
 
     # ------------------------------------------------------------------ lifecycle
     async def close(self) -> None:
+        """``Nexus.close``: the last writes' embeddings first (up to ``embedding_wait_s``)."""
+        await self._refresher.close(self.settings.embedding_wait_s)
         if self._owns_driver:
             await self._driver.close()
+
+    async def wait_for_embeddings(self, timeout: Optional[float] = None) -> bool:
+        """``Nexus.wait_for_embeddings``."""
+        return await self._refresher.wait(timeout)
 
     async def __aenter__(self) -> "AsyncNexus":
         return self
@@ -168,9 +176,17 @@ class AsyncNexus:
         """Run a plan in one managed transaction (READ for reads, dry runs and readonly); failures are KipErrors."""
         access = "READ" if (readonly or dry_run or plan.access == "READ") else "WRITE"
         ctx = new_context(self.settings, plan, dry_run, engine)
+        fresh = not (plan.reads_vectors and ctx.embedder is not None) or await self._refresher.wait(self.settings.embedding_wait_s)
+        response = await self._run_program(access, lambda: programs.start(plan, ctx), ctx, metadata(self.settings, plan.kind, readonly, dry_run))
+        if programs.refreshes_embeddings(plan, ctx):
+            self._refresher.submit(ctx)
+        return response if fresh else stale_vectors(response, self.settings.embedding_wait_s)
+
+    async def _run_program(self, access: str, start: Any, ctx: Any, tx_metadata: Optional[dict[str, Any]] = None) -> Any:
+        """``Nexus.run_program``: one managed transaction of ``access``; every failure becomes a KipError."""
         try:
             async with await self.session(access) as session:
-                return await loop.run_async(session, access, lambda: programs.start(plan, ctx), ctx, metadata(self.settings, plan.kind, readonly, dry_run))
+                return await loop.run_async(session, access, start, ctx, tx_metadata or {"app": self.settings.app_name, "version": __version__})
         except KipError:
             raise
         except Exception as exc:  # noqa: BLE001

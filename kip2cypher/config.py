@@ -9,7 +9,6 @@ request. ``Settings`` is immutable and hashable: it is part of the compile-cache
 """
 from __future__ import annotations
 
-import secrets
 from typing import Any, Optional
 
 from pydantic import Field, NonNegativeFloat, PositiveInt, ValidationError
@@ -73,6 +72,10 @@ class Settings(BaseSettings):
     #: namespace (the original layout); otherwise lower-case letters, digits and "_", starting
     #: with a letter, at most 32 characters.
     namespace: str = Field(default="", pattern=r"^(?:[a-z][a-z0-9_]{0,31})?$")
+    #: Seconds a semantic or hybrid SEARCH waits for the background embedding refresh of the
+    #: writes its nexus committed before it (docs/meta.md); past it, it answers from the
+    #: vectors that exist, with a warning. ``Nexus.close`` waits as long for the last writes.
+    embedding_wait_s: NonNegativeFloat = 30.0
 
     #: Embedder for SEARCH MODE "semantic"/"hybrid" (kip2cypher.embedding): None = the process
     #: default (KIP2CYPHER_EMBEDDER, "auto"), False = none, an Embedder instance or a spec string.

@@ -290,20 +290,31 @@ def configure(embedder: Any) -> None:
 
 
 def reset() -> None:
-    """Forget the process default so the next use re-reads KIP2CYPHER_EMBEDDER."""
+    """Forget the process default (and the embedders loaded from spec strings) so the next use
+    re-reads KIP2CYPHER_EMBEDDER."""
     with _lock:
         _default.clear()
+        _by_spec.clear()
+
+
+_by_spec: dict[str, Optional[Embedder]] = {}
 
 
 def resolve(settings: Any = None) -> Optional[Embedder]:
-    """The embedder in force for these settings (``Settings.embedder`` first, then the default)."""
+    """The embedder in force for these settings (``Settings.embedder`` first, then the default).
+
+    A spec string is loaded once per process and kept warm: loading the model per command cost
+    ≈ 0.1 s and a cold first inference (docs/performance.md)."""
     chosen = getattr(settings, "embedder", None) if settings is not None else None
     if chosen is None:
         return default_embedder()
     if chosen is False:
         return None
     if isinstance(chosen, str):
-        return load(chosen)
+        with _lock:
+            if chosen not in _by_spec:
+                _by_spec[chosen] = load(chosen)
+            return _by_spec[chosen]
     return chosen
 
 

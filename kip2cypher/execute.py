@@ -23,7 +23,7 @@ from .version import __version__
 from .config import Settings
 from .cypher import catalog, storage
 from .errors import KipError
-from .execution import loop, programs
+from .execution import background, loop, programs
 from .execution.neo4j_errors import DRIVER_ERRORS, from_neo4j
 from .execution.programs import embeddings as refresh_program
 from .execution.request import Outcome, command_program, request_program
@@ -110,12 +110,21 @@ class Nexus:
             self._reachable = connection.ReachabilityCheck(self.uri, auth, options)
         # One bookmark manager per Nexus: a caller's reads see its own earlier writes on a cluster.
         self._bookmarks = GraphDatabase.bookmark_manager()
+        self._refresher = background.Refresher(self.run_program)
 
     # ------------------------------------------------------------------ lifecycle
     def close(self) -> None:
-        """Close the driver this Nexus opened; an application's driver stays open (it owns it)."""
+        """Finish the background embedding refresh of the last writes (up to
+        ``Settings.embedding_wait_s``), then close the driver this Nexus opened; an
+        application's driver stays open (it owns it)."""
+        self._refresher.close(self.settings.embedding_wait_s)
         if self._owns_driver:
             self._driver.close()
+
+    def wait_for_embeddings(self, timeout: Optional[float] = None) -> bool:
+        """Block until the SEARCH embeddings of every write this Nexus committed are written
+        (what a semantic SEARCH does first); False if ``timeout`` seconds passed first."""
+        return self._refresher.wait(timeout)
 
     def __enter__(self) -> "Nexus":
         return self
@@ -232,7 +241,11 @@ class Nexus:
         access = "READ" if (readonly or dry_run or plan.access == "READ") else "WRITE"
         tx_metadata = metadata(self.settings, plan.kind, readonly, dry_run)
         ctx = new_context(self.settings, plan, dry_run, engine)
-        return self.run_program(access, lambda: programs.start(plan, ctx), ctx, tx_metadata)
+        fresh = not (plan.reads_vectors and ctx.embedder is not None) or self._refresher.wait(self.settings.embedding_wait_s)
+        response = self.run_program(access, lambda: programs.start(plan, ctx), ctx, tx_metadata)
+        if programs.refreshes_embeddings(plan, ctx):
+            self._refresher.submit(ctx)
+        return response if fresh else stale_vectors(response, self.settings.embedding_wait_s)
 
     def run_program(self, access: str, start: Any, ctx: Context, metadata: Optional[dict[str, Any]] = None) -> Any:
         """Run the program ``start()`` builds in one managed transaction of ``access``; every failure becomes a KipError."""
@@ -245,13 +258,14 @@ class Nexus:
             log.error("execution failure: %r", exc, exc_info=True)
             raise KipError(errors.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}", "This is an engine bug; report it with the debug field.") from None
 
-    def sync_embeddings(self, *, embedder: Any = None, batch: int = 256, force: bool = False) -> dict[str, int]:
-        """Embed every element whose vector is missing, stale or from another model (``embedding.sync_embeddings``)."""
+    def sync_embeddings(self, *, embedder: Any = None, batch: int = 256, force: bool = False, kinds: tuple[str, ...] = embeddings.KINDS) -> dict[str, int]:
+        """Embed every element whose vector is missing, stale or from another model (``embedding.sync_embeddings``);
+        ``kinds``: only concepts or only propositions."""
         chosen = embedder or embedding.resolve(self.settings)
         counts = {"concepts": 0, "propositions": 0}
         if chosen is None:
             return counts
-        for kind in embeddings.KINDS:
+        for kind in kinds:
             last = ""
             while True:
                 ctx = Context(self.settings, now(), embedder=chosen)
@@ -315,6 +329,13 @@ def nexus_settings(settings: Settings, record: Any, configured_secret: bool) -> 
     if secret and not configured_secret:
         changes["cursor_secret"] = cursor_key(secret)
     return settings.replace(**changes)
+
+
+def stale_vectors(response: dict[str, Any], waited_s: float) -> dict[str, Any]:
+    """A semantic SEARCH answered before the background refresh caught up: say so (``warnings``)."""
+    warning = (f"The embeddings of this nexus's latest writes were still being computed after {waited_s:g} s; "
+               "semantic results may miss or misrank those elements. Repeat the SEARCH later for them.")
+    return {**response, "warnings": [*response.get("warnings", []), warning]}
 
 
 def new_secret() -> str:

@@ -368,6 +368,8 @@ class HttpOptions:
             raise McpConfigError(f"--no-auth is only allowed on a loopback host (127.0.0.1, ::1, localhost), not {self.host!r}.")
         if not self.path.startswith("/"):
             raise McpConfigError(f"--path must start with '/': {self.path!r}.")
+        if self.path.rstrip("/") == HEALTH_PATH:
+            raise McpConfigError(f"--path {self.path!r} is the health endpoint's; choose another (the default is /mcp).")
 
 
 def is_loopback(host: str) -> bool:
@@ -419,7 +421,26 @@ def http_app(server: Server, options: HttpOptions, nexus: Any = None) -> Any:
             Middleware(AuthenticationMiddleware, backend=BearerAuthBackend(StaticTokenVerifier(options.tokens))),
             Middleware(AuthContextMiddleware),
         ]
-    return Starlette(routes=[Route(options.path, endpoint=endpoint)], middleware=middleware, lifespan=lambda app: _lifespan(manager, nexus))
+    routes = [Route(options.path, endpoint=endpoint), Route(HEALTH_PATH, endpoint=_health(manager), methods=["GET"])]
+    return Starlette(routes=routes, middleware=middleware, lifespan=lambda app: _lifespan(manager, nexus))
+
+
+#: Liveness endpoint for load balancers and operators (no token needed; says nothing about data).
+HEALTH_PATH = "/healthz"
+
+
+def _health(manager: Any) -> Callable[[Any], Any]:
+    """``GET /healthz`` → ``{"status": "ok", "sessions": <open MCP sessions>, "version"}``. The
+    session count reads the SDK session manager's table of open sessions (closed by the client's
+    DELETE, or by the SDK after ``session_idle_timeout``, 30 min): a count that only grows under
+    steady traffic is a session leak (tests/test_reliability_service.py)."""
+    from starlette.responses import JSONResponse
+
+    async def health(request: Any) -> Any:
+        sessions = len(getattr(manager, "_server_instances", {}))
+        return JSONResponse({"status": "ok", "sessions": sessions, "version": __version__})
+
+    return health
 
 
 @contextlib.asynccontextmanager

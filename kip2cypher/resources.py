@@ -12,11 +12,12 @@ from pathlib import Path
 
 
 def _root(package: str):
-    try:
-        return resources.files(package)
-    except ModuleNotFoundError:
-        # Running from a checkout without installation: fall back to the top-level folder.
-        return Path(__file__).resolve().parent.parent / package.rsplit(".", 1)[-1]
+    checkout = Path(__file__).resolve().parent.parent
+    if (checkout / "pyproject.toml").is_file():
+        # Running from a checkout (a git worktree too): its own folder, not the one an editable
+        # install of another checkout maps the data package to.
+        return checkout / package.rsplit(".", 1)[-1]
+    return resources.files(package)
 
 
 def grammar_text() -> str:

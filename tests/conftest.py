@@ -200,6 +200,31 @@ def nexus(neo4j_server):
         yield nx
 
 
+@pytest.fixture(scope="module")
+def private(neo4j_server, tmp_path_factory):
+    """A Neo4j of the fault tests' own, started per module (tests/private_neo4j.py: they SIGKILL
+    and restart it); the session's server has resolved the Maven classpath already. Its ``uri`` is
+    the Bolt URI; auth is off, the default database is used."""
+    import time
+
+    import private_neo4j
+    from kip2cypher import localneo4j
+
+    cfg = localneo4j.LocalConfig(
+        port=private_neo4j.free_port(), home=tmp_path_factory.mktemp("fault") / "neo4j", heap="1g", page_cache_mb=256, tx_timeout_s=120
+    )
+    started = time.monotonic()
+    try:
+        localneo4j.start(cfg)
+    except localneo4j.LocalNeo4jError as exc:  # no Java/Maven here (e.g. NEO4J_URI pointing elsewhere)
+        if os.environ.get("KIP2CYPHER_REQUIRE_NEO4J") == "1":
+            raise
+        pytest.skip(f"cannot start a private Neo4j for fault injection: {exc}")
+    private_neo4j.FIGURES["first start s"] = round(time.monotonic() - started, 1)
+    yield cfg
+    localneo4j.stop(cfg)
+
+
 @pytest.fixture()
 def genesis(nexus):
     """A Nexus bootstrapped with the Genesis capsule."""

@@ -99,8 +99,10 @@ def ok(response: dict[str, Any]) -> Any:
 
 
 def load(nexus, *capsules: str) -> None:
+    """Write the capsules and wait for their background embedding refresh (vectors in place)."""
     for capsule in capsules:
         ok(nexus.execute_kip(capsule))
+    assert nexus.wait_for_embeddings(60)
 
 
 def scores(results: list[dict[str, Any]]) -> list[float]:

@@ -202,7 +202,7 @@ def test_connect_with_settings_keeps_working(neo4j_server):
 def test_demo_and_bootstrap_print_the_server_they_write_to(nexus, cli_runner_env):
     out = CliRunner().invoke(main, ["bootstrap"], env=cli_runner_env)
     assert out.exit_code == 0, out.output
-    assert f"Bootstrapping Neo4j" in out.output and nexus.uri in out.output
+    assert "Bootstrapping Neo4j" in out.output and nexus.uri in out.output
     out = CliRunner().invoke(main, ["demo"], env=cli_runner_env)
     assert out.exit_code == 0, out.output
     assert out.output.startswith("Writing the demo into Neo4j") and nexus.uri in out.output.splitlines()[0]

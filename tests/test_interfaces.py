@@ -367,6 +367,9 @@ def test_neo4j_routing_uri_runs_reads_and_writes_and_bookmarks_chain_them(neo4j_
 
 
 def test_reads_use_read_sessions_and_writes_write_sessions(nexus, fake, monkeypatch):
+    # No embedder: the background embedding refresh after the KML command would open a WRITE
+    # session of its own at a moment of its choosing (tests/test_embedding_refresh.py).
+    nexus.settings = nexus.settings.replace(embedder=False)
     modes = []
     real = nexus.session
 

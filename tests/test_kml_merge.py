@@ -108,6 +108,7 @@ def test_merge_errors(skills):
     assert "?a" in e["message"]
     # different types
     err(skills.execute_kip('MERGE CONCEPT ?a INTO ?b WHERE { ?a {type: "Drug", name: "X"} ?b {type: "SkillTopic", name: "JS"} }'), "KIP_2002")
+    assert snapshot(skills) == before  # the no-op and the refusals wrote nothing
     # protected
     ok(skills.execute_kip('UPSERT { CONCEPT ?s { {type: "Person", name: "$self"} } }'))
     err(skills.execute_kip('MERGE CONCEPT ?a INTO ?b WHERE { ?a {type: "Person", name: "Ann"} ?b {type: "Person", name: "$self"} }'), "KIP_3004")

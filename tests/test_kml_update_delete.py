@@ -165,10 +165,13 @@ def test_concurrent_bulk_increments_lose_nothing(med):
 
 
 def test_update_dry_run(med):
+    # A dry run reports what the command would do (issue 13), computed in a read transaction.
     before = snapshot(med)
-    assert ok(med.execute_kip('UPDATE ?d SET ATTRIBUTES { x: 1 } WHERE { ?d {type: "Drug"} }', dry_run=True)) == {"updated": 0, "matched": 1}
+    command = 'UPDATE ?d SET ATTRIBUTES { x: 1 } WHERE { ?d {type: "Drug"} }'
+    assert ok(med.execute_kip(command, dry_run=True)) == {"updated": 1, "matched": 1}
     err(med.execute_kip('UPDATE ?t SET ATTRIBUTES { x: 1 } WHERE { ?t {type: "$ConceptType"} }', dry_run=True), "KIP_3004")
     assert snapshot(med) == before
+    assert ok(med.execute_kip(command)) == {"updated": 1, "matched": 1}
 
 
 # ------------------------------------------------------------------ DELETE ATTRIBUTES / METADATA
@@ -264,8 +267,12 @@ def test_delete_concept_protected_and_empty(med):
     assert ok(med.execute_kip('DELETE CONCEPT ?d DETACH WHERE { ?d {type: "Domain", name: "Unsorted"} }')) == {"deleted_concepts": 1, "deleted_propositions": 1}
 
 
-def test_delete_dry_run_writes_nothing(med):
+def test_delete_dry_run_writes_nothing_and_counts_what_it_would_delete(med):
     before = snapshot(med)
-    assert ok(med.execute_kip('DELETE CONCEPT ?d DETACH WHERE { ?d {type: "Drug"} }', dry_run=True)) == {"deleted_concepts": 0, "deleted_propositions": 0}
-    assert ok(med.execute_kip('DELETE PROPOSITIONS ?l WHERE { ?l (?s, "treats", ?o) }', dry_run=True)) == {"deleted_propositions": 0}
+    links = 'DELETE PROPOSITIONS ?l WHERE { ?l (?s, "treats", ?o) }'
+    drugs = 'DELETE CONCEPT ?d DETACH WHERE { ?d {type: "Drug"} }'
+    dry_links = ok(med.execute_kip(links, dry_run=True))
+    dry_drugs = ok(med.execute_kip(drugs, dry_run=True))
+    assert dry_links["deleted_propositions"] > 0 and dry_drugs["deleted_concepts"] > 0
     assert snapshot(med) == before
+    assert ok(med.execute_kip(drugs)) == dry_drugs

@@ -478,12 +478,13 @@ def test_capsule_is_batched_into_a_handful_of_statements(med, monkeypatch):
     monkeypatch.setattr(loop, "_prepare", counting)  # every Run / Explain the driver loop sends
     blocks = []
     for i in range(200):
-        links = " ".join(x for x in (f'("related_to", ?c{i - 1})' if i else "", f'("treats", {{type: "Symptom", name: "Brain Fog"}})') if x)
+        links = " ".join(x for x in (f'("related_to", ?c{i - 1})' if i else "", '("treats", {type: "Symptom", name: "Brain Fog"})') if x)
         blocks.append(f'CONCEPT ?c{i} {{ {{type: "Drug", name: "B{i}"}} SET ATTRIBUTES {{ i: {i} }} SET PROPOSITIONS {{ {links} }} }}')
     res = ok(med.execute_kip("UPSERT { " + "\n".join(blocks) + " } WITH METADATA { source: \"batch\" }"))
     assert len(res["upsert_concept_nodes"]) == 200
     from kip2cypher.lower import upsert
 
     upsert_statements = [label for label in labels if label.startswith("UPSERT")]
-    assert upsert_statements == [upsert.RESOLVE.label, upsert.CONCEPTS.label, upsert.PROPOSITIONS.label], labels
+    statements = upsert.statements()
+    assert upsert_statements == [statements.resolve.label, statements.concepts.label, statements.propositions.label], labels
     assert count(med, "MATCH (p:KipProposition {`meta.source`: 'batch'}) RETURN count(p)") == 399

@@ -6,11 +6,10 @@ import os
 import sys
 
 import anyio
-import pytest
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from kip2cypher.mcp_server import DESCRIPTIONS, INSTRUCTIONS
+from kip2cypher.mcp_server import DESCRIPTIONS
 from kip2cypher.models import tool_input_schema
 
 

@@ -10,126 +10,23 @@ from __future__ import annotations
 
 import json
 import os
-import queue
-import re
-import subprocess
-import sys
-import threading
-import time
-from contextlib import contextmanager
 
 import anyio
 import httpx2
 import pytest
-from mcp import ClientSession
-from mcp.client.streamable_http import streamable_http_client
 
+import kip2cypher
 from kip2cypher import mcp_server
 from kip2cypher.mcp_server import McpConfigError, parse_tokens
-
-RW = "rw-token-0123456789abcdefghij"
-RW2 = "rw-token-second-0123456789abc"
-RO = "ro-token-0123456789abcdefghij"
-TOKENS = f"{RW}:rw,{RW2}:rw,{RO}:ro"
-KIP_CODE = re.compile(r"^KIP_[1-4]\d{3}$")
-INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
-ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
-
-
-def _env(neo4j_server, tokens):
-    env = {"PATH": os.environ.get("PATH", ""), "NEO4J_URI": neo4j_server.uri, "HOME": os.environ.get("HOME", "/tmp")}
-    if neo4j_server.auth:
-        env["NEO4J_USERNAME"], env["NEO4J_PASSWORD"] = neo4j_server.auth
-    if neo4j_server.database:
-        env["NEO4J_DATABASE"] = neo4j_server.database
-    if tokens is not None:
-        env["KIP2CYPHER_MCP_TOKENS"] = tokens
-    return env
-
-
-class Served:
-    """A running `kip2cypher mcp --transport http` process: its URL and everything it logged."""
-
-    def __init__(self, proc: subprocess.Popen, url: str, log: list[str]) -> None:
-        self.proc, self.url, self.log = proc, url, log
-
-
-@contextmanager
-def http_server(neo4j_server, *args, tokens=TOKENS, env=None):
-    command = [sys.executable, "-m", "kip2cypher.cli", "mcp", "--transport", "http", "--port", "0", *args]
-    proc = subprocess.Popen(command, env={**_env(neo4j_server, tokens), **(env or {})}, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL, text=True)
-    lines: queue.Queue = queue.Queue()
-    log: list[str] = []
-
-    def drain():
-        for line in proc.stderr:
-            log.append(line)
-            lines.put(line)
-        lines.put(None)
-
-    threading.Thread(target=drain, daemon=True).start()
-    url = None
-    deadline = time.monotonic() + 60
-    while url is None and time.monotonic() < deadline:
-        try:
-            line = lines.get(timeout=1)
-        except queue.Empty:
-            continue
-        if line is None:
-            break
-        match = re.search(r"listening on (http://\S+)", line)
-        url = match.group(1) if match else None
-    try:
-        assert url, "server did not start:\n" + "".join(log)
-        yield Served(proc, url, log)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-def _client(token):
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    return httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=120))
-
-
-async def _in_session(url, token, body):
-    async with _client(token) as client:
-        async with streamable_http_client(url, http_client=client) as (read, write):
-            async with ClientSession(read, write) as session:
-                await session.initialize()
-                return await body(session)
-
-
-def in_session(url, token, body):
-    return anyio.run(_in_session, url, token, body)
-
-
-def payload(result):
-    data = json.loads(result.content[0].text)
-    assert result.structured_content == data and result.is_error == ("error" in data)
-    return data
-
-
-def _count(nexus, cypher):
-    return nexus.driver.execute_query(cypher, database_=nexus.database).records[0][0]
-
-
-def _leaves(exc):
-    if isinstance(exc, BaseExceptionGroup):
-        return [leaf for sub in exc.exceptions for leaf in _leaves(sub)]
-    return [exc]
-
+from kml_helpers import ok
+from mcp_http_helpers import ACCEPT, INIT, RO, RW, RW2, SOAK_TYPE, TOKENS, MixedTraffic, count, http_server, start_fails, in_session, leaves, payload
 
 UPSERT = 'UPSERT { CONCEPT ?d { {type: "Domain", name: :name} } }'
 
 
 # ---------------------------------------------------------------- tokens
 def test_missing_or_unknown_token_gets_401_and_nothing_runs(genesis, neo4j_server):
-    before = _count(genesis, "MATCH (n) RETURN count(n)")
+    before = count(genesis, "MATCH (n) RETURN count(n)")
     with http_server(neo4j_server) as served:
         call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "execute_kip", "arguments": {"command": UPSERT, "parameters": {"name": "Intruder"}}}}
         for headers in ({}, {"Authorization": "Bearer not-a-configured-token-123"}, {"Authorization": f"Basic {RW}"}, {"Authorization": f"Bearer {RW[:-1]}"}):
@@ -139,10 +36,10 @@ def test_missing_or_unknown_token_gets_401_and_nothing_runs(genesis, neo4j_serve
                 assert response.headers["www-authenticate"].startswith("Bearer")
         with pytest.raises(BaseException) as raised:  # the SDK client: the handshake itself is refused
             in_session(served.url, None, lambda session: session.list_tools())
-        assert any("error" in str(leaf).lower() for leaf in _leaves(raised.value))
+        assert any("error" in str(leaf).lower() for leaf in leaves(raised.value))
         # A token in use never shows in the server's log, not even on failures.
         assert not any(secret in line for line in served.log for secret in (RW, RW2, RO))
-    assert _count(genesis, "MATCH (n) RETURN count(n)") == before
+    assert count(genesis, "MATCH (n) RETURN count(n)") == before
 
 
 def test_ro_token_sees_and_calls_only_the_readonly_tool(genesis, neo4j_server):
@@ -161,7 +58,7 @@ def test_ro_token_sees_and_calls_only_the_readonly_tool(genesis, neo4j_server):
     assert batch["error"]["code"] == "KIP_3004"
     assert read["result"] == ["Domain"]
     assert sneaky["error"]["code"] == "KIP_3004"
-    assert _count(genesis, "MATCH (d:KipConcept) WHERE d.name IN ['RoWrite', 'RoSneak'] RETURN count(d)") == 0
+    assert count(genesis, "MATCH (d:KipConcept) WHERE d.name IN ['RoWrite', 'RoSneak'] RETURN count(d)") == 0
 
 
 def test_rw_token_has_both_tools_and_writes(genesis, neo4j_server):
@@ -176,7 +73,7 @@ def test_rw_token_has_both_tools_and_writes(genesis, neo4j_server):
     assert names == ["execute_kip", "execute_kip_readonly"]
     assert len(write["result"]["upsert_concept_nodes"]) == 1
     assert read["result"] == ["RwWrite"]
-    assert _count(genesis, "MATCH (d:KipConcept {type: 'Domain', name: 'RwWrite'}) RETURN count(d)") == 1
+    assert count(genesis, "MATCH (d:KipConcept {type: 'Domain', name: 'RwWrite'}) RETURN count(d)") == 1
 
 
 def test_readonly_env_limits_every_token(genesis, neo4j_server):
@@ -188,7 +85,7 @@ def test_readonly_env_limits_every_token(genesis, neo4j_server):
         names, refused = in_session(served.url, RW, body)
     assert names == ["execute_kip_readonly"]
     assert refused["error"]["code"] == "KIP_1001"  # the server has no execute_kip at all
-    assert _count(genesis, "MATCH (d:KipConcept {name: 'EnvRo'}) RETURN count(d)") == 0
+    assert count(genesis, "MATCH (d:KipConcept {name: 'EnvRo'}) RETURN count(d)") == 0
 
 
 def test_a_session_cannot_be_used_with_another_token(genesis, neo4j_server):
@@ -244,18 +141,11 @@ def test_request_timeout_answers_kip_4001(genesis, neo4j_server):
 
 
 # ---------------------------------------------------------------- start-up refusals
-def _start_fails(neo4j_server, *args, tokens=None, env=None):
-    command = [sys.executable, "-m", "kip2cypher.cli", "mcp", "--transport", "http", *args]
-    done = subprocess.run(command, env={**_env(neo4j_server, tokens), **(env or {})}, capture_output=True, text=True, timeout=60)
-    assert done.returncode != 0
-    return done.stderr
-
-
 def test_http_without_tokens_refuses_to_start_unless_no_auth_on_loopback(genesis, neo4j_server):
-    assert "KIP2CYPHER_MCP_TOKENS" in _start_fails(neo4j_server)
-    assert "loopback" in _start_fails(neo4j_server, "--no-auth", "--host", "0.0.0.0")
-    assert "contradict" in _start_fails(neo4j_server, "--no-auth", tokens=TOKENS)
-    assert "KIP2CYPHER_MCP_PORT" in _start_fails(neo4j_server, tokens=TOKENS, env={"KIP2CYPHER_MCP_PORT": "eighty"})
+    assert "KIP2CYPHER_MCP_TOKENS" in start_fails(neo4j_server)
+    assert "loopback" in start_fails(neo4j_server, "--no-auth", "--host", "0.0.0.0")
+    assert "contradict" in start_fails(neo4j_server, "--no-auth", tokens=TOKENS)
+    assert "KIP2CYPHER_MCP_PORT" in start_fails(neo4j_server, tokens=TOKENS, env={"KIP2CYPHER_MCP_PORT": "eighty"})
 
     async def body(session):
         return payload(await session.call_tool("execute_kip", {"command": UPSERT, "parameters": {"name": "NoAuth"}}))
@@ -333,69 +223,21 @@ SOAK_ENV = {"KIP2CYPHER_EMBEDDER": os.environ.get("KIP2CYPHER_EMBEDDER", "auto")
 
 def test_concurrent_sessions_mixed_reads_and_writes_lose_nothing(genesis, neo4j_server):
     """≥16 SDK sessions at once (¾ rw, ¼ ro) for SOAK_S seconds: every answer is a result or a KIP
-    error, every acknowledged write is in Neo4j, and nothing else is."""
-    genesis.execute_kip('UPSERT { CONCEPT ?t { {type: "$ConceptType", name: "SoakItem"} SET ATTRIBUTES { description: "load test" } } }')
-    acknowledged: set[str] = set()
-    failures: list[str] = []
-    counts = {"calls": 0, "writes": 0, "reads": 0, "kip_errors": 0}
-    deadline = 0.0
-
-    def check(response, what):
-        counts["calls"] += 1
-        error = response.get("error")
-        if error is not None:
-            counts["kip_errors"] += 1
-            if not KIP_CODE.match(str(error.get("code"))):
-                failures.append(f"{what}: not a KIP error: {error}")
-        return error is None
-
-    async def writer(session, sid):
-        i = 0
-        while time.monotonic() < deadline:
-            name = f"s{sid}-{i}"
-            if i % 5 == 4:  # a batch: one write and one read
-                response = payload(await session.call_tool("execute_kip", {"commands": [{"command": 'UPSERT { CONCEPT ?x { {type: "SoakItem", name: :n} } }', "parameters": {"n": name}}, "DESCRIBE CONCEPT TYPES"]}))
-                if check(response, name) and "error" not in response["result"][0]:
-                    acknowledged.add(name)
-            elif check(payload(await session.call_tool("execute_kip", {"command": 'UPSERT { CONCEPT ?x { {type: "SoakItem", name: :n} SET ATTRIBUTES { i: :i } } }', "parameters": {"n": name, "i": i}})), name):
-                acknowledged.add(name)
-            counts["writes"] += 1
-            check(payload(await session.call_tool("execute_kip_readonly", {"command": 'FIND(COUNT(?x)) WHERE { ?x {type: "SoakItem"} }'})), "count")
-            counts["reads"] += 1
-            i += 1
-
-    async def reader(session, sid):
-        refused = payload(await session.call_tool("execute_kip", {"command": 'UPSERT { CONCEPT ?x { {type: "SoakItem", name: "ro-write"} } }'}))
-        if refused.get("error", {}).get("code") != "KIP_3004":
-            failures.append(f"ro session {sid} was not refused: {refused}")
-        while time.monotonic() < deadline:
-            check(payload(await session.call_tool("execute_kip_readonly", {"command": 'FIND(?x.name) WHERE { ?x {type: "SoakItem"} } ORDER BY ?x.name LIMIT 20'})), "find")
-            check(payload(await session.call_tool("execute_kip_readonly", {"command": "DESCRIBE PRIMER"})), "primer")
-            counts["reads"] += 2
-
-    async def one(sid):
-        rw = sid % 4 != 3
-        try:
-            await _in_session(served.url, (RW if sid % 2 else RW2) if rw else RO, lambda s: (writer if rw else reader)(s, sid))
-        except BaseException as exc:  # noqa: BLE001 - any transport/protocol failure fails the test
-            failures.append(f"session {sid}: {type(exc).__name__}: {[str(leaf) for leaf in _leaves(exc)]}")
-
-    async def all_sessions():
-        nonlocal deadline
-        deadline = time.monotonic() + SOAK_S
-        async with anyio.create_task_group() as group:
-            for sid in range(SOAK_SESSIONS):
-                group.start_soon(one, sid)
-
+    error, every acknowledged write is in Neo4j, and nothing else is; afterwards no MCP session
+    is left open (the clients closed theirs)."""
+    ok(genesis.execute_kip(SOAK_TYPE))
+    traffic = MixedTraffic("", SOAK_SESSIONS)
     with http_server(neo4j_server, env=SOAK_ENV) as served:
-        started = time.monotonic()
-        anyio.run(all_sessions)
-        elapsed = time.monotonic() - started
-    stored = {r["name"] for r in genesis.driver.execute_query("MATCH (n:KipConcept {type: 'SoakItem'}) RETURN n.name AS name", database_=genesis.database).records}
-    print(f"\n{SOAK_SESSIONS} sessions, {elapsed:.1f} s: {counts['calls']} calls ({counts['calls'] / elapsed:.0f}/s), {len(acknowledged)} writes acknowledged, {counts['kip_errors']} KIP errors")
-    assert not failures, failures[:5]
-    assert SOAK_SESSIONS >= 16 and len(acknowledged) >= SOAK_SESSIONS and counts["reads"] > SOAK_SESSIONS
-    assert stored == acknowledged  # nothing lost, nothing written that was not acknowledged
+        traffic.url = served.url
+        elapsed = traffic.run(SOAK_S)
+        health = served.health()
+    print("\n" + traffic.summary(elapsed))
+    assert not traffic.failures, traffic.failures[:5]
+    writers = {f"s{sid}" for sid in range(SOAK_SESSIONS) if sid % 4 != 3}
+    assert SOAK_SESSIONS >= 16 and {name.split("-")[0] for name in traffic.acknowledged} == writers and traffic.counts["reads"] > SOAK_SESSIONS
+    assert traffic.stored(genesis) == traffic.acknowledged  # nothing lost, nothing written that was not acknowledged
+    assert traffic.half_written(genesis) == []
+    assert health == {"status": "ok", "sessions": 0, "version": kip2cypher.__version__}
 
 
 def test_http_listener_sockets_get_tcp_nodelay_so_answers_are_not_held_by_nagle():

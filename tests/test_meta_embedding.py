@@ -61,6 +61,9 @@ def test_embedder_resolution():
     assert embedding.resolve(Settings(embedder=False)) is None
     assert embedding.resolve(Settings(embedder="none")) is None
     assert embedding.load("meta_data:TopicEmbedder").name == "test-topic-embedder-v1"
+    # A spec string in the settings is loaded once and kept warm (not a new model per command).
+    warm = embedding.resolve(Settings(embedder="meta_data:TopicEmbedder"))
+    assert warm is embedding.resolve(Settings(embedder="meta_data:TopicEmbedder")) and warm.name == "test-topic-embedder-v1"
     with pytest.raises(TypeError):
         embedding.load("meta_data:MEDICAL")
 

@@ -1,7 +1,6 @@
 """SEARCH CONCEPT / PROPOSITION — keyword, semantic and hybrid — on the real Neo4j indexes."""
 from __future__ import annotations
 
-import dataclasses
 
 import pytest
 
@@ -307,7 +306,7 @@ def test_embeddings_follow_writes_and_never_leave_the_engine(medical):
     with medical.session("READ") as session:
         row = session.run("MATCH (n:KipConcept {name: 'Aspirin'}) RETURN n.kip_embedding AS v, n.kip_embedding_model AS m").single()
     assert row["m"] == embedder.name and len(row["v"]) == embedder.dimensions
-    # Rewriting a grounding field re-embeds the element in the same transaction.
+    # Rewriting a grounding field re-embeds the element (after the write commits: load waits for it).
     before = len(embedder.calls)
     load(medical, 'UPSERT { CONCEPT ?c { {type: "Symptom", name: "Nausea"} SET ATTRIBUTES { description: "Pyrexia-like heat." } } }')
     assert any("Pyrexia-like heat." in text for call in embedder.calls[before:] for text in call)
@@ -372,6 +371,7 @@ def test_bulk_update_reembeds_in_chunks_within_the_row_cap(medical):
     before = len(embedder.calls)
     result = ok(medical.execute_kip('UPDATE ?s SET ATTRIBUTES { description: "queasy stomach" } WHERE { ?s {type: "Symptom"} FILTER(STARTS_WITH(?s.name, "Bulk")) }'))
     assert result == {"updated": 25, "matched": 25}
+    assert medical.wait_for_embeddings(60)  # the refresh runs after the commit, with the command's settings
     embedded = [text for call in embedder.calls[before:] for text in call]
     assert len(embedded) == 25 and all(len(call) <= 7 for call in embedder.calls[before:])
     medical.settings = medical.settings.replace(max_result_rows=10000)

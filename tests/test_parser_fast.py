@@ -140,6 +140,15 @@ BLOCKS = [
     'PROPOSITION { (id: 1) }',
     'PROPOSITIONS { (?a, "p", ?b) }',
     'PROPOSITION ?p { (?a, "p", ?b) } WITH METADATA { x: 1, x: 2 }',
+    # predicate placeholders (issue 13)
+    'CONCEPT ?a { {type: "A", name: "a"} SET PROPOSITIONS { (:p, ?b) (:q, {type: :t, name: :n}) WITH METADATA { x: 1 }, } }',
+    'PROPOSITION ?l { ({type: :st, name: :sn}, :p, {type: :ot, name: :on}) }',
+    'PROPOSITION { (?a, :p, (?b, :q, ?c)) }',
+    'PROPOSITION { (?a, :p | "q", ?b) }',
+    'PROPOSITION { (?a, :p{1,3}, ?b) }',
+    'CONCEPT ?a { {type: "A", name: "a"} SET PROPOSITIONS { (:1p, ?b) } }',
+    'CONCEPT ?a { {type: "A", name: "a"} SET PROPOSITIONS { (: p, ?b) } }',
+    'CONCEPT ?a { {type: "A", name: "a"} SET PROPOSITIONS { ("a :p", ?b) } }',
 ]
 
 
@@ -153,6 +162,7 @@ def test_blocks_agree(block):
 def test_block_shortcut_takes_the_common_shapes():
     """Typical blocks go through the scanner (else the tests above would compare the grammar with itself)."""
     common = [b for b in BLOCKS[:7] + BLOCKS[15:17] + BLOCKS[20:22] + [BLOCKS[24], BLOCKS[42]] + BLOCKS[44:47]]
+    common += [b for b in BLOCKS if b.startswith(("CONCEPT ?a { {type: \"A\", name: \"a\"} SET PROPOSITIONS { (:p", "PROPOSITION ?l { ({type: :st", "PROPOSITION { (?a, :p, ("))]
     for block in common:
         assert grammars.scan_upsert_block(block + "\x00", 0) is not None, block
     text = large_capsule(concepts=50, propositions=100) + "\x00"

@@ -14,8 +14,6 @@ from typing import Any, Callable
 
 import pytest
 
-from hostile_payloads import fingerprint
-from kip2cypher.config import Settings
 from kml_helpers import integrity, ok
 
 THREADS = 8

@@ -13,11 +13,9 @@ running inside Neo4j, then kills the server.
 """
 from __future__ import annotations
 
-import os
-import socket
 import threading
 import time
-from typing import Any, Optional
+from typing import Any
 
 import pytest
 from neo4j import GraphDatabase
@@ -25,6 +23,7 @@ from neo4j import GraphDatabase
 from kip2cypher import localneo4j
 from kip2cypher.config import Settings
 from kml_helpers import integrity, ok
+from private_neo4j import FIGURES as SERVER_FIGURES, restart
 
 BULK = 1900
 BLOB = "b" * 20_000
@@ -33,30 +32,6 @@ SCHEMA = """UPSERT {
   CONCEPT ?rel { {type: "$PropositionType", name: "related_to"} SET ATTRIBUTES { subject_types: ["*"], object_types: ["*"] } }
 }"""
 FIGURES: dict[str, Any] = {}
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def private(neo4j_server, tmp_path_factory):
-    """A server of our own (the Maven classpath is resolved by the session's server already)."""
-    cfg = localneo4j.LocalConfig(
-        port=_free_port(), home=tmp_path_factory.mktemp("fault") / "neo4j", heap="1g", page_cache_mb=256, tx_timeout_s=120
-    )
-    started = time.monotonic()
-    try:
-        localneo4j.start(cfg)
-    except localneo4j.LocalNeo4jError as exc:  # no Java/Maven here (e.g. NEO4J_URI pointing elsewhere)
-        if os.environ.get("KIP2CYPHER_REQUIRE_NEO4J") == "1":
-            raise
-        pytest.skip(f"cannot start a private Neo4j for fault injection: {exc}")
-    FIGURES["first start s"] = round(time.monotonic() - started, 1)
-    yield cfg
-    localneo4j.stop(cfg)
 
 
 @pytest.fixture(scope="module")
@@ -125,12 +100,6 @@ def exists(nx, name: str) -> int:
     return ok(nx.execute_kip_readonly('FIND(COUNT(?i)) WHERE { ?i {type: "Item", name: :n} }', parameters={"n": name}))
 
 
-def restart(cfg) -> float:
-    started = time.monotonic()
-    localneo4j.start(cfg)
-    return round(time.monotonic() - started, 1)
-
-
 def test_kill_during_large_import_then_all_or_nothing_and_reconnect(private, fx):
     thread, box = run_in_thread(lambda: fx.execute_kip(capsule("bulk"), parameters={"blob": BLOB}))
     seen = kill_when_kml_runs(private)
@@ -197,4 +166,4 @@ def test_batch_cut_by_lost_connection_reports_what_ran(private, fx):
 
 def test_zz_print_fault_figures(capsys):
     with capsys.disabled():
-        print(f"\n[reliability] faults: {FIGURES}")
+        print(f"\n[reliability] faults: {({**SERVER_FIGURES, **FIGURES})}")

@@ -16,7 +16,7 @@ from hostile_payloads import ALL, INVALID_TOKENS, NAMES, RESERVED_NAMES, TOO_LON
 from kip2cypher.cypher import storage
 from kip2cypher.config import Settings
 from kip2cypher.cypher.builder import quote
-from kml_helpers import err, integrity, ok
+from kml_helpers import err, ok
 
 
 def _wipe(driver, database=None) -> None:

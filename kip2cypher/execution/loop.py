@@ -4,9 +4,10 @@ A program (a generator, see ``requests.py``) is stepped until it returns its res
 each ``Run`` goes to ``tx.run`` and its records come back as a list of dicts (at most
 ``Settings.max_result_rows`` of them, else KIP_4002), each ``Explain`` is planned by Neo4j,
 each ``Embed`` goes to the context's embedder (in a worker thread under asyncio, so model
-inference never blocks the event loop). ``run_sync`` / ``run_async`` open the managed
-transaction of the plan's access mode — the driver retries transient failures and re-runs
-the whole program — and map every driver exception to a KIP error in one place
+inference never blocks the event loop). ``run_sync`` / ``run_async`` run a WRITE program in
+one managed transaction — the driver retries transient failures and re-runs the whole
+program — and a READ program as auto-commit statements of a READ session (one round trip
+each, retried here), and map every driver exception to a KIP error in one place
 (``neo4j_errors.from_neo4j``), with the statement in flight as debug information.
 
 These two loops are the only code that touches the neo4j driver while a command runs.
@@ -15,7 +16,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Callable, Generator, Optional
+import random
+import time
+from typing import Any, Callable, Generator, Iterator, Optional
 
 import neo4j
 
@@ -106,17 +109,67 @@ def _rows_sync(result: Any, cap: int, extra: int) -> list[dict[str, Any]]:
     return rows
 
 
-def run_sync(session: Any, access: str, start: Callable[[], Program], ctx: Context, metadata: dict[str, Any]) -> dict:
-    """Run the program ``start()`` builds in one managed transaction of ``session`` (READ or WRITE)."""
-    trace = _Trace()
+class _AutoCommit:
+    """What a READ program runs its statements on: each one an auto-commit transaction of the
+    READ session, one round trip (RUN + PULL) instead of a managed transaction's three (BEGIN,
+    RUN + PULL, COMMIT) — ≈ 0.4 ms of a 1 ms point lookup (docs/performance.md). Nothing is lost:
+    Neo4j reads are read-committed inside a transaction too and take no locks, so a program's
+    statements see what they would see in one transaction; the READ access mode travels with
+    each statement (routing, and Neo4j refuses a write); retries are ``retrying``'s."""
 
-    @neo4j.unit_of_work(timeout=ctx.settings.query_timeout_s or None, metadata=metadata)
+    __slots__ = ("session", "query")
+
+    def __init__(self, session: Any, timeout: Optional[float], metadata: dict[str, Any]) -> None:
+        self.session = session
+        self.query = lambda text: neo4j.Query(text, metadata=metadata, timeout=timeout)
+
+    def run(self, text: str, parameters: dict[str, Any]) -> Any:
+        return self.session.run(self.query(text), parameters)
+
+
+def _retryable(exc: BaseException) -> bool:
+    is_retryable = getattr(exc, "is_retryable", None)
+    return bool(is_retryable and is_retryable())
+
+
+def retry_delays(max_retry_s: float) -> Iterator[float]:
+    """The pauses before each retry of a read (the driver's policy for managed transactions:
+    1 s doubling, ±20 % jitter) until ``max_retry_s`` would be exceeded."""
+    spent, delay = 0.0, 1.0
+    while spent + delay <= max_retry_s:
+        pause = delay * random.uniform(0.8, 1.2)
+        spent += pause
+        delay *= 2
+        yield pause
+
+
+def retrying(attempt: Callable[[], Any], max_retry_s: float) -> Any:
+    """``attempt()``, again after each retryable driver error (cluster fail-over, a server that
+    is briefly unavailable) while ``retry_delays`` allows."""
+    for pause in retry_delays(max_retry_s):
+        try:
+            return attempt()
+        except DRIVER_ERRORS as exc:
+            if not _retryable(exc):
+                raise
+            log.info("read failed with a retryable error (%s); retrying in %.1f s", type(exc).__name__, pause)
+        time.sleep(pause)
+    return attempt()
+
+
+def run_sync(session: Any, access: str, start: Callable[[], Program], ctx: Context, metadata: dict[str, Any]) -> dict:
+    """Run the program ``start()`` builds in ``session``: a WRITE program in one managed
+    transaction, a READ program as auto-commit statements (``_AutoCommit``)."""
+    trace = _Trace()
+    timeout = ctx.settings.query_timeout_s or None
+
+    @neo4j.unit_of_work(timeout=timeout, metadata=metadata)
     def work(tx: Any) -> dict:
         return drive_sync(start(), tx, ctx, trace)
 
     try:
         if access == "READ":
-            return session.execute_read(work)
+            return retrying(lambda: drive_sync(start(), _AutoCommit(session, timeout, metadata), ctx, trace), ctx.settings.max_retry_s)
         return session.execute_write(work)
     except DRIVER_ERRORS as exc:
         raise from_neo4j(exc, trace.cypher()) from None
@@ -157,17 +210,34 @@ async def _rows_async(result: Any, cap: int, extra: int) -> list[dict[str, Any]]
     return rows
 
 
+class _AsyncAutoCommit(_AutoCommit):
+    """``_AutoCommit`` on an ``AsyncSession``."""
+
+    __slots__ = ()
+
+    async def run(self, text: str, parameters: dict[str, Any]) -> Any:  # type: ignore[override]
+        return await self.session.run(self.query(text), parameters)
+
+
 async def run_async(session: Any, access: str, start: Callable[[], Program], ctx: Context, metadata: dict[str, Any]) -> dict:
     """``run_sync`` for an ``AsyncSession``."""
     trace = _Trace()
+    timeout = ctx.settings.query_timeout_s or None
 
-    @neo4j.unit_of_work(timeout=ctx.settings.query_timeout_s or None, metadata=metadata)
+    @neo4j.unit_of_work(timeout=timeout, metadata=metadata)
     async def work(tx: Any) -> dict:
         return await drive_async(start(), tx, ctx, trace)
 
     try:
         if access == "READ":
-            return await session.execute_read(work)
+            for pause in retry_delays(ctx.settings.max_retry_s):
+                try:
+                    return await drive_async(start(), _AsyncAutoCommit(session, timeout, metadata), ctx, trace)
+                except DRIVER_ERRORS as exc:
+                    if not _retryable(exc):
+                        raise
+                await asyncio.sleep(pause)
+            return await drive_async(start(), _AsyncAutoCommit(session, timeout, metadata), ctx, trace)
         return await session.execute_write(work)
     except DRIVER_ERRORS as exc:
         raise from_neo4j(exc, trace.cypher()) from None

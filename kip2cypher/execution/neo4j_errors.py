@@ -18,6 +18,7 @@ from ..errors import (
     INTERNAL_ERROR,
     INVALID_IDENTIFIER,
     INVALID_SYNTAX,
+    INVALID_VALUE_TYPE,
     NOT_FOUND,
     RESOURCE_EXHAUSTED,
     KipError,
@@ -64,6 +65,15 @@ def from_neo4j(exc: BaseException, cypher: Optional[str] = None) -> KipError:
         return KipError(NOT_FOUND, "An element this command uses was deleted by a concurrent command; nothing was written.", "Re-read the elements (FIND) and retry the command if they still exist.")
     if "ConstraintValidationFailed" in code:
         return KipError(DUPLICATE_EXISTS, f"A uniqueness constraint was violated: {message}", DEFAULT_HINTS[DUPLICATE_EXISTS])
+    if "Statement.ArithmeticError" in code and "overflow" in message:
+        # Integer arithmetic past 64 bits (UPDATE's ADD/MUL, a FIND SUM): the caller's numbers,
+        # not a transient fault, so "retry later" would invite endless retries.
+        return KipError(
+            INVALID_VALUE_TYPE,
+            "An integer result exceeds the 64-bit range Neo4j computes in (-9223372036854775808 … 9223372036854775807); nothing was written.",
+            "Integer arithmetic is exact only within 64 bits. Compute in floating point by making an operand a float "
+            "(e.g. MUL(?x.attributes.n, 1.0) or ADD(?x.attributes.n, 1.0)), or keep the values in range. Retrying fails the same way.",
+        )
     if "Invalid Regex" in message:
         # A REGEX whose pattern came from the graph (or that Java rejects and Python accepted).
         return KipError(INVALID_SYNTAX, f"Invalid REGEX pattern: {message.splitlines()[0]}", "Fix the regular expression (Java syntax).")

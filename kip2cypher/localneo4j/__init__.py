@@ -203,7 +203,7 @@ def start(cfg: Optional[LocalConfig] = None, *, wait_s: float = 240.0, log=print
     classpath = resolve_classpath(log)
     cfg.home.mkdir(parents=True, exist_ok=True)
     launcher = resources.files("kip2cypher.localneo4j") / "Launcher.java"
-    cmd = [java, f"-Xms512m", f"-Xmx{cfg.heap}", *JVM_FLAGS, "-cp", classpath, str(launcher),
+    cmd = [java, "-Xms512m", f"-Xmx{cfg.heap}", *JVM_FLAGS, "-cp", classpath, str(launcher),
            str(cfg.home), str(cfg.port), str(cfg.page_cache_mb), str(cfg.tx_timeout_s)]
     with open(cfg.log_file, "ab") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 from functools import lru_cache
 from typing import Any, Callable, Optional
 
@@ -18,6 +17,7 @@ from ..config import Settings
 from ..syntax import ast
 from ..syntax.parser import CACHEABLE_CHARS, parse
 from ..syntax.placeholders import check_quoted_placeholders
+from ..syntax.values import non_finite
 from . import delete, describe, embeddings, export, find, merge, search, update, upsert
 from .plan import Compiled, Plan
 
@@ -71,7 +71,7 @@ def compile_plan(text: str, parameters: Optional[dict[str, Any]] = None, setting
         params_json = json.dumps(parameters or {}, sort_keys=True, ensure_ascii=False, allow_nan=False)
     except ValueError:
         # NaN / ±Infinity: Python's json reads those tokens, JSON has no such numbers.
-        where = _non_finite(parameters)
+        where = non_finite(parameters)
         raise errors.KipError(errors.INVALID_SYNTAX, f"The parameter {where} is not a finite number (NaN or Infinity is not a JSON value).", "Pass finite numbers only; use null for an unknown value.") from None
     except TypeError as exc:
         raise errors.KipError(errors.INVALID_SYNTAX, f"parameters must be JSON values: {exc}", "Pass strings, numbers, booleans, null, arrays and objects only.") from None
@@ -82,18 +82,6 @@ def compile_plan(text: str, parameters: Optional[dict[str, Any]] = None, setting
         # A large capsule or parameter payload is rarely repeated: caching it would only hold memory.
         return _compile(text, params_json, settings)
     return _compile_cached(text, params_json, settings)
-
-
-def _non_finite(value: Any, path: str = "") -> str:
-    """The path (``:name[2].key``) of the first NaN / ±Infinity inside the parameters."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return path
-    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
-    for key, item in items:
-        found = _non_finite(item, f"{path}[{key}]" if isinstance(key, int) else (f"{path}.{key}" if path else f":{key}"))
-        if found:
-            return found
-    return ""
 
 
 def issued(plan: Plan) -> tuple[Compiled, ...]:

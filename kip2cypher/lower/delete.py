@@ -6,7 +6,8 @@ deleted element are the propositions that reach it through a chain of
 ``KIP_SUBJECT`` / ``KIP_OBJECT`` relationships. Deleting a proposition removes
 its reified node and its native predicate relationship in the same
 transaction. The counts in the response include the cascade (the audit the
-spec asks for). Both lower to a ``BulkPlan`` (``update.py``), run by
+spec asks for); the dry-run probe computes the same counts, cascade included, without
+locking or deleting. Both lower to a ``BulkPlan`` (``update.py``), run by
 ``kip2cypher.execution.programs.bulk``.
 """
 from __future__ import annotations
@@ -19,7 +20,6 @@ from ..cypher.builder import Fragment, Ident, Statement, frag
 from ..syntax import ast
 from . import pattern as pat
 from . import rules
-from . import writes as K
 from .update import BulkPlan, Targets, lock
 
 
@@ -78,7 +78,9 @@ def lower_delete_propositions(command: ast.DeletePropositions, parameters: dict[
     v, stmt, names = targets.var, targets.stmt, targets.names
     if targets.kind != pat.PROPOSITION:  # an endpoint variable may bind concepts too
         stmt.line("WITH ", v, " WHERE ", v, ":", names.proposition)
-    probe = targets.collect_guarded("_ls", rules.cy_protected_link("x", names), "0 AS deleted")
+    probe = targets.collect_guarded("_ls", rules.cy_protected_link("x", names))
+    probe.line("WITH _ls, _bad, CASE WHEN size(_bad) = 0 THEN ", dependents("_ls", names), " ELSE [] END AS _deps")
+    probe.line("RETURN size(_ls) AS matched, size(_ls) + size([h IN _deps WHERE NOT h IN _ls]) AS deleted, _bad")
     locked_dependents(stmt, "_ls", "_deps", "_ls, _bad", "size(_bad) = 0", names)
     stmt.line("WITH _ls, _bad, CASE WHEN size(_bad) = 0 THEN _ls + [h IN _deps WHERE NOT h IN _ls] ELSE [] END AS _all")
     # A dependent references a deleted proposition directly (it reaches one through a chain of
@@ -96,7 +98,9 @@ def lower_delete_concept(command: ast.DeleteConcept, parameters: dict[str, Any],
     if targets.kind != pat.CONCEPT:  # an endpoint variable may bind propositions too
         stmt.line("WITH ", v, " WHERE ", v, ":", names.concept)
     protected = frag("coalesce(", rules.cy_protected_concept("x.type", "x.name"), " OR ", rules.cy_actor("x.type", "x.name"), ", false)")
-    probe = targets.collect_guarded("_cs", protected, "0 AS concepts, 0 AS propositions")
+    probe = targets.collect_guarded("_cs", protected)
+    probe.line("WITH _cs, _bad, CASE WHEN size(_bad) = 0 THEN ", dependents("_cs", names), " ELSE [] END AS _ps")
+    probe.line("RETURN size(_cs) AS matched, size(_cs) AS concepts, size(_ps) AS propositions, _bad")
     locked_dependents(stmt, "_cs", "_ps", "_cs, _bad", "size(_bad) = 0", names)
     # Every cascaded proposition references a deleted concept or a cascaded proposition
     # directly (the first hop of its chain to a deleted concept), so its native relationship

@@ -3,9 +3,11 @@
 An element's vector embeds its grounding text (``embedding.concept_text`` /
 ``proposition_text``); ``storage.EMBEDDING_HASH`` remembers which text and model produced
 it, so an unchanged element is never embedded again. After every KML command the executor
-runs ``execution.programs.embeddings.refresh_touched``, which pages through the elements
-whose ``meta._updated_at`` is the command's timestamp (``TOUCHED``), reads their grounding
-fields (``GROUNDING``), embeds the changed ones and writes the vectors (``WRITE``).
+has ``execution.programs.embeddings.refresh_touched`` run in the background
+(``execution.background``): it pages through the elements whose ``meta._updated_at`` is the
+command's timestamp or later (``statements(…).touched``), reads their grounding fields and version
+(``.grounding``), embeds the changed ones and writes the vectors of those still at that
+version (``.write``).
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 from ..cypher import storage
 from ..cypher.builder import Ident, Param, Statement
 from .plan import Compiled
+from .writes import lock
 
 KINDS = ("concept", "proposition")
 
@@ -44,20 +47,30 @@ def _grounding(names: storage.Names, kind: str) -> Compiled:
     stmt = Statement()
     if kind == "concept":
         stmt.line("MATCH (n:", names.concept, ") WHERE n.id IN ", Param(None, "ids"))
-        stmt.line("RETURN n.id AS id, n.type AS type, n.name AS name, ", *_fields("n"), " AS vals, n.", storage.EMBEDDING_HASH, " AS hash")
+        stmt.line("RETURN n.id AS id, n.type AS type, n.name AS name, ", *_fields("n"), " AS vals, n.", storage.EMBEDDING_HASH, " AS hash, ", *_version("n"), " AS version")
     else:
         stmt.line("MATCH (p:", names.proposition, ") WHERE p.id IN ", Param(None, "ids"))
         stmt.line("OPTIONAL MATCH (p)-[:", names.subject_rel, "]->(s)")
         stmt.line("OPTIONAL MATCH (p)-[:", names.object_rel, "]->(o)")
         stmt.line("RETURN p.id AS id, p.predicate AS predicate, coalesce(s.name, s.predicate) AS subject,")
-        stmt.line("       coalesce(o.name, o.predicate) AS object, ", *_fields("p"), " AS vals, p.", storage.EMBEDDING_HASH, " AS hash")
+        stmt.line("       coalesce(o.name, o.predicate) AS object, ", *_fields("p"), " AS vals, p.", storage.EMBEDDING_HASH, " AS hash, ", *_version("p"), " AS version")
     return Compiled.of(stmt, f"grounding text of {kind}s")
 
 
+def _version(var: str) -> list:
+    return ["coalesce(", var, ".", Ident(storage.meta_key(storage.VERSION_KEY)), ", -1)"]
+
+
 def _write(names: storage.Names, kind: str) -> Compiled:
+    """The vectors of ``$rows`` (``{id, vector, hash, version}``), each written only if its element
+    still has the version whose grounding text was embedded: the refresh runs after the write
+    committed (in the background), and a newer text must not get an older text's vector. The
+    element is locked first (as every KML write does), so the version read is the committed one."""
     stmt = Statement()
     stmt.line("UNWIND ", Param(None, "rows"), " AS row")
     stmt.line("MATCH (n:", _label(names, kind), " {id: row.id})")
+    stmt.line(lock("n"))
+    stmt.line("WITH n, row WHERE coalesce(n[", Param(storage.meta_key(storage.VERSION_KEY), "kip_vkey"), "], -1) = row.version")
     stmt.line(
         "SET n.", storage.EMBEDDING, " = row.vector, n.", storage.EMBEDDING_MODEL, " = ", Param(None, "model"),
         ", n.", storage.EMBEDDING_HASH, " = row.hash",

@@ -51,6 +51,7 @@ class ExportPlan(Plan):
     fingerprint: str
     grounding_all: grounding.Names
     grounding_optional: grounding.Names
+    grounding_at: grounding.Offsets  # where the command names each of them (KIP_2001 positions)
 
     def checks(self) -> tuple[Compiled, ...]:
         """The grounding check, as listed (and EXPLAINed) by a dry run."""
@@ -61,9 +62,9 @@ class ExportPlan(Plan):
         return (self.page, *self.checks(), *names, self.refs)
 
 
-def _page_statement(command: ast.Export, parameters: dict[str, Any], settings: Settings) -> tuple[Compiled, grounding.Names, grounding.Names]:
-    """The page query, plus the (meta-type, name) pairs the WHERE grounds on: all, and those
-    only in OPTIONAL/NOT/UNION."""
+def _page_statement(command: ast.Export, parameters: dict[str, Any], settings: Settings) -> tuple[Compiled, grounding.Names, grounding.Names, grounding.Offsets]:
+    """The page query, plus the (meta-type, name) pairs the WHERE grounds on: all, those
+    only in OPTIONAL/NOT/UNION, and where the command names them."""
     pattern = lower_where(command.where, parameters, settings)
     pattern.require(command.target, used_in="EXPORT", kinds=NODE_KINDS)
     pattern.distinct([command.target], used_in="EXPORT")
@@ -87,7 +88,8 @@ def _page_statement(command: ast.Export, parameters: dict[str, Any], settings: S
     stmt.line("WHERE ", Param(None, "after"), " IS NULL OR ", key, " > ", Param(None, "after"))
     stmt.line("RETURN ", storage.node_projection(e), " AS element, ", e, ":", prop, " AS is_proposition, ", key, " AS sort_key")
     stmt.line("ORDER BY sort_key LIMIT ", Param(None, "fetch"))
-    return Compiled.of(stmt, "EXPORT page"), grounding.names(pattern.grounding), grounding.names(pattern.grounding, required_only=False)
+    return (Compiled.of(stmt, "EXPORT page"), grounding.names(pattern.grounding), grounding.names(pattern.grounding, required_only=False),
+            grounding.offsets(pattern.grounding))
 
 
 @functools.lru_cache(maxsize=64)
@@ -109,7 +111,7 @@ def lower_export(command: ast.Export, parameters: dict[str, Any], settings: Sett
     paging = {v.name for v in (command.limit, command.cursor) if isinstance(v, ast.Placeholder)}
     fingerprint = cursor.fingerprint("EXPORT", command.target, repr(command.where), json.dumps({k: v for k, v in parameters.items() if k not in paging}, sort_keys=True, default=str))
     after = cursor.decode(settings, fingerprint, resolve(command.cursor, parameters)) if command.cursor is not None else None
-    page, grounding_all, grounding_optional = _page_statement(command, parameters, settings)
+    page, grounding_all, grounding_optional, grounding_at = _page_statement(command, parameters, settings)
     return ExportPlan(
         page=page,
         refs=_refs_statement(storage.names(settings.namespace)),
@@ -118,4 +120,5 @@ def lower_export(command: ast.Export, parameters: dict[str, Any], settings: Sett
         fingerprint=fingerprint,
         grounding_all=grounding_all,
         grounding_optional=grounding_optional,
+        grounding_at=grounding_at,
     )

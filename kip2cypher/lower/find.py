@@ -24,7 +24,7 @@ from ..syntax import ast
 from ..syntax.values import resolve, resolve_int
 from . import grounding
 from . import pattern as pat
-from .pattern import CONCEPT, ELEMENT, PREDICATE, PROPOSITION, Binding, Pattern, lower_where
+from .pattern import CONCEPT, PREDICATE, PROPOSITION, Binding, Pattern, lower_where
 from .plan import Compiled, Plan
 
 AGG = {"COUNT": "count", "SUM": "sum", "AVG": "avg", "MIN": "min", "MAX": "max"}

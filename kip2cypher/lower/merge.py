@@ -195,6 +195,9 @@ class MergePlan(Plan):
     source_identity: Optional[tuple[str, str]]
     grounding_all: grounding.Names  # checked when ?source or ?target bound nothing
     grounding_optional: grounding.Names  # names used only inside OPTIONAL / NOT / UNION: checked otherwise
+    grounding_at: grounding.Offsets  # where the command names each of them (KIP_2001 positions)
+    source_at: Optional[int]  # where the command text names ?source / ?target (positions of their errors)
+    target_at: Optional[int]
 
     def steps(self) -> tuple[Compiled, ...]:
         checks = (grounding.check_statement(self.grounding_all, self.names), grounding.defined_names(self.names)) if self.grounding_all else ()
@@ -227,4 +230,7 @@ def lower_merge(command: ast.MergeConcept, parameters: dict[str, Any], settings:
         source_identity=_source_identity(command.where, command.source, parameters),
         grounding_all=grounding.names(pattern.grounding),
         grounding_optional=grounding.names(pattern.grounding, required_only=False),
+        grounding_at=grounding.offsets(pattern.grounding),
+        source_at=command.source_span.start if command.source_span.end else None,
+        target_at=command.target_span.start if command.target_span.end else None,
     )

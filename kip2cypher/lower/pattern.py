@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import re
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Iterator, Mapping, Optional, Union
 
 from ..cypher import storage
@@ -54,7 +54,7 @@ from ..config import Settings
 from ..cypher.builder import Fragment, Ident, Internal, Param, Part, Statement, Var, frag, join, literal
 from ..errors import INVALID_SYNTAX, REFERENCE_ERROR, RESOURCE_EXHAUSTED, KipError
 from .regex_guard import check_backtracking
-from ..syntax.values import describe, resolve
+from ..syntax.values import describe, resolve, resolve_predicate
 
 CONCEPT = "concept"
 PROPOSITION = "proposition"
@@ -772,7 +772,7 @@ class Lowerer:
             parts.append(frag("(", node if node is not None else "", ":", self.names.proposition, " {id: ", Param(link_id), "})"))
             keys.add(key or keys.anonymous(), seed=True)
             return node, key
-        predicate = clause.predicate
+        predicate = self.named(clause.predicate)
         if is_path(clause):
             raise _bound_path()
         # Endpoints first (a nested proposition endpoint appends its own part before this one).
@@ -780,7 +780,7 @@ class Lowerer:
         subject, s_key = self.endpoint(clause.subject, scope, parts, conds, required=required, avoid=avoid, reified=reified)
         obj, o_key = self.endpoint(clause.object, scope, parts, conds, required=required, avoid=avoid, reified=reified)
         if isinstance(predicate, ast.PredicatePattern):
-            self.ground_predicates(predicate, required)
+            self.ground_predicates(predicate, clause.predicate, required)
         if node is not None:
             keys.add(key)
             keys.rule([key], [s_key, o_key])  # one KIP_SUBJECT and one KIP_OBJECT per proposition
@@ -828,13 +828,24 @@ class Lowerer:
         prefix = self.names.predicate_prefix
         return frag("substring(type(", rel, "), ", str(len(prefix)), ")") if prefix else frag("type(", rel, ")")
 
-    def ground_predicates(self, predicate: ast.PredicatePattern, required: bool) -> None:
-        """A misspelled alternative ("a" | "typo") or a zero-hop path ("p"{0,n}) does not empty
-        the result, so such a name is never "required": it is checked on every run."""
+    def named(self, predicate: ast.Predicate) -> ast.Predicate:
+        """A predicate pattern with every name bound (``:p`` → its parameter) and checked as a
+        quoted name is (``values.resolve_predicate``); a predicate variable as it is."""
+        if isinstance(predicate, ast.Var):
+            return predicate
+        names = tuple(resolve_predicate(name, self.parameters, predicate.span.start) for name in predicate.names)
+        return replace(predicate, names=names)
+
+    def ground_predicates(self, predicate: ast.PredicatePattern, written: ast.PredicatePattern, required: bool) -> None:
+        """Record the names of ``predicate`` (``written`` bound by ``named``) for KIP_2001, at
+        the placeholder that gave a name, else at the pattern. A misspelled alternative
+        ("a" | "typo") or a zero-hop path ("p"{0,n}) does not empty the result, so such a name
+        is never "required": it is checked on every run."""
         quantifier = predicate.quantifier
         certain = required and len(predicate.names) == 1 and (quantifier is None or int(quantifier.min) > 0)
-        for name in predicate.names:
-            self.grounding.add(self.grounding.predicates, name, certain, predicate.span.start)
+        for name, as_written in zip(predicate.names, written.names):
+            offset = as_written.span.start if isinstance(as_written, ast.Placeholder) else predicate.span.start
+            self.grounding.add(self.grounding.predicates, name, certain, offset)
 
     # ------------------------------------------------------------------ paths
     def path(self, clause: ast.PropositionClause, scope: dict[str, Binding], parts: list[Fragment], conds: list[Fragment], *,
@@ -850,8 +861,8 @@ class Lowerer:
         from whichever end is bound (both bound: a reachability test)."""
         if clause.var is not None:
             raise _bound_path()
-        predicate = clause.predicate
-        self.ground_predicates(predicate, required)
+        predicate = self.named(clause.predicate)
+        self.ground_predicates(predicate, clause.predicate, required)
         low, high = self.hops(predicate.quantifier)
         s_ref, s_bound = self.path_end(clause.subject, scope, parts, conds, required=required, avoid=avoid)
         o_ref, o_bound = self.path_end(clause.object, scope, parts, conds, required=required, avoid=avoid)

@@ -71,6 +71,12 @@ class Plan:
     def access(self) -> str:
         return self.ACCESS
 
+    @property
+    def reads_vectors(self) -> bool:
+        """Whether the program may read SEARCH embeddings (then the executor first lets the
+        background refresh of earlier writes finish: docs/meta.md, "Keeping vectors fresh")."""
+        return False
+
     def steps(self) -> tuple[Compiled, ...]:
         """Every statement the program may issue, in program order."""
         raise NotImplementedError

@@ -18,7 +18,8 @@ docs/kml.md explains each rule and every choice the spec leaves open.
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Optional
+from types import MappingProxyType
+from typing import Any, Iterable, Mapping, Optional
 
 from .. import errors
 
@@ -81,13 +82,15 @@ def cy_protected_link(link: Any, names: storage.Names) -> Fragment:
     )
 
 
-def immutable(what: str, detail: str = "") -> KipError:
+def immutable(what: str, detail: str = "", offset: Optional[int] = None) -> KipError:
+    """KIP_3004 for ``what`` (``offset``: where the command names it)."""
     return KipError(
         errors.IMMUTABLE_TARGET,
         f"{what} is a protected system structure and cannot be changed this way{(': ' + detail) if detail else ''}.",
         "Operation prohibited: meta-types, the Domain type, belongs_to_domain, CoreSchema, and the identity and "
         "core_directives of $self/$system are protected. Ordinary attributes of $self (persona, behavior_preferences, "
         "…) remain writable; narrow the WHERE pattern to exclude protected nodes.",
+        offset=offset,
     )
 
 
@@ -114,19 +117,21 @@ def check_metadata_keys(keys: Iterable[str], where: str) -> None:
 
 
 # ------------------------------------------------------------------ define before use
-def undefined_type(name: str, candidates: list[str]) -> KipError:
+def undefined_type(name: str, candidates: list[str], at: Optional[int] = None) -> KipError:
     return KipError(
         errors.TYPE_MISMATCH,
         f"Concept type \"{name}\" is not defined: no {{type: \"$ConceptType\", name: \"{name}\"}} node exists.",
         errors.did_you_mean("concept type", name, candidates),
+        offset=at,
     )
 
 
-def undefined_predicate(name: str, candidates: list[str]) -> KipError:
+def undefined_predicate(name: str, candidates: list[str], at: Optional[int] = None) -> KipError:
     return KipError(
         errors.TYPE_MISMATCH,
         f"Predicate \"{name}\" is not defined: no {{type: \"$PropositionType\", name: \"{name}\"}} node exists.",
         errors.did_you_mean("predicate", name, candidates),
+        offset=at,
     )
 
 
@@ -156,8 +161,9 @@ def _type_ok(expected: Any, value: Any, item_type: Any = None) -> bool:
     return True
 
 
-def check_value_types(type_name: str, instance_schema: Any, attributes: dict[str, Any]) -> None:
-    """Strict mode: every provided attribute that the schema types must have that JSON type (KIP_2003)."""
+def check_value_types(type_name: str, instance_schema: Any, attributes: dict[str, Any], at: Mapping[str, int] = MappingProxyType({})) -> None:
+    """Strict mode: every provided attribute that the schema types must have that JSON type
+    (KIP_2003, positioned at ``at[key]``: where the command writes the key)."""
     if not isinstance(instance_schema, dict):
         return
     for key, value in attributes.items():
@@ -172,6 +178,7 @@ def check_value_types(type_name: str, instance_schema: Any, attributes: dict[str
                 f"Attribute `{key}` of a {type_name} must be of type {spec['type']!s}"
                 f"{' of ' + str(spec['item_type']) if spec.get('item_type') else ''}, got {describe(value)}.",
                 f"Correct the JSON value type; run DESCRIBE CONCEPT TYPE \"{type_name}\" to see its instance_schema.",
+                offset=at.get(key),
             )
         enum = spec.get("enum")
         if isinstance(enum, list) and value is not None and value not in enum:
@@ -179,18 +186,41 @@ def check_value_types(type_name: str, instance_schema: Any, attributes: dict[str
                 errors.INVALID_VALUE_TYPE,
                 f"Attribute `{key}` of a {type_name} must be one of {enum}, got {value!r}.",
                 f"Use one of the enumerated values; run DESCRIBE CONCEPT TYPE \"{type_name}\".",
+                offset=at.get(key),
             )
 
 
-def check_required(type_name: str, instance_schema: Any, present: Iterable[str], element: str) -> None:
-    """Strict mode: attributes marked is_required must be present after the write (KIP_2002)."""
+def _required(instance_schema: Any) -> list[str]:
+    """The attributes an instance_schema marks ``is_required: true``."""
     if not isinstance(instance_schema, dict):
-        return
+        return []
+    return [k for k, spec in instance_schema.items() if isinstance(spec, dict) and spec.get("is_required") is True]
+
+
+def check_required(type_name: str, instance_schema: Any, present: Iterable[str], element: str, at: Optional[int] = None) -> None:
+    """Strict mode: attributes marked is_required must be present after the write (KIP_2002)."""
     have = set(present)
-    missing = [k for k, spec in instance_schema.items() if isinstance(spec, dict) and spec.get("is_required") is True and k not in have]
+    missing = [k for k in _required(instance_schema) if k not in have]
     if missing:
         raise KipError(
             errors.CONSTRAINT_VIOLATION,
             f"{element} is missing required attribute{'s' if len(missing) > 1 else ''} {', '.join('`' + m + '`' for m in missing)} of concept type {type_name}.",
             f"Supply the missing required attributes in SET ATTRIBUTES; run DESCRIBE CONCEPT TYPE \"{type_name}\" to see its instance_schema.",
+            offset=at,
+        )
+
+
+def check_required_kept(type_name: str, instance_schema: Any, removed: Iterable[str], keyword: str, at: Mapping[str, int]) -> None:
+    """Strict mode: a DELETE ATTRIBUTES must not remove an attribute marked is_required (KIP_2002,
+    positioned at the key in the command)."""
+    required = set(_required(instance_schema))
+    lost = [k for k in removed if k in required]
+    if lost:
+        raise KipError(
+            errors.CONSTRAINT_VIOLATION,
+            f"{keyword} would remove the required attribute{'s' if len(lost) > 1 else ''} {', '.join('`' + k + '`' for k in lost)} "
+            f"from a {type_name} (strict instance_schema mode); nothing was written.",
+            f"Required attributes can be changed with UPDATE … SET ATTRIBUTES but not removed; drop {', '.join(lost)} from the key list, "
+            f"or narrow the WHERE. Run DESCRIBE CONCEPT TYPE \"{type_name}\" to see its instance_schema.",
+            offset=at.get(lost[0]),
         )

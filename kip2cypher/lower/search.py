@@ -120,7 +120,7 @@ _PROPOSITION_LITE = _lite("null")
 _ID_ONLY = ["n.id"]
 
 
-def _ranked_rows(stmt: Statement, lite: list, scores: bool = False) -> None:
+def _ranked_rows(stmt: Statement, lite: list, scores: bool = False, source: Optional[str] = None) -> None:
     """One row: the candidates in index order, the first ``$whole`` whole, the rest ``lite``.
 
     The first LIMIT candidates are usually the hits: returning them whole spares a second
@@ -129,17 +129,22 @@ def _ranked_rows(stmt: Statement, lite: list, scores: bool = False) -> None:
     instead of a row per candidate: per-record overhead was a third of the statement."""
     stmt.line("WITH collect(node) AS nodes", ", collect(score) AS scores" if scores else "")
     stmt.line(
-        "RETURN [n IN nodes[..", Param(None, "whole"), "] | ", storage.node_projection("n"), "] AS whole, [n IN nodes[", Param(None, "whole"), "..] | ",
-        *lite, "] AS rest", ", scores" if scores else "",
+        "RETURN ", *([literal(source), " AS source, "] if source else []),
+        "[n IN nodes[..", Param(None, "whole"), "] | ", storage.node_projection("n"), "] AS whole, [n IN nodes[", Param(None, "whole"), "..] | ",
+        *lite, "] AS rest", ", scores" if scores else (", null AS scores" if source else ""),
     )
+
+
+def _fulltext_lines(stmt: Statement, index: str, type_field: str, lite: list, pool: int, source: Optional[str] = None) -> None:
+    stmt.line("CALL db.index.fulltext.queryNodes(", literal(index), ", ", Param(None, "query"), ") YIELD node")
+    stmt.line("WHERE ", Param(None, "type"), " IS NULL OR node.", type_field, " = ", Param(None, "type"))
+    stmt.line("WITH node LIMIT ", Param(pool, "pool"))
+    _ranked_rows(stmt, lite, source=source)
 
 
 def _fulltext(index: str, type_field: str, lite: list, pool: int, label: str) -> Compiled:
     stmt = Statement()
-    stmt.line("CALL db.index.fulltext.queryNodes(", literal(index), ", ", Param(None, "query"), ") YIELD node")
-    stmt.line("WHERE ", Param(None, "type"), " IS NULL OR node.", type_field, " = ", Param(None, "type"))
-    stmt.line("WITH node LIMIT ", Param(pool, "pool"))
-    _ranked_rows(stmt, lite)
+    _fulltext_lines(stmt, index, type_field, lite, pool)
     return Compiled.of(stmt, label)
 
 
@@ -163,16 +168,30 @@ def _propositions_by_predicate(names: storage.Names) -> Compiled:
     return Compiled.of(stmt, "propositions of matching predicates")
 
 
-def _vector(index: str, type_field: str, k: int) -> Compiled:
-    stmt = Statement()
+def _vector_lines(stmt: Statement, index: str, type_field: str, k: int, source: Optional[str] = None) -> None:
     stmt.line("CALL db.index.vector.queryNodes(", literal(index), ", ", Param(k, "k"), ", ", Param(None, "vector"), ") YIELD node, score")
     stmt.line(
         "WHERE node.", storage.EMBEDDING_MODEL, " = ", Param(None, "model"), " AND (", Param(None, "type"),
         " IS NULL OR node.", type_field, " = ", Param(None, "type"), ")",
     )
-    stmt.line("WITH node, score LIMIT ", Param(None, "pool"))
-    _ranked_rows(stmt, _ID_ONLY, scores=True)
+    stmt.line("WITH node, score LIMIT ", Param(k, "pool"))
+    _ranked_rows(stmt, _ID_ONLY, scores=True, source=source)
+
+
+def _vector(index: str, type_field: str, k: int) -> Compiled:
+    stmt = Statement()
+    _vector_lines(stmt, index, type_field, k)
     return Compiled.of(stmt, f"vector candidates ({index})")
+
+
+def _hybrid(text_index: str, vector_index: str, type_field: str, lite: list, pool: int) -> Compiled:
+    """Hybrid's first round trip: the plain full-text query and the vector query in one
+    statement, one row each (``source``: "keyword" / "vector")."""
+    stmt = Statement()
+    _fulltext_lines(stmt, text_index, type_field, lite, pool, source="keyword")
+    stmt.line("UNION ALL")
+    _vector_lines(stmt, vector_index, type_field, pool, source="vector")
+    return Compiled.of(stmt, f"full-text and vector candidates ({text_index}, {vector_index})")
 
 
 @functools.lru_cache(maxsize=128)
@@ -215,7 +234,12 @@ class SearchPlan(Plan):
     definitions: Optional[Compiled]
     by_predicate: Optional[Compiled]
     vector: Compiled
+    hybrid: Compiled
     hydrate: Compiled
+
+    @property
+    def reads_vectors(self) -> bool:
+        return self.mode != "keyword"  # no MODE: hybrid when an embedder is configured
 
     @property
     def meta_type(self) -> str:
@@ -223,7 +247,7 @@ class SearchPlan(Plan):
 
     def steps(self) -> tuple[Compiled, ...]:
         keyword = (self.fulltext,) if self.concept else (self.fulltext, self.definitions, self.by_predicate)
-        return (*keyword, self.vector, self.hydrate, grounding.defined_names(self.names))
+        return (self.hybrid, *keyword, self.vector, self.hydrate, grounding.defined_names(self.names))
 
 
 def lower_search(command: ast.Search, parameters: dict[str, Any], settings: Settings) -> SearchPlan:
@@ -247,9 +271,13 @@ def lower_search(command: ast.Search, parameters: dict[str, Any], settings: Sett
     pool = candidate_pool(limit)
     names = storage.names(settings.namespace)
     if concept:
-        fulltext = _fulltext(catalog.concept_text_index(names), "type", _CONCEPT_LITE, pool, "full-text candidates (concepts)")
+        text_index, vector_index = catalog.concept_text_index(names), catalog.concept_vector_index(names)
+        fulltext = _fulltext(text_index, "type", _CONCEPT_LITE, pool, "full-text candidates (concepts)")
+        hybrid = _hybrid(text_index, vector_index, "type", _CONCEPT_LITE, pool)
     else:
-        fulltext = _fulltext(catalog.proposition_text_index(names), "predicate", _PROPOSITION_LITE, pool, "full-text candidates (propositions)")
+        text_index, vector_index = catalog.proposition_text_index(names), catalog.proposition_vector_index(names)
+        fulltext = _fulltext(text_index, "predicate", _PROPOSITION_LITE, pool, "full-text candidates (propositions)")
+        hybrid = _hybrid(text_index, vector_index, "predicate", _PROPOSITION_LITE, pool)
     return SearchPlan(
         concept=concept,
         term=term,
@@ -264,6 +292,7 @@ def lower_search(command: ast.Search, parameters: dict[str, Any], settings: Sett
         fulltext=fulltext,
         definitions=None if concept else _predicate_definitions(names),
         by_predicate=None if concept else _propositions_by_predicate(names),
-        vector=_vector((catalog.concept_vector_index if concept else catalog.proposition_vector_index)(names), "type" if concept else "predicate", pool),
+        vector=_vector(vector_index, "type" if concept else "predicate", pool),
+        hybrid=hybrid,
         hydrate=_hydrate(names.concept if concept else names.proposition),
     )

@@ -17,16 +17,25 @@ All three are one Cypher statement on top of the shared WHERE lowering
 Update expressions (ADD/MUL/CLAMP/COALESCE) become Cypher expressions over the
 element's own properties, read after its write lock, so concurrent bulk
 updates never lose an increment. A null or non-number operand yields null and
-the key is skipped for that element. ``updated`` counts elements whose stored
+the key is skipped for that element; so does a result that is not a finite number
+(counted: ``skipped_non_finite``). An operand holding an integer beyond 64 bits is
+refused (KIP_2003) rather than skipped. ``updated`` counts elements whose stored
 state actually changed (and whose ``_version`` therefore grew).
+
+The dry-run probe is the same statement without the lock and the write: it computes the
+same counts in a read transaction. In strict schema mode the statement also returns what
+the instance_schema checks need (the matched concepts' types with the computed values, or
+the attributes a DELETE ATTRIBUTES removes); the program checks them and a failure rolls
+the write back.
 
 The program that runs a ``BulkPlan`` is ``kip2cypher.execution.programs.bulk``.
 """
 from __future__ import annotations
 
+import functools
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Any, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Mapping
 
 from .. import errors
 from ..config import Settings
@@ -42,6 +51,13 @@ from . import writes as K
 from .plan import Compiled, Plan
 
 NUMERIC = " IS :: INTEGER | FLOAT"
+#: The largest finite double: ``abs(x) <= MAX_DOUBLE`` is false for ±Infinity and NaN.
+MAX_DOUBLE = "1.7976931348623157E308"
+#: A stored integer beyond 64 bits: exact JSON text behind the marker, which Neo4j cannot compute with.
+BIG_INTEGER = Param(storage.JSON_MARKER + "-?[0-9]+", "kip_big_int")
+#: Strict schema checks a bulk program makes (``BulkPlan.schema_rule``).
+CHECK_VALUES = "values"  # UPDATE: the attribute values written fit the instance_schema (KIP_2003)
+CHECK_REQUIRED = "required"  # DELETE ATTRIBUTES: no required attribute is removed (KIP_2002)
 
 
 # ====================================================================== the plan
@@ -50,12 +66,17 @@ class BulkPlan(Plan):
     """A bulk KML mutation (UPDATE, DELETE ATTRIBUTES / METADATA / PROPOSITIONS / CONCEPT): one
     write statement over every element the WHERE matches.
 
-    ``write`` (or, for a dry run, its read-only ``probe``) returns one row: ``matched``, the
-    command's counts and ``_bad`` — labels of the protected elements matched, in which case
-    nothing was written and the command fails with KIP_3004 naming ``keyword``. ``result``
-    maps each response key to the row's column. Grounding (KIP_2001): the names used only in
-    OPTIONAL / NOT / UNION are checked on every run (a typo there would not empty the match),
-    all names when nothing matched.
+    ``write`` (or, for a dry run, its read-only ``probe``, which computes the same counts
+    without writing) returns one row: ``matched``, the command's counts and ``_bad`` — labels
+    of the protected elements matched, in which case nothing was written and the command fails
+    with KIP_3004 naming ``keyword``. ``result`` maps each response key to the row's column;
+    ``reported`` the additive keys reported only when non-zero. UPDATE's row also has ``big``
+    (operands beyond 64 bits: KIP_2003). With ``schema_rule`` (strict mode) the row's
+    ``strict`` column lists ``[type, values-or-keys]`` of the matched concepts, checked against
+    their types' instance_schema (read with ``instance_schemas``); ``written`` holds the plain
+    attribute values the command writes, ``key_at`` where the command names each attribute.
+    Grounding (KIP_2001): the names used only in OPTIONAL / NOT / UNION are checked on every
+    run (a typo there would not empty the match), all names when nothing matched.
     """
 
     KIND = "KML"
@@ -66,10 +87,26 @@ class BulkPlan(Plan):
     result: tuple[tuple[str, str], ...]  # (response key, row column)
     grounding_all: grounding.Names
     grounding_optional: grounding.Names
+    grounding_at: grounding.Offsets  # where the command names each of them (KIP_2001 positions)
+    reported: tuple[tuple[str, str], ...] = ()
+    schema_rule: str = ""
+    written: Mapping[str, Any] = field(default_factory=dict)
+    key_at: Mapping[str, int] = field(default_factory=dict)
 
     def steps(self) -> tuple[Compiled, ...]:
         checks = (grounding.check_statement(self.grounding_all, self.names), grounding.defined_names(self.names)) if self.grounding_all else ()
-        return (self.write, self.probe, *checks)
+        schemas = (instance_schemas(self.names),) if self.schema_rule else ()
+        return (self.write, self.probe, *schemas, *checks)
+
+
+@functools.lru_cache(maxsize=64)
+def instance_schemas(names: storage.Names = storage.DEFAULT) -> Compiled:
+    """The stored instance_schema of each concept type in ``$types`` (strict mode)."""
+    s = Statement()
+    s.line("UNWIND ", Param(None, "types"), " AS name")
+    s.line("OPTIONAL MATCH (c:", names.concept, " {type: ", Param(storage.CONCEPT_TYPE, "concept_type"), ", name: name})")
+    s.line("RETURN name, c.", Ident(storage.attr_key("instance_schema")), " AS schema")
+    return Compiled.of(s, "strict schema: instance_schema of the matched concept types")
 
 
 # ====================================================================== shared WHERE helpers
@@ -84,31 +121,33 @@ class Targets:
         self.kind = self.pattern.require(target, used_in=used_in, kinds=kinds).kind
         self.grounding_all = grounding.names(self.pattern.grounding)
         self.grounding_optional = grounding.names(self.pattern.grounding, required_only=False)
+        self.grounding_at = grounding.offsets(self.pattern.grounding)
         self.pattern.distinct([target], used_in=used_in)
         self.var = self.pattern.ref(target)
         self.stmt = self.pattern.statement()
         if limit is not None:
             self.stmt.line("WITH ", self.var, " LIMIT ", Param(resolve_int(limit, parameters, "LIMIT"), "kip_limit"))
 
-    def collect_guarded(self, matched: str, protected: Fragment, dry_counts: str) -> Statement:
+    def collect_guarded(self, matched: str, protected: Fragment) -> Statement:
         """Collect the targets into the list ``matched`` and the labels of the protected ones
-        (``protected``: a test on ``x``) into ``_bad``. Returns the read-only dry-run probe: the
-        statement so far, returning ``matched``, ``dry_counts`` (zeros) and ``_bad``."""
+        (``protected``: a test on ``x``) into ``_bad``. Returns a copy of the statement so far:
+        the start of the read-only dry-run probe, which the caller completes like the write."""
         self.stmt.line("WITH collect(", self.var, ") AS ", matched)
         self.stmt.line("WITH ", matched, ", [x IN ", matched, " WHERE ", protected, " | ", element_label("x", self.names), "] AS _bad")
-        probe = Statement().extend(self.stmt)
-        probe.line("RETURN size(", matched, ") AS matched, ", dry_counts, ", _bad")
-        return probe
+        return Statement().extend(self.stmt)
 
-    def plan(self, keyword: str, what: str, probe: Statement, result: tuple[tuple[str, str], ...]) -> BulkPlan:
-        """The plan of the finished write statement ``self.stmt`` (``what``: what it does, for its label)."""
+    def plan(self, keyword: str, what: str, probe: Statement, result: tuple[tuple[str, str], ...], **checks: Any) -> BulkPlan:
+        """The plan of the finished write statement ``self.stmt`` (``what``: what it does, for its
+        label) and of its ``probe``; ``checks``: the optional ``BulkPlan`` fields."""
         return BulkPlan(
             keyword=keyword,
             write=Compiled.of(self.stmt, f"{keyword}: match, check protection, {what}"),
-            probe=Compiled.of(probe, f"{keyword} dry_run: match and check protection"),
+            probe=Compiled.of(probe, f"{keyword} dry_run: match, check protection, count without writing"),
             result=result,
             grounding_all=self.grounding_all,
             grounding_optional=self.grounding_optional,
+            grounding_at=self.grounding_at,
+            **checks,
         )
 
 
@@ -150,18 +189,29 @@ def lock(x: Part) -> Fragment:
 
 
 @contextmanager
-def each_locked(stmt: Statement, returns: Part, totals: Part) -> Iterator[Statement]:
-    """The per-element write of UPDATE and DELETE ATTRIBUTES / METADATA: the lines written inside
-    run once per element ``t`` of ``_ts`` under its write lock, and only when nothing protected
-    matched; each returns ``returns``, aggregated into ``totals``."""
+def each_element(stmt: Statement, returns: Part, totals: Part, *, write: bool) -> Iterator[Statement]:
+    """The per-element step of UPDATE and DELETE ATTRIBUTES / METADATA: the lines written inside
+    run once per element ``t`` of ``_ts`` — under its write lock when ``write`` (the dry-run
+    probe reads only) — and only when nothing protected matched; each returns ``returns``,
+    aggregated into ``totals``."""
     with stmt.block("CALL (_ts, _bad)"):
         stmt.line("WITH _ts WHERE size(_bad) = 0")
         stmt.line("UNWIND _ts AS t")
         with stmt.block("CALL (t)"):
-            stmt.line(lock("t"))
+            if write:
+                stmt.line(lock("t"))
             yield stmt
             stmt.line("RETURN ", returns)
         stmt.line("RETURN ", totals)
+
+
+def strict_rows(enabled: bool, row: Part, names: storage.Names) -> tuple[Part, str]:
+    """The ``strict`` column (strict mode: the distinct ``row`` of every matched concept): the
+    aggregate to add to the per-element totals, and the final column. Off, the column is a
+    constant — an expression beside aggregates would become a grouping key (no rows, no row)."""
+    if not enabled:
+        return "", "[] AS strict"
+    return frag(", collect(DISTINCT CASE WHEN t:", names.concept, " THEN ", row, " END) AS strict"), "strict"
 
 
 # ====================================================================== UPDATE expressions
@@ -173,6 +223,12 @@ class Expr:
         self.parameters = parameters
         #: the stored keys the expressions read (``cur.<key>``)
         self.reads: list[str] = []
+        self._fresh = 0
+
+    @staticmethod
+    def computes(value: Any) -> bool:
+        """Whether a value position is an update expression (else a plain JSON value)."""
+        return isinstance(value, (ast.DotPath, ast.UpdateCall))
 
     def path(self, value: ast.DotPath) -> Fragment:
         if value.var != self.target:
@@ -180,12 +236,14 @@ class Expr:
                 errors.REFERENCE_ERROR,
                 f"An update expression can only read ?{self.target} itself, not ?{value.var}.",
                 f"Each element's new value must come from its own state: use ?{self.target}.attributes.… / ?{self.target}.metadata.….",
+                offset=value.span.start,
             )
         if len(value.path) != 2 or value.path[0] not in ("attributes", "metadata"):
             raise KipError(
                 errors.INVALID_SYNTAX,
                 f"?{value.var}.{'.'.join(value.path)} is not a numeric operand.",
                 f"Update expressions read ?{self.target}.attributes.<key> or ?{self.target}.metadata.<key>.",
+                offset=value.span.start,
             )
         prefix = storage.ATTR_PREFIX if value.path[0] == "attributes" else storage.META_PREFIX
         self.reads.append(prefix + value.path[1])
@@ -204,6 +262,7 @@ class Expr:
                 errors.INVALID_VALUE_TYPE,
                 f"Update expression operands must be numbers, got {describe(v)}.",
                 "Use number literals, :placeholders bound to numbers, ?target.… paths or nested ADD/MUL/CLAMP/COALESCE.",
+                offset=value.span.start,
             )
         return frag(Param(v))
 
@@ -214,10 +273,15 @@ class Expr:
         if f == "MUL":
             return frag("(", self.numeric(call.args[0]), " * ", self.numeric(call.args[1]), ")")
         if f == "CLAMP":
+            # The operands are bound once (a one-item list comprehension): each may be a nested
+            # expression, which writing it out in every branch would repeat.
+            v = Internal(f"v{self._fresh}")
+            self._fresh += 1
             x, lo, hi = (self.numeric(a) for a in call.args)
             return frag(
-                "CASE WHEN ", x, " IS NULL OR ", lo, " IS NULL OR ", hi, " IS NULL THEN null WHEN ", x, " < ", lo,
-                " THEN ", lo, " WHEN ", x, " > ", hi, " THEN ", hi, " ELSE ", x, " END",
+                "[", v, " IN [[", x, ", ", lo, ", ", hi, "]] | CASE WHEN ", v, "[0] IS NULL OR ", v, "[1] IS NULL OR ", v,
+                "[2] IS NULL THEN null WHEN ", v, "[0] < ", v, "[1] THEN ", v, "[1] WHEN ", v, "[0] > ", v, "[2] THEN ", v,
+                "[2] ELSE ", v, "[0] END][0]",
             )
         if f == "COALESCE":
             first, default = call.args
@@ -231,47 +295,98 @@ class Expr:
             return frag("coalesce(", self.numeric(first), ", ", d, ")")
         raise KipError(errors.INVALID_SYNTAX, f"Unknown update function {f}.", "Use ADD, MUL, CLAMP or COALESCE.")
 
-    def top(self, value: Any) -> Fragment:
-        """A value position: a plain JSON value (stored as is) or an update expression."""
-        if isinstance(value, (ast.DotPath, ast.UpdateCall)):
-            return self.numeric(value)
+    def plain(self, value: Any) -> Fragment:
+        """A plain JSON value, stored as is (encoded)."""
         return frag(Param(storage.encode(resolve(value, self.parameters))))
 
 
 # ====================================================================== UPDATE
-def lower_update(command: ast.Update, parameters: dict[str, Any], settings: Settings) -> BulkPlan:
-    entries: list[tuple[str, Any]] = []
-    if command.set_attributes is not None:
-        entries += [(storage.attr_key(k), v) for k, v in command.set_attributes.entries]
-    if command.set_metadata is not None:
-        rules.check_metadata_keys([k for k, _ in command.set_metadata.entries], "UPDATE … SET METADATA")
-        entries += [(storage.meta_key(k), v) for k, v in command.set_metadata.entries]
-    if not entries:
-        raise KipError(errors.INVALID_SYNTAX, "UPDATE needs at least one key in SET ATTRIBUTES or SET METADATA.", "Write UPDATE ?x SET ATTRIBUTES { key: value } WHERE { … }.")
-    keys = [k for k, _ in entries]
-    if len(set(keys)) != len(keys):
-        raise KipError(errors.INVALID_SYNTAX, "UPDATE sets the same key twice.", "List each key once per SET block.")
-    touches_cd = K.CORE_DIRECTIVES in keys
-    expr = Expr(command.target, parameters)
-    values = [expr.top(v) for _, v in entries]
+@dataclass(frozen=True)
+class _Assignment:
+    key: str  # the stored key (``attr.k`` / ``meta.k``)
+    value: Fragment  # a plain value, or the expression (its result is ``_raw.<key>``)
+    computed: bool
 
-    targets = Targets(command.where, command.target, parameters, settings, "UPDATE", pat.NODE_KINDS, command.limit)
-    stmt, cur = targets.stmt, Internal("cur")
-    probe = targets.collect_guarded("_ts", bad_element("x", targets.names, core_directives=touches_cd, kind=targets.kind), "0 AS updated")
-    with each_locked(stmt, "changed", "count(CASE WHEN changed THEN 1 END) AS updated"):
-        stmt.line("WITH t, ", current("t", [*keys, *expr.reads, K.VERSION]), " AS ", cur)
-        new_map = join(", ", [frag(Ident(k), ": ", v) for k, v in zip(keys, values)])
-        stmt.line("WITH t, ", cur, ", {", new_map, "} AS _new")
-        stmt.line("WITH t, ", cur, ", _new, [k IN keys(_new) WHERE _new[k] IS NOT NULL] AS _keys")
-        stmt.line("WITH t, ", cur, ", _new, any(k IN _keys WHERE ", cur, "[k] IS NULL OR ", cur, "[k] <> _new[k]) AS changed")
+
+def _update_element(stmt: Statement, sets: list[_Assignment], reads: list[str], *, write: bool) -> None:
+    """The per-element lines of UPDATE (module doc): read, compute, guard, compare, write."""
+    cur = Internal("cur")
+    keys = [a.key for a in sets]
+    computed = [a for a in sets if a.computed]
+    stmt.line("WITH t, ", current("t", [*keys, *reads, K.VERSION]), " AS ", cur)
+    if computed:
+        stmt.line("WITH t, ", cur, ", {", join(", ", [frag(Ident(a.key), ": ", a.value) for a in computed]), "} AS _raw")
+    # A result that is not a finite number (±Infinity, NaN) is never stored: null skips the key.
+    new = [frag(Ident(a.key), ": ", frag("CASE WHEN abs(_raw.", Ident(a.key), ") <= ", MAX_DOUBLE, " THEN _raw.", Ident(a.key), " END") if a.computed else a.value) for a in sets]
+    carried = ", _raw" if computed else ""
+    stmt.line("WITH t, ", cur, carried, ", {", join(", ", new), "} AS _new")
+    skipped = "size([k IN keys(_raw) WHERE _raw[k] IS NOT NULL AND _new[k] IS NULL])" if computed else "0"
+    big = frag("[k IN ", Param(sorted(set(reads)), "kip_reads"), " WHERE ", cur, "[k] =~ ", BIG_INTEGER, "]") if reads else "[]"
+    stmt.line(
+        "WITH t, ", cur, ", _new, ", skipped, " AS _skipped, ", big, " AS _big, ",
+        "any(k IN keys(_new) WHERE _new[k] IS NOT NULL AND (", cur, "[k] IS NULL OR ", cur, "[k] <> _new[k])) AS changed",
+    )
+    if write:
         with stmt.block("CALL (t, ", cur, ", _new, changed)"):
             stmt.line("WITH * WHERE changed")
-            sets = [frag("t.", Ident(k), " = coalesce(_new.", Ident(k), ", ", cur, ".", Ident(k), ")") for k in keys]
-            sets.append(frag("t.", Ident(K.VERSION), " = coalesce(", cur, ".", Ident(K.VERSION), ", 0) + 1"))
-            sets.append(frag("t.", Ident(K.UPDATED_AT), " = ", Param(None, K.NOW)))
-            stmt.line("SET ", join(", ", sets))
-    stmt.line("RETURN size(_ts) AS matched, updated, _bad")
-    return targets.plan("UPDATE", "compute and write per element", probe, (("updated", "updated"), ("matched", "matched")))
+            assigned = [frag("t.", Ident(k), " = coalesce(_new.", Ident(k), ", ", cur, ".", Ident(k), ")") for k in keys]
+            assigned.append(frag("t.", Ident(K.VERSION), " = coalesce(", cur, ".", Ident(K.VERSION), ", 0) + 1"))
+            assigned.append(frag("t.", Ident(K.UPDATED_AT), " = ", Param(None, K.NOW)))
+            stmt.line("SET ", join(", ", assigned))
+
+
+def _assignments(command: ast.Update, expr: Expr) -> tuple[list[_Assignment], dict[str, Any], dict[str, int]]:
+    """The keys an UPDATE sets, lowered; the plain attribute values it writes (for the strict
+    checks); where the command names each attribute (their error positions)."""
+    entries: list[tuple[str, Any, int]] = []
+    if command.set_attributes is not None:
+        body = command.set_attributes
+        spans = body.key_spans or (body.span,) * len(body.entries)
+        entries += [(storage.attr_key(k), v, span.start) for (k, v), span in zip(body.entries, spans)]
+    if command.set_metadata is not None:
+        rules.check_metadata_keys([k for k, _ in command.set_metadata.entries], "UPDATE … SET METADATA")
+        entries += [(storage.meta_key(k), v, command.set_metadata.span.start) for k, v in command.set_metadata.entries]
+    if not entries:
+        raise KipError(errors.INVALID_SYNTAX, "UPDATE needs at least one key in SET ATTRIBUTES or SET METADATA.", "Write UPDATE ?x SET ATTRIBUTES { key: value } WHERE { … }.")
+    keys = [k for k, _, _ in entries]
+    if len(set(keys)) != len(keys):
+        raise KipError(errors.INVALID_SYNTAX, "UPDATE sets the same key twice.", "List each key once per SET block.")
+    sets: list[_Assignment] = []
+    written: dict[str, Any] = {}
+    key_at: dict[str, int] = {}
+    for key, value, at in entries:
+        computed = expr.computes(value)
+        sets.append(_Assignment(key, expr.numeric(value) if computed else expr.plain(value), computed))
+        if key.startswith(storage.ATTR_PREFIX):
+            name = key[len(storage.ATTR_PREFIX):]
+            key_at[name] = at
+            if not computed:
+                written[name] = resolve(value, expr.parameters)
+    return sets, written, key_at
+
+
+def lower_update(command: ast.Update, parameters: dict[str, Any], settings: Settings) -> BulkPlan:
+    expr = Expr(command.target, parameters)
+    sets, written, key_at = _assignments(command, expr)
+    touches_cd = any(a.key == K.CORE_DIRECTIVES for a in sets)
+    strict = settings.strict_schema and bool(key_at)  # only attributes have an instance_schema
+    targets = Targets(command.where, command.target, parameters, settings, "UPDATE", pat.NODE_KINDS, command.limit)
+    # strict mode: the computed attribute values of each matched concept (plain ones are in the plan)
+    results = frag("{", join(", ", [frag(Ident(a.key[len(storage.ATTR_PREFIX):]), ": _new.", Ident(a.key)) for a in sets if a.computed and a.key.startswith(storage.ATTR_PREFIX)]), "}")
+    returns = frag("changed, _skipped, CASE WHEN size(_big) > 0 THEN [", element_label("t", targets.names), ", _big[0]] END AS big", ", _new" if strict else "")
+    strict_total, strict_column = strict_rows(strict, frag("[t.type, ", results, "]"), targets.names)
+    totals = frag("count(CASE WHEN changed THEN 1 END) AS updated, sum(_skipped) AS skipped, collect(big)[..3] AS big", strict_total)
+
+    probe = targets.collect_guarded("_ts", bad_element("x", targets.names, core_directives=touches_cd, kind=targets.kind))
+    for stmt, write in ((targets.stmt, True), (probe, False)):
+        with each_element(stmt, returns, totals, write=write):
+            _update_element(stmt, sets, expr.reads, write=write)
+        stmt.line("RETURN size(_ts) AS matched, updated, skipped, big, ", strict_column, ", _bad")
+    return targets.plan(
+        "UPDATE", "compute and write per element", probe, (("updated", "updated"), ("matched", "matched")),
+        reported=(("skipped_non_finite", "skipped"),), schema_rule=CHECK_VALUES if strict else "",
+        written=written, key_at=key_at,
+    )
 
 
 # ====================================================================== DELETE ATTRIBUTES / METADATA
@@ -282,19 +397,31 @@ def _lower_delete_keys(command, parameters: dict[str, Any], settings: Settings, 
     prefix = storage.META_PREFIX if metadata else storage.ATTR_PREFIX
     keys = [prefix + k for k in command.keys]
     touches_cd = not metadata and K.CORE_DIRECTIVES in keys
+    strict = settings.strict_schema and not metadata
     targets = Targets(command.where, command.target, parameters, settings, keyword, pat.NODE_KINDS)
-    stmt = targets.stmt
-    probe = targets.collect_guarded("_ts", bad_element("x", targets.names, core_directives=touches_cd, kind=targets.kind), "0 AS concepts, 0 AS propositions")
-    totals = "count(CASE WHEN changed AND is_concept THEN 1 END) AS concepts, count(CASE WHEN changed AND NOT is_concept THEN 1 END) AS propositions"
-    with each_locked(stmt, frag("changed, t:", targets.names.concept, " AS is_concept"), totals):
-        stmt.line("WITH t, ", current("t", [*keys, K.VERSION]), " AS cur")
-        stmt.line("WITH t, cur, any(k IN ", Param(keys, "kip_keys"), " WHERE cur[k] IS NOT NULL) AS changed")
-        with stmt.block("CALL (t, cur, changed)"):
-            stmt.line("WITH * WHERE changed")
-            stmt.line("REMOVE ", join(", ", [frag("t.", Ident(k)) for k in keys]))
-            stmt.line("SET t.", Ident(K.VERSION), " = coalesce(cur.", Ident(K.VERSION), ", 0) + 1, t.", Ident(K.UPDATED_AT), " = ", Param(None, K.NOW))
-    stmt.line("RETURN size(_ts) AS matched, concepts, propositions, _bad")
-    return targets.plan(keyword, "remove keys", probe, (("updated_concepts", "concepts"), ("updated_propositions", "propositions")))
+    probe = targets.collect_guarded("_ts", bad_element("x", targets.names, core_directives=touches_cd, kind=targets.kind))
+    # strict mode: which of the listed attributes each matched concept holds (and would lose)
+    held = frag("[t.type, [k IN ", Param(list(command.keys), "kip_names"), " WHERE _cur[", Param(prefix, "kip_prefix"), " + k] IS NOT NULL]]")
+    strict_total, strict_column = strict_rows(strict, held, targets.names)
+    totals = frag(
+        "count(CASE WHEN changed AND is_concept THEN 1 END) AS concepts, count(CASE WHEN changed AND NOT is_concept THEN 1 END) AS propositions",
+        strict_total,
+    )
+    for stmt, write in ((targets.stmt, True), (probe, False)):
+        with each_element(stmt, frag("changed, t:", targets.names.concept, " AS is_concept", ", _cur" if strict else ""), totals, write=write):
+            stmt.line("WITH t, ", current("t", [*keys, K.VERSION]), " AS _cur")
+            stmt.line("WITH t, _cur, any(k IN ", Param(keys, "kip_keys"), " WHERE _cur[k] IS NOT NULL) AS changed")
+            if write:
+                with stmt.block("CALL (t, _cur, changed)"):
+                    stmt.line("WITH * WHERE changed")
+                    stmt.line("REMOVE ", join(", ", [frag("t.", Ident(k)) for k in keys]))
+                    stmt.line("SET t.", Ident(K.VERSION), " = coalesce(_cur.", Ident(K.VERSION), ", 0) + 1, t.", Ident(K.UPDATED_AT), " = ", Param(None, K.NOW))
+        stmt.line("RETURN size(_ts) AS matched, concepts, propositions, ", strict_column, ", _bad")
+    spans = command.key_spans or (command.span,) * len(command.keys)
+    return targets.plan(
+        keyword, "remove keys", probe, (("updated_concepts", "concepts"), ("updated_propositions", "propositions")),
+        schema_rule=CHECK_REQUIRED if strict else "", key_at={k: span.start for k, span in zip(command.keys, spans)},
+    )
 
 
 def lower_delete_attributes(command: ast.DeleteAttributes, parameters: dict[str, Any], settings: Settings) -> BulkPlan:

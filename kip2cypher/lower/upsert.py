@@ -40,10 +40,10 @@ from typing import Any, Callable, ClassVar, Mapping, Optional, Union
 from .. import errors
 from ..config import Settings
 from ..cypher import storage
-from ..cypher.builder import Ident, Param, Part, Statement, frag, literal
+from ..cypher.builder import Fragment, Ident, Param, Part, Statement, frag, literal
 from ..errors import KipError
 from ..syntax import ast
-from ..syntax.values import describe, resolve, resolve_str
+from ..syntax.values import describe, resolve, resolve_predicate, resolve_str
 from . import grounding, rules
 from . import writes as K
 from .plan import Compiled, Plan
@@ -145,6 +145,8 @@ class ConceptRow:
     own: Mapping[str, Any]  # the same without inherited metadata (what a protected element may receive)
     expect: Optional[int]
     label: str
+    at: int  # where the block's identity stands in the command text (error positions)
+    attr_at: Mapping[str, int]  # where each SET ATTRIBUTES key stands
 
     def payload(self) -> dict[str, Any]:
         """The row the concept write (and the dry-run probe) receives."""
@@ -169,16 +171,18 @@ class PropositionRow:
     own: Mapping[str, Any]
     expect: Optional[int]
     label: str
+    at: int  # where the block or entry stands in the command text (error positions)
 
 
 @dataclass(frozen=True)
 class SchemaCheck:
     """Define before use: ``name`` must be a ``meta`` node ($ConceptType / $PropositionType);
-    ``seq`` is the textual position that reports it."""
+    ``seq`` is the textual position that reports it, ``at`` where the command names it."""
 
     seq: int
     meta: str
     name: str
+    at: Optional[int] = None
 
     @property
     def ref(self) -> ConceptByName:
@@ -187,10 +191,12 @@ class SchemaCheck:
 
 @dataclass(frozen=True)
 class Target:
-    """An outside reference to look up before writing, at textual position ``seq``."""
+    """An outside reference to look up before writing, at textual position ``seq``; ``at``:
+    where the command writes it (the position of its KIP_3002)."""
 
     seq: int
     ref: Outside
+    at: Optional[int] = None
 
 
 _ABSENT = object()
@@ -461,16 +467,19 @@ class Analyzer:
         props, own = _encoded(attrs, outer, own_meta)
         expect = _version(block.expect_version, self.params)
         pos = len(self.concepts)
+        body = block.set_attributes
+        attr_at = MappingProxyType({k: span.start for (k, _), span in zip(body.entries, body.key_spans)} if body is not None else {})
+        at = ident.span.start
         if ident.id is not None:
             cid = resolve_str(ident.id, self.params, "A concept `id`")
-            row = ConceptRow(pos, None, None, cid, MappingProxyType(attrs), props, own, expect, f"{{id: {rules._q(cid)}}}")
+            row = ConceptRow(pos, None, None, cid, MappingProxyType(attrs), props, own, expect, f"{{id: {rules._q(cid)}}}", at, attr_at)
             self.by_cid.setdefault(cid, pos)
-            self.targets.append(Target(self.seq, ConceptById(cid)))
+            self.targets.append(Target(self.seq, ConceptById(cid), at))
         else:
             type_ = resolve_str(ident.type, self.params, "A concept `type`")
             name = resolve_str(ident.name, self.params, "A concept `name`")
-            row = ConceptRow(pos, type_, name, None, MappingProxyType(attrs), props, own, expect, rules.label(type_, name))
-            self.require_type(type_, name)
+            row = ConceptRow(pos, type_, name, None, MappingProxyType(attrs), props, own, expect, rules.label(type_, name), at, attr_at)
+            self.require_type(type_, name, ident.type.span.start)
             _refuse_engine_name(type_, name)
             if type_ == storage.CONCEPT_TYPE:
                 self.defined_types.append(name)
@@ -484,11 +493,13 @@ class Analyzer:
         meta = {**outer, **own_meta}
         for entry in block.set_propositions or ():
             self.seq += 1
-            entry_meta = _metadata(entry.metadata, self.params, f"the WITH METADATA of (\"{entry.predicate}\", …)")
+            named_at = entry.predicate.span.start if isinstance(entry.predicate, ast.Placeholder) else entry.span.start
+            predicate = resolve_predicate(entry.predicate, self.params, named_at)
+            entry_meta = _metadata(entry.metadata, self.params, f"the WITH METADATA of (\"{predicate}\", …)")
             target = self.ref(entry.target)
-            self.require_predicate(entry.predicate)
-            label = f"({row.label}, {rules._q(entry.predicate)}, …)"
-            self.add_prop(here, entry.predicate, target, None, _encoded({}, meta, {**own_meta, **entry_meta}), None, label)
+            self.require_predicate(predicate, named_at)
+            label = f"({row.label}, {rules._q(predicate)}, …)"
+            self.add_prop(here, predicate, target, None, _encoded({}, meta, {**own_meta, **entry_meta}), None, label, entry.span.start)
         if block.handle is not None:
             # Bound once the block (including its SET PROPOSITIONS) has executed (§4.1 define before use).
             self.handles[block.handle] = here
@@ -498,25 +509,26 @@ class Analyzer:
         own_meta = _metadata(block.metadata, self.params, "a PROPOSITION block's WITH METADATA")
         payload = _encoded(_object(block.set_attributes, self.params), outer, own_meta)
         expect = _version(block.expect_version, self.params)
+        at = ident.span.start
         if ident.id is not None:
             pid = resolve_str(ident.id, self.params, "A proposition `id`")
-            self.targets.append(Target(self.seq, PropositionById(pid)))
-            pos = self.add_prop(None, None, None, pid, payload, expect, f"(id: {rules._q(pid)})")
+            self.targets.append(Target(self.seq, PropositionById(pid), at))
+            pos = self.add_prop(None, None, None, pid, payload, expect, f"(id: {rules._q(pid)})", at)
         else:
             predicate = self.predicate_name(ident.predicate)
             subject = self.ref(ident.subject)
             obj = self.ref(ident.object)
-            self.require_predicate(predicate)
-            pos = self.add_prop(subject, predicate, obj, None, payload, expect, f"(…, {rules._q(predicate)}, …)")
+            self.require_predicate(predicate, _named_at(ident.predicate))
+            pos = self.add_prop(subject, predicate, obj, None, payload, expect, f"(…, {rules._q(predicate)}, …)", at)
         here = PropositionRowRef(pos)
         self.order.append(here)
         if block.handle is not None:
             self.handles[block.handle] = here
 
     def add_prop(self, subject: Optional[Ref], predicate: Optional[str], obj: Optional[Ref], pid: Optional[str],
-                 payload: tuple[Mapping[str, Any], Mapping[str, Any]], expect: Optional[int], label: str) -> int:
+                 payload: tuple[Mapping[str, Any], Mapping[str, Any]], expect: Optional[int], label: str, at: int) -> int:
         pos = len(self.props)
-        self.props.append(PropositionRow(pos, subject, predicate, obj, pid, payload[0], payload[1], expect, label))
+        self.props.append(PropositionRow(pos, subject, predicate, obj, pid, payload[0], payload[1], expect, label, at))
         if pid is not None:
             self.by_pid.setdefault(pid, pos)
         else:
@@ -526,8 +538,8 @@ class Analyzer:
     # -------------------------------------------------------------- references
     def predicate_name(self, predicate: Any) -> str:
         if isinstance(predicate, ast.PredicatePattern) and len(predicate.names) == 1 and predicate.quantifier is None:
-            return predicate.names[0]
-        raise KipError(errors.INVALID_SYNTAX, "A proposition in KML needs exactly one literal predicate.", "Write (subject, \"predicate\", object).")
+            return resolve_predicate(predicate.names[0], self.params, _named_at(predicate))
+        raise KipError(errors.INVALID_SYNTAX, "A proposition in KML needs exactly one predicate name.", "Write (subject, \"predicate\", object) or (subject, :predicate, object).")
 
     def ref(self, target: Any) -> Ref:
         """A target/endpoint → reference; handles must already be bound (KIP_3001)."""
@@ -539,6 +551,7 @@ class Analyzer:
                     f"Handle ?{target.name} is used before it is defined in this UPSERT block.",
                     f"Define ?{target.name} with a CONCEPT or PROPOSITION block placed before the clause that references it "
                     "(handles are local to one UPSERT { … } statement).",
+                    offset=target.span.start,
                 )
             return bound
         if isinstance(target, ast.ConceptClause):
@@ -549,48 +562,56 @@ class Analyzer:
 
     def concept_ref(self, target: ast.ConceptClause) -> Ref:
         _no_variable(target.var, "CONCEPT")
+        at = target.span.start
         if target.id is not None:
             cid = resolve_str(target.id, self.params, "A concept `id`")
-            return self.earlier_or_outside(self.by_cid.get(cid), ConceptBlockRef, ConceptById(cid))
+            return self.earlier_or_outside(self.by_cid.get(cid), ConceptBlockRef, ConceptById(cid), at)
         if target.type is None or target.name is None:
             raise KipError(errors.INVALID_SYNTAX, "A KML concept target needs {type, name} or {id}.", "Write {type: \"Type\", name: \"Name\"} or {id: \"C:…\"}.")
         type_ = resolve_str(target.type, self.params, "A concept `type`")
         name = resolve_str(target.name, self.params, "A concept `name`")
         pos = self.by_tn.get((type_, name))
         if pos is None:
-            self.require_type(type_, None)
-        return self.earlier_or_outside(pos, ConceptBlockRef, ConceptByName(type_, name))
+            self.require_type(type_, None, target.type.span.start)
+        return self.earlier_or_outside(pos, ConceptBlockRef, ConceptByName(type_, name), at)
 
     def proposition_ref(self, target: ast.PropositionClause) -> Ref:
         _no_variable(target.var, "PROPOSITION")
+        at = target.span.start
         if target.id is not None:
             pid = resolve_str(target.id, self.params, "A proposition `id`")
-            return self.earlier_or_outside(self.by_pid.get(pid), PropositionRowRef, PropositionById(pid))
+            return self.earlier_or_outside(self.by_pid.get(pid), PropositionRowRef, PropositionById(pid), at)
         predicate = self.predicate_name(target.predicate)
         subject = self.ref(target.subject)
         obj = self.ref(target.object)
-        self.require_predicate(predicate)
-        return self.earlier_or_outside(self.by_spo.get((subject, predicate, obj)), PropositionRowRef, Structural(subject, predicate, obj))
+        self.require_predicate(predicate, _named_at(target.predicate))
+        return self.earlier_or_outside(self.by_spo.get((subject, predicate, obj)), PropositionRowRef, Structural(subject, predicate, obj), at)
 
-    def earlier_or_outside(self, pos: Optional[int], handle: type, outside: Outside) -> Ref:
+    def earlier_or_outside(self, pos: Optional[int], handle: type, outside: Outside, at: int) -> Ref:
         """An element an earlier block of this command writes (``pos``) is referenced by its row;
-        anything else is an outside target, looked up before writing."""
+        anything else is an outside target, looked up before writing (``at``: where it is written)."""
         if pos is not None:
             return handle(pos)
-        self.targets.append(Target(self.seq, outside))
+        self.targets.append(Target(self.seq, outside, at))
         return outside
 
-    def require_type(self, type_: str, name: Optional[str]) -> None:
+    def require_type(self, type_: str, name: Optional[str], at: int) -> None:
         if type_ == storage.CONCEPT_TYPE and name == storage.CONCEPT_TYPE:
             return  # the self-defining root of the type system
         if type_ in self.defined_types:
             return
-        self.schema_checks.append(SchemaCheck(self.seq, storage.CONCEPT_TYPE, type_))
+        self.schema_checks.append(SchemaCheck(self.seq, storage.CONCEPT_TYPE, type_, at))
 
-    def require_predicate(self, predicate: str) -> None:
+    def require_predicate(self, predicate: str, at: int) -> None:
         if predicate in self.defined_predicates:
             return
-        self.schema_checks.append(SchemaCheck(self.seq, storage.PROPOSITION_TYPE, predicate))
+        self.schema_checks.append(SchemaCheck(self.seq, storage.PROPOSITION_TYPE, predicate, at))
+
+
+def _named_at(predicate: ast.PredicatePattern) -> int:
+    """Where a one-name predicate pattern's name stands (its placeholder, or the quoted name)."""
+    name = predicate.names[0]
+    return name.span.start if isinstance(name, ast.Placeholder) else predicate.span.start
 
 
 def _no_variable(var: Optional[str], block: str) -> None:

@@ -169,11 +169,16 @@ class Quantifier:
     span: Span = _span()
 
 
+#: A predicate name as written: a quoted name, or a ``:placeholder`` that the lowering binds
+#: from the request's parameters and then checks exactly as it checks a quoted name.
+PredicateName = Union[str, Placeholder]
+
+
 @dataclass(frozen=True, slots=True)
 class PredicatePattern:
-    """Literal predicate(s): ``"p"``, ``"a" | "b"``, ``"p"{1,5}``."""
+    """Named predicate(s): ``"p"``, ``"a" | "b"``, ``"p"{1,5}``, ``:p``, ``:p{1,3}``, ``"a" | :p``."""
 
-    names: tuple[str, ...]
+    names: tuple[PredicateName, ...]
     quantifier: Optional[Quantifier] = None
     span: Span = _span()
 
@@ -247,11 +252,11 @@ class Find:
 class PropositionEntry:
     """One ``("predicate", target) [WITH METADATA {…}]`` line of SET PROPOSITIONS.
 
-    ``target`` is a handle (``Var``), a ``ConceptClause`` ({type,name} or {id}),
-    or a ``PropositionClause`` ((id: …) or structural).
+    ``predicate`` is a quoted name or a ``:placeholder``; ``target`` is a handle (``Var``), a
+    ``ConceptClause`` ({type,name} or {id}), or a ``PropositionClause`` ((id: …) or structural).
     """
 
-    predicate: str
+    predicate: PredicateName
     target: Endpoint
     metadata: Optional[ObjectLit] = None
     span: Span = _span()
@@ -332,6 +337,9 @@ class MergeConcept:
     target: str
     where: tuple[WhereItem, ...]
     span: Span = _span()
+    #: where ``?source`` / ``?target`` stand in the head (positions of their KIP_3002 / KIP_3003)
+    source_span: Span = _span()
+    target_span: Span = _span()
 
 
 @dataclass(frozen=True, slots=True)

@@ -215,7 +215,7 @@ _ESCAPE_RE = re.compile(r"\\(.)", re.S)
 
 
 def _compile(pattern: str):
-    """Compile a grammar regex for the fast grammar.
+    r"""Compile a grammar regex for the fast grammar.
 
     Python's ``re`` matches the patterns of strings, blanks and punctuation 2–3×
     faster than the ``regex`` module, and means the same by them once ``\s`` (only
@@ -468,6 +468,18 @@ def _endpoint(text, at):
     raise _Declined
 
 
+def _predicate_name(text, at):
+    """``predicate_name``: a quoted name or a placeholder, as ``(name, span, end)``."""
+    match = _STRING(text, at)
+    if match is not None:
+        literal = string_literal(text, match.group(1), at, match.end(1))
+        return literal.value, literal.span, match.end()
+    found = _scan_placeholder(text, at)
+    if found is None:
+        raise _Declined
+    return found[0], found[0].span, found[2]
+
+
 def _proposition_clause(text, start):
     """``proposition_clause`` without a variable: ``( id: value )`` or ``( endpoint, "predicate", endpoint )``."""
     at = _after(text, start, "(")
@@ -479,13 +491,9 @@ def _proposition_clause(text, start):
         body = {"id": found[0]}
     else:
         subject, _, at = _endpoint(text, at)
-        at = _after(text, at, ",")
-        match = _STRING(text, at)
-        if match is None:
-            raise _Declined
-        predicate = string_literal(text, match.group(1), at, match.end(1))
-        found = _endpoint(text, _after(text, match.end(), ","))
-        body = {"subject": subject, "predicate": ast.PredicatePattern((predicate.value,), None, predicate.span), "object": found[0]}
+        predicate, span, at = _predicate_name(text, _after(text, at, ","))
+        found = _endpoint(text, _after(text, at, ","))
+        body = {"subject": subject, "predicate": ast.PredicatePattern((predicate,), None, span), "object": found[0]}
     at = found[2]
     if text[at] != ")":
         raise _Declined
@@ -495,12 +503,8 @@ def _proposition_clause(text, start):
 
 def _proposition_entry(text, start):
     """``proposition_entry``: ``( "predicate", endpoint ) with_metadata? ,?`` as ``(entry, end)``."""
-    at = _after(text, start, "(")
-    match = _STRING(text, at)
-    if match is None:
-        raise _Declined
-    predicate = string_literal(text, match.group(1), at, match.end(1)).value
-    target, _, at = _endpoint(text, _after(text, match.end(), ","))
+    predicate, _, at = _predicate_name(text, _after(text, start, "("))
+    target, _, at = _endpoint(text, _after(text, at, ","))
     if text[at] != ")":
         raise _Declined
     end = at + 1

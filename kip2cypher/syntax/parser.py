@@ -220,6 +220,11 @@ def _opt(items: list) -> Any:
     return items[0] if items else None
 
 
+def _predicate_name(atom: Any) -> ast.PredicateName:
+    """A ``predicate_name`` (quoted string or placeholder) as the AST keeps it."""
+    return atom.value if isinstance(atom, ast.Literal) else atom
+
+
 def _joined(first: Any, rest: Iterable[list]) -> list:
     """Items of ``x (SEP x)*``: the first plus the last element of every repetition."""
     return [first, *(group[-1] for group in rest)]
@@ -386,7 +391,7 @@ class _Builder(NodeVisitor):
         validate.check_predicate_atoms(self.text, atoms, quantifier)
         if isinstance(atoms[0], ast.Var):
             return atoms[0]
-        return ast.PredicatePattern(tuple(atom.value for atom in atoms), quantifier, self.span(node))
+        return ast.PredicatePattern(tuple(_predicate_name(atom) for atom in atoms), quantifier, self.span(node))
 
     def visit_quantifier(self, node, children):
         _, low, upper, _ = children
@@ -472,7 +477,7 @@ class _Builder(NodeVisitor):
 
     def visit_proposition_entry(self, node, children):
         _, predicate, _, target, _, metadata, _ = children
-        return ast.PropositionEntry(predicate.value, target, _opt(metadata), self.span(node))
+        return ast.PropositionEntry(_predicate_name(predicate), target, _opt(metadata), self.span(node))
 
     def visit_update(self, node, children):
         _, target, attributes, metadata, where, limit = children
@@ -482,7 +487,7 @@ class _Builder(NodeVisitor):
 
     def visit_merge(self, node, children):
         _, _, source, _, target, where = children
-        return ast.MergeConcept(source.name, target.name, where, self.span(node))
+        return ast.MergeConcept(source.name, target.name, where, self.span(node), source.span, target.span)
 
     def visit_delete(self, node, children):
         return dataclasses.replace(children[1], span=self.span(node))
@@ -562,7 +567,8 @@ EXPECTED = {
     "union_block": "UNION",
     "proposition_body": "`id: …` or `subject, \"predicate\", object`",
     "endpoint": "a subject/object (variable, `{…}` concept clause or `(…)` proposition clause)",
-    "predicate": "a predicate (quoted name or variable)",
+    "predicate": "a predicate (quoted name, :placeholder or variable)",
+    "predicate_name": "a predicate (quoted name or :placeholder)",
     "quantifier": "a path quantifier such as {1,3}",
     "PIPE": "`|`",
     "or_expr": "a boolean expression",

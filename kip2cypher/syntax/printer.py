@@ -100,8 +100,11 @@ class _Printer:
         return f"?{node.var} {body}" if node.var else body
 
     def PredicatePattern(self, node: ast.PredicatePattern) -> str:
-        text = " | ".join(json.dumps(name, ensure_ascii=False) for name in node.names)
+        text = " | ".join(self.predicate_name(name) for name in node.names)
         return text + (self.node(node.quantifier) if node.quantifier else "")
+
+    def predicate_name(self, name: ast.PredicateName) -> str:
+        return self.node(name) if isinstance(name, ast.Placeholder) else json.dumps(name, ensure_ascii=False)
 
     def Quantifier(self, node: ast.Quantifier) -> str:
         if node.max is None:
@@ -171,7 +174,7 @@ class _Printer:
         return [self.block("SET PROPOSITIONS", node.set_propositions)]
 
     def PropositionEntry(self, node: ast.PropositionEntry) -> str:
-        text = f"({json.dumps(node.predicate, ensure_ascii=False)}, {self.node(node.target)})"
+        text = f"({self.predicate_name(node.predicate)}, {self.node(node.target)})"
         return text + (f" WITH METADATA {self.node(node.metadata)}" if node.metadata is not None else "")
 
     def Update(self, node: ast.Update) -> str:

@@ -298,7 +298,7 @@ class _Validator:
             return
         predicate = clause.predicate
         if not isinstance(predicate, ast.PredicatePattern) or len(predicate.names) != 1 or predicate.quantifier is not None:
-            raise self.fail(predicate, "A proposition identity in KML needs one literal predicate.", "Write (subject, \"predicate\", object): no predicate variable, path quantifier or alternatives.")
+            raise self.fail(predicate, "A proposition identity in KML needs one predicate name.", "Write (subject, \"predicate\", object) or (subject, :predicate, object): no predicate variable, path quantifier or alternatives.")
         for endpoint in (clause.subject, clause.object):
             self.kml_target(endpoint)
 

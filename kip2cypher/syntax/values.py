@@ -10,7 +10,7 @@ import math
 from typing import Any, Mapping, Optional
 
 from . import ast
-from ..errors import INVALID_SYNTAX, KipError
+from ..errors import INVALID_IDENTIFIER, INVALID_SYNTAX, KipError
 
 
 def describe(value: Any) -> str:
@@ -46,6 +46,7 @@ def resolve(value: ast.Value, params: Optional[Mapping[str, Any]] = None) -> Any
                 INVALID_SYNTAX,
                 f"The placeholder :{value.name} has no value (parameters supplied: {supplied}).",
                 f"Add \"{value.name}\" to the request's `parameters` object, or write the value in the command.",
+                offset=value.span.start,
             )
         return params[value.name]
     raise KipError(INVALID_SYNTAX, f"{type(value).__name__} is not a JSON value here.")
@@ -69,7 +70,8 @@ def resolve_str(value: ast.Value, params: Optional[Mapping[str, Any]], what: str
         raise KipError(
             INVALID_SYNTAX,
             f"{what} expects a string, got {describe(resolved)}.",
-            f"Write {what} as a double-quoted string (or bind its placeholder to one).",
+            f"Write {what[:1].lower() + what[1:]} as a double-quoted string (or bind its placeholder to one).",
+            offset=value.span.start,
         )
     return resolved
 
@@ -83,3 +85,35 @@ def resolve_number(value: ast.Value, params: Optional[Mapping[str, Any]], what: 
             f"Write {what} followed by a number (or bind its placeholder to one).",
         )
     return resolved
+
+
+def resolve_predicate(name: ast.PredicateName, params: Optional[Mapping[str, Any]], offset: int) -> str:
+    """A predicate name as the command means it: a quoted name as written, a ``:placeholder``
+    bound to a string. Either is then checked the same way: a name Neo4j cannot hold as a
+    relationship type (empty, or holding NUL) is KIP_1002; whether it is *defined* is the
+    grounding's business (KIP_2001). ``offset``: where the name stands in the command text."""
+    if isinstance(name, ast.Placeholder):
+        offset = name.span.start
+        name = resolve_str(name, params, f"The predicate :{name.name}")
+    if not name or "\x00" in name:
+        raise KipError(
+            INVALID_IDENTIFIER,
+            f"The predicate name {describe(name)} is empty or contains a NUL character; Neo4j cannot hold it as a relationship type.",
+            "Use a non-empty predicate name without NUL (\\u0000) characters, e.g. snake_case such as \"treats\".",
+            offset=offset,
+        )
+    return name
+
+
+def non_finite(value: Any, path: str = "") -> str:
+    """The path (``:name[2].key`` for parameters, ``[2].key`` below ``path``) of the first NaN /
+    ±Infinity inside a JSON-ish value, or ``""``: JSON has no such numbers, so no KIP value may
+    hold one (Python's ``json`` reads and writes them unless told not to)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return path or "the value"
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, (list, tuple)) else ()
+    for key, item in items:
+        found = non_finite(item, f"{path}[{key}]" if isinstance(key, int) else (f"{path}.{key}" if path else f":{key}"))
+        if found:
+            return found
+    return ""

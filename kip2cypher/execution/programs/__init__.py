@@ -1,8 +1,9 @@
 """One program per plan kind — generators that yield requests and receive replies (``..requests``).
 
-``PROGRAMS`` maps each plan class to its program; ``start`` composes the program the
-executor runs for a command: the plan's own program, then, after a KML write, the refresh
-of the SEARCH embeddings of every element the command touched.
+``PROGRAMS`` maps each plan class to its program; ``start`` is the program the executor runs
+for a command: the plan's own, with its errors located in the command text. After a KML
+write commits, the executor has the SEARCH embeddings of what it touched refreshed in the
+background (``..background``, ``embeddings.refresh_touched``).
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from ...lower.search import SearchPlan
 from ...lower.update import BulkPlan
 from ...lower.upsert import UpsertPlan
 from ..requests import Context
-from . import bulk, describe, embeddings, export, find, merge, search, upsert
+from . import bulk, describe, export, find, merge, search, upsert
 
 PROGRAMS: dict[type, Callable[[Any, Context], Generator[Any, Any, dict]]] = {
     FindPlan: find.find,
@@ -35,12 +36,13 @@ PROGRAMS: dict[type, Callable[[Any, Context], Generator[Any, Any, dict]]] = {
 
 
 def start(plan: Plan, ctx: Context) -> Generator[Any, Any, dict]:
-    """The whole program of one command: the plan's program, then (after a write, with an
-    embedder) the embedding refresh of what it touched."""
+    """The whole program of one command: the plan's program, its errors located in the command."""
     try:
-        response = yield from PROGRAMS[type(plan)](plan, ctx)
+        return (yield from PROGRAMS[type(plan)](plan, ctx))
     except KipError as exc:
         raise exc.locate(plan.command_text)
-    if plan.kind == "KML" and not ctx.dry_run and ctx.embedder is not None:
-        yield from embeddings.refresh_touched(ctx)
-    return response
+
+
+def refreshes_embeddings(plan: Plan, ctx: Context) -> bool:
+    """Whether the executor must have the embeddings of what this command wrote refreshed."""
+    return plan.kind == "KML" and not ctx.dry_run and ctx.embedder is not None

@@ -1,8 +1,8 @@
 """Keeping SEARCH embeddings fresh, as sub-programs the executor runs (docs/meta.md).
 
-``refresh_touched`` runs after every KML program, in the same write transaction: it pages
-through the elements the command wrote (their ``meta._updated_at`` is ``ctx.now``) and
-re-embeds those whose grounding text or model changed. ``refresh`` embeds a given list of
+``refresh_touched`` runs after a KML command committed, in a write transaction of its own
+(``execution.background``): it pages through the elements written at ``ctx.now`` or later
+(their ``meta._updated_at``) and re-embeds those whose grounding text or model changed. ``refresh`` embeds a given list of
 ids; ``Nexus.sync_embeddings`` uses it to back-fill a whole nexus.
 """
 from __future__ import annotations
@@ -57,10 +57,10 @@ def refresh(kind: str, ids: list[str], force: bool, ctx: Context) -> Generator[A
             text = embedding.proposition_text(row["subject"], row["predicate"] or "", row["object"], attributes)
         new_hash = embedding.text_hash(ctx.embedder.name, text)
         if force or new_hash != row.get("hash"):
-            todo.append((row["id"], text, new_hash))
+            todo.append((row["id"], text, new_hash, row["version"]))
     if not todo:
         return 0
-    vectors = yield Embed(tuple(text for _, text, _ in todo))
-    payload = [{"id": i, "vector": [float(x) for x in v], "hash": h} for (i, _, h), v in zip(todo, vectors)]
+    vectors = yield Embed(tuple(text for _, text, _, _ in todo))
+    payload = [{"id": i, "vector": [float(x) for x in v], "hash": h, "version": n} for (i, _, h, n), v in zip(todo, vectors)]
     yield Run(statements(ctx.names, kind).write, {"rows": payload, "model": ctx.embedder.name})
     return len(payload)

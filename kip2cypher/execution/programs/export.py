@@ -14,9 +14,11 @@ from typing import Any, Generator, Iterable, Optional, Union
 from ... import cursor, errors
 from ...cypher import storage
 from ...errors import KipError
+from ...lower import rules
 from ...lower.export import ExportPlan
 from ...syntax import ast
 from ...syntax.printer import to_kip
+from ...syntax.values import non_finite
 from ..requests import Context, Run
 from . import grounding
 from .dry_run import explain_all
@@ -30,7 +32,7 @@ def export(plan: ExportPlan, ctx: Context) -> Generator[Any, Any, dict]:
         return (yield from explain_all("META", (plan.page, plan.refs, *plan.checks())))
     rows = yield Run(plan.page, {"after": None if plan.after is None else list(plan.after), "fetch": plan.limit + 1})
     # An undefined type or predicate makes the export empty; one only in OPTIONAL/NOT/UNION may hide anywhere.
-    yield from grounding.check(plan.names, plan.grounding_all if not rows and plan.after is None else plan.grounding_optional)
+    yield from grounding.check(plan.names, plan.grounding_all if not rows and plan.after is None else plan.grounding_optional, plan.grounding_at)
     page = rows[: plan.limit]
     capsule = _Capsule()
     inside = {row["element"]["id"] for row in page}
@@ -72,6 +74,26 @@ def value_node(value: Any) -> ast.Value:
 
 def object_node(values: dict[str, Any]) -> Optional[ast.ObjectLit]:
     return ast.ObjectLit(tuple((k, value_node(v)) for k, v in values.items())) if values else None
+
+
+def exportable(props: dict[str, Any], label: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """An element's attributes and author metadata, refusing a stored NaN / ±Infinity (KIP_2003):
+    a capsule holding one would not parse, so the backup would silently not re-apply. The engine
+    never stores one (UPDATE skips non-finite results); older or foreign data may."""
+    attributes, metadata = storage.split_properties(props)
+    metadata = author_metadata(metadata)
+    for what, values in (("attribute", attributes), ("metadata key", metadata)):
+        for key, value in values.items():
+            where = non_finite(value, f"{what} `{key}`")
+            if where:
+                raise KipError(
+                    errors.INVALID_VALUE_TYPE,
+                    f"EXPORT cannot write {where} of {label}: it holds a number that is not finite (NaN or Infinity), "
+                    "which no KIP capsule can express; nothing was exported.",
+                    f"Repair the value first (UPDATE ?x SET ATTRIBUTES {{ {key}: <a finite number or null> }} WHERE {{ ?x {{id: \"{props['id']}\"}} }}, "
+                    "or DELETE ATTRIBUTES / METADATA), then export again.",
+                )
+    return attributes, metadata
 
 
 def author_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
@@ -119,20 +141,20 @@ class _Capsule:
         )
 
     def concept(self, props: dict[str, Any]) -> None:
-        attributes, metadata = storage.split_properties(props)
+        attributes, metadata = exportable(props, rules.label(props["type"], props["name"]))
         handle = f"c{len(self.handles) + 1}"
         self.blocks.append(
             ast.ConceptBlock(
                 handle=handle,
                 identity=ast.ConceptClause(type=ast.Literal(props["type"]), name=ast.Literal(props["name"])),
                 set_attributes=object_node(attributes),
-                metadata=object_node(author_metadata(metadata)),
+                metadata=object_node(metadata),
             )
         )
         self.handles[props["id"]] = handle
 
     def proposition(self, props: dict[str, Any]) -> None:
-        attributes, metadata = storage.split_properties(props)
+        attributes, metadata = exportable(props, f"(id: {rules._q(props['id'])})")
         identity = ast.PropositionClause(
             subject=self.ref(props["subject"]),
             predicate=ast.PredicatePattern((props["predicate"],)),
@@ -140,7 +162,7 @@ class _Capsule:
         )
         handle = f"p{len(self.handles) + 1}"
         self.blocks.append(
-            ast.PropositionBlock(handle=handle, identity=identity, set_attributes=object_node(attributes), metadata=object_node(author_metadata(metadata)))
+            ast.PropositionBlock(handle=handle, identity=identity, set_attributes=object_node(attributes), metadata=object_node(metadata))
         )
         self.handles[props["id"]] = handle
 

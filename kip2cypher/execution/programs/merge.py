@@ -49,20 +49,23 @@ def _bind(plan: MergePlan) -> Program:
     """The one source and one target (their id, type, name), or None when they are the same node."""
     row = (yield Run(plan.bind))[0]
     empty = row["ns"] == 0 or row["nt"] == 0
-    yield from grounding.check(plan.names, plan.grounding_all if empty else plan.grounding_optional)
+    yield from grounding.check(plan.names, plan.grounding_all if empty else plan.grounding_optional, plan.grounding_at)
+    sides = ((plan.source, row["ns"], row["ss"], plan.source_at), (plan.target, row["nt"], row["ts"], plan.target_at))
     if empty:
         hint = yield from _already_merged_hint(plan)
-        missing = [f"?{v}" for v, n in ((plan.source, row["ns"]), (plan.target, row["nt"])) if n == 0] or [f"?{plan.source}", f"?{plan.target}"]
-        raise not_found(f"MERGE CONCEPT found no concept for {' and '.join(missing)}: the WHERE pattern matched nothing.", hint)
-    for var, n, infos in ((plan.source, row["ns"], row["ss"]), (plan.target, row["nt"], row["ts"])):
+        unbound = [(var, at) for var, n, _, at in sides if n == 0]
+        missing = " and ".join(f"?{var}" for var, _ in unbound)
+        raise not_found(f"MERGE CONCEPT found no concept for {missing}: the WHERE pattern matched nothing.", hint, unbound[0][1])
+    for var, n, infos, at in sides:
         if n > 1:
             raise KipError(
                 errors.DUPLICATE_EXISTS,
                 f"MERGE CONCEPT needs ?{var} to bind exactly one concept, but it bound {n} (e.g. {', '.join(_label(i) for i in infos)}).",
                 f"Narrow the WHERE pattern until ?{var} matches exactly one node, e.g. with {{type: \"…\", name: \"…\"}} or {{id: \"…\"}}.",
+                offset=at,
             )
         if not infos[0]["concept"]:
-            raise KipError(errors.CONSTRAINT_VIOLATION, f"MERGE CONCEPT merges concept nodes, but ?{var} bound a proposition link.", "Bind ?source and ?target with concept clauses.")
+            raise KipError(errors.CONSTRAINT_VIOLATION, f"MERGE CONCEPT merges concept nodes, but ?{var} bound a proposition link.", "Bind ?source and ?target with concept clauses.", offset=at)
     s, t = row["ss"][0], row["ts"][0]
     if s["id"] == t["id"]:
         return None
@@ -71,10 +74,11 @@ def _bind(plan: MergePlan) -> Program:
             errors.CONSTRAINT_VIOLATION,
             f"MERGE CONCEPT needs two concepts of the same type, got {_label(s)} and {_label(t)}.",
             "Only duplicates of one concept type can be merged; re-type one of them first or link them instead.",
+            offset=plan.source_at,
         )
-    for info in (s, t):
+    for info, at in ((s, plan.source_at), (t, plan.target_at)):
         if info["protected"]:
-            raise rules.immutable(_label(info), "it cannot take part in a MERGE")
+            raise rules.immutable(_label(info), "it cannot take part in a MERGE", at)
     return s, t
 
 

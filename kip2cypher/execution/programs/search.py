@@ -26,7 +26,8 @@ def _rows(row: dict[str, Any]) -> list[tuple[int, str, Any, bool]]:
     return out
 
 
-def keyword(plan: SearchPlan) -> Generator[Any, Any, list[Hit]]:
+def keyword(plan: SearchPlan, first: Optional[list[dict[str, Any]]] = None) -> Generator[Any, Any, list[Hit]]:
+    """Keyword hits; ``first``: the plain query's rows when the hybrid statement already fetched them."""
     if plan.plain_query is None:
         return []
     scorer = Scorer(list(plan.query_words))
@@ -34,8 +35,9 @@ def keyword(plan: SearchPlan) -> Generator[Any, Any, list[Hit]]:
     # id -> (score, order, props, whole); order: index rank (first query), then after it.
     hits: dict[str, tuple[float, int, Optional[dict[str, Any]], bool]] = {}
 
-    def candidates(query: str, offset: int) -> Generator[Any, Any, None]:
-        rows = yield Run(plan.fulltext, {"query": query, "type": plan.with_type, "whole": plan.limit})
+    def candidates(query: str, offset: int, rows: Optional[list[dict[str, Any]]] = None) -> Generator[Any, Any, None]:
+        if rows is None:
+            rows = yield Run(plan.fulltext, {"query": query, "type": plan.with_type, "whole": plan.limit})
         for row in rows:
             for rank, element_id, node, whole in _rows(row):
                 known = hits.get(element_id)
@@ -47,7 +49,7 @@ def keyword(plan: SearchPlan) -> Generator[Any, Any, list[Hit]]:
                 if score > 0:
                     hits[element_id] = (score, offset + rank, node, whole)
 
-    yield from candidates(plan.plain_query, 0)
+    yield from candidates(plan.plain_query, 0, first)
     if not plan.concept:
         # The predicate name and its $PropositionType description ground every proposition of that predicate.
         scored: dict[str, float] = {}
@@ -69,12 +71,18 @@ def keyword(plan: SearchPlan) -> Generator[Any, Any, list[Hit]]:
     return [(element_id, score, node if whole else None) for element_id, (score, _, node, whole) in ranked[: plan.pool]]
 
 
-def semantic(plan: SearchPlan, ctx: Context) -> Generator[Any, Any, list[Hit]]:
-    if not plan.term.strip():
-        return []
-    vector = [float(x) for x in (yield Embed((plan.term,)))[0]]
+def _vector_params(plan: SearchPlan, ctx: Context, vector: list[float]) -> dict[str, Any]:
     k = plan.pool * 4 if plan.with_type else plan.pool
-    rows = yield Run(plan.vector, {"vector": vector, "model": ctx.embedder.name, "type": plan.with_type, "k": k, "pool": plan.pool, "whole": plan.limit})
+    return {"vector": vector, "model": ctx.embedder.name, "type": plan.with_type, "k": k, "pool": plan.pool, "whole": plan.limit}
+
+
+def semantic(plan: SearchPlan, ctx: Context, rows: Optional[list[dict[str, Any]]] = None) -> Generator[Any, Any, list[Hit]]:
+    """Vector hits; ``rows``: the vector query's rows when the hybrid statement already fetched them."""
+    if rows is None:
+        if not plan.term.strip():
+            return []
+        vector = [float(x) for x in (yield Embed((plan.term,)))[0]]
+        rows = yield Run(plan.vector, _vector_params(plan, ctx, vector))
     out = []
     for row in rows:
         for rank, element_id, node, whole in _rows(row):
@@ -92,8 +100,14 @@ def search(plan: SearchPlan, ctx: Context) -> Generator[Any, Any, dict]:
         ranked = yield from keyword(plan)
     elif mode == "semantic":
         ranked = yield from semantic(plan, ctx)
-    else:
+    elif plan.plain_query is None or not plan.term.strip():
         ranked = fuse([(yield from keyword(plan)), (yield from semantic(plan, ctx))])
+    else:
+        # One round trip for both indexes (the expanded keyword query still follows when needed).
+        vector = [float(x) for x in (yield Embed((plan.term,)))[0]]
+        rows = yield Run(plan.hybrid, {**_vector_params(plan, ctx, vector), "query": plan.plain_query})
+        ranked = fuse([(yield from keyword(plan, [r for r in rows if r["source"] == "keyword"])),
+                       (yield from semantic(plan, ctx, [r for r in rows if r["source"] == "vector"]))])
     chosen = [hit for hit in ranked if hit[1] >= plan.threshold and hit[1] > 0][: plan.limit]
     missing = [element_id for element_id, _, node in chosen if node is None]
     fetched = {row["node"]["id"]: row["node"] for row in (yield Run(plan.hydrate, {"ids": missing}))} if missing else {}

@@ -74,6 +74,10 @@ class _Upsert:
         self.concept_ids: dict[int, str] = {}
         self.prop_ids: dict[int, str] = {}
         self.schemas: dict[str, Any] = {}
+        #: where the command first writes each outside target (the position of its KIP_3002)
+        self.target_at: dict[Outside, Optional[int]] = {}
+        for target in plan.targets:
+            self.target_at.setdefault(target.ref, target.at)
 
     # -------------------------------------------------------------- references
     def value(self, ref: Ref) -> Optional[str]:
@@ -156,11 +160,11 @@ class _Upsert:
             (storage.CONCEPT_TYPE, plan.defined_types, rules.undefined_type),
             (storage.PROPOSITION_TYPE, plan.defined_predicates, rules.undefined_predicate),
         ):
-            missing = [(check.seq, check.name) for check, i in checks if check.meta == meta and rows[i]["id"] is None]
+            missing = [(check.seq, check.name, check.at) for check, i in checks if check.meta == meta and rows[i]["id"] is None]
             if missing:
-                seq, name = min(missing)
+                seq, name, at = min(missing, key=lambda m: m[:2])
                 defined = yield from grounding.defined_names(self.ctx.names, meta)
-                failures.append((seq, 0, undefined(name, defined + list(candidates))))
+                failures.append((seq, 0, undefined(name, defined + list(candidates), at)))
         for target in simple:
             if self.ids.get(target.ref) is None:
                 failures.append((target.seq, 1, self.missing(target.ref)))
@@ -172,18 +176,22 @@ class _Upsert:
         yield from self.resolve_structural([t.ref for t in plan.targets if isinstance(t.ref, Structural) and is_static(t.ref)])
 
     def missing(self, ref: Outside) -> KipError:
+        """KIP_3002 for an outside target, positioned where the command first writes it."""
+        at = self.target_at.get(ref)
         if isinstance(ref, ConceptByName):
             return not_found(
                 f"Concept {rules.label(ref.type, ref.name)} does not exist.",
                 f"Create it first (a CONCEPT block earlier in the capsule or an earlier UPSERT), or find the right name with SEARCH CONCEPT {rules._q(ref.name)} WITH TYPE {rules._q(ref.type)}.",
+                at,
             )
         if isinstance(ref, ConceptById):
-            return _no_concept_with_id(ref.id)
+            return _no_concept_with_id(ref.id, at)
         if isinstance(ref, PropositionById):
-            return not_found(f"No proposition has id {rules._q(ref.id)}.", "FIND the proposition to get its current id; (id: …) only matches, it never creates.")
+            return not_found(f"No proposition has id {rules._q(ref.id)}.", "FIND the proposition to get its current id; (id: …) only matches, it never creates.", at)
         return not_found(
             f"The proposition {self.plan.describe(ref)} does not exist.",
             "A structural (s, \"p\", o) target must already exist: create it first with a PROPOSITION block placed earlier, or FIND it.",
+            at,
         )
 
     # -------------------------------------------------------------- concepts
@@ -197,17 +205,17 @@ class _Upsert:
         for c in plan.concepts:
             r = by_i.get(c.pos)
             if r is None or r["status"] == "missing":
-                raise _no_concept_with_id(c.id)
-            check_status(r, c.label, c.expect)
+                raise _no_concept_with_id(c.id, c.at)
+            check_status(r, c.label, c.expect, c.at)
             self.concept_ids[c.pos] = r["id"]
             if plan.strict:
                 type_ = c.type or (r["tn"][0] if r["tn"] else None)
                 schema = self.schemas.get(type_)
                 if schema is None and type_ is not None and type_ not in self.schemas:
                     schema = yield from self.fetch_schema(type_)
-                rules.check_value_types(type_, schema, dict(c.attrs))
+                rules.check_value_types(type_, schema, dict(c.attrs), c.attr_at)
                 present = [k[len(storage.ATTR_PREFIX):] for k in r["attr_keys"]]
-                rules.check_required(type_, schema, present, f"Concept {c.label}")
+                rules.check_required(type_, schema, present, f"Concept {c.label}", c.at)
 
     def fetch_schema(self, type_: str) -> Program:
         """The instance_schema of a type known only after the write (a block by ``{id}``)."""
@@ -223,7 +231,7 @@ class _Upsert:
             return
         result = {r["i"]: r for r in (yield Run(self.plan.statements.probe, {"rows": rows, **engine_overrides(self.ctx)}))}
         for c in self.plan.concepts:
-            check_status(result[c.pos], c.label, c.expect)
+            check_status(result[c.pos], c.label, c.expect, c.at)
 
     # -------------------------------------------------------------- propositions
     def write_propositions(self) -> Program:
@@ -259,8 +267,8 @@ class _Upsert:
             r = by_i.get(row.pos)
             label = row.label if row.id is not None else self.plan.describe(Structural(row.subject, row.predicate, row.object))
             if r is None or r["status"] == "missing":
-                raise not_found(f"{label} does not exist (an endpoint was removed concurrently, or the id is unknown).")
-            check_status(r, label, row.expect)
+                raise not_found(f"{label} does not exist (an endpoint was removed concurrently, or the id is unknown).", "", row.at)
+            check_status(r, label, row.expect, row.at)
             self.prop_ids[row.pos] = r["id"]
 
     def wave_row(self, row: PropositionRow) -> dict[str, Any]:
@@ -269,7 +277,7 @@ class _Upsert:
             for ref in (row.subject, row.object):
                 if self.value(ref) is None:
                     if isinstance(ref, (ConceptBlockRef, PropositionRowRef)):
-                        raise not_found(f"{self.plan.describe(ref)} could not be resolved.")
+                        raise not_found(f"{self.plan.describe(ref)} could not be resolved.", "", row.at)
                     raise self.missing(ref)
         return {
             "i": row.pos, "s": self.value(row.subject) if row.subject else None, "p": row.predicate,
@@ -280,5 +288,5 @@ class _Upsert:
         }
 
 
-def _no_concept_with_id(cid: Optional[str]) -> KipError:
-    return not_found(f"No concept has id {rules._q(cid)}.", "Ids are opaque: FIND or SEARCH the concept to get its current id; {id: …} only matches, it never creates.")
+def _no_concept_with_id(cid: Optional[str], at: Optional[int]) -> KipError:
+    return not_found(f"No concept has id {rules._q(cid)}.", "Ids are opaque: FIND or SEARCH the concept to get its current id; {id: …} only matches, it never creates.", at)

@@ -9,27 +9,29 @@ from ...errors import KipError
 from ...lower import rules
 
 
-def not_found(message: str, hint: str = "") -> KipError:
-    return KipError(errors.NOT_FOUND, message, hint or errors.DEFAULT_HINTS[errors.NOT_FOUND])
+def not_found(message: str, hint: str = "", offset: Optional[int] = None) -> KipError:
+    """KIP_3002 (``offset``: where the command names the missing element)."""
+    return KipError(errors.NOT_FOUND, message, hint or errors.DEFAULT_HINTS[errors.NOT_FOUND], offset=offset)
 
 
-def version_conflict(element: str, expected: Any, found: Any) -> KipError:
+def version_conflict(element: str, expected: Any, found: Any, at: Optional[int] = None) -> KipError:
     if expected == 0:
         message = f"EXPECT VERSION 0 (create-only) failed: {element} already exists (its _version is {found})."
     elif found is None:
         message = f"EXPECT VERSION {expected} failed: {element} does not exist yet (it would be created at _version 1)."
     else:
         message = f"EXPECT VERSION {expected} failed: {element} is at _version {found}. Nothing was written."
-    return KipError(errors.VERSION_CONFLICT, message, errors.DEFAULT_HINTS[errors.VERSION_CONFLICT])
+    return KipError(errors.VERSION_CONFLICT, message, errors.DEFAULT_HINTS[errors.VERSION_CONFLICT], offset=at)
 
 
-def check_status(row: Mapping[str, Any], label: str, expect: Optional[int]) -> None:
-    """Raise the KIP error a write's status row reports for the element ``label`` (``ok``: nothing)."""
+def check_status(row: Mapping[str, Any], label: str, expect: Optional[int], at: Optional[int] = None) -> None:
+    """Raise the KIP error a write's status row reports for the element ``label`` (``ok``:
+    nothing), positioned at ``at`` (where the command writes the element)."""
     status = row["status"]
     if status == "ok":
         return
     if status == "version":
-        raise version_conflict(label, expect, None if row.get("created") else row["version"])
+        raise version_conflict(label, expect, None if row.get("created") else row["version"], at)
     if status == "protected":
-        raise rules.immutable(label, "it already exists and this write would change it")
-    raise not_found(f"{label} does not exist.")
+        raise rules.immutable(label, "it already exists and this write would change it", at)
+    raise not_found(f"{label} does not exist.", "", at)

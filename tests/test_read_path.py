@@ -1,0 +1,64 @@
+"""The read path: READ programs run as auto-commit statements, retried like the driver retries
+managed transactions (execution/loop.py). No Neo4j needed for the retry policy."""
+from __future__ import annotations
+
+import pytest
+from neo4j.exceptions import ServiceUnavailable, ClientError
+
+from kip2cypher.execution import loop
+
+
+def test_retry_delays_follow_the_driver_policy_within_max_retry_s():
+    pauses = list(loop.retry_delays(30.0))
+    assert 4 <= len(pauses) <= 5 and sum(pauses) <= 30.0
+    assert all(0.8 * 2 ** i <= p <= 1.2 * 2 ** i for i, p in enumerate(pauses))
+    assert list(loop.retry_delays(0.0)) == []
+
+
+def test_a_retryable_read_failure_is_retried_and_a_client_error_is_not(monkeypatch):
+    slept = []
+    monkeypatch.setattr(loop.time, "sleep", slept.append)
+    calls = []
+
+    def flaky():
+        calls.append(1)
+        if len(calls) < 3:
+            raise ServiceUnavailable("leader switch")
+        return "rows"
+
+    assert loop.retrying(flaky, 30.0) == "rows" and len(calls) == 3 and len(slept) == 2
+
+    def wrong():
+        calls.append(1)
+        raise ClientError("bad query")
+
+    calls.clear()
+    with pytest.raises(ClientError):
+        loop.retrying(wrong, 30.0)
+    assert len(calls) == 1
+
+
+def test_a_read_that_keeps_failing_gives_up_after_max_retry_s(monkeypatch):
+    monkeypatch.setattr(loop.time, "sleep", lambda s: None)
+    calls = []
+
+    def down():
+        calls.append(1)
+        raise ServiceUnavailable("down")
+
+    with pytest.raises(ServiceUnavailable):
+        loop.retrying(down, 3.0)
+    assert len(calls) == 1 + len(list(loop.retry_delays(3.0)))
+
+
+def test_reads_run_as_auto_commit_statements_and_writes_in_a_managed_transaction(genesis, monkeypatch):
+    """One round trip per read statement: no managed read transaction is opened."""
+    import neo4j
+
+    opened = []
+    real = neo4j.Session.execute_read
+    monkeypatch.setattr(neo4j.Session, "execute_read", lambda self, *a, **k: opened.append("read") or real(self, *a, **k))
+    genesis.settings = genesis.settings.replace(embedder=False)
+    assert "error" not in genesis.execute_kip('FIND(?t.name) WHERE { ?t {type: "$ConceptType"} }')
+    assert "error" not in genesis.execute_kip('SEARCH CONCEPT "domain" LIMIT 2')
+    assert opened == []
