@@ -92,8 +92,6 @@ class Adoption:
     predicates: tuple[AdoptedPredicate, ...]
     #: Memory propositions may have an adopted concept as subject or object.
     link_memory: bool = False
-    #: SEARCH embeddings may be stored on adopted nodes (semantic SEARCH covers them).
-    embeddings: bool = False
 
     def type(self, name: str) -> Optional[AdoptedType]:
         return next((t for t in self.types if t.name == name), None)
@@ -117,7 +115,7 @@ class Adoption:
                 "format": FORMAT,
                 "types": [_type_json(t) for t in self.types],
                 "predicates": [_predicate_json(p) for p in self.predicates],
-                "options": {"link_memory": self.link_memory, "embeddings": self.embeddings},
+                "options": {"link_memory": self.link_memory},
             },
             ensure_ascii=False, sort_keys=True, separators=(",", ":"),
         )
@@ -133,7 +131,6 @@ class Adoption:
                 types=tuple(AdoptedType(t["name"], t["label"], t["name_property"], _pairs(t["attributes"]), t["description"], t.get("key"), tuple(t["text"])) for t in data["types"]),
                 predicates=tuple(AdoptedPredicate(p["name"], p["rel_type"], p["subject"], p["object"], _pairs(p["attributes"]), p["description"]) for p in data["predicates"]),
                 link_memory=bool(data["options"]["link_memory"]),
-                embeddings=bool(data["options"]["embeddings"]),
             )
         except (ValueError, KeyError, TypeError) as exc:
             raise KipError(
@@ -155,6 +152,63 @@ def _predicate_json(p: AdoptedPredicate) -> dict[str, Any]:
 
 def _pairs(items: list) -> tuple[tuple[str, str], ...]:
     return tuple((str(k), str(v)) for k, v in items)
+
+
+# ------------------------------------------------------------------ ids and values
+#: Every adopted id starts with this (memory ids start with "C:" / "P:": they never collide).
+ID_PREFIX = "A:"
+#: Marks an id value that is a Neo4j elementId (no ``key`` property, or the node lacks it).
+ELEMENT_MARK = "@"
+_DECIMAL = re.compile(r"-?(0|[1-9][0-9]{0,18})\Z")
+
+
+def id_prefix(name: str) -> str:
+    """``A:<Type>:`` / ``A:<predicate>:``: the start of every id of an adopted type or predicate."""
+    return f"{ID_PREFIX}{name}:"
+
+
+def split_id(value: Any) -> Optional[tuple[str, str]]:
+    """``"A:Drug:D001"`` → ``("Drug", "D001")``; None for anything that is not an adopted id."""
+    if not isinstance(value, str) or not value.startswith(ID_PREFIX):
+        return None
+    name, sep, rest = value[len(ID_PREFIX):].partition(":")
+    return (name, rest) if sep and IDENTIFIER.match(name) else None
+
+
+def key_candidates(value: str) -> list[Any]:
+    """The ``key`` property values an id value stands for: the string, and the integer it spells
+    when it is written in canonical decimal (ids are text; a team's keys are often integers)."""
+    return [value, int(value)] if _DECIMAL.match(value) else [value]
+
+
+def jsonable(value: Any) -> Any:
+    """A property value of the team's graph as a JSON value: temporal values as ISO 8601 text,
+    points and anything else JSON lacks as text (lists and maps converted item by item)."""
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if hasattr(value, "iso_format"):
+        return value.iso_format()
+    return str(value)
+
+
+def element_object(value: Any) -> Any:
+    """Decode an adopted element built by ``lower.adopted.element`` (null stays null): its
+    attributes without the properties a node lacks."""
+    if value is None:
+        return None
+    out = jsonable(value)
+    out["attributes"] = {k: v for k, v in sorted(out["attributes"].items()) if v is not None}
+    return out
+
+
+def value_object(value: Any) -> Any:
+    """Decode a value read from an adopted element (a whole attributes map loses its nulls)."""
+    out = jsonable(value)
+    return {k: v for k, v in sorted(out.items()) if v is not None} if isinstance(out, dict) else out
 
 
 # ------------------------------------------------------------------ the file
@@ -184,7 +238,6 @@ class _PredicateEntry(_Entry):
 
 class _Options(_Entry):
     link_memory: bool = False
-    embeddings: bool = False
 
 
 class _File(_Entry):
@@ -236,7 +289,7 @@ def _pydantic_hint(loc: tuple[str, ...], error: dict[str, Any]) -> str:
         allowed = {
             "types": "label, name, attributes, key, text, description",
             "predicates": "type, subject, object, attributes, description",
-            "options": "link_memory, embeddings",
+            "options": "link_memory",
         }.get(section, "types, predicates, options")
         return f"The keys allowed here are: {allowed} (docs/adopt.md)."
     return "docs/adopt.md describes every key of a mapping file."
@@ -296,7 +349,11 @@ class _Checker:
                 raise self.fail(("types", t.name, "label"), f"the label {t.label!r} is already mapped by type {labels[t.label]!r}.",
                                 "Map each label to one concept type.", errors.CONSTRAINT_VIOLATION)
             labels[t.label] = t.name
-        return Adoption(types, predicates, self.file.options.link_memory, self.file.options.embeddings)
+        for p in predicates:
+            if p.name in self.file.types:
+                raise self.fail(("predicates", p.name), f"{p.name!r} names both a type and a predicate of this mapping.",
+                                "Give the predicate another name (adopted ids \"A:<name>:…\" must say which one they belong to).", errors.CONSTRAINT_VIOLATION)
+        return Adoption(types, predicates, self.file.options.link_memory)
 
     def identifier(self, loc: tuple[str, ...], name: str, what: str) -> None:
         if not IDENTIFIER.match(name):

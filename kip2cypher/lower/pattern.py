@@ -54,6 +54,8 @@ from ..config import Settings
 from ..cypher.builder import Fragment, Ident, Internal, Param, Part, Statement, Var, frag, join, literal
 from ..errors import INVALID_SYNTAX, REFERENCE_ERROR, RESOURCE_EXHAUSTED, KipError
 from .regex_guard import check_backtracking
+from . import adopted as adopted_cy
+from .. import adoption as adopt
 from ..syntax.values import describe, resolve, resolve_predicate
 
 CONCEPT = "concept"
@@ -88,6 +90,9 @@ class Binding:
     nullable: bool = False
     #: Whether ``ref`` is a plain Cypher variable (False for an unmaterialized ``type(_r0)``).
     is_variable: bool = True
+    #: The adopted type or predicate (``adoption.AdoptedType`` / ``AdoptedPredicate``) whose
+    #: node or relationship ``ref`` holds (docs/adopt.md); None for memory elements.
+    adopted: Any = None
 
 
 @dataclass
@@ -294,7 +299,7 @@ class Pattern:
                 items.append(var)
             else:
                 items.append(frag(binding.ref, " AS ", var))
-            kept[name] = Binding(name, binding.kind, var, binding.nullable, True)
+            kept[name] = Binding(name, binding.kind, var, binding.nullable, True, binding.adopted)
         if not items:
             # Nothing projected: keep one row per solution existence.
             self.lines.append(frag("WITH DISTINCT true AS ", Internal("any")))
@@ -329,6 +334,10 @@ def _bound_path() -> KipError:
         "A path clause (\"p\"{m,n}) matches a chain of links, so it cannot be bound to a variable or used as a nested proposition.",
         "Drop the ?link variable, or match a single hop without the quantifier.",
     )
+
+
+def _nested_adopted(offset: Optional[int] = None) -> KipError:
+    return adopted_cy.unsupported("An adopted proposition as the subject or object of another proposition", offset)
 
 
 def _types(predicate: ast.PredicatePattern, names: storage.Names) -> Fragment:
@@ -460,6 +469,8 @@ class Lowerer:
         self.key_uses: dict[tuple[str, str], int] = {}
         #: what a variable's elements are known to be: (True, concept type) / (False, predicate)
         self.var_kinds: dict[str, tuple[bool, str]] = {}
+        #: the namespace's adoption mapping (docs/adopt.md); None: nothing adopted
+        self.adoption = settings.adoption
 
     @contextmanager
     def nested(self) -> Iterator["_Keys"]:
@@ -516,7 +527,11 @@ class Lowerer:
                 raise KipError(INVALID_SYNTAX, f"?{name} binds a predicate name in one UNION branch and an element in another.", "Use different variable names for predicates and elements.")
             kind = kinds.pop() if len(kinds) == 1 else ELEMENT
             nullable = name not in left_new or name not in right_new or any(b.nullable for b in (left_new.get(name), right_new.get(name)) if b)
-            merged[name] = Binding(name, kind, Var(name), nullable)
+            adopted = {b.adopted for b in (left_new.get(name), right_new.get(name)) if b is not None}
+            if len(adopted) > 1:
+                raise KipError(INVALID_SYNTAX, f"?{name} binds elements of different adopted types (or adopted and memory elements) in the UNION branches.",
+                               "Use a different variable in each branch (docs/adopt.md).")
+            merged[name] = Binding(name, kind, Var(name), nullable, adopted=adopted.pop())
 
         def returning(bindings: dict[str, Binding]) -> Fragment:
             cols = []
@@ -672,7 +687,7 @@ class Lowerer:
         for name, binding in new.items():
             var = Var(name)
             cols.append(var if (binding.is_variable and binding.ref == var) else frag(binding.ref, " AS ", var))
-            scope[name] = Binding(name, binding.kind, var, True)
+            scope[name] = Binding(name, binding.kind, var, True, adopted=binding.adopted)
         body = [*lines, frag("RETURN ", join(", ", cols))]
         return _Clause(block(call_head("OPTIONAL CALL", body, outer), body), "optional")
 
@@ -683,6 +698,8 @@ class Lowerer:
         if binding is not None:
             if binding.kind == PREDICATE:
                 raise KipError(INVALID_SYNTAX, f"?{name} is bound to a predicate name and cannot also be a node.", "Use different variables for predicates and for concepts/propositions.")
+            if isinstance(binding.adopted, adopt.AdoptedPredicate) and kind != PROPOSITION:
+                raise _nested_adopted()
             if binding.kind == ELEMENT and kind in (CONCEPT, PROPOSITION):
                 binding.kind = kind
             elif binding.kind != kind and kind != ELEMENT and binding.kind != ELEMENT:
@@ -707,9 +724,13 @@ class Lowerer:
         return parts, conds, []
 
     def concept_node(self, clause: ast.ConceptClause, scope: dict[str, Binding], *, required: bool, avoid: frozenset[str],
-                     ref: Optional[Part] = None) -> tuple[Fragment, str]:
+                     ref: Optional[Part] = None, adopted: Optional[adopt.AdoptedType] = None) -> tuple[Fragment, str]:
         """The node pattern of a concept clause and its _Keys element (``ref``: the Cypher
-        variable to give an anonymous clause, when the caller must refer to the node)."""
+        variable to give an anonymous clause, when the caller must refer to the node;
+        ``adopted``: the type an untyped clause has where an adopted predicate expects it)."""
+        chosen = self.adopted_type(clause, adopted)
+        if chosen is not None:
+            return self.adopted_node(clause, chosen, scope, required=required, avoid=avoid, ref=ref)
         if clause.var is not None:
             ref, _ = self.bind_node(clause.var, CONCEPT, scope, avoid)
         key = self.keys.add(node_key(clause.var) if clause.var is not None else self.keys.anonymous(),
@@ -739,17 +760,106 @@ class Lowerer:
         out.add(")")
         return out, key
 
+    # ------------------------------------------------------------------ adopted (docs/adopt.md)
+    def adopted_type(self, clause: ast.ConceptClause, default: Optional[adopt.AdoptedType]) -> Optional[adopt.AdoptedType]:
+        """The adopted type a concept clause reads: the one it names (by ``type`` or by an
+        ``A:<Type>:…`` id), else ``default``; None for a memory concept clause."""
+        if self.adoption is None:
+            return None
+        if clause.type is not None:
+            return self.adoption.type(self.string_of(clause.type, "A concept `type`"))
+        if clause.id is not None:
+            split = adopt.split_id(self.value_of(clause.id))
+            if split is not None:
+                return self.adoption.type(split[0])
+        return default
+
+    def adopted_node(self, clause: ast.ConceptClause, t: adopt.AdoptedType, scope: dict[str, Binding], *, required: bool,
+                     avoid: frozenset[str], ref: Optional[Part]) -> tuple[Fragment, str]:
+        """``(v:`Label` {`name_prop`: $name} WHERE …)``: the team's nodes of an adopted type.
+        Names need not be unique there, so nothing here determines a row (no _Keys seed)."""
+        if clause.var is not None:
+            ref = self.adopt_var(clause.var, CONCEPT, t, scope, avoid)
+        elif ref is None:
+            ref = self.fresh("n")
+        key = self.keys.add(node_key(clause.var) if clause.var is not None else self.keys.anonymous())
+        if clause.type is not None:
+            self.grounding.add(self.grounding.types, t.name, required, clause.type.span.start)
+        name = self.string_of(clause.name, "A concept `name`") if clause.name is not None else None
+        id_value = None
+        if clause.id is not None:
+            split = adopt.split_id(self.string_of(clause.id, "A concept `id`"))
+            id_value = split[1] if split is not None and split[0] == t.name else ""
+        return adopted_cy.node(ref, t, name, id_value), key
+
+    def adopt_var(self, name: str, kind: str, what: Any, scope: dict[str, Binding], avoid: frozenset[str]) -> Part:
+        """Bind ``?name`` to an adopted node or relationship (it keeps the first adopted type it gets)."""
+        ref, _ = self.bind_node(name, kind, scope, avoid)
+        if scope[name].adopted is None:
+            scope[name].adopted = what
+        return ref
+
+    def adopted_predicate(self, predicate: ast.Predicate, at: int) -> Optional[adopt.AdoptedPredicate]:
+        """The adopted predicate a (bound) predicate pattern names; None for memory predicates."""
+        if self.adoption is None or not isinstance(predicate, ast.PredicatePattern):
+            return None
+        found = [self.adoption.predicate(name) for name in predicate.names]
+        if not any(found):
+            return None
+        if len(found) > 1:
+            raise adopted_cy.unsupported('An alternative of predicates ("a" | "b") naming an adopted predicate', at)
+        return found[0]
+
+    def adopted_link(self, clause: ast.PropositionClause, p: adopt.AdoptedPredicate, predicate: ast.PredicatePattern,
+                     scope: dict[str, Binding], parts: list[Fragment], *, required: bool, avoid: frozenset[str]) -> tuple[Optional[Part], Optional[str]]:
+        """``(s:`S` …)-[r:`TYPE`]->(o:`O` …)``: the team's relationship itself (no proposition
+        node); a ``?link`` variable binds the relationship."""
+        if isinstance(clause.subject, ast.PropositionClause) or isinstance(clause.object, ast.PropositionClause):
+            raise adopted_cy.unsupported("A nested proposition as subject or object", clause.span.start)
+        subject, s_key = self.endpoint(clause.subject, scope, parts, [], required=required, avoid=avoid, reified=False, adopted=self.adoption.type(p.subject))
+        obj, o_key = self.endpoint(clause.object, scope, parts, [], required=required, avoid=avoid, reified=False, adopted=self.adoption.type(p.object))
+        self.ground_predicates(predicate, clause.predicate, required)
+        if clause.var is not None:
+            rel = self.adopt_var(clause.var, PROPOSITION, p, scope, avoid)
+            key = self.keys.add(node_key(clause.var))
+        else:
+            rel, key = self.fresh("r"), self.keys.add(self.keys.anonymous())
+        self.keys.rule([key], [s_key, o_key])
+        parts.append(frag(subject, "-[", rel, ":", Ident(p.rel_type), "]->", obj))
+        return (rel if clause.var is not None else None), (key if clause.var is not None else None)
+
+    def adopted_link_by_id(self, clause: ast.PropositionClause, link_id: str, scope: dict[str, Binding], parts: list[Fragment],
+                           conds: list[Fragment], avoid: frozenset[str]) -> Optional[tuple[Optional[Part], Optional[str]]]:
+        """``(id: "A:treats:@…")``: one relationship of an adopted predicate, by elementId."""
+        split = adopt.split_id(link_id) if self.adoption is not None else None
+        p = self.adoption.predicate(split[0]) if split is not None else None
+        if p is None:
+            return None
+        if clause.var is not None:
+            rel = self.adopt_var(clause.var, PROPOSITION, p, scope, avoid)
+            key = self.keys.add(node_key(clause.var))
+        else:
+            rel, key = self.fresh("r"), self.keys.add(self.keys.anonymous())
+        s, o = self.fresh("n"), self.fresh("n")
+        parts.append(frag(adopted_cy.node(s, self.adoption.type(p.subject)), "-[", rel, ":", Ident(p.rel_type), "]->", adopted_cy.node(o, self.adoption.type(p.object))))
+        mark = adopt.ELEMENT_MARK
+        conds.append(frag("elementId(", rel, ") = ", Param(split[1][len(mark):])) if split[1].startswith(mark) else frag("false"))
+        return (rel if clause.var is not None else None), (key if clause.var is not None else None)
+
     def endpoint(self, endpoint: ast.Endpoint, scope: dict[str, Binding], parts: list[Fragment], conds: list[Fragment], *,
-                 required: bool, avoid: frozenset[str], reified: bool) -> tuple[Optional[Fragment], Optional[str]]:
+                 required: bool, avoid: frozenset[str], reified: bool, adopted: Optional[adopt.AdoptedType] = None) -> tuple[Optional[Fragment], Optional[str]]:
         """A subject/object → (node pattern, _Keys element); (None, None) for a variable of a
         reified clause that nothing else reads (lean): the node need not be expanded to."""
         if isinstance(endpoint, ast.Var):
             if reified and endpoint.name in self.dont_care and endpoint.name not in scope:
                 return None, None
+            if adopted is not None:
+                ref = self.adopt_var(endpoint.name, ELEMENT, adopted, scope, avoid)
+                return adopted_cy.node(ref, adopted), self.keys.add(node_key(endpoint.name))
             ref, _ = self.bind_node(endpoint.name, ELEMENT, scope, avoid)
             return frag("(", ref, ")"), self.keys.add(node_key(endpoint.name))
         if isinstance(endpoint, ast.ConceptClause):
-            return self.concept_node(endpoint, scope, required=required, avoid=avoid)
+            return self.concept_node(endpoint, scope, required=required, avoid=avoid, adopted=adopted)
         node, key = self.proposition(endpoint, scope, parts, conds, need_node=True, required=required, avoid=avoid)
         return frag("(", node, ")"), key
 
@@ -769,12 +879,22 @@ class Lowerer:
                 key = keys.anonymous()
         if clause.id is not None:
             link_id = self.string_of(clause.id, "A proposition `id`")
+            by_id = self.adopted_link_by_id(clause, link_id, scope, parts, conds, avoid)
+            if by_id is not None:
+                if need_node and clause.var is None:
+                    raise _nested_adopted(clause.span.start)
+                return by_id
             parts.append(frag("(", node if node is not None else "", ":", self.names.proposition, " {id: ", Param(link_id), "})"))
             keys.add(key or keys.anonymous(), seed=True)
             return node, key
         predicate = self.named(clause.predicate)
         if is_path(clause):
             raise _bound_path()
+        adopted = self.adopted_predicate(predicate, clause.span.start)
+        if adopted is not None:
+            if need_node and clause.var is None:
+                raise _nested_adopted(clause.span.start)
+            return self.adopted_link(clause, adopted, predicate, scope, parts, required=required, avoid=avoid)
         # Endpoints first (a nested proposition endpoint appends its own part before this one).
         reified = node is not None
         subject, s_key = self.endpoint(clause.subject, scope, parts, conds, required=required, avoid=avoid, reified=reified)
@@ -864,12 +984,21 @@ class Lowerer:
         predicate = self.named(clause.predicate)
         self.ground_predicates(predicate, clause.predicate, required)
         low, high = self.hops(predicate.quantifier)
-        s_ref, s_bound = self.path_end(clause.subject, scope, parts, conds, required=required, avoid=avoid)
-        o_ref, o_bound = self.path_end(clause.object, scope, parts, conds, required=required, avoid=avoid)
+        walked = self.walked_type(predicate, clause.span.start)
+        s_ref, s_bound = self.path_end(clause.subject, scope, parts, conds, required=required, avoid=avoid, adopted=walked)
+        o_ref, o_bound = self.path_end(clause.object, scope, parts, conds, required=required, avoid=avoid, adopted=walked)
         self.keys.add(self.keys.anonymous())  # a path element: nothing determines it, so DISTINCT stays
-        types = _types(predicate, self.names)
+        types = frag(Ident(self.adoption.predicate(predicate.names[0]).rel_type)) if walked is not None else _types(predicate, self.names)
+
+        def hop_end(node: Part) -> Fragment:
+            """A node a hop reaches: over an adopted predicate, a node of its type."""
+            return frag("(", node, ":", Ident(walked.label), ")") if walked is not None else frag("(", node, ")")
+
         if o_ref == s_ref:
             o_bound = s_bound  # the same variable: bound only if it was before this clause
+        if not s_bound and not o_bound and walked is not None:
+            parts.append(adopted_cy.node(s_ref, walked))  # every node of the adopted type may begin a walk
+            s_bound = True
         if not s_bound and not o_bound:
             # Neither end known: start from every node that can begin such a walk.
             parts.append(frag("(", s_ref, ")"))
@@ -889,13 +1018,18 @@ class Lowerer:
         layers = low if low >= 2 else 0  # ANY SHORTEST alone is exact for a minimum of 0 or 1
         for _ in range(layers):
             nxt = self.fresh("x")
-            body.append(frag("MATCH (", current, ")", *step, "(", nxt, ")"))
+            body.append(frag("MATCH (", current, ")", *step, hop_end(nxt)))
             body.append(frag("WITH DISTINCT ", join(", ", [nxt, *carry])))
             current = nxt
         first, last = (low, high) if not layers else (0, None if high is None else high - low)
         quantifier = f"{{{first},{'' if last is None else last}}}"
         if last == 0:  # no step left: the end is the last layer itself ({n,n} needs no search)
             body.append(frag("WITH * WHERE ", current, " = ", end) if end_bound else frag("WITH ", current, " AS ", end))
+        elif walked is not None:
+            # A quantified path pattern: every node a hop reaches has the adopted type's label.
+            walk = frag("(()-[:", types, "]->", hop_end(""), ")", quantifier)
+            first_node, last_node = (current, end) if forward else (end, current)
+            body.append(frag("MATCH ANY SHORTEST ", hop_end(first_node), walk, "(", last_node, ")"))
         elif forward:
             body.append(frag("MATCH ANY SHORTEST (", current, ")-[:", types, "]->", quantifier, "(", end, ")"))
         else:
@@ -907,19 +1041,34 @@ class Lowerer:
         imports = [start, end] if end_bound and end != start else [start]
         return block(frag("CALL (", join(", ", imports), ") {"), body)
 
+    def walked_type(self, predicate: ast.PredicatePattern, at: int) -> Optional[adopt.AdoptedType]:
+        """The adopted type a path over an adopted predicate walks through (None: a memory path).
+        Only a predicate from a type to itself chains (reports_to: Employee → Employee)."""
+        p = self.adopted_predicate(predicate, at)
+        if p is None:
+            return None
+        if p.subject != p.object:
+            raise adopted_cy.unsupported(f"A path over {p.name!r}, which links {p.subject} to {p.object} (its links cannot chain),", at)
+        return self.adoption.type(p.subject)
+
     def path_end(self, endpoint: ast.Endpoint, scope: dict[str, Binding], parts: list[Fragment], conds: list[Fragment], *,
-                 required: bool, avoid: frozenset[str]) -> tuple[Part, bool]:
+                 required: bool, avoid: frozenset[str], adopted: Optional[adopt.AdoptedType] = None) -> tuple[Part, bool]:
         """A path's subject or object → (its Cypher variable, whether it is bound before the walk)."""
         if isinstance(endpoint, ast.Var):
             bound = endpoint.name in scope
-            ref, _ = self.bind_node(endpoint.name, ELEMENT, scope, avoid)
+            if adopted is not None:
+                ref = self.adopt_var(endpoint.name, ELEMENT, adopted, scope, avoid)
+            else:
+                ref, _ = self.bind_node(endpoint.name, ELEMENT, scope, avoid)
             self.keys.add(node_key(endpoint.name))
             return ref, bound
         if isinstance(endpoint, ast.ConceptClause):
             ref = None if endpoint.var is not None else self.fresh("n")
-            node, _ = self.concept_node(endpoint, scope, required=required, avoid=avoid, ref=ref)
+            node, _ = self.concept_node(endpoint, scope, required=required, avoid=avoid, ref=ref, adopted=adopted)
             parts.append(node)
             return (scope[endpoint.var].ref if endpoint.var is not None else ref), True
+        if adopted is not None:
+            raise _nested_adopted(endpoint.span.start)
         node, _ = self.proposition(endpoint, scope, parts, conds, need_node=True, required=required, avoid=avoid)
         return node, True
 
@@ -961,6 +1110,8 @@ class Lowerer:
         binding = self.lookup(expr.var, scope, used_in)
         if binding.kind == PREDICATE:
             raise KipError(INVALID_SYNTAX, f"?{expr.var} binds a predicate name (a string); `?{expr.var}.{'.'.join(expr.path)}` has no meaning.", f"Use ?{expr.var} itself.")
+        if binding.adopted is not None:
+            return adopted_cy.field(binding.ref, binding.adopted, expr.path, self.adoption)
         head = expr.path[0]
         if head in SCALAR_FIELDS:
             return frag(binding.ref, "." + head)
