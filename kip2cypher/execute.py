@@ -178,6 +178,11 @@ class Nexus:
             self._load_nexus_node(record)
         return self.settings
 
+    def reload_nexus_node(self) -> None:
+        """Read this namespace's nexus node again at the next request (``kip2cypher adopt`` changed
+        its adoption mapping; docs/adopt.md)."""
+        self._secret_loaded = False
+
     def _load_nexus_node(self, record: Any) -> None:
         self._secret_loaded = True
         self.settings = nexus_settings(self.settings, record, self._configured_secret)

@@ -490,6 +490,30 @@ def bootstrap_cmd(with_capsules: bool, upgrade: bool, fmt: str, verbose: bool, c
             console.print(f"{name} ids: {json.dumps(result, ensure_ascii=False)}", soft_wrap=True)
 
 
+@main.command("adopt")
+@click.argument("mapping", type=click.Path(dir_okay=False))
+@click.option("--dry-run", is_flag=True, help="Only read: print what would be registered and how many nodes and relationships the mapping exposes.")
+@click.option("--create-index", is_flag=True, help="Also create the full-text index keyword SEARCH uses over the mapped text properties.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@_connect_options
+def adopt_cmd(mapping: str, dry_run: bool, create_index: bool, fmt: str, conn: Connect) -> None:
+    """Let KIP read the team's own graph: register the labels and relationship types a TOML
+    mapping names as read-only concept types and predicates of the namespace (docs/adopt.md).
+    Idempotent; writes nothing of the team's nodes or relationships."""
+    from .. import adopting, adoption
+    from .demo import where
+
+    chosen = adoption.load(mapping)
+    with conn.open() as nexus:
+        click.echo(f"{'Surveying' if dry_run else 'Adopting into'} {where(nexus)}, namespace {nexus.settings.namespace or '(default)'}", err=True)
+        report = adopting.apply(nexus, chosen, dry_run=dry_run, create_index=create_index)
+    if fmt == "json":
+        click.echo(dump(report))
+        return
+    for line in adopting.report_lines(report):
+        click.echo(line)
+
+
 @main.command("demo")
 @click.option("--yes", is_flag=True, help="Write the example capsules even into a database that holds data other than KIP's.")
 @_connect_options
