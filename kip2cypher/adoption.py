@@ -349,6 +349,9 @@ class _Checker:
                 raise self.fail(("types", t.name, "label"), f"the label {t.label!r} is already mapped by type {labels[t.label]!r}.",
                                 "Map each label to one concept type.", errors.CONSTRAINT_VIOLATION)
             labels[t.label] = t.name
+        if self.file.options.link_memory:
+            raise self.fail(("options", "link_memory"), "link_memory = true is not supported by this version: memory propositions cannot point at adopted concepts yet.",
+                            "Remove the option (or set it to false); docs/adopt.md, \"link_memory\", says what it will write.", errors.INVALID_SYNTAX)
         for p in predicates:
             if p.name in self.file.types:
                 raise self.fail(("predicates", p.name), f"{p.name!r} names both a type and a predicate of this mapping.",

@@ -270,6 +270,12 @@ class Pattern:
     def ref(self, name: str) -> Part:
         return self.require(name).ref
 
+    def writable(self, name: str, action: str, at: Optional[int] = None) -> None:
+        """KIP_3004 at compile time when ``?name`` binds adopted data, which KIP never changes (docs/adopt.md)."""
+        binding = self.require(name, used_in=action, at=at)
+        if binding.adopted is not None:
+            raise adopted_cy.read_only(binding.adopted, f"{action} on ?{name}", at)
+
     # ---------------------------------------------------------------- expressions
     def value(self, expr: Union[ast.Var, ast.DotPath], *, used_in: str = "FIND") -> Fragment:
         """The raw stored value of ``?x`` / ``?x.path`` (decode attribute values with storage.decode;
