@@ -365,7 +365,7 @@ class _Checker:
 
     def engine_name(self, loc: tuple[str, ...], name: str, what: str) -> None:
         if any(name == stem or name.startswith(stem + "__") for stem in ENGINE_STEMS):
-            raise self.fail(loc, f"{name!r} is a {what} the engine owns.", "Adopt only the team's own labels and relationship types.", errors.IMMUTABLE_TARGET)
+            raise self.fail(loc, f"{name!r} is a {what} the engine owns.", f"Adopt only the team's own labels and relationship types; {', '.join(ENGINE_STEMS)} (and those names with a __namespace suffix) are the engine's.", errors.IMMUTABLE_TARGET)
 
     def attributes(self, loc: tuple[str, ...], attributes: Attributes) -> tuple[tuple[str, str], ...]:
         pairs = [(a, a) for a in attributes] if isinstance(attributes, list) else list(attributes.items())
