@@ -10,6 +10,7 @@ team's nodes and relationships the mapping exposes.
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Optional
 
 from . import adoption as adopt
@@ -116,12 +117,14 @@ def apply(nexus: Any, adoption: Adoption, *, dry_run: bool = False, create_index
     """Register ``adoption`` in the nexus's namespace (see the module docstring); returns a report."""
     previous = stored(nexus)
     report: dict[str, Any] = {"namespace": nexus.settings.namespace, "dry_run": dry_run, **survey(nexus, adoption)}
+    index = text_index(nexus, adoption)
+    indexed = index is not None and (index["state"] == "present" or (create_index and not dry_run))
+    adoption = dataclasses.replace(adoption, text_indexed=indexed)
     report["mapping"] = "unchanged" if previous == adoption else ("would be stored" if dry_run else "stored")
     if previous is not None:
         dropped = [t.name for t in previous.types if adoption.type(t.name) is None] + [p.name for p in previous.predicates if adoption.predicate(p.name) is None]
         if dropped:
             report["no_longer_adopted"] = dropped
-    index = text_index(nexus, adoption)
     if dry_run:
         report["would_register"] = {"concept_types": [t.name for t in adoption.types], "predicates": [p.name for p in adoption.predicates], "domain": adopt.DOMAIN}
     else:
@@ -130,12 +133,13 @@ def apply(nexus: Any, adoption: Adoption, *, dry_run: bool = False, create_index
         plan = compile_plan(text, params, nexus.settings.replace(adoption=None))
         report["registered"] = nexus.run_plan(plan)["result"]
         with nexus.session("WRITE") as session:
-            session.run(catalog.NEXUS_ADOPT, namespace=nexus.settings.namespace, adoption=adoption.to_json()).consume()
             if index is not None and create_index and index["state"] != "present":
                 if index["state"] == "different":
                     session.run(f"DROP INDEX {index['name']} IF EXISTS").consume()
                 session.run(index["statement"]).consume()
+                session.run("CALL db.awaitIndex($name, 300)", name=index["name"]).consume()
                 index["state"] = "created"
+            session.run(catalog.NEXUS_ADOPT, namespace=nexus.settings.namespace, adoption=adoption.to_json()).consume()
         nexus.reload_nexus_node()
     if index is not None:
         report["text_index"] = index

@@ -92,6 +92,9 @@ class Adoption:
     predicates: tuple[AdoptedPredicate, ...]
     #: Memory propositions may have an adopted concept as subject or object.
     link_memory: bool = False
+    #: The full-text index over the text properties exists (set by ``kip2cypher adopt``, not
+    #: by the file): keyword SEARCH CONCEPT then also finds adopted concepts.
+    text_indexed: bool = False
 
     def type(self, name: str) -> Optional[AdoptedType]:
         return next((t for t in self.types if t.name == name), None)
@@ -116,6 +119,7 @@ class Adoption:
                 "types": [_type_json(t) for t in self.types],
                 "predicates": [_predicate_json(p) for p in self.predicates],
                 "options": {"link_memory": self.link_memory},
+                "text_indexed": self.text_indexed,
             },
             ensure_ascii=False, sort_keys=True, separators=(",", ":"),
         )
@@ -131,6 +135,7 @@ class Adoption:
                 types=tuple(AdoptedType(t["name"], t["label"], t["name_property"], _pairs(t["attributes"]), t["description"], t.get("key"), tuple(t["text"])) for t in data["types"]),
                 predicates=tuple(AdoptedPredicate(p["name"], p["rel_type"], p["subject"], p["object"], _pairs(p["attributes"]), p["description"]) for p in data["predicates"]),
                 link_memory=bool(data["options"]["link_memory"]),
+                text_indexed=bool(data.get("text_indexed", False)),
             )
         except (ValueError, KeyError, TypeError) as exc:
             raise KipError(

@@ -14,7 +14,7 @@ from typing import Optional, Union
 from .. import adoption as adopt
 from ..adoption import AdoptedPredicate, AdoptedType
 from ..cypher import storage
-from ..cypher.builder import Fragment, Ident, Internal, Param, Part, frag, join, literal
+from ..cypher.builder import Fragment, Ident, Internal, Param, Part, Statement, frag, join, literal
 from ..errors import IMMUTABLE_TARGET, INVALID_SYNTAX, KipError
 
 Adopted = Union[AdoptedType, AdoptedPredicate]
@@ -142,3 +142,22 @@ def read_only(what: Adopted, action: str, offset: Optional[int] = None) -> KipEr
 
 def unsupported(what: str, offset: Optional[int] = None) -> KipError:
     return KipError(INVALID_SYNTAX, f"{what} is not supported over adopted predicates.", "docs/adopt.md lists what KQL can do over adopted data; split the query.", offset=offset)
+
+
+def search_statement(adoption: adopt.Adoption, index: str, with_type: Optional[AdoptedType]) -> Statement:
+    """Keyword SEARCH CONCEPT over the adopted full-text index: per hit ``[object, name, [other
+    text values]]`` — the KIP object, and what the lexical score reads. A node carrying several
+    adopted labels is read as the first of its types in the mapping (or as ``with_type``)."""
+    node = frag("node")
+    types = [with_type] if with_type is not None else [t for t in adoption.types if t.text]
+    stmt = Statement()
+    stmt.line("CALL db.index.fulltext.queryNodes(", literal(index), ", ", Param(None, "query"), ") YIELD node")
+    stmt.line("WHERE ", not_engine(node), *([" AND node:", Ident(with_type.label)] if with_type is not None else []))
+    stmt.line("WITH node LIMIT ", Param(None, "pool"))
+    cases = []
+    for t in types:
+        texts = [frag("node.", Ident(p)) for p in t.text if p != t.name_property]
+        hit = frag("[", element(node, t, adoption), ", node.", Ident(t.name_property), ", [x IN [", join(", ", texts), "] WHERE x IS NOT NULL]]")
+        cases.append(frag("WHEN node:", Ident(t.label), " THEN ", hit))
+    stmt.line("RETURN CASE ", join(" ", cases), " END AS hit")
+    return stmt
