@@ -318,6 +318,13 @@ def test_memory_and_adopted_concepts_in_one_query(world):
     assert rows == [["pharmacy note", "pharmacy note"], ["A:Drug:D1", "A:Drug:D2"]]
 
 
+def test_export_of_adopted_data_is_refused_and_memory_exports(world):
+    response = world.nexus.execute_kip('EXPORT ?d WHERE { ?d {type: "Drug"} }')
+    assert code(response) == "KIP_1001" and "adopted" in response["error"]["message"]
+    capsule = world.find('EXPORT ?n WHERE { ?n {type: "Note"} }')["capsule"]
+    assert "pharmacy note" in capsule and "A:Drug" not in capsule
+
+
 def test_grounding_errors_still_name_undefined_types(world):
     response = world.nexus.execute_kip('FIND(?d) WHERE { ?d {type: "Drugg"} }')
     assert code(response) == "KIP_2001" and "Drug" in response["error"]["message"] + response["error"]["hint"]
@@ -427,3 +434,32 @@ def test_cli_adopt_dry_run_then_apply_then_idempotent(world, neo4j_server, tmp_p
     refused = runner.invoke(main, ["adopt", str(bad)], env=env, catch_exceptions=False)
     assert refused.exit_code == 1 and "types.Drug.lable" in refused.output and "line 3" in refused.output
     world.assert_team_unchanged()
+
+
+# ---------------------------------------------------------------- demo
+def test_zz_demo_shows_an_adopted_graph_and_never_writes_into_foreign_data(neo4j_server):
+    """Runs last in this module: it wipes the database (the demo needs one without foreign data)."""
+    from kip2cypher.cli import main
+    from kip2cypher.cli.demo import foreign_nodes
+
+    env = {"NEO4J_URI": neo4j_server.uri, "NEO4J_DATABASE": neo4j_server.database, "KIP2CYPHER_NAMESPACE": None}
+    if neo4j_server.auth:
+        env["NEO4J_USERNAME"], env["NEO4J_PASSWORD"] = neo4j_server.auth
+    nexus = _open(neo4j_server)
+    _wipe(nexus.driver, nexus.database)
+    runner = CliRunner()
+    for _ in range(2):  # the example team graph is the demo's own: a second run is not refused
+        out = runner.invoke(main, ["demo"], env=env, catch_exceptions=False)
+        assert out.exit_code == 0, out.output
+        adopted = out.output.split("== Adopting a team's own graph", 1)[1]
+        assert '"id": "A:Staff:S3"' in adopted and '"Lin", "Ada"' in adopted and '"KIP_3004"' in adopted
+        assert "Traceback" not in out.output
+    assert foreign_nodes(nexus) == 0
+    nexus.driver.execute_query("CREATE (:Customer {name: 'not KIP data'})", database_=nexus.database)
+    team = team_fingerprint(nexus.driver, nexus.database)
+    refused = runner.invoke(main, ["demo"], env=env, catch_exceptions=False)
+    assert refused.exit_code == 1 and "not KIP data" in refused.output
+    forced = runner.invoke(main, ["demo", "--yes"], env=env, catch_exceptions=False)
+    assert forced.exit_code == 0 and "-- skipped: this database holds data that is not KIP's" in forced.output
+    assert team_fingerprint(nexus.driver, nexus.database) == team  # no example team graph written next to foreign data
+    nexus.close()
