@@ -357,7 +357,12 @@ class _Checker:
         if self.file.options.link_memory:
             raise self.fail(("options", "link_memory"), "link_memory = true is not supported by this version: memory propositions cannot point at adopted concepts yet.",
                             "Remove the option (or set it to false); docs/adopt.md, \"link_memory\", says what it will write.", errors.INVALID_SYNTAX)
+        seen: dict[tuple[str, str, str], str] = {}
         for p in predicates:
+            same = seen.setdefault((p.rel_type, p.subject, p.object), p.name)
+            if same != p.name:
+                raise self.fail(("predicates", p.name), f"it reads the same relationships as predicate {same!r} (({p.subject})-[:{p.rel_type}]->({p.object})).",
+                                "Map each relationship type between two types to one predicate.", errors.CONSTRAINT_VIOLATION)
             if p.name in self.file.types:
                 raise self.fail(("predicates", p.name), f"{p.name!r} names both a type and a predicate of this mapping.",
                                 "Give the predicate another name (adopted ids \"A:<name>:…\" must say which one they belong to).", errors.CONSTRAINT_VIOLATION)

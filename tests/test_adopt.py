@@ -171,6 +171,7 @@ def world(neo4j_server):
     ("[types.Drug]\nlabel = \"Drug\"\n[predicates.Drug]\ntype = \"T\"\nsubject = \"Drug\"\nobject = \"Drug\"\n", "KIP_2002", ["both a type and a predicate"]),
     ("[types.Domain]\nlabel = \"Dom\"\n", "KIP_3004", ["Genesis"]),
     ("[types.A]\nlabel = \"X\"\n[types.B]\nlabel = \"X\"\n", "KIP_2002", ["already mapped"]),
+    ("[types.A]\nlabel = \"X\"\n[predicates.p]\ntype = \"T\"\nsubject = \"A\"\nobject = \"A\"\n[predicates.q]\ntype = \"T\"\nsubject = \"A\"\nobject = \"A\"\n", "KIP_2002", ["predicates.q", "same relationships as predicate 'p'"]),
     ("types = [", "KIP_1001", ["not valid TOML"]),
     ("", "KIP_2002", ["adopts no type"]),
 ])
@@ -311,6 +312,15 @@ def test_paths_over_an_adopted_predicate(world):
     assert chains == [["Ann", "Bob", "Cy"], [1, 2, 3]]
     response = world.nexus.execute_kip('FIND(?x) WHERE { ?d {type: "Drug"} (?d, "treats"{1,2}, ?x) }')
     assert code(response) == "KIP_1001" and "cannot chain" in response["error"]["message"]
+
+
+def test_predicate_variables_range_over_adopted_predicates_from_an_adopted_endpoint(world):
+    rows = world.find('FIND(?p, ?o.name) WHERE { ?d {type: "Drug", name: "Aspirin"} (?d, ?p, ?o) } ORDER BY ?o.name')
+    assert rows == [["treats", "treats"], ["Fever", "Headache"]]  # not the TREATS to a Person: not a proposition
+    assert world.find('FIND(?p, ?s.name) WHERE { (?s, ?p, {type: "Employee", name: "Ann"}) }') == [["reports_to"], ["Bob"]]
+    assert world.find('FIND(?p) WHERE { ?d {type: "Drug"} (?d, ?p, {type: "Employee", name: "Cy"}) }') == []
+    response = world.nexus.execute_kip('FIND(?p) WHERE { (?s, ?p, ?o) }')
+    assert "treats" not in response["result"] and "ranges over memory predicates only" in response["warnings"][0]
 
 
 def test_memory_and_adopted_concepts_in_one_query(world):

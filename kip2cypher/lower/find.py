@@ -67,6 +67,8 @@ class FindPlan(Plan):
     #: Attribute/metadata keys read of elements of a known type: (concept?, type or predicate,
     #: stored key, variable) — checked only when the answer is empty (``key_check``).
     key_checks: tuple[tuple[bool, str, str, str], ...] = ()
+    #: Said with every answer (``warnings``): how the query read adopted data (docs/adopt.md).
+    notes: tuple[str, ...] = ()
 
     def steps(self) -> tuple[Compiled, ...]:
         checks = (grounding.check_statement(self.grounding, self.names), grounding.defined_names(self.names)) if self.grounding else ()
@@ -455,6 +457,7 @@ class _FindLowering:
             grounding=names,
             grounding_at=grounding.offsets(pattern.grounding),
             key_checks=self.key_checks(),
+            notes=tuple(dict.fromkeys(pattern.lowerer.notes)),
         )
 
 

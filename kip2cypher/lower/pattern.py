@@ -477,6 +477,8 @@ class Lowerer:
         self.var_kinds: dict[str, tuple[bool, str]] = {}
         #: the namespace's adoption mapping (docs/adopt.md); None: nothing adopted
         self.adoption = settings.adoption
+        #: what the answer should say about how it was read (FIND ``warnings``)
+        self.notes: list[str] = []
 
     @contextmanager
     def nested(self) -> Iterator["_Keys"]:
@@ -852,6 +854,56 @@ class Lowerer:
         conds.append(frag("elementId(", rel, ") = ", Param(split[1][len(mark):])) if split[1].startswith(mark) else frag("false"))
         return (rel if clause.var is not None else None), (key if clause.var is not None else None)
 
+    def adopted_by_endpoints(self, clause: ast.PropositionClause, scope: dict[str, Binding]) -> Optional[list[adopt.AdoptedPredicate]]:
+        """For ``(s, ?p, o)``: when ``s`` or ``o`` is an adopted concept (a clause of an adopted
+        type, or a variable bound to one before this clause), the adopted predicates that can
+        link them — memory propositions never touch adopted concepts, so these are all ``?p``
+        can be. None when neither endpoint is adopted."""
+        def adopted_type(endpoint: ast.Endpoint) -> Optional[adopt.AdoptedType]:
+            if isinstance(endpoint, ast.Var):
+                binding = scope.get(endpoint.name)
+                return binding.adopted if binding is not None and isinstance(binding.adopted, adopt.AdoptedType) else None
+            return self.adopted_type(endpoint, None) if isinstance(endpoint, ast.ConceptClause) else None
+
+        s, o = adopted_type(clause.subject), adopted_type(clause.object)
+        if s is None and o is None:
+            return None
+        return [p for p in self.adoption.predicates if (s is None or p.subject == s.name) and (o is None or p.object == o.name)]
+
+    def adopted_variable_link(self, clause: ast.PropositionClause, candidates: list[adopt.AdoptedPredicate], predicate: ast.Var,
+                              scope: dict[str, Binding], parts: list[Fragment], conds: list[Fragment], *, required: bool,
+                              avoid: frozenset[str]) -> tuple[Optional[Part], Optional[str]]:
+        """``(s, ?p, o)`` over the adopted predicates that can link ``s`` and ``o``: one pattern
+        ``-[r:`T1`|`T2`]->`` and ``?p`` read from the relationship type."""
+        subjects, objects = {p.subject for p in candidates}, {p.object for p in candidates}
+        if len(subjects) > 1 or len(objects) > 1:
+            listed = ", ".join(f"{p.name} ({p.subject} → {p.object})" for p in candidates)
+            raise adopted_cy.unsupported(f"?{predicate.name} here could be any of {listed}, which link different types; a predicate variable", clause.span.start)
+        if clause.var is not None and len(candidates) > 1:
+            raise adopted_cy.unsupported(f"A ?{clause.var} link variable with a predicate variable that could be several adopted predicates", clause.span.start)
+        s_type = self.adoption.type(subjects.pop()) if candidates else None
+        o_type = self.adoption.type(objects.pop()) if candidates else None
+        subject, s_key = self.endpoint(clause.subject, scope, parts, conds, required=required, avoid=avoid, reified=False, adopted=s_type)
+        obj, o_key = self.endpoint(clause.object, scope, parts, conds, required=required, avoid=avoid, reified=False, adopted=o_type)
+        if clause.var is not None:
+            rel = self.adopt_var(clause.var, PROPOSITION, candidates[0] if candidates else None, scope, avoid)
+            key = self.keys.add(node_key(clause.var))
+        else:
+            rel, key = self.fresh("r"), self.keys.add(self.keys.anonymous())
+        self.keys.rule([key], [s_key, o_key])
+        if not candidates:  # no adopted predicate links these types: nothing matches
+            parts.append(frag(subject, "-[", rel, "]->", obj))
+            conds.append(frag("false"))
+            self.bind_predicate(predicate.name, frag("null"), scope, conds, avoid)
+            return (rel if clause.var is not None else None), (key if clause.var is not None else None)
+        rel_types = list(dict.fromkeys(p.rel_type for p in candidates))
+        parts.append(frag(subject, "-[", rel, ":", join("|", [Ident(t) for t in rel_types]), "]->", obj))
+        cases = [frag(" WHEN ", Param(p.rel_type), " THEN ", Param(p.name)) for p in candidates]
+        self.bind_predicate(predicate.name, frag("CASE type(", rel, ")", *cases, " END"), scope, conds, avoid)
+        p_key = self.keys.add(node_key(predicate.name))
+        self.keys.rule([key], [p_key])
+        return (rel if clause.var is not None else None), (key if clause.var is not None else None)
+
     def endpoint(self, endpoint: ast.Endpoint, scope: dict[str, Binding], parts: list[Fragment], conds: list[Fragment], *,
                  required: bool, avoid: frozenset[str], reified: bool, adopted: Optional[adopt.AdoptedType] = None) -> tuple[Optional[Fragment], Optional[str]]:
         """A subject/object → (node pattern, _Keys element); (None, None) for a variable of a
@@ -901,6 +953,16 @@ class Lowerer:
             if need_node and clause.var is None:
                 raise _nested_adopted(clause.span.start)
             return self.adopted_link(clause, adopted, predicate, scope, parts, required=required, avoid=avoid)
+        if isinstance(predicate, ast.Var) and self.adoption is not None and self.adoption.predicates:
+            candidates = self.adopted_by_endpoints(clause, scope)
+            if candidates is not None:
+                if need_node and clause.var is None:
+                    raise _nested_adopted(clause.span.start)
+                return self.adopted_variable_link(clause, candidates, predicate, scope, parts, conds, required=required, avoid=avoid)
+            self.notes.append(
+                f"?{predicate.name} ranges over memory predicates only: the adopted predicates ({', '.join(p.name for p in self.adoption.predicates)}) "
+                "are read only when the clause names one, or when its subject or object is bound before it to an adopted type (docs/adopt.md)."
+            )
         # Endpoints first (a nested proposition endpoint appends its own part before this one).
         reified = node is not None
         subject, s_key = self.endpoint(clause.subject, scope, parts, conds, required=required, avoid=avoid, reified=reified)
