@@ -323,6 +323,22 @@ def test_predicate_variables_range_over_adopted_predicates_from_an_adopted_endpo
     assert "treats" not in response["result"] and "ranges over memory predicates only" in response["warnings"][0]
 
 
+def test_async_nexus_reads_adopted_data(world, neo4j_server):
+    import anyio
+
+    from kip2cypher import connect_async
+
+    async def read():
+        async with connect_async(neo4j_server.uri, auth=neo4j_server.auth, database=neo4j_server.database) as nexus:
+            found = await nexus.execute_kip('FIND(?d.id) WHERE { ?d {type: "Drug", name: "Aspirin"} } ORDER BY ?d.id')
+            refused = await nexus.execute_kip('UPDATE ?d SET ATTRIBUTES { risk: 0 } WHERE { ?d {type: "Drug"} }')
+            return found, refused
+
+    found, refused = anyio.run(read)
+    assert ok(found) == ["A:Drug:D1", "A:Drug:D2"] and code(refused) == "KIP_3004"
+    world.assert_team_unchanged()
+
+
 def test_memory_and_adopted_concepts_in_one_query(world):
     rows = world.find('FIND(?n.name, ?d.id) WHERE { ?n {type: "Note"} ?d {type: "Drug"} FILTER(?d.name == ?n.attributes.drug_name) } ORDER BY ?d.id')
     assert rows == [["pharmacy note", "pharmacy note"], ["A:Drug:D1", "A:Drug:D2"]]
