@@ -231,6 +231,7 @@ def test_dry_run_counts_what_the_mapping_exposes_and_writes_nothing(world, neo4j
     from hostile_payloads import fingerprint
 
     fresh = _open(neo4j_server, "survey")
+    world.nexus.wait_for_embeddings()  # earlier tests' writes: their background embedding refresh
     everything = fingerprint(world.driver, world.database)
     report = adopting.apply(fresh, adoption.parse(MAPPING), dry_run=True)
     assert fingerprint(world.driver, world.database) == everything
@@ -371,8 +372,6 @@ def test_keyword_search_finds_adopted_concepts(world):
 WRITES = [
     'UPSERT { CONCEPT ?x { {type: "Drug", name: "Ibuprofen"} } }',
     'UPSERT { CONCEPT ?x { {id: "A:Drug:D1"} SET ATTRIBUTES { risk: 9 } } }',
-    'UPSERT { CONCEPT ?x { {type: "$ConceptType", name: "Drug"} SET ATTRIBUTES { description: "mine now" } } }',
-    'UPSERT { CONCEPT ?x { {type: "$PropositionType", name: "treats"} SET ATTRIBUTES { description: "x", subject_types: ["*"], object_types: ["*"] } } }',
     'UPSERT { CONCEPT ?x { {type: "Note", name: "n2"} SET PROPOSITIONS { ("treats", {type: "Note", name: "pharmacy note"}) } } }',
     'UPSERT { CONCEPT ?x { {type: "Note", name: "n3"} SET PROPOSITIONS { ("belongs_to_domain", {type: "Disease", name: "Fever"}) } } }',
     'UPSERT { PROPOSITION ?p { (id: "A:treats:@0") SET ATTRIBUTES { evidence: "Z" } } }',
@@ -402,6 +401,15 @@ def test_every_write_to_adopted_data_is_refused_before_it_runs(world, command):
 def test_memory_writes_still_work_and_leave_the_team_graph_alone(world):
     ok(world.nexus.execute_kip('UPSERT { CONCEPT ?n { {type: "Note", name: "another note"} SET ATTRIBUTES { drug_name: "Aspirin" } } }'))
     ok(world.nexus.execute_kip('DELETE CONCEPT ?n DETACH WHERE { ?n {type: "Note", name: "another note"} }'))
+    world.assert_team_unchanged()
+
+
+def test_an_exported_backup_of_the_memory_applies_again(world):
+    """The definitions of adopted names are KIP's own nodes: a backup capsule re-asserts them."""
+    capsule = world.find('EXPORT ?t WHERE { ?t {type: "$ConceptType"} }')["capsule"]
+    assert '"Drug"' in capsule
+    ok(world.nexus.execute_kip(capsule))
+    assert world.find('DESCRIBE CONCEPT TYPE "Drug"')["metadata"]["adopted"] is True
     world.assert_team_unchanged()
 
 
@@ -447,6 +455,7 @@ def test_cli_adopt_dry_run_then_apply_then_idempotent(world, neo4j_server, tmp_p
     if neo4j_server.auth:
         env["NEO4J_USERNAME"], env["NEO4J_PASSWORD"] = neo4j_server.auth
     runner = CliRunner()
+    world.nexus.wait_for_embeddings()
     everything = fingerprint(world.driver, world.database)
     dry = runner.invoke(main, ["adopt", str(path), "--dry-run"], env=env, catch_exceptions=False)
     assert dry.exit_code == 0, dry.output

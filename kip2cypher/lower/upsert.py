@@ -605,8 +605,10 @@ class Analyzer:
 
     def refuse_adopted(self, at: int, *, type_: Optional[str] = None, predicate: Optional[str] = None, element_id: Optional[str] = None) -> None:
         """KIP_3004 for an UPSERT that would write adopted data: a concept of an adopted type, a
-        link of an adopted predicate, an element by adopted id, a (re)definition of an adopted
-        type or predicate, or a memory proposition pointing at an adopted concept (docs/adopt.md)."""
+        link of an adopted predicate, an element by adopted id, or a memory proposition pointing
+        at an adopted concept (docs/adopt.md). The ``$ConceptType`` / ``$PropositionType``
+        definitions of adopted names are KIP's own nodes: a capsule may re-assert them (a
+        restored backup does)."""
         if self.adoption is None:
             return
         split = adopt.split_id(element_id)
@@ -618,10 +620,6 @@ class Analyzer:
 
     def require_type(self, type_: str, name: Optional[str], at: int) -> None:
         self.refuse_adopted(at, type_=type_)
-        if name is not None and type_ == storage.CONCEPT_TYPE:
-            self.refuse_adopted(at, type_=name)
-        elif name is not None and type_ == storage.PROPOSITION_TYPE:
-            self.refuse_adopted(at, predicate=name)
         if type_ == storage.CONCEPT_TYPE and name == storage.CONCEPT_TYPE:
             return  # the self-defining root of the type system
         if type_ in self.defined_types:
