@@ -340,6 +340,12 @@ def test_async_nexus_reads_adopted_data(world, neo4j_server):
     world.assert_team_unchanged()
 
 
+def test_an_untyped_concept_clause_reads_memory_and_says_so(world):
+    response = world.nexus.execute_kip('FIND(?x.name) WHERE { ?x {name: "Aspirin"} }')
+    assert response["result"] == [] and "without a type matches memory concepts only" in response["warnings"][0]
+    assert "warnings" not in world.nexus.execute_kip('FIND(?x.name) WHERE { ?x {type: "Drug", name: "Aspirin"} }')
+
+
 def test_memory_and_adopted_concepts_in_one_query(world):
     rows = world.find('FIND(?n.name, ?d.id) WHERE { ?n {type: "Note"} ?d {type: "Drug"} FILTER(?d.name == ?n.attributes.drug_name) } ORDER BY ?d.id')
     assert rows == [["pharmacy note", "pharmacy note"], ["A:Drug:D1", "A:Drug:D2"]]

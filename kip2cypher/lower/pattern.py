@@ -739,6 +739,9 @@ class Lowerer:
         chosen = self.adopted_type(clause, adopted)
         if chosen is not None:
             return self.adopted_node(clause, chosen, scope, required=required, avoid=avoid, ref=ref)
+        if self.adoption is not None and clause.type is None and clause.id is None:
+            self.notes.append("A concept clause without a type matches memory concepts only: give the type (e.g. "
+                              f"{{type: {self.adoption.types[0].name!r}, …}}) to read adopted concepts (docs/adopt.md).".replace("'", '"'))
         if clause.var is not None:
             ref, _ = self.bind_node(clause.var, CONCEPT, scope, avoid)
         key = self.keys.add(node_key(clause.var) if clause.var is not None else self.keys.anonymous(),
