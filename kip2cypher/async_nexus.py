@@ -196,7 +196,7 @@ class AsyncNexus:
     # ------------------------------------------------------------------ explain
     async def explain(self, text: str, parameters: Optional[dict[str, Any]] = None) -> list[dict[str, Any]]:
         """Compile one command and EXPLAIN each of its statements (nothing runs); raises KipError."""
-        plan = compile_plan(text, parameters or {}, self.settings)
+        plan = compile_plan(text, parameters or {}, await self._request_settings())
         out = explain_entries(plan)
 
         @neo4j.unit_of_work(timeout=self.settings.query_timeout_s or None, metadata=metadata(self.settings, plan.kind, False, False, interface="explain"))

@@ -299,7 +299,7 @@ class Nexus:
 
         Returns ``[{"cypher", "parameters", "label"?, "plan": <operator tree text>}]``; raises KipError.
         """
-        plan = compile_plan(text, parameters or {}, self.settings)
+        plan = compile_plan(text, parameters or {}, self._request_settings())
         out = explain_entries(plan)
 
         @neo4j.unit_of_work(timeout=self.settings.query_timeout_s or None, metadata=metadata(self.settings, plan.kind, False, False, interface="explain"))

@@ -340,6 +340,11 @@ def test_async_nexus_reads_adopted_data(world, neo4j_server):
     world.assert_team_unchanged()
 
 
+def test_explain_compiles_with_the_stored_mapping(world):
+    explained = world.nexus.explain('FIND(?d.name) WHERE { ?d {type: "Drug"} }')
+    assert "(d:`Drug` WHERE" in explained[0]["cypher"] and "NodeByLabelScan" in explained[0]["plan"]
+
+
 def test_an_untyped_concept_clause_reads_memory_and_says_so(world):
     response = world.nexus.execute_kip('FIND(?x.name) WHERE { ?x {name: "Aspirin"} }')
     assert response["result"] == [] and "without a type matches memory concepts only" in response["warnings"][0]
