@@ -192,7 +192,8 @@ class Nexus:
 
         ``upgrade``: apply them *as the engine*, so a newer Genesis or standard capsule may
         change the protected structures it defines (idempotent: unchanged elements are not
-        written); agents' writes to those structures stay refused."""
+        written); agents' writes to those structures stay refused. Returns once the capsules'
+        SEARCH embeddings are written (up to ``Settings.embedding_wait_s``)."""
         from . import resources
 
         self.ensure_schema()
@@ -203,6 +204,7 @@ class Nexus:
                 applied[name] = self.run_plan(plan, engine=upgrade)["result"]
             except KipError as exc:
                 raise KipError(exc.code, f"Capsule {name} failed: {exc.message}", exc.hint) from None
+        self.wait_for_embeddings(self.settings.embedding_wait_s)  # a bootstrapped nexus is searchable
         return applied
 
     # ------------------------------------------------------------------ §6 interface

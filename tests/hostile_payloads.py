@@ -17,6 +17,8 @@ import hashlib
 import json
 from typing import Any, NamedTuple
 
+from kip2cypher.execution.background import wait_all
+
 
 class Payload(NamedTuple):
     id: str
@@ -240,6 +242,8 @@ def fingerprint(driver, database=None, *, skip=None) -> dict[str, Any]:
 
     ``skip`` (a ``storage.Names``): leave out that namespace — its elements, the relationships
     that touch them, its nexus node and its schema objects — to fingerprint everything *else*."""
+    # vectors are derived data written after a commit (execution.background): settle them first
+    assert wait_all(120), "the background embedding refresh did not settle"
     labels = [skip.concept, skip.proposition] if skip is not None else []
     nodes = driver.execute_query(_NODES, skip=labels, namespace=skip.namespace if skip is not None else None, database_=database).records
     rels = driver.execute_query(_RELS, skip=labels, database_=database).records
