@@ -25,6 +25,7 @@ key, its line and the fix (the defined name it probably meant, when there is one
 from __future__ import annotations
 
 import json
+import math
 import re
 import tomllib
 from dataclasses import dataclass
@@ -183,12 +184,15 @@ def split_id(value: Any) -> Optional[tuple[str, str]]:
 def key_candidates(value: str) -> list[Any]:
     """The ``key`` property values an id value stands for: the string, and the integer it spells
     when it is written in canonical decimal (ids are text; a team's keys are often integers)."""
-    return [value, int(value)] if _DECIMAL.match(value) else [value]
+    number = int(value) if _DECIMAL.match(value) else None
+    return [value, number] if number is not None and -(2**63) <= number < 2**63 else [value]
 
 
 def jsonable(value: Any) -> Any:
     """A property value of the team's graph as a JSON value: temporal values as ISO 8601 text,
     points and anything else JSON lacks as text (lists and maps converted item by item)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value).replace("inf", "Infinity").replace("nan", "NaN")  # JSON has no such number
     if value is None or isinstance(value, (str, bool, int, float)):
         return value
     if isinstance(value, (list, tuple)):

@@ -189,6 +189,13 @@ def test_the_stored_form_round_trips():
     assert chosen.type("Employee").label == "Person" and chosen.predicate("treats").property_of("evidence") == "evidence"
 
 
+def test_values_and_ids_json_lacks_are_converted_never_wrong():
+    assert adoption.jsonable([float("nan"), float("-inf"), 1.5, {"k": (1, 2)}]) == ["NaN", "-Infinity", 1.5, {"k": [1, 2]}]
+    assert adoption.key_candidates("42") == ["42", 42] and adoption.key_candidates("007") == ["007"]
+    assert adoption.key_candidates("9999999999999999999") == ["9999999999999999999"]  # beyond int64: text only
+    assert adoption.split_id("A:treats:@4:abc:7") == ("treats", "@4:abc:7") and adoption.split_id("C:123") is None
+
+
 def test_without_adoption_the_compiled_cypher_is_unchanged():
     command = 'FIND(?d.name) WHERE { ?d {type: "Drug"} (?d, "treats", ?x) }'
     plain = compile_command(command, {}, Settings())
