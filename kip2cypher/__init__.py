@@ -12,13 +12,14 @@ def parse(text: str):
     return _parse(text)
 
 
-def compile(text: str, parameters=None, *, namespace=None):  # noqa: A001 - public API name fixed by the project
+def compile(text: str, parameters=None, *, namespace=None, adoption=None):  # noqa: A001 - public API name fixed by the project
     """Compile one KIP command into its Cypher statement(s) and parameters (for ``namespace``:
-    default KIP2CYPHER_NAMESPACE, else the default namespace)."""
+    default KIP2CYPHER_NAMESPACE, else the default namespace; ``adoption``: an adoption mapping,
+    ``kip2cypher.adoption.load(path)``, to compile as a namespace that adopted it — docs/adopt.md)."""
     from .config import Settings
     from .lower.compile import compile_command
 
-    settings = Settings() if namespace is None else Settings(namespace=namespace)
+    settings = Settings(adoption=adoption) if namespace is None else Settings(namespace=namespace, adoption=adoption)
     return compile_command(text, parameters, settings)
 
 

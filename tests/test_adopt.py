@@ -204,6 +204,16 @@ def test_without_adoption_the_compiled_cypher_is_unchanged():
     assert "(d:`Drug`" in adopted[0]["cypher"] and "-[_r0:`TREATS`]->" in adopted[0]["cypher"]
 
 
+def test_compile_offline_with_a_mapping(tmp_path):
+    from kip2cypher.cli import main
+
+    path = tmp_path / "mapping.toml"
+    path.write_text(MAPPING, encoding="utf-8")
+    out = CliRunner().invoke(main, ["compile", 'FIND(?d) WHERE { ?d {type: "Drug"} }', "--mapping", str(path)], catch_exceptions=False)
+    assert out.exit_code == 0 and "MATCH (d:`Drug` WHERE" in out.output
+    assert "KipConcept:`Drug`" in CliRunner().invoke(main, ["compile", 'FIND(?d) WHERE { ?d {type: "Drug"} }'], catch_exceptions=False).output
+
+
 def test_hostile_names_are_quoted_never_cypher():
     hostile = adoption.parse(
         '[types.Odd]\nlabel = "Odd`) DETACH DELETE n //"\nname = "na\\\\u0060me"\nattributes = { k = "x` RETURN 1 //" }\n'

@@ -210,8 +210,9 @@ def parse_cmd(source: str) -> None:
 @click.option("--params", default=None, help="Parameters as a JSON object.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--explain", is_flag=True, help="Run EXPLAIN on the configured Neo4j and print each statement's plan.")
+@click.option("--mapping", type=click.Path(dir_okay=False), default=None, help="Compile as a namespace that adopted this mapping (docs/adopt.md); with --explain the stored mapping is used.")
 @_connect_options
-def compile_cmd(source: str, params: Optional[str], fmt: str, explain: bool, conn: Connect) -> None:
+def compile_cmd(source: str, params: Optional[str], fmt: str, explain: bool, mapping: Optional[str], conn: Connect) -> None:
     """Print the Cypher (and parameters) a KIP command — or each command of a script — compiles to.
 
     Without --explain nothing connects to Neo4j.
@@ -225,9 +226,11 @@ def compile_cmd(source: str, params: Optional[str], fmt: str, explain: bool, con
             with conn.open() as nexus:
                 compiled = [nexus.explain(command, parameters) for command, _ in commands]
         else:
+            from .. import adoption
             from .. import compile as compile_command
 
-            compiled = [compile_command(command, parameters, namespace=conn.namespace) for command, _ in commands]
+            adopted = adoption.load(mapping) if mapping else None
+            compiled = [compile_command(command, parameters, namespace=conn.namespace, adoption=adopted) for command, _ in commands]
     except KipError as exc:
         _fail(exc.to_dict())
     if fmt == "json":
