@@ -531,3 +531,35 @@ def test_zz_demo_shows_an_adopted_graph_and_never_writes_into_foreign_data(neo4j
     assert forced.exit_code == 0 and "-- skipped: this database holds data that is not KIP's" in forced.output
     assert team_fingerprint(nexus.driver, nexus.database) == team  # no example team graph written next to foreign data
     nexus.close()
+
+
+# ---------------------------------------------------------------- every spec example over adopted data
+def _spec_examples():
+    import parser_fixtures
+
+    valid = parser_fixtures.valid()
+    return valid, parser_fixtures.example_params(valid)
+
+
+SPEC_VALID, SPEC_PARAMS = _spec_examples()
+
+
+@pytest.fixture(scope="module")
+def spec(world, neo4j_server):
+    """Namespace ``spec``: the examples' schema (Drug and treats then adopted), adopted like ``world``."""
+    from kml_helpers import SCHEMA
+
+    nexus = _open(neo4j_server, "spec")
+    nexus.bootstrap()
+    ok(nexus.execute_kip(SCHEMA))
+    adopting.apply(nexus, adoption.parse(MAPPING))
+    yield nexus
+    nexus.close()
+
+
+@pytest.mark.parametrize("entry", SPEC_VALID, ids=[e.name for e in SPEC_VALID])
+def test_spec_example_over_adopted_types_never_fails_internally_nor_writes_the_team_graph(world, spec, entry):
+    response = spec.execute({"command": entry.text, "parameters": SPEC_PARAMS})
+    if "error" in response:
+        assert response["error"]["code"] != "KIP_4003", response
+    world.assert_team_unchanged()
