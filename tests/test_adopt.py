@@ -52,6 +52,11 @@ attributes = ["evidence"]
 type = "REPORTS_TO"
 subject = "Employee"
 object = "Employee"
+
+[predicates.contraindicated]
+type = "CONTRAINDICATED"
+subject = "Drug"
+object = "Disease"
 """
 
 TEAM_GRAPH = """
@@ -69,6 +74,7 @@ CREATE (a:Drug {drug_id: 'D1', name: 'Aspirin', risk: 2, approved: true, summary
        (bob)-[:REPORTS_TO {since: 2021}]->(ann),
        (cy)-[:REPORTS_TO]->(bob),
        (a)-[:TREATS]->(cy),
+       (b)-[:CONTRAINDICATED]->(h),
        (:Supplier {name: 'Acme'})-[:SUPPLIES]->(a)
 """
 
@@ -232,7 +238,7 @@ def test_describe_shows_adopted_types_and_predicates(world):
     treats = world.find('DESCRIBE PROPOSITION TYPE "treats"')
     assert treats["attributes"]["subject_types"] == ["Drug"] and treats["attributes"]["object_types"] == ["Disease"]
     domains = {d["name"]: d for d in world.find("DESCRIBE DOMAINS")}
-    assert domains["Adopted"]["member_count"] == 5
+    assert domains["Adopted"]["member_count"] == 6
     assert {"Drug", "Disease", "Employee"} <= set(json.dumps(world.find("DESCRIBE CONCEPT TYPES")).replace('"', " ").split())
 
 
@@ -333,8 +339,9 @@ def test_paths_over_an_adopted_predicate(world):
 
 
 def test_predicate_variables_range_over_adopted_predicates_from_an_adopted_endpoint(world):
-    rows = world.find('FIND(?p, ?o.name) WHERE { ?d {type: "Drug", name: "Aspirin"} (?d, ?p, ?o) } ORDER BY ?o.name')
-    assert rows == [["treats", "treats"], ["Fever", "Headache"]]  # not the TREATS to a Person: not a proposition
+    rows = world.find('FIND(?d.id, ?p, ?o.name) WHERE { ?d {type: "Drug", name: "Aspirin"} (?d, ?p, ?o) }')
+    assert sorted(zip(*rows)) == [("A:Drug:D1", "treats", "Headache"), ("A:Drug:D2", "contraindicated", "Headache"), ("A:Drug:D2", "treats", "Fever")]
+    # (not the TREATS to a Person: not a proposition)
     assert world.find('FIND(?p, ?s.name) WHERE { (?s, ?p, {type: "Employee", name: "Ann"}) }') == [["reports_to"], ["Bob"]]
     assert world.find('FIND(?p) WHERE { ?d {type: "Drug"} (?d, ?p, {type: "Employee", name: "Cy"}) }') == []
     response = world.nexus.execute_kip('FIND(?p) WHERE { (?s, ?p, ?o) }')
@@ -366,6 +373,15 @@ def test_an_untyped_concept_clause_reads_memory_and_says_so(world):
     response = world.nexus.execute_kip('FIND(?x.name) WHERE { ?x {name: "Aspirin"} }')
     assert response["result"] == [] and "without a type matches memory concepts only" in response["warnings"][0]
     assert "warnings" not in world.nexus.execute_kip('FIND(?x.name) WHERE { ?x {type: "Drug", name: "Aspirin"} }')
+
+
+def test_alternatives_of_adopted_predicates(world):
+    rows = world.find('FIND(?d.id, ?x.name) WHERE { (?d, "treats" | "contraindicated", ?x) }')
+    assert sorted(zip(*rows)) == [("A:Drug:3", "Headache"), ("A:Drug:D1", "Headache"), ("A:Drug:D2", "Fever"), ("A:Drug:D2", "Headache")]
+    for command in ('FIND(?x) WHERE { (?d, "treats" | "reports_to", ?x) }', 'FIND(?x) WHERE { ?l (?d, "treats" | "contraindicated", ?x) }',
+                    'FIND(?x) WHERE { (?d, "treats" | "belongs_to_domain", ?x) }'):
+        response = world.nexus.execute_kip(command)
+        assert code(response) == "KIP_1001" and "not supported over adopted predicates" in response["error"]["message"], response
 
 
 def test_memory_and_adopted_concepts_in_one_query(world):
@@ -504,35 +520,6 @@ def test_cli_adopt_dry_run_then_apply_then_idempotent(world, neo4j_server, tmp_p
     world.assert_team_unchanged()
 
 
-# ---------------------------------------------------------------- demo
-def test_zz_demo_shows_an_adopted_graph_and_never_writes_into_foreign_data(neo4j_server):
-    """Runs last in this module: it wipes the database (the demo needs one without foreign data)."""
-    from kip2cypher.cli import main
-    from kip2cypher.cli.demo import foreign_nodes
-
-    env = {"NEO4J_URI": neo4j_server.uri, "NEO4J_DATABASE": neo4j_server.database, "KIP2CYPHER_NAMESPACE": None}
-    if neo4j_server.auth:
-        env["NEO4J_USERNAME"], env["NEO4J_PASSWORD"] = neo4j_server.auth
-    nexus = _open(neo4j_server)
-    _wipe(nexus.driver, nexus.database)
-    runner = CliRunner()
-    for _ in range(2):  # the example team graph is the demo's own: a second run is not refused
-        out = runner.invoke(main, ["demo"], env=env, catch_exceptions=False)
-        assert out.exit_code == 0, out.output
-        adopted = out.output.split("== Adopting a team's own graph", 1)[1]
-        assert '"id": "A:Staff:S3"' in adopted and '"Lin", "Ada"' in adopted and '"KIP_3004"' in adopted
-        assert "Traceback" not in out.output
-    assert foreign_nodes(nexus) == 0
-    nexus.driver.execute_query("CREATE (:Customer {name: 'not KIP data'})", database_=nexus.database)
-    team = team_fingerprint(nexus.driver, nexus.database)
-    refused = runner.invoke(main, ["demo"], env=env, catch_exceptions=False)
-    assert refused.exit_code == 1 and "not KIP data" in refused.output
-    forced = runner.invoke(main, ["demo", "--yes"], env=env, catch_exceptions=False)
-    assert forced.exit_code == 0 and "-- skipped: this database holds data that is not KIP's" in forced.output
-    assert team_fingerprint(nexus.driver, nexus.database) == team  # no example team graph written next to foreign data
-    nexus.close()
-
-
 # ---------------------------------------------------------------- every spec example over adopted data
 def _spec_examples():
     import parser_fixtures
@@ -563,3 +550,32 @@ def test_spec_example_over_adopted_types_never_fails_internally_nor_writes_the_t
     if "error" in response:
         assert response["error"]["code"] != "KIP_4003", response
     world.assert_team_unchanged()
+
+
+# ---------------------------------------------------------------- demo
+def test_zz_demo_shows_an_adopted_graph_and_never_writes_into_foreign_data(neo4j_server):
+    """Runs last in this module: it wipes the database (the demo needs one without foreign data)."""
+    from kip2cypher.cli import main
+    from kip2cypher.cli.demo import foreign_nodes
+
+    env = {"NEO4J_URI": neo4j_server.uri, "NEO4J_DATABASE": neo4j_server.database, "KIP2CYPHER_NAMESPACE": None}
+    if neo4j_server.auth:
+        env["NEO4J_USERNAME"], env["NEO4J_PASSWORD"] = neo4j_server.auth
+    nexus = _open(neo4j_server)
+    _wipe(nexus.driver, nexus.database)
+    runner = CliRunner()
+    for _ in range(2):  # the example team graph is the demo's own: a second run is not refused
+        out = runner.invoke(main, ["demo"], env=env, catch_exceptions=False)
+        assert out.exit_code == 0, out.output
+        adopted = out.output.split("== Adopting a team's own graph", 1)[1]
+        assert '"id": "A:Staff:S3"' in adopted and '"Lin", "Ada"' in adopted and '"KIP_3004"' in adopted
+        assert "Traceback" not in out.output
+    assert foreign_nodes(nexus) == 0
+    nexus.driver.execute_query("CREATE (:Customer {name: 'not KIP data'})", database_=nexus.database)
+    team = team_fingerprint(nexus.driver, nexus.database)
+    refused = runner.invoke(main, ["demo"], env=env, catch_exceptions=False)
+    assert refused.exit_code == 1 and "not KIP data" in refused.output
+    forced = runner.invoke(main, ["demo", "--yes"], env=env, catch_exceptions=False)
+    assert forced.exit_code == 0 and "-- skipped: this database holds data that is not KIP's" in forced.output
+    assert team_fingerprint(nexus.driver, nexus.database) == team  # no example team graph written next to foreign data
+    nexus.close()

@@ -818,8 +818,17 @@ class Lowerer:
         if not any(found):
             return None
         if len(found) > 1:
-            raise adopted_cy.unsupported('An alternative of predicates ("a" | "b") naming an adopted predicate', at)
+            if not all(found) or predicate.quantifier is not None:
+                raise adopted_cy.unsupported('An alternative of predicates ("a" | "b") mixing adopted and memory predicates, or walked as a path,', at)
+            return None  # all adopted: ``adopted_alternatives``
         return found[0]
+
+    def adopted_alternatives(self, predicate: ast.Predicate) -> Optional[list[adopt.AdoptedPredicate]]:
+        """``"a" | "b"`` where every name is an adopted predicate (None otherwise)."""
+        if self.adoption is None or not isinstance(predicate, ast.PredicatePattern) or len(predicate.names) < 2:
+            return None
+        found = [self.adoption.predicate(name) for name in predicate.names]
+        return found if all(found) else None
 
     def adopted_link(self, clause: ast.PropositionClause, p: adopt.AdoptedPredicate, predicate: ast.PredicatePattern,
                      scope: dict[str, Binding], parts: list[Fragment], *, required: bool, avoid: frozenset[str]) -> tuple[Optional[Part], Optional[str]]:
@@ -873,15 +882,18 @@ class Lowerer:
             return None
         return [p for p in self.adoption.predicates if (s is None or p.subject == s.name) and (o is None or p.object == o.name)]
 
-    def adopted_variable_link(self, clause: ast.PropositionClause, candidates: list[adopt.AdoptedPredicate], predicate: ast.Var,
+    def adopted_variable_link(self, clause: ast.PropositionClause, candidates: list[adopt.AdoptedPredicate], predicate: Optional[ast.Var],
                               scope: dict[str, Binding], parts: list[Fragment], conds: list[Fragment], *, required: bool,
                               avoid: frozenset[str]) -> tuple[Optional[Part], Optional[str]]:
-        """``(s, ?p, o)`` over the adopted predicates that can link ``s`` and ``o``: one pattern
-        ``-[r:`T1`|`T2`]->`` and ``?p`` read from the relationship type."""
+        """``(s, ?p, o)`` over the adopted predicates that can link ``s`` and ``o`` (or ``(s, "a" |
+        "b", o)`` over adopted alternatives, ``predicate`` None): one pattern ``-[r:`T1`|`T2`]->``
+        and ``?p`` read from the relationship type."""
         subjects, objects = {p.subject for p in candidates}, {p.object for p in candidates}
         if len(subjects) > 1 or len(objects) > 1:
             listed = ", ".join(f"{p.name} ({p.subject} → {p.object})" for p in candidates)
-            raise adopted_cy.unsupported(f"?{predicate.name} here could be any of {listed}, which link different types; a predicate variable", clause.span.start)
+            what = f"?{predicate.name} here could be any of {listed}, which link different types; a predicate variable" if predicate is not None \
+                else f"The alternative {listed} links different types; such an alternative"
+            raise adopted_cy.unsupported(what, clause.span.start)
         if clause.var is not None and len(candidates) > 1:
             raise adopted_cy.unsupported(f"A ?{clause.var} link variable with a predicate variable that could be several adopted predicates", clause.span.start)
         s_type = self.adoption.type(subjects.pop()) if candidates else None
@@ -901,10 +913,11 @@ class Lowerer:
             return (rel if clause.var is not None else None), (key if clause.var is not None else None)
         rel_types = list(dict.fromkeys(p.rel_type for p in candidates))
         parts.append(frag(subject, "-[", rel, ":", join("|", [Ident(t) for t in rel_types]), "]->", obj))
-        cases = [frag(" WHEN ", Param(p.rel_type), " THEN ", Param(p.name)) for p in candidates]
-        self.bind_predicate(predicate.name, frag("CASE type(", rel, ")", *cases, " END"), scope, conds, avoid)
-        p_key = self.keys.add(node_key(predicate.name))
-        self.keys.rule([key], [p_key])
+        if predicate is not None:
+            cases = [frag(" WHEN ", Param(p.rel_type), " THEN ", Param(p.name)) for p in candidates]
+            self.bind_predicate(predicate.name, frag("CASE type(", rel, ")", *cases, " END"), scope, conds, avoid)
+            p_key = self.keys.add(node_key(predicate.name))
+            self.keys.rule([key], [p_key])
         return (rel if clause.var is not None else None), (key if clause.var is not None else None)
 
     def endpoint(self, endpoint: ast.Endpoint, scope: dict[str, Binding], parts: list[Fragment], conds: list[Fragment], *,
@@ -956,6 +969,12 @@ class Lowerer:
             if need_node and clause.var is None:
                 raise _nested_adopted(clause.span.start)
             return self.adopted_link(clause, adopted, predicate, scope, parts, required=required, avoid=avoid)
+        alternatives = self.adopted_alternatives(predicate)
+        if alternatives is not None:
+            if need_node:
+                raise adopted_cy.unsupported('A ?link variable or a nested clause with an alternative of adopted predicates ("a" | "b")', clause.span.start)
+            self.ground_predicates(predicate, clause.predicate, required)
+            return self.adopted_variable_link(clause, alternatives, None, scope, parts, conds, required=required, avoid=avoid)
         if isinstance(predicate, ast.Var) and self.adoption is not None and self.adoption.predicates:
             candidates = self.adopted_by_endpoints(clause, scope)
             if candidates is not None:
