@@ -225,7 +225,8 @@ Attributes = Union[list[str], dict[str, str]]
 
 
 class _Entry(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: "yes" is not a boolean, 5 is not a label
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class _TypeEntry(_Entry):
@@ -275,7 +276,8 @@ def parse(text: str, source: str = "the mapping") -> Adoption:
         file = _File.model_validate(data)
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
-        loc = tuple(str(part) for part in first["loc"])
+        # pydantic names the branch of a union it tried ("list[str]"); the file has no such key
+        loc = tuple(str(part) for part in first["loc"] if not str(part).startswith(("list[", "dict[")))
         raise KipError(
             errors.INVALID_SYNTAX,
             f"{where.key(loc)}: {_pydantic_message(first)}.",
@@ -287,6 +289,10 @@ def parse(text: str, source: str = "the mapping") -> Adoption:
 def _pydantic_message(error: dict[str, Any]) -> str:
     if error["type"] == "extra_forbidden":
         return "unknown key"
+    if any(str(part).startswith(("list[", "dict[")) for part in error["loc"]):
+        return f"attributes must be a list of property names or a table of KIP key = \"property\" (got {error.get('input')!r})"
+    if error["type"] == "model_type":
+        return f"must be a table (got {error.get('input')!r})"
     if error["type"] == "missing":
         return "required key is missing"
     return f"{error['msg'][0].lower()}{error['msg'][1:]} (got {error.get('input')!r})"
@@ -301,6 +307,17 @@ def _pydantic_hint(loc: tuple[str, ...], error: dict[str, Any]) -> str:
             "options": "link_memory",
         }.get(section, "types, predicates, options")
         return f"The keys allowed here are: {allowed} (docs/adopt.md)."
+    key = loc[-1] if loc else ""
+    if any(str(part).startswith(("list[", "dict[")) for part in error["loc"]):
+        return 'Write attributes = ["risk", "approved"] or attributes = { risk = "risk_level" }.'
+    if error["type"] == "missing":
+        return f"Add {key} = \"…\" to the [{'.'.join(loc[:-1])}] table (docs/adopt.md)."
+    if error["type"] in ("string_type", "string_too_short"):
+        return f"Write {key} = \"…\": a non-empty quoted string (docs/adopt.md)."
+    if error["type"] == "bool_type":
+        return f"Write {key} = true or {key} = false."
+    if error["type"] == "model_type":
+        return f"Write [{'.'.join(loc)}] as a table header followed by its keys (docs/adopt.md)."
     return "docs/adopt.md describes every key of a mapping file."
 
 
@@ -323,8 +340,9 @@ class _Locator:
         table = loc[:2] if loc[0] in ("types", "predicates") else loc[:1]
         header = re.compile(r"\s*\[\s*" + r"\s*\.\s*".join(re.escape(p) + r'|"' + re.escape(p) + '"' for p in table) + r"\s*\]")
         start = next((i for i, line in enumerate(self.lines) if header.match(line)), None)
-        if start is None:
-            return None
+        if start is None:  # a key outside any table
+            top = re.compile(r"\s*\"?" + re.escape(loc[0]) + r"\"?\s*=")
+            return next((i + 1 for i, line in enumerate(self.lines) if top.match(line)), None)
         rest = loc[len(table):]
         if not rest:
             return start + 1

@@ -179,6 +179,11 @@ def world(neo4j_server):
     ("[types.A]\nlabel = \"X\"\n[types.B]\nlabel = \"X\"\n", "KIP_2002", ["already mapped"]),
     ("[types.A]\nlabel = \"X\"\n[predicates.p]\ntype = \"T\"\nsubject = \"A\"\nobject = \"A\"\n[predicates.q]\ntype = \"T\"\nsubject = \"A\"\nobject = \"A\"\n", "KIP_2002", ["predicates.q", "same relationships as predicate 'p'"]),
     ("types = [", "KIP_1001", ["not valid TOML"]),
+    ("[types.Drug]\nlabel = 5\n", "KIP_1001", ["types.Drug.label", "line 2", 'label = "…"']),
+    ("[types.Drug]\nlabel = \"D\"\nattributes = [\"a\", 3]\n", "KIP_1001", ["types.Drug.attributes", "line 3", "attributes = [\"risk\""]),
+    ("[types.Drug]\nlabel = \"D\"\n[options]\nlink_memory = \"yes\"\n", "KIP_1001", ["options.link_memory", "link_memory = true or"]),
+    ("[types.Drug]\nlabel = \"D\"\n[predicates.t]\ntype = \"T\"\nsubject = \"Drug\"\n", "KIP_1001", ["predicates.t.object", "required", 'Add object = "…" to the [predicates.t] table']),
+    ("colour = 1\n", "KIP_1001", ["key colour (line 1)", "types, predicates, options"]),
     ("", "KIP_2002", ["adopts no type"]),
 ])
 def test_every_mapping_mistake_names_key_line_and_fix(text, code_, words):
