@@ -142,8 +142,13 @@ class Nexus:
         mode = neo4j.READ_ACCESS if access == "READ" else neo4j.WRITE_ACCESS
         return self._driver.session(database=self.database, default_access_mode=mode, bookmark_manager=self._bookmarks, notifications_min_severity="OFF")
 
-    def server_version(self) -> str:
+    def check_reachable(self) -> None:
+        """Prove the server answers before working on ``self.driver`` directly (KIP_4003 within
+        seconds, naming the URI without credentials, when it does not)."""
         self._reachable.ensure()
+
+    def server_version(self) -> str:
+        self.check_reachable()
         records, _, _ = self._driver.execute_query("CALL dbms.components() YIELD versions, edition RETURN versions[0] AS v, edition AS e", database_=self.database)
         return f"{records[0]['v']} {records[0]['e']}"
 
