@@ -174,6 +174,11 @@ _RAW: list[tuple[str, str]] = [
 ]
 
 NAMES: list[Payload] = [Payload(pid, text) for pid, text in _RAW]
+#: NAMES that are a concept type, a name or a value but never a predicate: "/" separates a
+#: namespace from a predicate in a native relationship type (docs/namespaces.md), KIP_1002.
+SLASHED: list[Payload] = [p for p in NAMES if "/" in p.text]
+#: NAMES that go into every string position, predicates included.
+TOKEN_NAMES: list[Payload] = [p for p in NAMES if "/" not in p.text]
 
 MIB = 1 << 20
 #: Too large for an index, fine as a value: 1 MiB strings (the spec puts no bound on values).

@@ -223,7 +223,9 @@ def parse_cmd(source: str) -> None:
 def compile_cmd(source: str, params: Optional[str], fmt: str, explain: bool, mapping: Optional[str], conn: Connect) -> None:
     """Print the Cypher (and parameters) a KIP command — or each command of a script — compiles to.
 
-    Without --explain nothing connects to Neo4j.
+    A placeholder without a value in --params stays a Cypher parameter ($name) to bind at
+    run time, except where its value shapes the statement (a type, a predicate, LIMIT …):
+    then it must be given. --explain connects to Neo4j and needs every value, as a run does.
     """
     from .source import command_texts, first_line, read_source
 
@@ -238,7 +240,8 @@ def compile_cmd(source: str, params: Optional[str], fmt: str, explain: bool, map
             from .. import compile as compile_command
 
             adopted = adoption.load(mapping) if mapping else None
-            compiled = [compile_command(command, parameters, namespace=conn.namespace, adoption=adopted) for command, _ in commands]
+            # values not given stay $name for code that binds them itself (never executed here)
+            compiled = [compile_command(command, parameters, namespace=conn.namespace, keep_placeholders=True, adoption=adopted) for command, _ in commands]
     except KipError as exc:
         _fail(exc.to_dict())
     if fmt == "json":
@@ -252,6 +255,8 @@ def compile_cmd(source: str, params: Optional[str], fmt: str, explain: bool, map
                 click.echo(f"// statement {index + 1}{': ' + statement['label'] if statement.get('label') else ''}")
             click.echo(statement["cypher"])
             click.echo(f"// parameters: {json.dumps(statement['parameters'], ensure_ascii=False, default=str)}")
+            if statement.get("runtime_parameters"):
+                click.echo(f"// bound at run time: {', '.join(statement['runtime_parameters'])}")
             if "plan" in statement:
                 click.echo("// plan:\n" + "\n".join(f"//   {line_}" for line_ in statement["plan"].splitlines()))
 

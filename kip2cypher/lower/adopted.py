@@ -28,11 +28,12 @@ def not_engine(ref: Part) -> Fragment:
     return frag("none(", label, " IN labels(", ref, ") WHERE ", join(" OR ", tests), ")")
 
 
-def node(ref: Part, t: AdoptedType, name: Optional[str] = None, id_value: Optional[str] = None) -> Fragment:
-    """``(ref:`Label` {`name_prop`: $name} WHERE …)``: a node of adopted type ``t``."""
+def node(ref: Part, t: AdoptedType, name: Optional[Part] = None, id_value: Optional[str] = None) -> Fragment:
+    """``(ref:`Label` {`name_prop`: $name} WHERE …)``: a node of adopted type ``t`` (``name``: the
+    name's parameter)."""
     out = frag("(", ref, ":", Ident(t.label))
     if name is not None:
-        out.add(" {", Ident(t.name_property), ": ", Param(name), "}")
+        out.add(" {", Ident(t.name_property), ": ", name, "}")
     conds = [not_engine(ref)]
     if id_value is not None:
         conds.append(id_test(ref, t, id_value))

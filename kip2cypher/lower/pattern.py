@@ -51,12 +51,12 @@ from typing import Any, Iterable, Iterator, Mapping, Optional, Union
 from ..cypher import storage
 from ..syntax import ast
 from ..config import Settings
-from ..cypher.builder import Fragment, Ident, Internal, Param, Part, Statement, Var, frag, join, literal
+from ..cypher.builder import Fragment, Ident, Internal, Param, Part, RuntimeParam, Statement, Var, frag, join, literal
 from ..errors import INVALID_SYNTAX, REFERENCE_ERROR, RESOURCE_EXHAUSTED, KipError
 from .regex_guard import check_backtracking
 from . import adopted as adopted_cy
 from .. import adoption as adopt
-from ..syntax.values import describe, resolve, resolve_predicate
+from ..syntax.values import Deferred, describe, resolve, resolve_predicate
 
 CONCEPT = "concept"
 PROPOSITION = "proposition"
@@ -342,6 +342,9 @@ def _bound_path() -> KipError:
     )
 
 
+_TYPE_ROLE = "a concept type is checked against the schema and may become a node label"
+
+
 def _nested_adopted(offset: Optional[int] = None) -> KipError:
     return adopted_cy.unsupported("An adopted proposition as the subject or object of another proposition", offset)
 
@@ -479,6 +482,8 @@ class Lowerer:
         self.adoption = settings.adoption
         #: what the answer should say about how it was read (FIND ``warnings``)
         self.notes: list[str] = []
+        #: kept placeholders known not to be null where the condition being built is evaluated
+        self.non_null: frozenset[str] = frozenset()
 
     @contextmanager
     def nested(self) -> Iterator["_Keys"]:
@@ -496,11 +501,19 @@ class Lowerer:
         return name
 
     def value_of(self, value: ast.Value) -> Any:
-        return resolve(value, self.parameters)
+        """The value at a plain-value position: a ``Deferred`` when a keeping compile leaves its
+        placeholder for run time (render it with ``param``)."""
+        return resolve(value, self.parameters, deferrable=True)
 
-    def string_of(self, value: ast.Value, what: str) -> str:
-        resolved = self.value_of(value)
-        if not isinstance(resolved, str):
+    @staticmethod
+    def param(value: Any) -> Union[Param, RuntimeParam]:
+        """A value as a Cypher parameter: ``$name`` for a kept placeholder."""
+        return RuntimeParam(value.name, value.offset) if isinstance(value, Deferred) else Param(value)
+
+    def string_of(self, value: ast.Value, what: str, role: str = "") -> Union[str, Deferred]:
+        """A string value; with ``role`` (what the value shapes) it may not be left for run time."""
+        resolved = resolve(value, self.parameters, role=role) if role else self.value_of(value)
+        if not isinstance(resolved, (str, Deferred)):
             raise KipError(INVALID_SYNTAX, f"{what} must be a string, got {describe(resolved)}.", f"Bind the placeholder of {what} to a string.")
         return resolved
 
@@ -752,8 +765,8 @@ class Lowerer:
         out.add(":", self.names.concept)
         props: list[Fragment] = []
         if clause.id is not None:
-            props.append(frag("id: ", Param(self.string_of(clause.id, "A concept `id`"))))
-        type_name = self.string_of(clause.type, "A concept `type`") if clause.type is not None else None
+            props.append(frag("id: ", self.param(self.string_of(clause.id, "A concept `id`"))))
+        type_name = self.string_of(clause.type, "A concept `type`", _TYPE_ROLE) if clause.type is not None else None
         if type_name is not None:
             self.grounding.add(self.grounding.types, type_name, required, clause.type.span.start)
             if clause.var is not None:
@@ -763,7 +776,7 @@ class Lowerer:
             if type_name is not None:
                 # (type, name) is the composite unique key: a unique index seek.
                 props.append(frag("type: ", Param(type_name)))
-            props.append(frag("name: ", Param(name)))
+            props.append(frag("name: ", self.param(name)))
         elif type_name is not None:
             out.add(":", Ident(type_name))
         if props:
@@ -778,9 +791,9 @@ class Lowerer:
         if self.adoption is None:
             return None
         if clause.type is not None:
-            return self.adoption.type(self.string_of(clause.type, "A concept `type`"))
+            return self.adoption.type(self.string_of(clause.type, "A concept `type`", _TYPE_ROLE))
         if clause.id is not None:
-            split = adopt.split_id(self.value_of(clause.id))
+            split = adopt.split_id(self.value_of(clause.id))  # a kept placeholder: a memory id
             if split is not None:
                 return self.adoption.type(split[0])
         return default
@@ -796,10 +809,10 @@ class Lowerer:
         key = self.keys.add(node_key(clause.var) if clause.var is not None else self.keys.anonymous())
         if clause.type is not None:
             self.grounding.add(self.grounding.types, t.name, required, clause.type.span.start)
-        name = self.string_of(clause.name, "A concept `name`") if clause.name is not None else None
+        name = self.param(self.string_of(clause.name, "A concept `name`")) if clause.name is not None else None
         id_value = None
         if clause.id is not None:
-            split = adopt.split_id(self.string_of(clause.id, "A concept `id`"))
+            split = adopt.split_id(self.string_of(clause.id, "A concept `id`", "an adopted id decides the property it is looked up by"))
             id_value = split[1] if split is not None and split[0] == t.name else ""
         return adopted_cy.node(ref, t, name, id_value), key
 
@@ -958,7 +971,7 @@ class Lowerer:
                 if need_node and clause.var is None:
                     raise _nested_adopted(clause.span.start)
                 return by_id
-            parts.append(frag("(", node if node is not None else "", ":", self.names.proposition, " {id: ", Param(link_id), "})"))
+            parts.append(frag("(", node if node is not None else "", ":", self.names.proposition, " {id: ", self.param(link_id), "})"))
             keys.add(key or keys.anonymous(), seed=True)
             return node, key
         predicate = self.named(clause.predicate)
@@ -1229,6 +1242,8 @@ class Lowerer:
         if not isinstance(other, (ast.Literal, ast.Placeholder)):
             return True
         value = self.value_of(other)
+        if isinstance(value, Deferred):
+            return True  # its type is known only at run time
         if value is None:
             return False  # a comparison with null is false whatever the stored value
         if op == "!=":
@@ -1242,7 +1257,7 @@ class Lowerer:
     def operand(self, expr: Any, scope: Mapping[str, Binding], used_in: str, guard: bool = True) -> Fragment:
         """A comparable value: JSON-text values (objects, explicit null …) compare as null."""
         if isinstance(expr, (ast.Literal, ast.ListLit, ast.Placeholder, ast.ObjectLit)):
-            return frag(Param(self.value_of(expr)))
+            return frag(self.param(self.value_of(expr)))
         if isinstance(expr, ast.DotPath) and expr.path[0] in MAP_FIELDS and len(expr.path) == 1:
             raise KipError(INVALID_SYNTAX, f"?{expr.var}.{expr.path[0]} is a whole object; objects are not comparable in FILTER.", f"Test one key instead: ?{expr.var}.{expr.path[0]}.<key>.")
         raw = self.raw_value(expr, scope, used_in)
@@ -1268,6 +1283,9 @@ class Lowerer:
                 return frag("NOT ", inner)  # already parenthesized
             return frag("NOT (", inner, ")")
         if isinstance(expr, ast.Comparison):
+            kept = self.kept_operand(expr)
+            if kept is not None:
+                return self.kept_comparison(expr, kept, scope, used_in)
             # `x == null` / `x != null` read as JSON: a null test (IS_NULL / IS_NOT_NULL).
             # Any other comparison with null is false.
             for this, other in ((expr.left, expr.right), (expr.right, expr.left)):
@@ -1285,6 +1303,28 @@ class Lowerer:
             return self.function(expr, scope, used_in)
         # A bare value used as a condition: true only when it is the boolean true.
         return frag(self.operand(expr, scope, used_in, guard=False), " = true")
+
+    def kept_operand(self, expr: ast.Comparison) -> Optional[ast.Placeholder]:
+        """The placeholder of an ``==`` / ``!=`` operand kept for run time that may still be null."""
+        if expr.op not in ("==", "!="):
+            return None
+        for side in (expr.right, expr.left):
+            if isinstance(side, ast.Placeholder) and side.name not in self.non_null and isinstance(self.value_of(side), Deferred):
+                return side
+        return None
+
+    def kept_comparison(self, expr: ast.Comparison, kept: ast.Placeholder, scope: Mapping[str, Binding], used_in: str) -> Fragment:
+        """``x == :v`` with ``:v`` bound at run time: KIP reads ``x == null`` as a null test, so the
+        statement decides when it runs — ``CASE WHEN $v IS NULL THEN <null test> ELSE x = $v END``
+        (three-valued logic kept: the ELSE branch is the comparison as compiled with a value)."""
+        this = expr.left if kept is expr.right else expr.right
+        when_null = self.condition(replace(expr, left=this, right=ast.Literal(None, kept.span)), scope, used_in)
+        outer, self.non_null = self.non_null, self.non_null | {kept.name}
+        try:
+            otherwise = self.condition(expr, scope, used_in)
+        finally:
+            self.non_null = outer
+        return frag("CASE WHEN ", self.param(self.value_of(kept)), " IS NULL THEN ", when_null, " ELSE ", otherwise, " END")
 
     def bool_chain(self, expr: ast.BoolOp, scope: Mapping[str, Binding], used_in: str) -> Fragment:
         """``a && b && c`` → ``a AND b AND c``; parentheses only where && and || meet."""
@@ -1315,7 +1355,7 @@ class Lowerer:
             elif isinstance(arg, (ast.Var, ast.DotPath)):
                 raw = self.raw_value(arg, scope, used_in)
             else:
-                raw = frag(Param(self.value_of(arg)))
+                raw = frag(self.param(self.value_of(arg)))
             if self.is_stored(arg):
                 test = frag("(", raw, " IS NULL OR ", raw, " = ", JSON_NULL_LITERAL, ")")
             else:
@@ -1323,7 +1363,7 @@ class Lowerer:
             return test if name == "IS_NULL" else frag("NOT ", test)
         if name == "IN":
             literal_list = isinstance(args[1], (ast.ListLit, ast.Placeholder, ast.Literal))
-            if literal_list and not isinstance(self.value_of(args[1]), list):
+            if literal_list and not isinstance(self.value_of(args[1]), (list, Deferred)):
                 raise KipError(INVALID_SYNTAX, f"IN needs a list as its second argument, got {describe(self.value_of(args[1]))}.", "Write IN(?x, [\"a\", \"b\"]) or bind the placeholder to an array.")
             return frag(self.operand(args[0], scope, used_in, guard=not literal_list), " IN ", self.operand(args[1], scope, used_in))
         if name in _STRING_FUNCS:
@@ -1332,7 +1372,7 @@ class Lowerer:
             subject = self.operand(args[0], scope, used_in)
             pattern_arg = args[1]
             if isinstance(pattern_arg, (ast.Literal, ast.Placeholder)):
-                pattern = self.value_of(pattern_arg)
+                pattern = resolve(pattern_arg, self.parameters, role="a REGEX pattern is checked (syntax, backtracking cost) before it runs")
                 if not isinstance(pattern, str):
                     raise KipError(INVALID_SYNTAX, f"REGEX needs a string pattern, got {describe(pattern)}.", "Write REGEX(?x, \"pattern\").")
                 check_regex(pattern)
