@@ -21,7 +21,7 @@ from . import connection, errors, resources
 from .config import Settings
 from .cypher import catalog, storage
 from .errors import KipError
-from .execute import APPLICATION_DRIVER, base_options, cursor_key, new_secret, default_database, default_uri, env_auth, explain_entries, metadata, new_context, plan_text, bootstrap_capsules, stale_vectors, with_namespace
+from .execute import APPLICATION_DRIVER, base_options, new_secret, nexus_settings, default_database, default_uri, env_auth, explain_entries, metadata, new_context, plan_text, bootstrap_capsules, stale_vectors, with_namespace
 from .execution import background, loop, programs
 from .execution.neo4j_errors import DRIVER_ERRORS, from_neo4j
 from .execution.request import Outcome, command_program, request_program
@@ -95,7 +95,7 @@ class AsyncNexus:
         A cursor secret read from this namespace's nexus node is not carried over: each namespace
         signs its cursors with its own."""
         secret = self.settings.cursor_secret if self._configured_secret else b""
-        return AsyncNexus(driver=self._driver, database=self.database, settings=self.settings.replace(namespace=namespace, cursor_secret=secret))
+        return AsyncNexus(driver=self._driver, database=self.database, settings=self.settings.replace(namespace=namespace, cursor_secret=secret, adoption=None))
 
     # ------------------------------------------------------------------ schema
     async def ensure_schema(self) -> None:
@@ -105,23 +105,22 @@ class AsyncNexus:
             for statement in catalog.schema(storage.names(self.settings.namespace)):
                 await (await session.run(statement)).consume()
             record = await (await session.run(catalog.NEXUS_CREATE, namespace=self.settings.namespace, secret=new_secret())).single()
-        self._adopt_secret(record["secret"])
+        self._load_nexus_node(record)
 
     async def _request_settings(self) -> Settings:
-        """``Nexus._request_settings``: the stored cursor secret, read once."""
-        if not self.settings.cursor_secret and not self._secret_loaded:
+        """``Nexus._request_settings``: the stored cursor secret and the adoption mapping, read once."""
+        if not self._secret_loaded:
             try:
                 async with await self.session("READ") as session:
                     record = await (await session.run(catalog.NEXUS_READ, namespace=self.settings.namespace)).single()
             except DRIVER_ERRORS as exc:
                 raise from_neo4j(exc) from None
-            self._adopt_secret(record["secret"] if record else None)
+            self._load_nexus_node(record)
         return self.settings
 
-    def _adopt_secret(self, secret: Optional[str]) -> None:
+    def _load_nexus_node(self, record: Any) -> None:
         self._secret_loaded = True
-        if secret and not self._configured_secret:
-            self.settings = self.settings.replace(cursor_secret=cursor_key(secret))
+        self.settings = nexus_settings(self.settings, record, self._configured_secret)
 
     async def bootstrap(self, *, capsules: bool = False, upgrade: bool = False) -> dict[str, Any]:
         """Create the schema objects and apply Genesis (and, optionally, the standard capsules);
@@ -204,7 +203,7 @@ class AsyncNexus:
     # ------------------------------------------------------------------ explain
     async def explain(self, text: str, parameters: Optional[dict[str, Any]] = None) -> list[dict[str, Any]]:
         """Compile one command and EXPLAIN each of its statements (nothing runs); raises KipError."""
-        plan = compile_plan(text, parameters or {}, self.settings)
+        plan = compile_plan(text, parameters or {}, await self._request_settings())
         out = explain_entries(plan)
 
         @neo4j.unit_of_work(timeout=self.settings.query_timeout_s or None, metadata=metadata(self.settings, plan.kind, False, False, interface="explain"))

@@ -96,18 +96,23 @@ class Settings(BaseSettings):
     #: Embedder for SEARCH MODE "semantic"/"hybrid" (kip2cypher.embedding): None = the process
     #: default (KIP2CYPHER_EMBEDDER, "auto"), False = none, an Embedder instance or a spec string.
     #: A run-time object, not a setting: kept outside the fields (read from no file or variable)
-    #: and out of equality/hash, so compiled plans stay shareable. ``_key``/``_hash`` are the
-    #: field values and their hash, computed once: a compile-cache lookup hashes Settings per call,
-    #: and plain slots read ten times faster than pydantic private attributes.
-    __slots__ = ("_embedder", "_key", "_hash")
+    #: and out of equality/hash, so compiled plans stay shareable. ``_adoption``: the namespace's
+    #: adoption mapping (``adoption.Adoption``, docs/adopt.md), read from its nexus node by the
+    #: Nexus — not a setting either (no file or variable sets it), but it changes what commands
+    #: compile to, so it is part of equality and hash (the compile-cache key). ``_key``/``_hash``
+    #: are the field values (and the adoption) and their hash, computed once: a compile-cache
+    #: lookup hashes Settings per call, and plain slots read ten times faster than pydantic
+    #: private attributes.
+    __slots__ = ("_embedder", "_adoption", "_key", "_hash")
 
-    def __init__(self, embedder: Any = None, **values: Any) -> None:
+    def __init__(self, embedder: Any = None, adoption: Any = None, **values: Any) -> None:
         try:
             super().__init__(**values)
         except ValidationError as exc:
             raise SettingsError(_describe(exc)) from None
-        key = tuple(getattr(self, name) for name in type(self).model_fields)
+        key = tuple(getattr(self, name) for name in type(self).model_fields) + (adoption,)
         object.__setattr__(self, "_embedder", embedder)
+        object.__setattr__(self, "_adoption", adoption)
         object.__setattr__(self, "_key", key)
         object.__setattr__(self, "_hash", hash(key))
 
@@ -120,10 +125,16 @@ class Settings(BaseSettings):
     def embedder(self) -> Any:
         return self._embedder
 
+    @property
+    def adoption(self) -> Any:
+        """The namespace's ``adoption.Adoption`` (None: nothing adopted)."""
+        return self._adoption
+
     def replace(self, **changes: Any) -> "Settings":
-        """A copy with some fields (or the embedder) changed, validated like a new object."""
+        """A copy with some fields (or the embedder, or the adoption) changed, validated like a new object."""
         embedder = changes.pop("embedder", self._embedder)
-        return Settings(embedder=embedder, **{**self.model_dump(), **changes})
+        adoption = changes.pop("adoption", self._adoption)
+        return Settings(embedder=embedder, adoption=adoption, **{**self.model_dump(), **changes})
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Settings) and self._key == other._key

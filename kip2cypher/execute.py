@@ -158,7 +158,7 @@ class Nexus:
         A cursor secret read from this namespace's nexus node is not carried over: each namespace
         signs its cursors with its own."""
         secret = self.settings.cursor_secret if self._configured_secret else b""
-        return Nexus(driver=self._driver, database=self.database, settings=self.settings.replace(namespace=namespace, cursor_secret=secret))
+        return Nexus(driver=self._driver, database=self.database, settings=self.settings.replace(namespace=namespace, cursor_secret=secret, adoption=None))
 
     # ------------------------------------------------------------------ schema
     def ensure_schema(self) -> None:
@@ -167,25 +167,30 @@ class Nexus:
         with self.session() as session:
             for statement in catalog.schema(storage.names(self.settings.namespace)):
                 session.run(statement).consume()
-            secret = session.run(catalog.NEXUS_CREATE, namespace=self.settings.namespace, secret=new_secret()).single()["secret"]
-        self._adopt_secret(secret)
+            record = session.run(catalog.NEXUS_CREATE, namespace=self.settings.namespace, secret=new_secret()).single()
+        self._load_nexus_node(record)
 
     def _request_settings(self) -> Settings:
-        """The settings requests compile and run with: without a configured ``cursor_secret``,
-        the one this nexus stored at bootstrap (read once), so every process signs alike."""
-        if not self.settings.cursor_secret and not self._secret_loaded:
+        """The settings requests compile and run with, completed once per process from this
+        namespace's nexus node: without a configured ``cursor_secret``, the one stored at
+        bootstrap (so every process signs alike), and the adoption mapping (docs/adopt.md)."""
+        if not self._secret_loaded:
             try:
                 with self.session("READ") as session:
                     record = session.run(catalog.NEXUS_READ, namespace=self.settings.namespace).single()
             except DRIVER_ERRORS as exc:
                 raise from_neo4j(exc) from None
-            self._adopt_secret(record["secret"] if record else None)
+            self._load_nexus_node(record)
         return self.settings
 
-    def _adopt_secret(self, secret: Optional[str]) -> None:
+    def reload_nexus_node(self) -> None:
+        """Read this namespace's nexus node again at the next request (``kip2cypher adopt`` changed
+        its adoption mapping; docs/adopt.md)."""
+        self._secret_loaded = False
+
+    def _load_nexus_node(self, record: Any) -> None:
         self._secret_loaded = True
-        if secret and not self._configured_secret:
-            self.settings = self.settings.replace(cursor_secret=cursor_key(secret))
+        self.settings = nexus_settings(self.settings, record, self._configured_secret)
 
     def bootstrap(self, *, capsules: bool = False, upgrade: bool = False) -> dict[str, Any]:
         """Create the schema objects and apply Genesis (and, optionally, the standard capsules).
@@ -306,7 +311,7 @@ class Nexus:
 
         Returns ``[{"cypher", "parameters", "label"?, "plan": <operator tree text>}]``; raises KipError.
         """
-        plan = compile_plan(text, parameters or {}, self.settings)
+        plan = compile_plan(text, parameters or {}, self._request_settings())
         out = explain_entries(plan)
 
         @neo4j.unit_of_work(timeout=self.settings.query_timeout_s or None, metadata=metadata(self.settings, plan.kind, False, False, interface="explain"))
@@ -327,6 +332,20 @@ class Nexus:
 def with_namespace(settings: Settings, namespace: Optional[str]) -> Settings:
     """``settings`` for ``namespace`` (unchanged when it is None), validated like any setting."""
     return settings if namespace is None else settings.replace(namespace=namespace)
+
+
+def nexus_settings(settings: Settings, record: Any, configured_secret: bool) -> Settings:
+    """``settings`` completed with the facts of a nexus node record (``secret``, ``adoption``;
+    None: the namespace has no nexus node yet): the cursor key derived from the stored secret
+    unless one is configured, and the adoption mapping (None when nothing is adopted)."""
+    from .adoption import Adoption
+
+    secret = record["secret"] if record else None
+    stored = record["adoption"] if record else None
+    changes: dict[str, Any] = {"adoption": Adoption.from_json(stored) if stored else None}
+    if secret and not configured_secret:
+        changes["cursor_secret"] = cursor_key(secret)
+    return settings.replace(**changes)
 
 
 def stale_vectors(response: dict[str, Any], waited_s: float) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .cypher import storage
+from .cypher import catalog, storage
 from .cypher.builder import quote
 from .errors import INVALID_IDENTIFIER, NOT_FOUND, KipError
 
@@ -28,7 +28,7 @@ RETURN collect(name) AS names
 """
 _INDEXES = """
 SHOW INDEXES YIELD name, labelsOrTypes, owningConstraint
-WHERE owningConstraint IS NULL AND any(l IN coalesce(labelsOrTypes, []) WHERE l IN $labels)
+WHERE owningConstraint IS NULL AND (any(l IN coalesce(labelsOrTypes, []) WHERE l IN $labels) OR name = $adopted)
 RETURN collect(name) AS names
 """
 _DROP_NEXUS = f"MATCH (n:{storage.NEXUS} {{namespace: $namespace}}) DELETE n RETURN count(n) AS nexus"
@@ -84,7 +84,8 @@ def drop_namespace(driver: Any, database: Any, namespace: str) -> dict[str, Any]
                 break
     labels = [names.concept, names.proposition]
     for query, kind in ((_SCHEMA_OBJECTS, "CONSTRAINT"), (_INDEXES, "INDEX")):
-        records, _, _ = driver.execute_query(query, labels=labels, database_=database)
+        # the adopted full-text index (docs/adopt.md) is on the team's labels: found by its name
+        records, _, _ = driver.execute_query(query, labels=labels, adopted=catalog.adopted_text_index(names), database_=database)
         for name in records[0]["names"]:
             driver.execute_query(f"DROP {kind} {quote(name)} IF EXISTS", database_=database)
             removed["schema_objects"].append(name)

@@ -237,8 +237,9 @@ def parse_cmd(source: str) -> None:
 @click.option("--params", default=None, help="Parameters as a JSON object.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--explain", is_flag=True, help="Run EXPLAIN on the configured Neo4j and print each statement's plan.")
+@click.option("--mapping", type=click.Path(dir_okay=False), default=None, help="Compile as a namespace that adopted this mapping (docs/adopt.md); with --explain the stored mapping is used.")
 @_connect_options
-def compile_cmd(source: str, params: Optional[str], fmt: str, explain: bool, conn: Connect) -> None:
+def compile_cmd(source: str, params: Optional[str], fmt: str, explain: bool, mapping: Optional[str], conn: Connect) -> None:
     """Print the Cypher (and parameters) a KIP command — or each command of a script — compiles to.
 
     A placeholder without a value in --params stays a Cypher parameter ($name) to bind at
@@ -254,10 +255,12 @@ def compile_cmd(source: str, params: Optional[str], fmt: str, explain: bool, con
             with conn.open() as nexus:
                 compiled = [nexus.explain(command, parameters) for command, _ in commands]
         else:
+            from .. import adoption
             from .. import compile as compile_command
 
+            adopted = adoption.load(mapping) if mapping else None
             # values not given stay $name for code that binds them itself (never executed here)
-            compiled = [compile_command(command, parameters, namespace=conn.namespace, keep_placeholders=True) for command, _ in commands]
+            compiled = [compile_command(command, parameters, namespace=conn.namespace, keep_placeholders=True, adoption=adopted) for command, _ in commands]
     except KipError as exc:
         _fail(exc.to_dict())
     if fmt == "json":
@@ -513,6 +516,30 @@ def bootstrap_cmd(with_capsules: bool, upgrade: bool, fmt: str, verbose: bool, c
     if verbose:
         for name, result in applied.items():
             console.print(f"{name} ids: {json.dumps(result, ensure_ascii=False)}", soft_wrap=True)
+
+
+@main.command("adopt")
+@click.argument("mapping", type=click.Path(dir_okay=False))
+@click.option("--dry-run", is_flag=True, help="Only read: print what would be registered and how many nodes and relationships the mapping exposes.")
+@click.option("--create-index", is_flag=True, help="Also create the full-text index keyword SEARCH uses over the mapped text properties.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@_connect_options
+def adopt_cmd(mapping: str, dry_run: bool, create_index: bool, fmt: str, conn: Connect) -> None:
+    """Let KIP read the team's own graph: register the labels and relationship types a TOML
+    mapping names as read-only concept types and predicates of the namespace (docs/adopt.md).
+    Idempotent; writes nothing of the team's nodes or relationships."""
+    from .. import adopting, adoption
+    from .demo import where
+
+    chosen = adoption.load(mapping)
+    with conn.open() as nexus:
+        click.echo(f"{'Surveying' if dry_run else 'Adopting into'} {where(nexus)}, namespace {nexus.settings.namespace or '(default)'}", err=True)
+        report = adopting.apply(nexus, chosen, dry_run=dry_run, create_index=create_index)
+    if fmt == "json":
+        click.echo(dump(report))
+        return
+    for line in adopting.report_lines(report):
+        click.echo(line)
 
 
 @main.command("demo")

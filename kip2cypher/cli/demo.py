@@ -63,6 +63,35 @@ DEMO_BATCH = [
 ]
 
 
+#: The demo's example of a team's own graph (docs/adopt.md): built with MERGE (idempotent), every
+#: node marked ``kip2cypher_demo`` so the foreign-data check knows it is the demo's own.
+DEMO_MARK = "kip2cypher_demo"
+DEMO_TEAM_GRAPH = f"""
+MERGE (ada:DemoStaff {{staff_id: 'S1'}}) SET ada.name = 'Ada', ada.role = 'CTO', ada.{DEMO_MARK} = true
+MERGE (lin:DemoStaff {{staff_id: 'S2'}}) SET lin.name = 'Lin', lin.role = 'Engineer', lin.{DEMO_MARK} = true
+MERGE (sam:DemoStaff {{staff_id: 'S3'}}) SET sam.name = 'Sam', sam.role = 'Intern', sam.{DEMO_MARK} = true
+MERGE (lin)-[:DEMO_REPORTS_TO]->(ada)
+MERGE (sam)-[:DEMO_REPORTS_TO]->(lin)
+"""
+DEMO_MAPPING = """
+[types.Staff]
+label = "DemoStaff"
+attributes = ["role"]
+key = "staff_id"
+description = "A colleague, from the team's own staff graph."
+
+[predicates.reports_to]
+type = "DEMO_REPORTS_TO"
+subject = "Staff"
+object = "Staff"
+"""
+DEMO_ADOPTED_QUERIES = [
+    'FIND(?s) WHERE { ?s {type: "Staff", name: "Sam"} }',
+    'FIND(?boss.name, ?boss.attributes.role) WHERE { ?s {type: "Staff", name: "Sam"} (?s, "reports_to"{1,3}, ?boss) }',
+    'UPSERT { CONCEPT ?s { {type: "Staff", name: "Eve"} } }',
+]
+
+
 def _short(obj, limit: int = 400) -> str:
     text = json.dumps(obj, ensure_ascii=False, default=str)
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -88,9 +117,11 @@ def where(nexus) -> str:
 
 
 def foreign_nodes(nexus) -> int:
-    """Nodes that are not the engine's (concepts and propositions of any namespace, nexus nodes): somebody else's data."""
+    """Nodes that are not the engine's (concepts and propositions of any namespace, nexus nodes)
+    nor the demo's example team graph: somebody else's data."""
     records, _, _ = nexus.driver.execute_query(
-        "MATCH (n) WHERE NOT any(l IN labels(n) WHERE any(s IN $stems WHERE l = s OR l STARTS WITH s + '__')) RETURN count(n) AS c",
+        "MATCH (n) WHERE NOT any(l IN labels(n) WHERE any(s IN $stems WHERE l = s OR l STARTS WITH s + '__')) "
+        f"AND n.{DEMO_MARK} IS NULL RETURN count(n) AS c",
         stems=list(storage.RESERVED_LABEL_STEMS), database_=nexus.database,
     )
     return records[0]["c"]
@@ -142,3 +173,23 @@ def run_demo(nexus, echo: Callable[[str], None], *, yes: bool = False) -> None:
     echo("-- response " + _short(nexus.execute_kip_readonly('UPSERT { CONCEPT ?x { {type: "Drug", name: "Ibuprofen"} } }')))
     echo("\n== dry_run validates against the live schema and writes nothing")
     echo("-- response " + _short(nexus.execute_kip('UPSERT { CONCEPT ?x { {type: "Drug", name: "Ibuprofen"} } }', dry_run=True)))
+    run_adopted(nexus, echo)
+
+
+def run_adopted(nexus, echo: Callable[[str], None]) -> None:
+    """A small example team graph next to the memory, adopted and queried (docs/adopt.md). Never
+    written into a database holding somebody else's data, whatever --yes says."""
+    from .. import adopting, adoption
+
+    echo("\n== Adopting a team's own graph (docs/adopt.md): KIP reads it, never changes it")
+    if foreign_nodes(nexus):
+        echo("-- skipped: this database holds data that is not KIP's; the demo adds no example team graph to it.")
+        return
+    echo(DEMO_TEAM_GRAPH.strip())
+    nexus.driver.execute_query(DEMO_TEAM_GRAPH, database_=nexus.database)
+    echo(f"-- mapping (kip2cypher adopt mapping.toml){DEMO_MAPPING.rstrip()}")
+    for line in adopting.report_lines(adopting.apply(nexus, adoption.parse(DEMO_MAPPING, "the demo mapping"), create_index=True)):
+        echo("-- " + line)
+    for command in DEMO_ADOPTED_QUERIES:
+        echo(f"\n== KIP\n{command}")
+        echo("-- response " + _short(nexus.execute_kip(command)))

@@ -78,10 +78,24 @@ def schema(names: storage.Names = storage.DEFAULT) -> tuple[str, ...]:
 
 
 #: The nexus node of a namespace (``$namespace``; ``""`` is the default): engine facts every process
-#: must share — the secret CURSOR tokens are signed with. Created with a fresh random secret by
-#: ``ensure_schema``.
+#: must share — the secret CURSOR tokens are signed with, and the adoption mapping (docs/adopt.md,
+#: JSON; absent when nothing is adopted). Created with a fresh random secret by ``ensure_schema``.
 NEXUS_CREATE = (
     f"MERGE (n:{storage.NEXUS} {{namespace: $namespace}}) ON CREATE SET n.{storage.CURSOR_SECRET} = $secret "
-    f"RETURN n.{storage.CURSOR_SECRET} AS secret"
+    f"RETURN n.{storage.CURSOR_SECRET} AS secret, n.{storage.ADOPTION} AS adoption"
 )
-NEXUS_READ = f"MATCH (n:{storage.NEXUS} {{namespace: $namespace}}) RETURN n.{storage.CURSOR_SECRET} AS secret"
+NEXUS_READ = f"MATCH (n:{storage.NEXUS} {{namespace: $namespace}}) RETURN n.{storage.CURSOR_SECRET} AS secret, n.{storage.ADOPTION} AS adoption"
+#: Store (``$adoption``: JSON) or remove (null) the adoption mapping of a namespace.
+NEXUS_ADOPT = f"MATCH (n:{storage.NEXUS} {{namespace: $namespace}}) SET n.{storage.ADOPTION} = $adoption RETURN count(n) AS nexus"
+
+
+def adopted_text_index(names: storage.Names) -> str:
+    """The full-text index over the adopted types' text properties (docs/adopt.md), per namespace."""
+    return names.schema_object("kip_adopted_text")
+
+
+def adopted_text_ddl(names: storage.Names, labels: tuple[str, ...], properties: tuple[str, ...]) -> str:
+    """``CREATE FULLTEXT INDEX`` over the team's labels and text properties (mapping names, quoted)."""
+    on_each = ", ".join(f"n.{quote(p)}" for p in properties)
+    options = f"{{indexConfig: {{`fulltext.analyzer`: {literal(ANALYZER)}, `fulltext.eventually_consistent`: false}}}}"
+    return f"CREATE FULLTEXT INDEX {adopted_text_index(names)} IF NOT EXISTS FOR (n:{'|'.join(quote(l) for l in labels)}) ON EACH [{on_each}] OPTIONS {options}"

@@ -18,6 +18,8 @@ from .builder import Fragment, Part, frag
 #: such as the secret CURSOR tokens are signed with (cypher.catalog). Shared by all namespaces.
 NEXUS = "KipNexus"
 CURSOR_SECRET = "cursor_secret"
+#: Property of the nexus node holding the namespace's adoption mapping (JSON, docs/adopt.md).
+ADOPTION = "adoption"
 #: A namespace name: lower-case letters, digits and ``_``, starting with a letter (docs/namespaces.md).
 NAMESPACE_RE = re.compile(r"[a-z][a-z0-9_]{0,31}\Z")
 #: Between a namespace and a predicate in a native relationship type (``alice/treats``). A

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import adoption
 from ..cypher import storage
 
 
@@ -59,4 +60,6 @@ DECODERS = {
     "stored": storage.decode,
     "attributes": _map_half(0),
     "metadata": _map_half(1),
+    "adopted": adoption.element_object,
+    "adopted_value": adoption.value_object,
 }

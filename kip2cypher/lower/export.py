@@ -27,7 +27,7 @@ from ..cypher.builder import Ident, Internal, Param, Statement
 from ..errors import KipError
 from ..syntax import ast
 from ..syntax.values import resolve, resolve_int
-from . import grounding
+from . import adopted, grounding
 from .pattern import NODE_KINDS, lower_where
 from .plan import Compiled, Plan
 
@@ -66,7 +66,9 @@ def _page_statement(command: ast.Export, parameters: dict[str, Any], settings: S
     """The page query, plus the (meta-type, name) pairs the WHERE grounds on: all, those
     only in OPTIONAL/NOT/UNION, and where the command names them."""
     pattern = lower_where(command.where, parameters, settings)
-    pattern.require(command.target, used_in="EXPORT", kinds=NODE_KINDS)
+    target = pattern.require(command.target, used_in="EXPORT", kinds=NODE_KINDS)
+    if target.adopted is not None:
+        raise adopted.not_exported(target.adopted, command.target)
     pattern.distinct([command.target], used_in="EXPORT")
     stmt = pattern.statement()
     e, level, key = Internal("e"), Internal("level"), Internal("key")

@@ -22,7 +22,7 @@ from ..cypher.builder import Fragment, Internal, Param, Statement, Var, frag, jo
 from ..errors import INVALID_SYNTAX, KipError
 from ..syntax import ast
 from ..syntax.values import resolve, resolve_int
-from . import grounding
+from . import adopted, grounding
 from . import pattern as pat
 from .pattern import CONCEPT, PREDICATE, PROPOSITION, Binding, Pattern, lower_where
 from .plan import Compiled, Plan
@@ -42,6 +42,8 @@ def _column(index: int) -> Var:
 
 #: How a result column is decoded (``kip2cypher.execution.results.DECODERS``).
 RAW, ELEMENT_OBJECT, STORED, ATTRIBUTES, METADATA = "raw", "element", "stored", "attributes", "metadata"
+#: Adopted elements (docs/adopt.md): the object built in Cypher, and values read of them.
+ADOPTED_OBJECT, ADOPTED_VALUE = "adopted", "adopted_value"
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,8 @@ class FindPlan(Plan):
     #: Attribute/metadata keys read of elements of a known type: (concept?, type or predicate,
     #: stored key, variable) — checked only when the answer is empty (``key_check``).
     key_checks: tuple[tuple[bool, str, str, str], ...] = ()
+    #: Said with every answer (``warnings``): how the query read adopted data (docs/adopt.md).
+    notes: tuple[str, ...] = ()
 
     def steps(self) -> tuple[Compiled, ...]:
         checks = (grounding.check_statement(self.grounding, self.names), grounding.defined_names(self.names)) if self.grounding else ()
@@ -103,6 +107,10 @@ class _Column:
 
 
 def _decoder(expr: ast.Projection, binding: Binding) -> str:
+    if binding.adopted is not None:
+        if isinstance(expr, ast.Aggregate):
+            return ADOPTED_VALUE if expr.func in ("MIN", "MAX") else RAW
+        return ADOPTED_OBJECT if isinstance(expr, ast.Var) else ADOPTED_VALUE
     if isinstance(expr, ast.Aggregate):
         return STORED if expr.func in ("MIN", "MAX") else RAW
     if isinstance(expr, ast.Var):
@@ -206,6 +214,10 @@ class _FindLowering:
         """A FIND expression over the deduplicated variables (raw stored values)."""
         if isinstance(expr, ast.Aggregate):
             return self.aggregate(expr)
+        if isinstance(expr, ast.Var):
+            binding = self.pattern.bindings[expr.name]
+            if binding.adopted is not None:
+                return adopted.element(binding.ref, binding.adopted, self.settings.adoption)
         return self.pattern.value(expr)
 
     def aggregate(self, agg: ast.Aggregate) -> Fragment:
@@ -264,6 +276,8 @@ class _FindLowering:
         if isinstance(expr, ast.Var):
             binding = self.pattern.bindings[expr.name]
             ref = binding.ref
+            if binding.adopted is not None:
+                return adopted.name_value(ref, binding.adopted)
             if binding.kind == PREDICATE:
                 return frag(ref)
             if binding.kind == CONCEPT:
@@ -443,6 +457,7 @@ class _FindLowering:
             grounding=names,
             grounding_at=grounding.offsets(pattern.grounding),
             key_checks=self.key_checks(),
+            notes=tuple(dict.fromkeys(pattern.lowerer.notes)),
         )
 
 

@@ -223,6 +223,8 @@ def lower_merge(command: ast.MergeConcept, parameters: dict[str, Any], settings:
     pattern = pat.lower_where(command.where, parameters, settings)
     pattern.require(command.source, used_in="MERGE", kinds={pat.CONCEPT, pat.ELEMENT})
     pattern.require(command.target, used_in="MERGE", kinds={pat.CONCEPT, pat.ELEMENT})
+    pattern.writable(command.source, "MERGE")
+    pattern.writable(command.target, "MERGE")
     return MergePlan(
         bind=_bind_statement(pattern, command.source, command.target),
         source=command.source,

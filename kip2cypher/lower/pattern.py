@@ -53,6 +53,8 @@ from ..config import Settings
 from ..cypher.builder import Fragment, Ident, Internal, Param, Part, RuntimeParam, Statement, Var, frag, join, literal
 from ..errors import INVALID_SYNTAX, REFERENCE_ERROR, RESOURCE_EXHAUSTED, KipError
 from .regex_guard import compile_search, regex_calls
+from . import adopted as adopted_cy
+from .. import adoption as adopt
 from ..syntax.values import Deferred, describe, resolve, resolve_predicate
 
 CONCEPT = "concept"
@@ -87,6 +89,9 @@ class Binding:
     nullable: bool = False
     #: Whether ``ref`` is a plain Cypher variable (False for an unmaterialized ``type(_r0)``).
     is_variable: bool = True
+    #: The adopted type or predicate (``adoption.AdoptedType`` / ``AdoptedPredicate``) whose
+    #: node or relationship ``ref`` holds (docs/adopt.md); None for memory elements.
+    adopted: Any = None
 
 
 @dataclass
@@ -264,6 +269,12 @@ class Pattern:
     def ref(self, name: str) -> Part:
         return self.require(name).ref
 
+    def writable(self, name: str, action: str, at: Optional[int] = None) -> None:
+        """KIP_3004 at compile time when ``?name`` binds adopted data, which KIP never changes (docs/adopt.md)."""
+        binding = self.require(name, used_in=action, at=at)
+        if binding.adopted is not None:
+            raise adopted_cy.read_only(binding.adopted, f"{action} on ?{name}", at)
+
     # ---------------------------------------------------------------- expressions
     def value(self, expr: Union[ast.Var, ast.DotPath], *, used_in: str = "FIND") -> Fragment:
         """The raw stored value of ``?x`` / ``?x.path`` (decode attribute values with storage.decode;
@@ -293,7 +304,7 @@ class Pattern:
                 items.append(var)
             else:
                 items.append(frag(binding.ref, " AS ", var))
-            kept[name] = Binding(name, binding.kind, var, binding.nullable, True)
+            kept[name] = Binding(name, binding.kind, var, binding.nullable, True, binding.adopted)
         if not items:
             # Nothing projected: keep one row per solution existence.
             self.lines.append(frag("WITH DISTINCT true AS ", Internal("any")))
@@ -328,6 +339,13 @@ def _bound_path() -> KipError:
         "A path clause (\"p\"{m,n}) matches a chain of links, so it cannot be bound to a variable or used as a nested proposition.",
         "Drop the ?link variable, or match a single hop without the quantifier.",
     )
+
+
+_TYPE_ROLE = "a concept type is checked against the schema and may become a node label"
+
+
+def _nested_adopted(offset: Optional[int] = None) -> KipError:
+    return adopted_cy.unsupported("An adopted proposition as the subject or object of another proposition", offset)
 
 
 def _types(predicate: ast.PredicatePattern, names: storage.Names) -> Fragment:
@@ -462,6 +480,10 @@ class Lowerer:
         self.key_uses: dict[tuple[str, str], int] = {}
         #: what a variable's elements are known to be: (True, concept type) / (False, predicate)
         self.var_kinds: dict[str, tuple[bool, str]] = {}
+        #: the namespace's adoption mapping (docs/adopt.md); None: nothing adopted
+        self.adoption = settings.adoption
+        #: what the answer should say about how it was read (FIND ``warnings``)
+        self.notes: list[str] = []
         #: kept placeholders known not to be null where the condition being built is evaluated
         self.non_null: frozenset[str] = frozenset()
 
@@ -528,7 +550,11 @@ class Lowerer:
                 raise KipError(INVALID_SYNTAX, f"?{name} binds a predicate name in one UNION branch and an element in another.", "Use different variable names for predicates and elements.")
             kind = kinds.pop() if len(kinds) == 1 else ELEMENT
             nullable = name not in left_new or name not in right_new or any(b.nullable for b in (left_new.get(name), right_new.get(name)) if b)
-            merged[name] = Binding(name, kind, Var(name), nullable)
+            adopted = {b.adopted for b in (left_new.get(name), right_new.get(name)) if b is not None}
+            if len(adopted) > 1:
+                raise KipError(INVALID_SYNTAX, f"?{name} binds elements of different adopted types (or adopted and memory elements) in the UNION branches.",
+                               "Use a different variable in each branch (docs/adopt.md).")
+            merged[name] = Binding(name, kind, Var(name), nullable, adopted=adopted.pop())
 
         def returning(bindings: dict[str, Binding]) -> Fragment:
             cols = []
@@ -684,7 +710,7 @@ class Lowerer:
         for name, binding in new.items():
             var = Var(name)
             cols.append(var if (binding.is_variable and binding.ref == var) else frag(binding.ref, " AS ", var))
-            scope[name] = Binding(name, binding.kind, var, True)
+            scope[name] = Binding(name, binding.kind, var, True, adopted=binding.adopted)
         body = [*lines, frag("RETURN ", join(", ", cols))]
         return _Clause(block(call_head("OPTIONAL CALL", body, outer), body), "optional")
 
@@ -695,6 +721,8 @@ class Lowerer:
         if binding is not None:
             if binding.kind == PREDICATE:
                 raise KipError(INVALID_SYNTAX, f"?{name} is bound to a predicate name and cannot also be a node.", "Use different variables for predicates and for concepts/propositions.")
+            if isinstance(binding.adopted, adopt.AdoptedPredicate) and kind != PROPOSITION:
+                raise _nested_adopted()
             if binding.kind == ELEMENT and kind in (CONCEPT, PROPOSITION):
                 binding.kind = kind
             elif binding.kind != kind and kind != ELEMENT and binding.kind != ELEMENT:
@@ -719,9 +747,16 @@ class Lowerer:
         return parts, conds, []
 
     def concept_node(self, clause: ast.ConceptClause, scope: dict[str, Binding], *, required: bool, avoid: frozenset[str],
-                     ref: Optional[Part] = None) -> tuple[Fragment, str]:
+                     ref: Optional[Part] = None, adopted: Optional[adopt.AdoptedType] = None) -> tuple[Fragment, str]:
         """The node pattern of a concept clause and its _Keys element (``ref``: the Cypher
-        variable to give an anonymous clause, when the caller must refer to the node)."""
+        variable to give an anonymous clause, when the caller must refer to the node;
+        ``adopted``: the type an untyped clause has where an adopted predicate expects it)."""
+        chosen = self.adopted_type(clause, adopted)
+        if chosen is not None:
+            return self.adopted_node(clause, chosen, scope, required=required, avoid=avoid, ref=ref)
+        if self.adoption is not None and clause.type is None and clause.id is None:
+            self.notes.append("A concept clause without a type matches memory concepts only: give the type (e.g. "
+                              f"{{type: {self.adoption.types[0].name!r}, …}}) to read adopted concepts (docs/adopt.md).".replace("'", '"'))
         if clause.var is not None:
             ref, _ = self.bind_node(clause.var, CONCEPT, scope, avoid)
         key = self.keys.add(node_key(clause.var) if clause.var is not None else self.keys.anonymous(),
@@ -733,8 +768,7 @@ class Lowerer:
         props: list[Fragment] = []
         if clause.id is not None:
             props.append(frag("id: ", self.param(self.string_of(clause.id, "A concept `id`"))))
-        type_role = "a concept type is checked against the schema and may become a node label"
-        type_name = self.string_of(clause.type, "A concept `type`", type_role) if clause.type is not None else None
+        type_name = self.string_of(clause.type, "A concept `type`", _TYPE_ROLE) if clause.type is not None else None
         if type_name is not None:
             self.grounding.add(self.grounding.types, type_name, required, clause.type.span.start)
             if clause.var is not None:
@@ -752,17 +786,169 @@ class Lowerer:
         out.add(")")
         return out, key
 
+    # ------------------------------------------------------------------ adopted (docs/adopt.md)
+    def adopted_type(self, clause: ast.ConceptClause, default: Optional[adopt.AdoptedType]) -> Optional[adopt.AdoptedType]:
+        """The adopted type a concept clause reads: the one it names (by ``type`` or by an
+        ``A:<Type>:…`` id), else ``default``; None for a memory concept clause."""
+        if self.adoption is None:
+            return None
+        if clause.type is not None:
+            return self.adoption.type(self.string_of(clause.type, "A concept `type`", _TYPE_ROLE))
+        if clause.id is not None:
+            split = adopt.split_id(self.value_of(clause.id))  # a kept placeholder: a memory id
+            if split is not None:
+                return self.adoption.type(split[0])
+        return default
+
+    def adopted_node(self, clause: ast.ConceptClause, t: adopt.AdoptedType, scope: dict[str, Binding], *, required: bool,
+                     avoid: frozenset[str], ref: Optional[Part]) -> tuple[Fragment, str]:
+        """``(v:`Label` {`name_prop`: $name} WHERE …)``: the team's nodes of an adopted type.
+        Names need not be unique there, so nothing here determines a row (no _Keys seed)."""
+        if clause.var is not None:
+            ref = self.adopt_var(clause.var, CONCEPT, t, scope, avoid)
+        elif ref is None:
+            ref = self.fresh("n")
+        key = self.keys.add(node_key(clause.var) if clause.var is not None else self.keys.anonymous())
+        if clause.type is not None:
+            self.grounding.add(self.grounding.types, t.name, required, clause.type.span.start)
+        name = self.param(self.string_of(clause.name, "A concept `name`")) if clause.name is not None else None
+        id_value = None
+        if clause.id is not None:
+            split = adopt.split_id(self.string_of(clause.id, "A concept `id`", "an adopted id decides the property it is looked up by"))
+            id_value = split[1] if split is not None and split[0] == t.name else ""
+        return adopted_cy.node(ref, t, name, id_value), key
+
+    def adopt_var(self, name: str, kind: str, what: Any, scope: dict[str, Binding], avoid: frozenset[str]) -> Part:
+        """Bind ``?name`` to an adopted node or relationship (it keeps the first adopted type it gets)."""
+        ref, _ = self.bind_node(name, kind, scope, avoid)
+        if scope[name].adopted is None:
+            scope[name].adopted = what
+        return ref
+
+    def adopted_predicate(self, predicate: ast.Predicate, at: int) -> Optional[adopt.AdoptedPredicate]:
+        """The adopted predicate a (bound) predicate pattern names; None for memory predicates."""
+        if self.adoption is None or not isinstance(predicate, ast.PredicatePattern):
+            return None
+        found = [self.adoption.predicate(name) for name in predicate.names]
+        if not any(found):
+            return None
+        if len(found) > 1:
+            if not all(found) or predicate.quantifier is not None:
+                raise adopted_cy.unsupported('An alternative of predicates ("a" | "b") mixing adopted and memory predicates, or walked as a path,', at)
+            return None  # all adopted: ``adopted_alternatives``
+        return found[0]
+
+    def adopted_alternatives(self, predicate: ast.Predicate) -> Optional[list[adopt.AdoptedPredicate]]:
+        """``"a" | "b"`` where every name is an adopted predicate (None otherwise)."""
+        if self.adoption is None or not isinstance(predicate, ast.PredicatePattern) or len(predicate.names) < 2:
+            return None
+        found = [self.adoption.predicate(name) for name in predicate.names]
+        return found if all(found) else None
+
+    def adopted_link(self, clause: ast.PropositionClause, p: adopt.AdoptedPredicate, predicate: ast.PredicatePattern,
+                     scope: dict[str, Binding], parts: list[Fragment], *, required: bool, avoid: frozenset[str]) -> tuple[Optional[Part], Optional[str]]:
+        """``(s:`S` …)-[r:`TYPE`]->(o:`O` …)``: the team's relationship itself (no proposition
+        node); a ``?link`` variable binds the relationship."""
+        if isinstance(clause.subject, ast.PropositionClause) or isinstance(clause.object, ast.PropositionClause):
+            raise adopted_cy.unsupported("A nested proposition as subject or object", clause.span.start)
+        subject, s_key = self.endpoint(clause.subject, scope, parts, [], required=required, avoid=avoid, reified=False, adopted=self.adoption.type(p.subject))
+        obj, o_key = self.endpoint(clause.object, scope, parts, [], required=required, avoid=avoid, reified=False, adopted=self.adoption.type(p.object))
+        self.ground_predicates(predicate, clause.predicate, required)
+        if clause.var is not None:
+            rel = self.adopt_var(clause.var, PROPOSITION, p, scope, avoid)
+            key = self.keys.add(node_key(clause.var))
+        else:
+            rel, key = self.fresh("r"), self.keys.add(self.keys.anonymous())
+        self.keys.rule([key], [s_key, o_key])
+        parts.append(frag(subject, "-[", rel, ":", Ident(p.rel_type), "]->", obj))
+        return (rel if clause.var is not None else None), (key if clause.var is not None else None)
+
+    def adopted_link_by_id(self, clause: ast.PropositionClause, link_id: str, scope: dict[str, Binding], parts: list[Fragment],
+                           conds: list[Fragment], avoid: frozenset[str]) -> Optional[tuple[Optional[Part], Optional[str]]]:
+        """``(id: "A:treats:@…")``: one relationship of an adopted predicate, by elementId."""
+        split = adopt.split_id(link_id) if self.adoption is not None else None
+        p = self.adoption.predicate(split[0]) if split is not None else None
+        if p is None:
+            return None
+        if clause.var is not None:
+            rel = self.adopt_var(clause.var, PROPOSITION, p, scope, avoid)
+            key = self.keys.add(node_key(clause.var))
+        else:
+            rel, key = self.fresh("r"), self.keys.add(self.keys.anonymous())
+        s, o = self.fresh("n"), self.fresh("n")
+        parts.append(frag(adopted_cy.node(s, self.adoption.type(p.subject)), "-[", rel, ":", Ident(p.rel_type), "]->", adopted_cy.node(o, self.adoption.type(p.object))))
+        mark = adopt.ELEMENT_MARK
+        conds.append(frag("elementId(", rel, ") = ", Param(split[1][len(mark):])) if split[1].startswith(mark) else frag("false"))
+        return (rel if clause.var is not None else None), (key if clause.var is not None else None)
+
+    def adopted_by_endpoints(self, clause: ast.PropositionClause, scope: dict[str, Binding]) -> Optional[list[adopt.AdoptedPredicate]]:
+        """For ``(s, ?p, o)``: when ``s`` or ``o`` is an adopted concept (a clause of an adopted
+        type, or a variable bound to one before this clause), the adopted predicates that can
+        link them — memory propositions never touch adopted concepts, so these are all ``?p``
+        can be. None when neither endpoint is adopted."""
+        def adopted_type(endpoint: ast.Endpoint) -> Optional[adopt.AdoptedType]:
+            if isinstance(endpoint, ast.Var):
+                binding = scope.get(endpoint.name)
+                return binding.adopted if binding is not None and isinstance(binding.adopted, adopt.AdoptedType) else None
+            return self.adopted_type(endpoint, None) if isinstance(endpoint, ast.ConceptClause) else None
+
+        s, o = adopted_type(clause.subject), adopted_type(clause.object)
+        if s is None and o is None:
+            return None
+        return [p for p in self.adoption.predicates if (s is None or p.subject == s.name) and (o is None or p.object == o.name)]
+
+    def adopted_variable_link(self, clause: ast.PropositionClause, candidates: list[adopt.AdoptedPredicate], predicate: Optional[ast.Var],
+                              scope: dict[str, Binding], parts: list[Fragment], conds: list[Fragment], *, required: bool,
+                              avoid: frozenset[str]) -> tuple[Optional[Part], Optional[str]]:
+        """``(s, ?p, o)`` over the adopted predicates that can link ``s`` and ``o`` (or ``(s, "a" |
+        "b", o)`` over adopted alternatives, ``predicate`` None): one pattern ``-[r:`T1`|`T2`]->``
+        and ``?p`` read from the relationship type."""
+        subjects, objects = {p.subject for p in candidates}, {p.object for p in candidates}
+        if len(subjects) > 1 or len(objects) > 1:
+            listed = ", ".join(f"{p.name} ({p.subject} → {p.object})" for p in candidates)
+            what = f"?{predicate.name} here could be any of {listed}, which link different types; a predicate variable" if predicate is not None \
+                else f"The alternative {listed} links different types; such an alternative"
+            raise adopted_cy.unsupported(what, clause.span.start)
+        if clause.var is not None and len(candidates) > 1:
+            raise adopted_cy.unsupported(f"A ?{clause.var} link variable with a predicate variable that could be several adopted predicates", clause.span.start)
+        s_type = self.adoption.type(subjects.pop()) if candidates else None
+        o_type = self.adoption.type(objects.pop()) if candidates else None
+        subject, s_key = self.endpoint(clause.subject, scope, parts, conds, required=required, avoid=avoid, reified=False, adopted=s_type)
+        obj, o_key = self.endpoint(clause.object, scope, parts, conds, required=required, avoid=avoid, reified=False, adopted=o_type)
+        if clause.var is not None:
+            rel = self.adopt_var(clause.var, PROPOSITION, candidates[0] if candidates else None, scope, avoid)
+            key = self.keys.add(node_key(clause.var))
+        else:
+            rel, key = self.fresh("r"), self.keys.add(self.keys.anonymous())
+        self.keys.rule([key], [s_key, o_key])
+        if not candidates:  # no adopted predicate links these types: nothing matches
+            parts.append(frag(subject, "-[", rel, "]->", obj))
+            conds.append(frag("false"))
+            self.bind_predicate(predicate.name, frag("null"), scope, conds, avoid)
+            return (rel if clause.var is not None else None), (key if clause.var is not None else None)
+        rel_types = list(dict.fromkeys(p.rel_type for p in candidates))
+        parts.append(frag(subject, "-[", rel, ":", join("|", [Ident(t) for t in rel_types]), "]->", obj))
+        if predicate is not None:
+            cases = [frag(" WHEN ", Param(p.rel_type), " THEN ", Param(p.name)) for p in candidates]
+            self.bind_predicate(predicate.name, frag("CASE type(", rel, ")", *cases, " END"), scope, conds, avoid)
+            p_key = self.keys.add(node_key(predicate.name))
+            self.keys.rule([key], [p_key])
+        return (rel if clause.var is not None else None), (key if clause.var is not None else None)
+
     def endpoint(self, endpoint: ast.Endpoint, scope: dict[str, Binding], parts: list[Fragment], conds: list[Fragment], *,
-                 required: bool, avoid: frozenset[str], reified: bool) -> tuple[Optional[Fragment], Optional[str]]:
+                 required: bool, avoid: frozenset[str], reified: bool, adopted: Optional[adopt.AdoptedType] = None) -> tuple[Optional[Fragment], Optional[str]]:
         """A subject/object → (node pattern, _Keys element); (None, None) for a variable of a
         reified clause that nothing else reads (lean): the node need not be expanded to."""
         if isinstance(endpoint, ast.Var):
             if reified and endpoint.name in self.dont_care and endpoint.name not in scope:
                 return None, None
+            if adopted is not None:
+                ref = self.adopt_var(endpoint.name, ELEMENT, adopted, scope, avoid)
+                return adopted_cy.node(ref, adopted), self.keys.add(node_key(endpoint.name))
             ref, _ = self.bind_node(endpoint.name, ELEMENT, scope, avoid)
             return frag("(", ref, ")"), self.keys.add(node_key(endpoint.name))
         if isinstance(endpoint, ast.ConceptClause):
-            return self.concept_node(endpoint, scope, required=required, avoid=avoid)
+            return self.concept_node(endpoint, scope, required=required, avoid=avoid, adopted=adopted)
         node, key = self.proposition(endpoint, scope, parts, conds, need_node=True, required=required, avoid=avoid)
         return frag("(", node, ")"), key
 
@@ -782,12 +968,38 @@ class Lowerer:
                 key = keys.anonymous()
         if clause.id is not None:
             link_id = self.string_of(clause.id, "A proposition `id`")
+            by_id = self.adopted_link_by_id(clause, link_id, scope, parts, conds, avoid)
+            if by_id is not None:
+                if need_node and clause.var is None:
+                    raise _nested_adopted(clause.span.start)
+                return by_id
             parts.append(frag("(", node if node is not None else "", ":", self.names.proposition, " {id: ", self.param(link_id), "})"))
             keys.add(key or keys.anonymous(), seed=True)
             return node, key
         predicate = self.named(clause.predicate)
         if is_path(clause):
             raise _bound_path()
+        adopted = self.adopted_predicate(predicate, clause.span.start)
+        if adopted is not None:
+            if need_node and clause.var is None:
+                raise _nested_adopted(clause.span.start)
+            return self.adopted_link(clause, adopted, predicate, scope, parts, required=required, avoid=avoid)
+        alternatives = self.adopted_alternatives(predicate)
+        if alternatives is not None:
+            if need_node:
+                raise adopted_cy.unsupported('A ?link variable or a nested clause with an alternative of adopted predicates ("a" | "b")', clause.span.start)
+            self.ground_predicates(predicate, clause.predicate, required)
+            return self.adopted_variable_link(clause, alternatives, None, scope, parts, conds, required=required, avoid=avoid)
+        if isinstance(predicate, ast.Var) and self.adoption is not None and self.adoption.predicates:
+            candidates = self.adopted_by_endpoints(clause, scope)
+            if candidates is not None:
+                if need_node and clause.var is None:
+                    raise _nested_adopted(clause.span.start)
+                return self.adopted_variable_link(clause, candidates, predicate, scope, parts, conds, required=required, avoid=avoid)
+            self.notes.append(
+                f"?{predicate.name} ranges over memory predicates only: the adopted predicates ({', '.join(p.name for p in self.adoption.predicates)}) "
+                "are read only when the clause names one, or when its subject or object is bound before it to an adopted type (docs/adopt.md)."
+            )
         # Endpoints first (a nested proposition endpoint appends its own part before this one).
         reified = node is not None
         subject, s_key = self.endpoint(clause.subject, scope, parts, conds, required=required, avoid=avoid, reified=reified)
@@ -877,12 +1089,21 @@ class Lowerer:
         predicate = self.named(clause.predicate)
         self.ground_predicates(predicate, clause.predicate, required)
         low, high = self.hops(predicate.quantifier)
-        s_ref, s_bound = self.path_end(clause.subject, scope, parts, conds, required=required, avoid=avoid)
-        o_ref, o_bound = self.path_end(clause.object, scope, parts, conds, required=required, avoid=avoid)
+        walked = self.walked_type(predicate, clause.span.start)
+        s_ref, s_bound = self.path_end(clause.subject, scope, parts, conds, required=required, avoid=avoid, adopted=walked)
+        o_ref, o_bound = self.path_end(clause.object, scope, parts, conds, required=required, avoid=avoid, adopted=walked)
         self.keys.add(self.keys.anonymous())  # a path element: nothing determines it, so DISTINCT stays
-        types = _types(predicate, self.names)
+        types = frag(Ident(self.adoption.predicate(predicate.names[0]).rel_type)) if walked is not None else _types(predicate, self.names)
+
+        def hop_end(node: Part) -> Fragment:
+            """A node a hop reaches: over an adopted predicate, a node of its type."""
+            return frag("(", node, ":", Ident(walked.label), ")") if walked is not None else frag("(", node, ")")
+
         if o_ref == s_ref:
             o_bound = s_bound  # the same variable: bound only if it was before this clause
+        if not s_bound and not o_bound and walked is not None:
+            parts.append(adopted_cy.node(s_ref, walked))  # every node of the adopted type may begin a walk
+            s_bound = True
         if not s_bound and not o_bound:
             # Neither end known: start from every node that can begin such a walk.
             parts.append(frag("(", s_ref, ")"))
@@ -902,13 +1123,18 @@ class Lowerer:
         layers = low if low >= 2 else 0  # ANY SHORTEST alone is exact for a minimum of 0 or 1
         for _ in range(layers):
             nxt = self.fresh("x")
-            body.append(frag("MATCH (", current, ")", *step, "(", nxt, ")"))
+            body.append(frag("MATCH (", current, ")", *step, hop_end(nxt)))
             body.append(frag("WITH DISTINCT ", join(", ", [nxt, *carry])))
             current = nxt
         first, last = (low, high) if not layers else (0, None if high is None else high - low)
         quantifier = f"{{{first},{'' if last is None else last}}}"
         if last == 0:  # no step left: the end is the last layer itself ({n,n} needs no search)
             body.append(frag("WITH * WHERE ", current, " = ", end) if end_bound else frag("WITH ", current, " AS ", end))
+        elif walked is not None:
+            # A quantified path pattern: every node a hop reaches has the adopted type's label.
+            walk = frag("(()-[:", types, "]->", hop_end(""), ")", quantifier)
+            first_node, last_node = (current, end) if forward else (end, current)
+            body.append(frag("MATCH ANY SHORTEST ", hop_end(first_node), walk, "(", last_node, ")"))
         elif forward:
             body.append(frag("MATCH ANY SHORTEST (", current, ")-[:", types, "]->", quantifier, "(", end, ")"))
         else:
@@ -920,19 +1146,34 @@ class Lowerer:
         imports = [start, end] if end_bound and end != start else [start]
         return block(frag("CALL (", join(", ", imports), ") {"), body)
 
+    def walked_type(self, predicate: ast.PredicatePattern, at: int) -> Optional[adopt.AdoptedType]:
+        """The adopted type a path over an adopted predicate walks through (None: a memory path).
+        Only a predicate from a type to itself chains (reports_to: Employee → Employee)."""
+        p = self.adopted_predicate(predicate, at)
+        if p is None:
+            return None
+        if p.subject != p.object:
+            raise adopted_cy.unsupported(f"A path over {p.name!r}, which links {p.subject} to {p.object} (its links cannot chain),", at)
+        return self.adoption.type(p.subject)
+
     def path_end(self, endpoint: ast.Endpoint, scope: dict[str, Binding], parts: list[Fragment], conds: list[Fragment], *,
-                 required: bool, avoid: frozenset[str]) -> tuple[Part, bool]:
+                 required: bool, avoid: frozenset[str], adopted: Optional[adopt.AdoptedType] = None) -> tuple[Part, bool]:
         """A path's subject or object → (its Cypher variable, whether it is bound before the walk)."""
         if isinstance(endpoint, ast.Var):
             bound = endpoint.name in scope
-            ref, _ = self.bind_node(endpoint.name, ELEMENT, scope, avoid)
+            if adopted is not None:
+                ref = self.adopt_var(endpoint.name, ELEMENT, adopted, scope, avoid)
+            else:
+                ref, _ = self.bind_node(endpoint.name, ELEMENT, scope, avoid)
             self.keys.add(node_key(endpoint.name))
             return ref, bound
         if isinstance(endpoint, ast.ConceptClause):
             ref = None if endpoint.var is not None else self.fresh("n")
-            node, _ = self.concept_node(endpoint, scope, required=required, avoid=avoid, ref=ref)
+            node, _ = self.concept_node(endpoint, scope, required=required, avoid=avoid, ref=ref, adopted=adopted)
             parts.append(node)
             return (scope[endpoint.var].ref if endpoint.var is not None else ref), True
+        if adopted is not None:
+            raise _nested_adopted(endpoint.span.start)
         node, _ = self.proposition(endpoint, scope, parts, conds, need_node=True, required=required, avoid=avoid)
         return node, True
 
@@ -974,6 +1215,8 @@ class Lowerer:
         binding = self.lookup(expr.var, scope, used_in)
         if binding.kind == PREDICATE:
             raise KipError(INVALID_SYNTAX, f"?{expr.var} binds a predicate name (a string); `?{expr.var}.{'.'.join(expr.path)}` has no meaning.", f"Use ?{expr.var} itself.")
+        if binding.adopted is not None:
+            return adopted_cy.field(binding.ref, binding.adopted, expr.path, self.adoption)
         head = expr.path[0]
         if head in SCALAR_FIELDS:
             return frag(binding.ref, "." + head)

@@ -29,7 +29,7 @@ from ..errors import KipError
 from ..syntax import ast
 from ..syntax.values import describe, resolve, resolve_int, resolve_str
 from ..text import is_cjk, query_words, words
-from . import grounding
+from . import adopted, grounding
 from .plan import Compiled, Plan
 
 from ..cypher import catalog  # noqa: E402
@@ -236,6 +236,8 @@ class SearchPlan(Plan):
     vector: Compiled
     hybrid: Compiled
     hydrate: Compiled
+    #: Keyword candidates among adopted concepts (docs/adopt.md); None: nothing adopted to search.
+    adopted: Optional[Compiled] = None
 
     @property
     def reads_vectors(self) -> bool:
@@ -247,7 +249,8 @@ class SearchPlan(Plan):
 
     def steps(self) -> tuple[Compiled, ...]:
         keyword = (self.fulltext,) if self.concept else (self.fulltext, self.definitions, self.by_predicate)
-        return (self.hybrid, *keyword, self.vector, self.hydrate, grounding.defined_names(self.names))
+        adopted = (self.adopted,) if self.adopted is not None else ()
+        return (self.hybrid, *keyword, *adopted, self.vector, self.hydrate, grounding.defined_names(self.names))
 
 
 def lower_search(command: ast.Search, parameters: dict[str, Any], settings: Settings) -> SearchPlan:
@@ -302,4 +305,17 @@ def lower_search(command: ast.Search, parameters: dict[str, Any], settings: Sett
         vector=_vector(vector_index, "type" if concept else "predicate", pool),
         hybrid=hybrid,
         hydrate=_hydrate(names.concept if concept else names.proposition),
+        adopted=_adopted_search(settings, names, with_type) if concept else None,
     )
+
+
+def _adopted_search(settings: Settings, names: storage.Names, with_type: Optional[str]) -> Optional[Compiled]:
+    """The adopted full-text statement when the namespace adopted types with an index, and WITH
+    TYPE names none or an adopted one."""
+    chosen = settings.adoption
+    if chosen is None or not chosen.text_indexed:
+        return None
+    t = chosen.type(with_type) if with_type is not None else None
+    if with_type is not None and t is None:
+        return None
+    return Compiled.of(adopted.search_statement(chosen, catalog.adopted_text_index(names), t), "full-text candidates (adopted concepts)")

@@ -119,6 +119,7 @@ class Targets:
         self.names = self.pattern.lowerer.names
         #: concept / proposition when the WHERE pins the kind (element: either)
         self.kind = self.pattern.require(target, used_in=used_in, kinds=kinds).kind
+        self.pattern.writable(target, used_in)
         self.grounding_all = grounding.names(self.pattern.grounding)
         self.grounding_optional = grounding.names(self.pattern.grounding, required_only=False)
         self.grounding_at = grounding.offsets(self.pattern.grounding)

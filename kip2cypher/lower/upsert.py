@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Callable, ClassVar, Mapping, Optional, Union
 
+from .. import adoption as adopt
 from .. import errors
 from ..config import Settings
 from ..cypher import storage
@@ -44,6 +45,7 @@ from ..cypher.builder import Fragment, Ident, Param, Part, Statement, frag, lite
 from ..errors import KipError
 from ..syntax import ast
 from ..syntax.values import describe, resolve, resolve_predicate, resolve_str
+from . import adopted as adopted_cy
 from . import grounding, rules
 from . import writes as K
 from .plan import Compiled, Plan
@@ -425,8 +427,10 @@ def _encoded(attrs: dict[str, Any], inherited: dict[str, Any], own: dict[str, An
 class Analyzer:
     """Walks the capsule once, in textual order, and collects the plan's rows and checks."""
 
-    def __init__(self, params: dict[str, Any]) -> None:
+    def __init__(self, params: dict[str, Any], adoption: Any = None) -> None:
         self.params = params
+        #: the namespace's adoption mapping: adopted types, predicates and ids are never written
+        self.adoption = adoption
         self.seq = 0
         self.concepts: list[ConceptRow] = []
         self.props: list[PropositionRow] = []
@@ -472,6 +476,7 @@ class Analyzer:
         at = ident.span.start
         if ident.id is not None:
             cid = resolve_str(ident.id, self.params, "A concept `id`")
+            self.refuse_adopted(at, element_id=cid)
             row = ConceptRow(pos, None, None, cid, MappingProxyType(attrs), props, own, expect, f"{{id: {rules._q(cid)}}}", at, attr_at)
             self.by_cid.setdefault(cid, pos)
             self.targets.append(Target(self.seq, ConceptById(cid), at))
@@ -512,6 +517,7 @@ class Analyzer:
         at = ident.span.start
         if ident.id is not None:
             pid = resolve_str(ident.id, self.params, "A proposition `id`")
+            self.refuse_adopted(at, element_id=pid)
             self.targets.append(Target(self.seq, PropositionById(pid), at))
             pos = self.add_prop(None, None, None, pid, payload, expect, f"(id: {rules._q(pid)})", at)
         else:
@@ -565,6 +571,7 @@ class Analyzer:
         at = target.span.start
         if target.id is not None:
             cid = resolve_str(target.id, self.params, "A concept `id`")
+            self.refuse_adopted(at, element_id=cid)
             return self.earlier_or_outside(self.by_cid.get(cid), ConceptBlockRef, ConceptById(cid), at)
         if target.type is None or target.name is None:
             raise KipError(errors.INVALID_SYNTAX, "A KML concept target needs {type, name} or {id}.", "Write {type: \"Type\", name: \"Name\"} or {id: \"C:…\"}.")
@@ -580,6 +587,7 @@ class Analyzer:
         at = target.span.start
         if target.id is not None:
             pid = resolve_str(target.id, self.params, "A proposition `id`")
+            self.refuse_adopted(at, element_id=pid)
             return self.earlier_or_outside(self.by_pid.get(pid), PropositionRowRef, PropositionById(pid), at)
         predicate = self.predicate_name(target.predicate)
         subject = self.ref(target.subject)
@@ -595,7 +603,23 @@ class Analyzer:
         self.targets.append(Target(self.seq, outside, at))
         return outside
 
+    def refuse_adopted(self, at: int, *, type_: Optional[str] = None, predicate: Optional[str] = None, element_id: Optional[str] = None) -> None:
+        """KIP_3004 for an UPSERT that would write adopted data: a concept of an adopted type, a
+        link of an adopted predicate, an element by adopted id, or a memory proposition pointing
+        at an adopted concept (docs/adopt.md). The ``$ConceptType`` / ``$PropositionType``
+        definitions of adopted names are KIP's own nodes: a capsule may re-assert them (a
+        restored backup does)."""
+        if self.adoption is None:
+            return
+        split = adopt.split_id(element_id)
+        if split is not None:
+            type_, predicate = split[0], split[0]
+        found = (self.adoption.type(type_) if type_ else None) or (self.adoption.predicate(predicate) if predicate else None)
+        if found is not None:
+            raise adopted_cy.read_only(found, "This UPSERT", at)
+
     def require_type(self, type_: str, name: Optional[str], at: int) -> None:
+        self.refuse_adopted(at, type_=type_)
         if type_ == storage.CONCEPT_TYPE and name == storage.CONCEPT_TYPE:
             return  # the self-defining root of the type system
         if type_ in self.defined_types:
@@ -603,6 +627,7 @@ class Analyzer:
         self.schema_checks.append(SchemaCheck(self.seq, storage.CONCEPT_TYPE, type_, at))
 
     def require_predicate(self, predicate: str, at: int) -> None:
+        self.refuse_adopted(at, predicate=predicate)
         if predicate in self.defined_predicates:
             return
         self.schema_checks.append(SchemaCheck(self.seq, storage.PROPOSITION_TYPE, predicate, at))
@@ -643,4 +668,4 @@ def _refuse_engine_name(type_: str, name: str) -> None:
 
 
 def lower_capsule(command: ast.Capsule, parameters: dict[str, Any], settings: Settings) -> UpsertPlan:
-    return Analyzer(parameters).run(command, settings.strict_schema)
+    return Analyzer(parameters, settings.adoption).run(command, settings.strict_schema)

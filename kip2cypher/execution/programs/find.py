@@ -39,6 +39,7 @@ def find(plan: FindPlan, ctx: Context) -> Generator[Any, Any, dict]:
     response: dict[str, Any] = {"result": result[0] if len(plan.columns) == 1 else result}
     if more:
         response["next_cursor"] = cursor.encode(ctx.settings, plan.fingerprint, plan.offset + limit)
+    warnings = [*plan.notes, *warnings]
     if warnings:
         response["warnings"] = warnings
     return response

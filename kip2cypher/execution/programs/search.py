@@ -9,12 +9,17 @@ from __future__ import annotations
 
 from typing import Any, Generator, Optional
 
+from ... import adoption
 from ...errors import TYPE_MISMATCH, KipError, did_you_mean
 from ...lower.search import SearchPlan
 from ..requests import Context, Embed, Run
 from ..results import concept_object, proposition_object
 from ..scoring import Hit, Scorer, fuse
 from . import grounding
+
+
+class AdoptedObject(dict):
+    """A SEARCH hit that is an adopted concept: already its KIP object (not a stored node)."""
 
 
 def _rows(row: dict[str, Any]) -> list[tuple[int, str, Any, bool]]:
@@ -49,7 +54,19 @@ def keyword(plan: SearchPlan, first: Optional[list[dict[str, Any]]] = None) -> G
                 if score > 0:
                     hits[element_id] = (score, offset + rank, node, whole)
 
+    def adopted(query: str, offset: int) -> Generator[Any, Any, None]:
+        """Candidates among adopted concepts (their own full-text index, docs/adopt.md)."""
+        if plan.adopted is None:
+            return
+        for rank, row in enumerate((yield Run(plan.adopted, {"query": query, "pool": plan.pool}))):
+            obj, name, texts = row["hit"]
+            element = AdoptedObject(adoption.element_object(obj))
+            score = scorer.grounding(name if isinstance(name, str) else None, None, texts)
+            if element["id"] not in hits and score > 0:
+                hits[element["id"]] = (score, offset + rank, element, True)
+
     yield from candidates(plan.plain_query, 0, first)
+    yield from adopted(plan.plain_query, 0)
     if not plan.concept:
         # The predicate name and its $PropositionType description ground every proposition of that predicate.
         scored: dict[str, float] = {}
@@ -67,6 +84,7 @@ def keyword(plan: SearchPlan, first: Optional[list[dict[str, Any]]] = None) -> G
     # The expensive expansions (infix, fuzzy) only when the plain query leaves LIMIT unfilled.
     if plan.full_query != plan.plain_query and sum(1 for h in hits.values() if h[0] >= floor) < plan.limit:
         yield from candidates(plan.full_query, plan.pool)
+        yield from adopted(plan.full_query, plan.pool)
     ranked = sorted(hits.items(), key=lambda item: (-item[1][0], item[1][1], item[0]))
     return [(element_id, score, node if whole else None) for element_id, (score, _, node, whole) in ranked[: plan.pool]]
 
@@ -116,7 +134,10 @@ def search(plan: SearchPlan, ctx: Context) -> Generator[Any, Any, dict]:
         node = node or fetched.get(element_id)
         if node is None:
             continue
-        obj = concept_object(node) if plan.concept else proposition_object(node)
+        if isinstance(node, AdoptedObject):
+            obj = dict(node)
+        else:
+            obj = concept_object(node) if plan.concept else proposition_object(node)
         obj["metadata"] = {**obj["metadata"], "_score": round(score, 4)}
         results.append(obj)
     if not results and plan.with_type is not None:

@@ -1,0 +1,170 @@
+"""``kip2cypher adopt``: register an adoption mapping in a namespace (docs/adopt.md).
+
+``apply(nexus, adoption)`` is idempotent and writes only KIP's own data: each adopted type and
+predicate as a ``$ConceptType`` / ``$PropositionType`` of the namespace's schema (metadata
+``adopted: true``, domain ``Adopted``) so DESCRIBE shows them, and the mapping itself (JSON) on
+the namespace's nexus node. With ``create_index`` it also creates the full-text index keyword
+SEARCH uses over the mapped text properties (a schema object; no node or relationship of the
+team's graph is written). ``dry_run`` only reads: what would be registered, and how many of the
+team's nodes and relationships the mapping exposes.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Optional
+
+from . import adoption as adopt
+from .adoption import Adoption, AdoptedPredicate, AdoptedType
+from .cypher import catalog, storage
+from .cypher.builder import Ident, Statement, frag
+from .lower import adopted as adopted_cy
+from .lower.compile import compile_plan
+
+DOMAIN_DESCRIPTION = "Types and predicates adopted from the team's own graph (read-only for KIP; docs/adopt.md)."
+METADATA = '{ adopted: true, source: "kip2cypher adopt", author: "$system" }'
+
+
+def registration(adoption: Adoption) -> tuple[str, dict[str, Any]]:
+    """The UPSERT capsule (and its parameters) registering every adopted type and predicate."""
+    params: dict[str, Any] = {"domain_description": DOMAIN_DESCRIPTION}
+    blocks = ['  CONCEPT ?adopted_domain { {type: "Domain", name: "%s"} SET ATTRIBUTES { description: :domain_description } }' % adopt.DOMAIN]
+    for i, t in enumerate(adoption.types):
+        params.update({f"t{i}": t.name, f"t{i}_description": t.description, f"t{i}_schema": _schema(t.attributes, "node"),
+                       f"t{i}_from": {"label": t.label, "name_property": t.name_property, "key": t.key}})
+        blocks.append(
+            f'  CONCEPT ?t{i} {{ {{type: "$ConceptType", name: :t{i}}} SET ATTRIBUTES {{ description: :t{i}_description, '
+            f"instance_schema: :t{i}_schema, adopted_from: :t{i}_from }} SET PROPOSITIONS {{ (\"belongs_to_domain\", ?adopted_domain) }} }}"
+        )
+    for i, p in enumerate(adoption.predicates):
+        params.update({f"p{i}": p.name, f"p{i}_description": p.description, f"p{i}_subject": [p.subject], f"p{i}_object": [p.object],
+                       f"p{i}_schema": _schema(p.attributes, "relationship"), f"p{i}_from": {"relationship_type": p.rel_type}})
+        blocks.append(
+            f'  CONCEPT ?p{i} {{ {{type: "$PropositionType", name: :p{i}}} SET ATTRIBUTES {{ description: :p{i}_description, '
+            f"subject_types: :p{i}_subject, object_types: :p{i}_object, instance_schema: :p{i}_schema, adopted_from: :p{i}_from }} "
+            f"SET PROPOSITIONS {{ (\"belongs_to_domain\", ?adopted_domain) }} }}"
+        )
+    return "UPSERT {\n" + "\n".join(blocks) + "\n}\nWITH METADATA " + METADATA, params
+
+
+def _schema(attributes: tuple[tuple[str, str], ...], owner: str) -> dict[str, Any]:
+    return {key: {"type": "any", "is_required": False, "description": f"The {owner} property {prop!r} of the team's graph (read-only)."}
+            for key, prop in attributes}
+
+
+def _count_type(t: AdoptedType) -> Statement:
+    n = frag("n")
+    stmt = Statement()
+    stmt.line("MATCH ", adopted_cy.node(n, t))
+    stmt.line("RETURN count(n) AS nodes, count(n.", Ident(t.name_property), ") AS named")
+    return stmt
+
+
+def _count_predicate(p: AdoptedPredicate, adoption: Adoption) -> Statement:
+    stmt = Statement()
+    stmt.line("MATCH ()-[r:", Ident(p.rel_type), "]->() WITH count(r) AS all_of_type")
+    stmt.line("OPTIONAL MATCH ", adopted_cy.node(frag("s"), adoption.type(p.subject)), "-[r:", Ident(p.rel_type), "]->",
+              adopted_cy.node(frag("o"), adoption.type(p.object)))
+    stmt.line("RETURN all_of_type, count(r) AS relationships")
+    return stmt
+
+
+def survey(nexus: Any, adoption: Adoption) -> dict[str, Any]:
+    """What the mapping exposes of the graph (read only): nodes per type (and how many lack the
+    name property), relationships per predicate (and how many of that type it does not expose)."""
+    def one(stmt: Statement) -> dict[str, Any]:
+        text, params = stmt.build()
+        records, _, _ = nexus.driver.execute_query(text, params, database_=nexus.database, routing_="r")
+        return dict(records[0])
+
+    types = []
+    for t in adoption.types:
+        row = one(_count_type(t))
+        types.append({"type": t.name, "label": t.label, "nodes": row["nodes"], "without_name": row["nodes"] - row["named"]})
+    predicates = []
+    for p in adoption.predicates:
+        row = one(_count_predicate(p, adoption))
+        predicates.append({"predicate": p.name, "relationship_type": p.rel_type, "subject": p.subject, "object": p.object,
+                           "relationships": row["relationships"], "not_exposed": row["all_of_type"] - row["relationships"]})
+    return {"types": types, "predicates": predicates}
+
+
+def text_index(nexus: Any, adoption: Adoption) -> Optional[dict[str, Any]]:
+    """The full-text index of the mapping's text properties: its name, DDL and whether it exists
+    as defined (None when no type has text properties)."""
+    labels = tuple(dict.fromkeys(t.label for t in adoption.types if t.text))
+    properties = tuple(dict.fromkeys(p for t in adoption.types for p in t.text))
+    if not labels:
+        return None
+    names = storage.names(nexus.settings.namespace)
+    name = catalog.adopted_text_index(names)
+    records, _, _ = nexus.driver.execute_query(
+        "SHOW FULLTEXT INDEXES YIELD name, labelsOrTypes, properties WHERE name = $name RETURN labelsOrTypes, properties",
+        name=name, database_=nexus.database, routing_="r",
+    )
+    current = (set(records[0]["labelsOrTypes"]), set(records[0]["properties"])) if records else None
+    state = "missing" if current is None else ("present" if current == (set(labels), set(properties)) else "different")
+    return {"name": name, "statement": catalog.adopted_text_ddl(names, labels, properties), "state": state}
+
+
+def stored(nexus: Any) -> Optional[Adoption]:
+    """The mapping stored on the namespace's nexus node (None: nothing adopted)."""
+    records, _, _ = nexus.driver.execute_query(catalog.NEXUS_READ, namespace=nexus.settings.namespace, database_=nexus.database, routing_="r")
+    text = records[0]["adoption"] if records else None
+    return Adoption.from_json(text) if text else None
+
+
+def apply(nexus: Any, adoption: Adoption, *, dry_run: bool = False, create_index: bool = False) -> dict[str, Any]:
+    """Register ``adoption`` in the nexus's namespace (see the module docstring); returns a report."""
+    previous = stored(nexus)
+    report: dict[str, Any] = {"namespace": nexus.settings.namespace, "dry_run": dry_run, **survey(nexus, adoption)}
+    index = text_index(nexus, adoption)
+    indexed = index is not None and (index["state"] == "present" or (create_index and not dry_run))
+    adoption = dataclasses.replace(adoption, text_indexed=indexed)
+    report["mapping"] = "unchanged" if previous == adoption else ("would be stored" if dry_run else "stored")
+    if previous is not None:
+        dropped = [t.name for t in previous.types if adoption.type(t.name) is None] + [p.name for p in previous.predicates if adoption.predicate(p.name) is None]
+        if dropped:
+            report["no_longer_adopted"] = dropped
+    if dry_run:
+        report["would_register"] = {"concept_types": [t.name for t in adoption.types], "predicates": [p.name for p in adoption.predicates], "domain": adopt.DOMAIN}
+    else:
+        nexus.bootstrap()
+        text, params = registration(adoption)
+        plan = compile_plan(text, params, nexus.settings.replace(adoption=None))
+        report["registered"] = nexus.run_plan(plan)["result"]
+        with nexus.session("WRITE") as session:
+            if index is not None and create_index and index["state"] != "present":
+                if index["state"] == "different":
+                    session.run(f"DROP INDEX {index['name']} IF EXISTS").consume()
+                session.run(index["statement"]).consume()
+                session.run("CALL db.awaitIndex($name, 300)", name=index["name"]).consume()
+                index["state"] = "created"
+            session.run(catalog.NEXUS_ADOPT, namespace=nexus.settings.namespace, adoption=adoption.to_json()).consume()
+        nexus.reload_nexus_node()
+    if index is not None:
+        report["text_index"] = index
+    return report
+
+
+
+def report_lines(report: dict[str, Any]) -> list[str]:
+    """``apply``'s report for people."""
+    verb = "would register" if report["dry_run"] else "registered"
+    lines = []
+    for t in report["types"]:
+        missing = f" ({t['without_name']} without the name property)" if t["without_name"] else ""
+        lines.append(f"type {t['type']} {verb} — label {t['label']}: {t['nodes']} node(s){missing}")
+    for p in report["predicates"]:
+        other = f" ({p['not_exposed']} of that type between other labels are not exposed)" if p["not_exposed"] else ""
+        lines.append(f"predicate {p['predicate']} {verb} — ({p['subject']})-[:{p['relationship_type']}]->({p['object']}): {p['relationships']} relationship(s){other}")
+    lines.append(f"mapping: {report['mapping']}")
+    if report.get("no_longer_adopted"):
+        lines.append(f"no longer adopted (their definitions stay, marked adopted): {', '.join(report['no_longer_adopted'])}")
+    index = report.get("text_index")
+    if index is not None:
+        if index["state"] in ("present", "created"):
+            lines.append(f"full-text index {index['name']}: {index['state']}")
+        else:
+            lines.append(f"full-text index {index['name']} is {index['state']}; keyword SEARCH over adopted types needs it: re-run with --create-index, or run:")
+            lines.append(f"  {index['statement']}")
+    return lines

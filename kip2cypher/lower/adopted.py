@@ -1,0 +1,173 @@
+"""Cypher for adopted types and predicates (docs/adopt.md): the team's own nodes and
+relationships read as KIP concepts and propositions, never written.
+
+Every label, relationship type and property name here comes from the validated mapping
+(``kip2cypher.adoption``) and is emitted as an ``Ident`` (backtick-quoted by the builder);
+every value is a ``Param``. Ids are built in Cypher exactly as ``adoption.concept_id`` /
+``adoption.proposition_id`` describe, so ``?d.id`` in a FILTER, ``{id: "A:Drug:D001"}`` in a
+clause and the ``id`` of a result agree.
+"""
+from __future__ import annotations
+
+from typing import Optional, Union
+
+from .. import adoption as adopt
+from ..adoption import AdoptedPredicate, AdoptedType
+from ..cypher import storage
+from ..cypher.builder import Fragment, Ident, Internal, Param, Part, Statement, frag, join, literal
+from ..errors import IMMUTABLE_TARGET, INVALID_SYNTAX, KipError
+
+Adopted = Union[AdoptedType, AdoptedPredicate]
+
+
+def not_engine(ref: Part) -> Fragment:
+    """``ref`` carries no engine label: a memory concept of any namespace carries its concept-type
+    name as a label too (docs/namespaces.md), so ``:Drug`` alone could match KIP's own nodes."""
+    label = Internal("label")
+    tests = [frag(label, " = ", literal(stem), " OR ", label, " STARTS WITH ", literal(stem + "__")) for stem in storage.RESERVED_LABEL_STEMS]
+    return frag("none(", label, " IN labels(", ref, ") WHERE ", join(" OR ", tests), ")")
+
+
+def node(ref: Part, t: AdoptedType, name: Optional[Part] = None, id_value: Optional[str] = None) -> Fragment:
+    """``(ref:`Label` {`name_prop`: $name} WHERE …)``: a node of adopted type ``t`` (``name``: the
+    name's parameter)."""
+    out = frag("(", ref, ":", Ident(t.label))
+    if name is not None:
+        out.add(" {", Ident(t.name_property), ": ", name, "}")
+    conds = [not_engine(ref)]
+    if id_value is not None:
+        conds.append(id_test(ref, t, id_value))
+    out.add(" WHERE ", join(" AND ", conds), ")")
+    return out
+
+
+def id_test(ref: Part, t: AdoptedType, value: str) -> Fragment:
+    """``ref`` has the adopted id ``A:<Type>:<value>``: ``@<elementId>`` or the ``key`` value (a
+    string, or an integer written in decimal)."""
+    tests: list[Fragment] = []
+    if value.startswith(adopt.ELEMENT_MARK):
+        tests.append(frag("elementId(", ref, ") = ", Param(value[len(adopt.ELEMENT_MARK):])))
+    if t.key is not None:
+        tests.append(frag(ref, ".", Ident(t.key), " IN ", Param(adopt.key_candidates(value))))
+    if not tests:
+        return frag("false")
+    return tests[0] if len(tests) == 1 else frag("(", join(" OR ", tests), ")")
+
+
+def concept_id(ref: Part, t: AdoptedType) -> Fragment:
+    """The adopted id of node ``ref`` of type ``t``."""
+    element = frag(Param(adopt.ELEMENT_MARK), " + elementId(", ref, ")")
+    value = frag("coalesce(toString(", ref, ".", Ident(t.key), "), ", element, ")") if t.key is not None else element
+    return frag("CASE WHEN ", ref, " IS NULL THEN null ELSE ", Param(adopt.id_prefix(t.name)), " + ", value, " END")
+
+
+def proposition_id(ref: Part, p: AdoptedPredicate) -> Fragment:
+    return frag("CASE WHEN ", ref, " IS NULL THEN null ELSE ", Param(adopt.id_prefix(p.name) + adopt.ELEMENT_MARK), " + elementId(", ref, ") END")
+
+
+def attribute_map(ref: Part, pairs: tuple[tuple[str, str], ...]) -> Fragment:
+    """``{k: ref.`prop`, …}`` (missing properties come back null; the decoder drops them)."""
+    if not pairs:
+        return frag("{}")
+    return frag("{", join(", ", [frag(Ident(key), ": ", ref, ".", Ident(prop)) for key, prop in pairs]), "}")
+
+
+def metadata_map(what: Adopted) -> Fragment:
+    source = "label" if isinstance(what, AdoptedType) else "relationship_type"
+    value = what.label if isinstance(what, AdoptedType) else what.rel_type
+    return frag("{adopted: true, ", source, ": ", Param(value), "}")
+
+
+def element(ref: Part, what: Adopted, adoption: adopt.Adoption) -> Fragment:
+    """The KIP JSON object of an adopted node / relationship, built in Cypher (null for null)."""
+    if isinstance(what, AdoptedType):
+        body = frag("{id: ", concept_id(ref, what), ", type: ", Param(what.name), ", name: ", ref, ".", Ident(what.name_property),
+                    ", attributes: ", attribute_map(ref, what.attributes), ", metadata: ", metadata_map(what), "}")
+    else:
+        subject, obj = adoption.type(what.subject), adoption.type(what.object)
+        body = frag("{id: ", proposition_id(ref, what), ", subject: ", concept_id(frag("startNode(", ref, ")"), subject),
+                    ", predicate: ", Param(what.name), ", object: ", concept_id(frag("endNode(", ref, ")"), obj),
+                    ", attributes: ", attribute_map(ref, what.attributes), ", metadata: ", metadata_map(what), "}")
+    return frag("CASE WHEN ", ref, " IS NULL THEN null ELSE ", body, " END")
+
+
+def field(ref: Part, what: Adopted, path: tuple[str, ...], adoption: adopt.Adoption) -> Fragment:
+    """``?x.<path>`` of an adopted element: the mapped property, or null for what it lacks."""
+    head = path[0]
+    if head == "attributes":
+        if len(path) == 1:
+            return attribute_map(ref, what.attributes)
+        prop = what.property_of(path[1])
+        return frag(ref, ".", Ident(prop)) if prop is not None else frag("null")
+    if head == "metadata":
+        if len(path) == 1:
+            return metadata_map(what)
+        return frag("CASE WHEN ", ref, " IS NULL THEN null ELSE true END") if path[1] == "adopted" else frag("null")
+    if isinstance(what, AdoptedType):
+        if head == "id":
+            return concept_id(ref, what)
+        if head == "type":
+            return frag("CASE WHEN ", ref, " IS NULL THEN null ELSE ", Param(what.name), " END")
+        if head == "name":
+            return frag(ref, ".", Ident(what.name_property))
+        return frag("null")
+    if head == "id":
+        return proposition_id(ref, what)
+    if head == "predicate":
+        return frag("CASE WHEN ", ref, " IS NULL THEN null ELSE ", Param(what.name), " END")
+    if head == "subject":
+        return concept_id(frag("startNode(", ref, ")"), adoption.type(what.subject))
+    if head == "object":
+        return concept_id(frag("endNode(", ref, ")"), adoption.type(what.object))
+    return frag("null")
+
+
+def name_value(ref: Part, what: Adopted) -> Fragment:
+    """What ORDER BY ?x sorts an adopted element on (its name; a relationship: its id)."""
+    if isinstance(what, AdoptedType):
+        return frag(ref, ".", Ident(what.name_property))
+    return proposition_id(ref, what)
+
+
+def read_only(what: Adopted, action: str, offset: Optional[int] = None) -> KipError:
+    """KIP_3004 for a write that would change the team's graph (refused at compile time)."""
+    kind = f"concept type {what.name!r} (Neo4j label {what.label!r})" if isinstance(what, AdoptedType) else f"predicate {what.name!r} (Neo4j relationship type {what.rel_type!r})"
+    return KipError(
+        IMMUTABLE_TARGET,
+        f"{action} would change the {kind}, which is adopted from the team's own graph: adopted data is read-only for KIP.",
+        "Change it in the team's application or database instead; KIP only reads it (docs/adopt.md). "
+        "Store your own knowledge about it as memory concepts and propositions of non-adopted types.",
+        offset=offset,
+    )
+
+
+def not_exported(what: Adopted, var: str) -> KipError:
+    """EXPORT writes capsules of KIP memory; the team's graph is not KIP's to export."""
+    return KipError(
+        INVALID_SYNTAX,
+        f"EXPORT ?{var} binds adopted data ({what.name!r} is adopted from the team's own graph); EXPORT exports KIP memory only.",
+        "Read adopted data with FIND; export the team's graph with the team's own tools (docs/adopt.md).",
+    )
+
+
+def unsupported(what: str, offset: Optional[int] = None) -> KipError:
+    return KipError(INVALID_SYNTAX, f"{what} is not supported over adopted predicates.", "docs/adopt.md lists what KQL can do over adopted data; split the query.", offset=offset)
+
+
+def search_statement(adoption: adopt.Adoption, index: str, with_type: Optional[AdoptedType]) -> Statement:
+    """Keyword SEARCH CONCEPT over the adopted full-text index: per hit ``[object, name, [other
+    text values]]`` — the KIP object, and what the lexical score reads. A node carrying several
+    adopted labels is read as the first of its types in the mapping (or as ``with_type``)."""
+    node = frag("node")
+    types = [with_type] if with_type is not None else [t for t in adoption.types if t.text]
+    stmt = Statement()
+    stmt.line("CALL db.index.fulltext.queryNodes(", literal(index), ", ", Param(None, "query"), ") YIELD node")
+    stmt.line("WHERE ", not_engine(node), *([" AND node:", Ident(with_type.label)] if with_type is not None else []))
+    stmt.line("WITH node LIMIT ", Param(None, "pool"))
+    cases = []
+    for t in types:
+        texts = [frag("node.", Ident(p)) for p in t.text if p != t.name_property]
+        hit = frag("[", element(node, t, adoption), ", node.", Ident(t.name_property), ", [x IN [", join(", ", texts), "] WHERE x IS NOT NULL]]")
+        cases.append(frag("WHEN node:", Ident(t.label), " THEN ", hit))
+    stmt.line("RETURN CASE ", join(" ", cases), " END AS hit")
+    return stmt
