@@ -1,14 +1,17 @@
 """kip2cypher benchmark suite: KIP end to end against hand-written Cypher on a real Neo4j.
 
-    python -m bench [--scale 10k|100k] [--quick] [--out DIR]
+    python -m bench [--scale 10k|100k] [--quick] [--out DIR] [--namespace NS]
 
 Steps: compile micro-benchmarks over the spec examples; capsule ingest (1,000 concepts +
 2,000 propositions, wiped database each run) KIP vs UNWIND + MERGE; load of the synthetic
 memory graph through KIP UPSERT capsules; then the query mix, each command verified
 against its hand-written Cypher, timed alternately and PROFILEd. Writes DIR/report.json
 (+ DIR/report-<scale>.json), prints a table and draws DIR/ratio-<scale>.png and
-DIR/scale.png. WIPES the database it runs against (its own local server by default:
-bench/server.py). Timings never gate the test suite.
+DIR/scale.png. With ``--namespace NS`` the graph is loaded into namespace NS and a second,
+same-size copy into NS_beside, and the query mix runs in NS against hand-written Cypher in
+NS's vocabulary (bench/namespaced.py); report files are suffixed ``-ns``. WIPES the database
+it runs against (its own local server by default: bench/server.py). Timings never gate the
+test suite.
 """
 from __future__ import annotations
 
@@ -23,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
-from . import compile_bench, ingest, plots
+from . import compile_bench, ingest, namespaced, plots
 from .graph import MemoryGraph
 from .load import load_graph, wipe
 from .queries import CURSOR_QUERY, build, search_queries, semantic_queries, write_queries
@@ -67,9 +70,18 @@ def _marker(driver: Any, database: Optional[str]) -> Optional[dict[str, Any]]:
     return records[0]["m"] if records else None
 
 
-def _set_marker(driver: Any, database: Optional[str], n: int, load: dict[str, Any]) -> None:
-    driver.execute_query("MERGE (m:BenchMarker) SET m.concepts = $n, m.version = $v, m.load = $load",
-                         n=n, v=GRAPH_VERSION, load=json.dumps(load), database_=database)
+def _set_marker(driver: Any, database: Optional[str], n: int, namespace: str, load: dict[str, Any]) -> None:
+    driver.execute_query("MERGE (m:BenchMarker) SET m.concepts = $n, m.version = $v, m.namespace = $ns, m.load = $load",
+                         n=n, v=GRAPH_VERSION, ns=namespace, load=json.dumps(load), database_=database)
+
+
+def _namespaced(queries: list[Any]) -> list[Any]:
+    """The hand-written statements of ``queries`` in the vocabulary of the bench's namespace."""
+    for q in queries:
+        q.cypher = namespaced.cypher(q.cypher)
+        q.verify_cypher = q.verify_cypher and namespaced.cypher(q.verify_cypher)
+        q.alt_cypher = q.alt_cypher and namespaced.cypher(q.alt_cypher)
+    return queries
 
 
 def cursor_token(nexus: Any) -> str:
@@ -90,10 +102,15 @@ def main(argv: Optional[list[str]] = None) -> int:
     options.add_argument("--reuse-graph", action="store_true",
                          help="keep the loaded graph when it matches (implies --skip-ingest, which would wipe it)")
     options.add_argument("--no-embed-ingest", action="store_true", help="skip the ingest with the bundled embedding model on")
+    options.add_argument("--namespace", default="",
+                         help="run the query mix in this namespace, with a same-size graph in NS_beside (implies --skip-ingest --skip-compile)")
     args = options.parse_args(argv)
 
     n = 10_000 if args.quick else parse_scale(args.scale)
-    label = scale_label(n)
+    label = scale_label(n) + ("-ns" if args.namespace else "")
+    if args.namespace:
+        args.skip_ingest = args.skip_compile = True
+        namespaced.use(args.namespace)
     reps = args.reps or (5 if args.quick else 15)
     warmup = 2 if args.quick else 3
     out = Path(args.out)
@@ -105,7 +122,7 @@ def main(argv: Optional[list[str]] = None) -> int:
 
     uri, database = ensure_server(log)
     # No embedder: the hand-written side computes no embeddings either (keyword SEARCH only).
-    settings = Settings(embedder=False)
+    settings = Settings(embedder=False, namespace=args.namespace)
     nexus = Nexus(uri, database=database, settings=settings)
     # Semantic and hybrid SEARCH: the bench graph's concept vectors and the KIP side's term (bench/vectors.py).
     vector_model = HashEmbedder()
@@ -115,6 +132,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         f"load average {os.getloadavg()[0]:.1f}, {reps} timed pairs per query{' (quick)' if args.quick else ''}")
     report: dict[str, Any] = {
         "scale": label,
+        "namespace": args.namespace,
         "concepts": n,
         "neo4j_version": version,
         "quick": bool(args.quick),
@@ -137,7 +155,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     reuse = False
     if args.reuse_graph:
         marker = _marker(nexus.driver, database)
-        reuse = bool(marker) and marker.get("concepts") == n and marker.get("version") == GRAPH_VERSION
+        reuse = bool(marker) and marker.get("concepts") == n and marker.get("version") == GRAPH_VERSION and marker.get("namespace", "") == args.namespace
         if reuse:
             report["load"] = {**json.loads(marker["load"]), "reused": True}
             log(f"\n[2-3/4] reusing the loaded {label} graph (--reuse-graph)")
@@ -155,11 +173,13 @@ def main(argv: Optional[list[str]] = None) -> int:
         stats = load_graph(nexus, graph, log)
         report["load"] = stats.as_dict()
         log(f"  loaded in {stats.as_dict()['total_s']:.1f}s ({stats.batches} capsules, compile share {stats.compile_s:.1f}s)")
+        if args.namespace:
+            report["load"]["beside"] = load_beside(uri, database, settings, graph, vector_model, args.namespace + "_beside")
     started_vectors = time.perf_counter()
     vectors = embed_concepts(nexus, vector_model)  # only the missing ones when the graph is reused
     if not reuse:
         report["load"].update(vectors=vectors, vectors_s=round(time.perf_counter() - started_vectors, 1))
-        _set_marker(nexus.driver, database, n, report["load"])
+        _set_marker(nexus.driver, database, n, args.namespace, report["load"])
         log(f"  {vectors} concept vectors ({vector_model.name}) in {report['load']['vectors_s']}s")
 
     # ---------------------------------------------------------------- queries
@@ -168,6 +188,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     queries += search_queries("quantum lattice", graph.topic(1))
     queries += semantic_queries("quantum lattice", vector_model)
     queries += write_queries(graph)
+    queries = _namespaced(queries)
     if args.only:
         wanted = {name.strip() for name in args.only.split(",")}
         queries = [q for q in queries if q.name in wanted]
@@ -199,6 +220,18 @@ def main(argv: Optional[list[str]] = None) -> int:
     semantic.close()
     log(f"\nreport: {out / 'report.json'} ({report['wall_s']:.0f}s wall)")
     return 1 if any(m.error for m in measurements) else 0
+
+
+def load_beside(uri: str, database: Optional[str], settings: Any, graph: MemoryGraph, model: Any, namespace: str) -> dict[str, Any]:
+    """The same graph, with its vectors, in ``namespace``: the neighbour the measured namespace shares the database with."""
+    from kip2cypher import Nexus
+
+    log(f"  … and the same graph beside it, in namespace {namespace!r}")
+    with Nexus(uri, database=database, settings=settings.replace(namespace=namespace)) as beside:
+        stats = load_graph(beside, graph, log)
+        vectors = embed_concepts(beside, model)
+    log(f"  loaded in {stats.as_dict()['total_s']:.1f}s, {vectors} vectors")
+    return {"namespace": namespace, "total_s": stats.as_dict()["total_s"], "vectors": vectors}
 
 
 def summarize(report: dict[str, Any]) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from typing import Any, Callable, Optional
 
 from kip2cypher.cypher import storage
 
-from . import writer
+from . import namespaced, writer
 from .capsule import small_capsule
 from .graph import MemoryGraph
 
@@ -300,14 +300,14 @@ def semantic_queries(term: str, embedder: Any) -> list[Query]:
     them in Python with KIP's own score-weighted RRF (``execution.scoring.fuse``, Lucene
     scores divided by the best) — KIP re-scores its keyword candidates lexically, so the
     check is that every KIP hit is among the candidates of either index."""
-    from kip2cypher.cypher.catalog import CONCEPT_TEXT_INDEX, CONCEPT_VECTOR_INDEX
+    from kip2cypher.cypher import catalog, storage
     from kip2cypher.execution.scoring import fuse
     from kip2cypher.lower.search import candidate_pool, lucene_query
 
     vector = embedder.embed([term])[0]
     pool = candidate_pool(10)
-    vector_call = f"CALL db.index.vector.queryNodes('{CONCEPT_VECTOR_INDEX}', $k, $vector) YIELD node, score "
-    hybrid = (f"CALL () {{ CALL db.index.fulltext.queryNodes('{CONCEPT_TEXT_INDEX}', $q) YIELD node, score "
+    vector_call = f"CALL db.index.vector.queryNodes('{catalog.concept_vector_index(storage.DEFAULT)}', $k, $vector) YIELD node, score "
+    hybrid = (f"CALL () {{ CALL db.index.fulltext.queryNodes('{catalog.concept_text_index(storage.DEFAULT)}', $q) YIELD node, score "
               "WITH node, score LIMIT $k RETURN collect([node.id, node.name, score]) AS kw } "
               f"CALL () {{ {vector_call}RETURN collect([node.id, node.name, score]) AS vec }} RETURN kw, vec")
 
@@ -427,8 +427,8 @@ def _scratch(driver: Any, database: Any, graph: MemoryGraph) -> None:
 
 
 def _views_in_step(driver: Any, database: Any) -> None:
-    records, _, _ = driver.execute_query(
-        "MATCH (e:Event) WHERE e.`attr.event_class` = 'Meeting' RETURN count(DISTINCT e.`attr.views`) AS distinct_values, min(e.`attr.views`) AS low",
+    records, _, _ = driver.execute_query(namespaced.cypher(
+        "MATCH (e:Event) WHERE e.`attr.event_class` = 'Meeting' RETURN count(DISTINCT e.`attr.views`) AS distinct_values, min(e.`attr.views`) AS low"),
         database_=database)
     if records[0]["distinct_values"] != 1:
         raise AssertionError(f"update_bulk: KIP and hand-written runs did not increment the same Events ({records[0]})")
@@ -448,7 +448,7 @@ RETURN c.type AS type, substring(c.name, size($prefix)) AS name,
 def _same_capsule(driver: Any, database: Any) -> None:
     """The KIP capsule (names "K0 …") and the hand-written write (names "H0 …") stored the same graph."""
     def read(prefix: str) -> list:
-        records, _, _ = driver.execute_query(_SUBGRAPH, prefix=prefix, database_=database)
+        records, _, _ = driver.execute_query(namespaced.cypher(_SUBGRAPH), prefix=prefix, database_=database)
         return sorted((tuple(sorted(map(tuple, r["attrs"]))), tuple(sorted(map(tuple, r["meta"]))), r["type"], r["name"], r["predicate"] or "",
                        r["object"] or "", tuple(sorted(map(tuple, r["link_props"]))), r["native"]) for r in records)
 

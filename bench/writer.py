@@ -13,6 +13,8 @@ from typing import Any, Iterable
 
 from kip2cypher.cypher import storage
 
+from . import namespaced
+
 CONCEPTS = """UNWIND $rows AS row
 MERGE (n:KipConcept {type: row.type, name: row.name})
   ON CREATE SET n.id = 'C:' + replace(randomUUID(), '-', ''), n:$(row.type), n.`meta._version` = 1
@@ -54,6 +56,6 @@ def write(tx: Any, concepts: Iterable[dict[str, Any]], links: Iterable[dict[str,
     now = now_iso()
     rows_c = list(concepts)
     rows_l = list(links)
-    c = list(tx.run(CONCEPTS, rows=rows_c, now=now))[0]["concepts"] if rows_c else 0
-    n = list(tx.run(LINKS, rows=rows_l, now=now))[0]["links"] if rows_l else 0
+    c = list(tx.run(namespaced.cypher(CONCEPTS), rows=rows_c, now=now))[0]["concepts"] if rows_c else 0
+    n = list(tx.run(namespaced.cypher(LINKS), rows=rows_l, now=now))[0]["links"] if rows_l else 0
     return c, n

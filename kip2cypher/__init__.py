@@ -12,14 +12,19 @@ def parse(text: str):
     return _parse(text)
 
 
-def compile(text: str, parameters=None, *, namespace=None):  # noqa: A001 - public API name fixed by the project
+def compile(text: str, parameters=None, *, namespace=None, keep_placeholders=False):  # noqa: A001 - public API name fixed by the project
     """Compile one KIP command into its Cypher statement(s) and parameters (for ``namespace``:
-    default KIP2CYPHER_NAMESPACE, else the default namespace)."""
+    default KIP2CYPHER_NAMESPACE, else the default namespace).
+
+    ``keep_placeholders=True``: a placeholder without a value in ``parameters`` stays the Cypher
+    parameter ``$name`` (listed in each statement's ``runtime_parameters``) for the caller to bind
+    at run time; a placeholder whose value shapes the statement (a type, a predicate, LIMIT …)
+    still needs its value (KIP_1001 says which and where)."""
     from .config import Settings
     from .lower.compile import compile_command
 
     settings = Settings() if namespace is None else Settings(namespace=namespace)
-    return compile_command(text, parameters, settings)
+    return compile_command(text, parameters, settings, keep_placeholders)
 
 
 def connect(uri=None, *, auth=None, database=None, **options):

@@ -125,7 +125,7 @@ class AsyncNexus:
 
     async def bootstrap(self, *, capsules: bool = False, upgrade: bool = False) -> dict[str, Any]:
         """Create the schema objects and apply Genesis (and, optionally, the standard capsules);
-        ``upgrade``: as the engine (``Nexus.bootstrap``)."""
+        ``upgrade``: as the engine; returns once their embeddings are written (``Nexus.bootstrap``)."""
         await self.ensure_schema()
         applied = {}
         for name in bootstrap_capsules(capsules):
@@ -134,6 +134,7 @@ class AsyncNexus:
                 applied[name] = (await self.run_plan(plan, engine=upgrade))["result"]
             except KipError as exc:
                 raise KipError(exc.code, f"Capsule {name} failed: {exc.message}", exc.hint) from None
+        await self.wait_for_embeddings(self.settings.embedding_wait_s)  # a bootstrapped nexus is searchable
         return applied
 
     # ------------------------------------------------------------------ §6 interface

@@ -142,8 +142,13 @@ class Nexus:
         mode = neo4j.READ_ACCESS if access == "READ" else neo4j.WRITE_ACCESS
         return self._driver.session(database=self.database, default_access_mode=mode, bookmark_manager=self._bookmarks, notifications_min_severity="OFF")
 
-    def server_version(self) -> str:
+    def check_reachable(self) -> None:
+        """Prove the server answers before working on ``self.driver`` directly (KIP_4003 within
+        seconds, naming the URI without credentials, when it does not)."""
         self._reachable.ensure()
+
+    def server_version(self) -> str:
+        self.check_reachable()
         records, _, _ = self._driver.execute_query("CALL dbms.components() YIELD versions, edition RETURN versions[0] AS v, edition AS e", database_=self.database)
         return f"{records[0]['v']} {records[0]['e']}"
 
@@ -187,7 +192,8 @@ class Nexus:
 
         ``upgrade``: apply them *as the engine*, so a newer Genesis or standard capsule may
         change the protected structures it defines (idempotent: unchanged elements are not
-        written); agents' writes to those structures stay refused."""
+        written); agents' writes to those structures stay refused. Returns once the capsules'
+        SEARCH embeddings are written (up to ``Settings.embedding_wait_s``)."""
         from . import resources
 
         self.ensure_schema()
@@ -198,6 +204,7 @@ class Nexus:
                 applied[name] = self.run_plan(plan, engine=upgrade)["result"]
             except KipError as exc:
                 raise KipError(exc.code, f"Capsule {name} failed: {exc.message}", exc.hint) from None
+        self.wait_for_embeddings(self.settings.embedding_wait_s)  # a bootstrapped nexus is searchable
         return applied
 
     # ------------------------------------------------------------------ §6 interface

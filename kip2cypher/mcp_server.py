@@ -5,8 +5,9 @@ client) or the SDK's streamable HTTP transport under uvicorn (a shared service f
 clients). Both tools take the §6.1 arguments; their input schema is generated from
 ``models.ExecuteArguments``. A call answers with the §6 response JSON as text content and as
 structured content; ``isError`` is set when the whole request failed (a top-level ``error``).
-The blocking Neo4j work runs in a worker thread, so one slow query never stalls the protocol
-loop.
+``kip2cypher mcp`` serves an ``AsyncNexus`` (``LoopNexus``: one per namespace, one driver):
+a call awaits Neo4j on the event loop, and only a command's CPU work runs in a worker thread,
+so one slow query never stalls the protocol loop.
 
 Over HTTP every request needs ``Authorization: Bearer <token>`` (the SDK's bearer middleware,
 tokens checked here in constant time): an ``rw`` token may use both tools, an ``ro`` token sees
@@ -399,7 +400,7 @@ def transport_security(options: HttpOptions) -> Any:
     )
 
 
-def http_app(server: Server, options: HttpOptions, nexus: Any = None) -> Any:
+def http_app(server: Server, options: HttpOptions, nexus: Any = None, ready: Optional[Callable[[], None]] = None) -> Any:
     """The Starlette app: the SDK's streamable-HTTP session manager behind the SDK's bearer-token
     middleware (when tokens are configured) and a request-size check that answers KIP_4002."""
     from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
@@ -422,7 +423,7 @@ def http_app(server: Server, options: HttpOptions, nexus: Any = None) -> Any:
             Middleware(AuthContextMiddleware),
         ]
     routes = [Route(options.path, endpoint=endpoint), Route(HEALTH_PATH, endpoint=_health(manager), methods=["GET"])]
-    return Starlette(routes=routes, middleware=middleware, lifespan=lambda app: _lifespan(manager, nexus))
+    return Starlette(routes=routes, middleware=middleware, lifespan=lambda app: _lifespan(manager, nexus, ready))
 
 
 #: Liveness endpoint for load balancers and operators (no token needed; says nothing about data).
@@ -444,11 +445,15 @@ def _health(manager: Any) -> Callable[[Any], Any]:
 
 
 @contextlib.asynccontextmanager
-async def _lifespan(manager: Any, nexus: Any) -> Any:
-    """The session manager's task group, and the nexus opened in uvicorn's own loop."""
+async def _lifespan(manager: Any, nexus: Any, ready: Optional[Callable[[], None]] = None) -> Any:
+    """The session manager's task group, and the nexus opened in uvicorn's own loop; ``ready``
+    is called once both are up (the "listening on" line: a client that waits for it is served
+    at once, not queued behind the server's start-up)."""
     async with manager.run():
         if nexus is not None and hasattr(nexus, "start"):
             await nexus.start()
+        if ready is not None:
+            ready()
         try:
             yield
         finally:
@@ -504,10 +509,10 @@ def serve_http(server: Server, options: HttpOptions, *, announce: Callable[[str]
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
     access = f"{len(options.tokens)} bearer token(s): {sum(t.access == 'rw' for t in options.tokens)} rw, {sum(t.access == 'ro' for t in options.tokens)} ro" if options.tokens else "NO AUTHENTICATION (--no-auth, loopback only)"
-    announce(f"kip2cypher MCP (streamable HTTP) listening on http://{shown}:{port}{options.path} — {access}")
     if options.host in ("0.0.0.0", "::") and not options.allowed_hosts:
         announce("warning: bound to every interface, but only loopback Host headers are accepted; name this server's public host:port in --allowed-hosts.")
-    config = uvicorn.Config(http_app(server, options, nexus), log_level="warning", lifespan="on")
+    listening = f"kip2cypher MCP (streamable HTTP) listening on http://{shown}:{port}{options.path} — {access}"
+    config = uvicorn.Config(http_app(server, options, nexus, ready=lambda: announce(listening)), log_level="warning", lifespan="on")
     uvicorn.Server(config).run(sockets=[sock])
 
 
@@ -609,6 +614,10 @@ class LoopNexus:
             return self._namespaces[namespace]
 
     async def close(self) -> None:
+        """Close every namespace's nexus (each drains its embedding refresh), the served one —
+        which owns the shared driver — last."""
+        for nexus in self._namespaces.values():
+            await nexus.close()
         if self._nexus is not None:
             await self._nexus.close()
 

@@ -17,6 +17,8 @@ import hashlib
 import json
 from typing import Any, NamedTuple
 
+from kip2cypher.execution.background import wait_all
+
 
 class Payload(NamedTuple):
     id: str
@@ -172,6 +174,11 @@ _RAW: list[tuple[str, str]] = [
 ]
 
 NAMES: list[Payload] = [Payload(pid, text) for pid, text in _RAW]
+#: NAMES that are a concept type, a name or a value but never a predicate: "/" separates a
+#: namespace from a predicate in a native relationship type (docs/namespaces.md), KIP_1002.
+SLASHED: list[Payload] = [p for p in NAMES if "/" in p.text]
+#: NAMES that go into every string position, predicates included.
+TOKEN_NAMES: list[Payload] = [p for p in NAMES if "/" not in p.text]
 
 MIB = 1 << 20
 #: Too large for an index, fine as a value: 1 MiB strings (the spec puts no bound on values).
@@ -240,6 +247,8 @@ def fingerprint(driver, database=None, *, skip=None) -> dict[str, Any]:
 
     ``skip`` (a ``storage.Names``): leave out that namespace — its elements, the relationships
     that touch them, its nexus node and its schema objects — to fingerprint everything *else*."""
+    # vectors are derived data written after a commit (execution.background): settle them first
+    assert wait_all(120), "the background embedding refresh did not settle"
     labels = [skip.concept, skip.proposition] if skip is not None else []
     nodes = driver.execute_query(_NODES, skip=labels, namespace=skip.namespace if skip is not None else None, database_=database).records
     rels = driver.execute_query(_RELS, skip=labels, database_=database).records

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from kip2cypher.errors import KipError
+from kip2cypher.execution.background import wait_all
 from kip2cypher.execution.requests import Explain, Run
 from kip2cypher.lower.plan import Compiled, Plan
 
@@ -126,6 +127,8 @@ class FakePlans(dict):
 
 def fingerprint(driver, database: Optional[str] = None) -> str:
     """A hash of every node (labels, properties) and relationship (type, endpoints, properties)."""
+    # vectors are derived data written after a commit (execution.background): settle them first
+    assert wait_all(120), "the background embedding refresh did not settle"
     nodes = driver.execute_query(
         "MATCH (n) RETURN elementId(n) AS eid, labels(n) AS labels, properties(n) AS props", database_=database
     ).records

@@ -109,7 +109,9 @@ def count(nexus, cypher: str, **params: Any) -> int:
 
 
 def snapshot(nexus) -> dict[str, Any]:
-    """Every node and relationship with its properties, minus ids' randomness — for no-trace checks."""
+    """Every node and relationship with its properties, minus ids' randomness — for no-trace checks
+    (after the background embedding refresh of the nexus's earlier writes settled)."""
+    assert nexus.wait_for_embeddings(120), "the background embedding refresh did not settle"
     nodes = nexus.driver.execute_query(
         "MATCH (n) RETURN labels(n) AS l, properties(n) AS p ORDER BY n.id", database_=nexus.database
     ).records

@@ -60,10 +60,11 @@ class Served:
 
 
 @contextmanager
-def http_server(server, *args, tokens=TOKENS, env=None):
+def http_server(server, *args, tokens=TOKENS, env=None, flags=("--transport", "http", "--port", "0")):
     """Serve MCP over HTTP on a free port against ``server`` (anything with ``uri``, ``auth``,
-    ``database``); yield a ``Served`` once it announced its URL; terminate it after."""
-    command = [sys.executable, "-m", "kip2cypher.cli", "mcp", "--transport", "http", "--port", "0", *args]
+    ``database``); yield a ``Served`` once it announced its URL; terminate it after. ``flags``:
+    the transport options on the command line (empty: they come from ``env``)."""
+    command = [sys.executable, "-m", "kip2cypher.cli", "mcp", *flags, *args]
     proc = subprocess.Popen(command, env={**server_env(server, tokens), **(env or {})}, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL, text=True)
     lines: queue.Queue = queue.Queue()
     log: list[str] = []

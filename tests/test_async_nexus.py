@@ -80,7 +80,7 @@ def test_async_writes_readonly_refusal_explain_and_bootstrap(genesis, neo4j_serv
     assert refused["error"]["code"] == "KIP_3004"
     assert updated == {"result": {"updated": 2, "matched": 2}}
     assert risks == {"result": [3, 4]}
-    assert plans[0]["label"] == "FIND" and "NodeByLabelScan" in plans[0]["plan"] or "NodeIndexSeek" in plans[0]["plan"]
+    assert plans[0]["label"] == "FIND" and ("NodeByLabelScan" in plans[0]["plan"] or "NodeIndexSeek" in plans[0]["plan"])
     assert outcome.kind == "KML" and outcome.response == {"result": {"deleted_concepts": 1, "deleted_propositions": 1}}
 
 

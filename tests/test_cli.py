@@ -14,6 +14,7 @@ from kip2cypher.cli import main
 from kip2cypher.cli.demo import DEMO_DATA, DEMO_SCHEMA
 
 from interface_helpers import shape_checked, fingerprint
+from kml_helpers import ok
 
 
 @pytest.fixture(autouse=True)
@@ -262,7 +263,7 @@ def test_unreachable_neo4j_never_shows_a_traceback(args):
     runner = CliRunner()
     stdin = {"call": '{"command": "DESCRIBE PRIMER"}', "shell": 'FIND(?d) WHERE { ?d {type: "Drug"} };\n'}.get(args[0], 'FIND(?d) WHERE { ?d {type: "Drug"} }')
     out = runner.invoke(main, [*args, "--uri", "bolt://127.0.0.1:9"], input=stdin, env={"KIP2CYPHER_MAX_RETRY_S": "0.5"})
-    assert "Traceback" not in out.output and out.exception is None or isinstance(out.exception, SystemExit)
+    assert "Traceback" not in out.output and (out.exception is None or isinstance(out.exception, SystemExit))
     assert "KIP_4003" in out.output and "unavailable" in out.output
 
 
@@ -312,6 +313,21 @@ def test_call_takes_a_kip_command_as_an_argument_and_prints_tables(cli, medical)
     assert "[0] DESCRIBE PROPOSITION TYPES" in out.stdout and "treats" in out.stdout and "error KIP_1001" in out.stdout
     out = cli("call", 'UPSERT { CONCEPT ?x { {type: "Drug", name: "Ibuprofen"} } }', "--readonly")
     assert out.exit_code == 1 and json.loads(out.stdout)["error"]["code"] == "KIP_3004"
+
+
+def test_readonly_environment_variable_refuses_writes_in_call_run_and_shell(cli, medical, tmp_path):
+    """KIP2CYPHER_READONLY=1 is the env form of --readonly for every command that has the flag."""
+    upsert = 'UPSERT { CONCEPT ?x { {type: "Drug", name: "EnvReadonly"} } }'
+    readonly = {"KIP2CYPHER_READONLY": "1"}
+    out = cli("call", upsert, env=readonly)
+    assert out.exit_code == 1 and json.loads(out.stdout)["error"]["code"] == "KIP_3004"
+    script = tmp_path / "write.kip"
+    script.write_text(upsert + "\n")
+    out = cli("run", str(script), env=readonly)
+    assert out.exit_code == 1 and json.loads(out.stdout)["error"]["code"] == "KIP_3004"
+    out = cli("shell", input=upsert + ";\n", env=readonly)
+    assert "KIP_3004" in out.output
+    assert ok(medical.execute_kip('FIND(COUNT(?d)) WHERE { ?d {type: "Drug", name: "EnvReadonly"} }')) == 0
 
 
 def test_bootstrap_prints_counts_and_ids_only_with_verbose(cli, nexus):

@@ -87,10 +87,11 @@ def test_unreachable_uri_answers_kip_4003_naming_the_uri_from_the_api():
         assert raised.value.code == "KIP_4003" and uri in raised.value.message
 
 
-CLI_COMMANDS = [["bootstrap"], ["demo"], ["compile", "-", "--explain"], ["export", '?n {type: "Drug"}'], ["call"], ["run", "-"], ["shell"]]
+CLI_COMMANDS = [["bootstrap"], ["demo"], ["compile", "-", "--explain"], ["export", '?n {type: "Drug"}'], ["call"], ["run", "-"], ["shell"],
+                ["namespaces", "list"], ["namespaces", "drop", "alice", "--yes"]]
 
 
-@pytest.mark.parametrize("args", CLI_COMMANDS, ids=lambda a: a[0])
+@pytest.mark.parametrize("args", CLI_COMMANDS, ids=lambda a: " ".join(a[:2]))
 def test_every_cli_command_fails_fast_on_a_silent_uri(args):
     stdin = {"call": '{"command": "DESCRIBE PRIMER"}', "shell": 'FIND(?d) WHERE { ?d {type: "Drug"} };\n'}.get(args[0], 'FIND(?d) WHERE { ?d {type: "Drug"} }')
     with SilentServer() as uri:

@@ -19,7 +19,8 @@ from kip2cypher.config import Settings
 from kip2cypher.execute import _rows_of
 from kip2cypher.execution.programs.embeddings import refresh_touched
 from kip2cypher.execution.requests import Context, Embed, Run
-from kip2cypher.lower.embeddings import GROUNDING, TOUCHED, WRITE
+from kip2cypher.cypher import storage
+from kip2cypher.lower.embeddings import statements
 
 from meta_data import MEDICAL, TopicEmbedder, load, names, ok
 
@@ -106,7 +107,7 @@ def test_a_newer_text_never_gets_the_vector_of_an_older_one(genesis):
 
 
 def test_the_vector_write_skips_an_element_whose_version_moved_on(genesis):
-    """``WRITE`` itself: a row embedded from version v is dropped once the element is at v + 1."""
+    """The vector write itself: a row embedded from version v is dropped once the element is at v + 1."""
     genesis.settings = genesis.settings.replace(embedder=False)
     load(genesis, MEDICAL)
     now = stored(genesis)
@@ -115,7 +116,7 @@ def test_the_vector_write_skips_an_element_whose_version_moved_on(genesis):
 
     def write(version: int, hash_: str) -> None:
         rows = [{"id": records[0]["id"], "vector": [1.0, 0.0], "hash": hash_, "version": version}]
-        genesis.run_program("WRITE", lambda: _rows_of(WRITE["concept"], {"rows": rows, "model": "m"}), ctx)
+        genesis.run_program("WRITE", lambda: _rows_of(statements(storage.DEFAULT, "concept").write, {"rows": rows, "model": "m"}), ctx)
 
     write(now["version"] - 1, "stale")
     assert stored(genesis)["hash"] is None
@@ -165,9 +166,9 @@ def test_refresh_program_embeds_only_changed_texts_with_their_version():
     ctx = Context(Settings(embedder=False), "2026-01-01T00:00:00.000Z", embedder=TopicEmbedder())
     program = refresh_touched(ctx)
     request = program.send(None)
-    assert isinstance(request, Run) and request.statement is TOUCHED["concept"] and request.params["since"] == ctx.now
+    assert isinstance(request, Run) and request.statement is statements(storage.DEFAULT, "concept").touched and request.params["since"] == ctx.now
     request = program.send([{"id": "C:a"}, {"id": "C:b"}])
-    assert request.statement is GROUNDING["concept"] and request.params == {"ids": ["C:a", "C:b"]}
+    assert request.statement is statements(storage.DEFAULT, "concept").grounding and request.params == {"ids": ["C:a", "C:b"]}
     unchanged = embedding.text_hash(ctx.embedder.name, "B (Symptom).")
     request = program.send([
         {"id": "C:a", "type": "Symptom", "name": "A", "vals": [None] * 7, "hash": "old", "version": 3},
@@ -175,5 +176,5 @@ def test_refresh_program_embeds_only_changed_texts_with_their_version():
     ])
     assert request == Embed(("A (Symptom).",))
     request = program.send([[0.5, 0.5]])
-    assert request.statement is WRITE["concept"]
+    assert request.statement is statements(storage.DEFAULT, "concept").write
     assert request.params["rows"] == [{"id": "C:a", "vector": [0.5, 0.5], "hash": embedding.text_hash(ctx.embedder.name, "A (Symptom)."), "version": 3}]

@@ -118,8 +118,8 @@ def test_the_wheel_installs_in_a_clean_venv_and_runs_without_a_checkout(wheel, n
         url = f"http://127.0.0.1:{http_port}/mcp"
         headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
         initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
-        assert httpx2.post(url, json=initialize, headers=headers).status_code == 401
-        assert httpx2.post(url, json=initialize, headers={**headers, "Authorization": f"Bearer {token}"}).status_code == 200
+        assert httpx2.post(url, timeout=60, json=initialize, headers=headers).status_code == 401
+        assert httpx2.post(url, timeout=60, json=initialize, headers={**headers, "Authorization": f"Bearer {token}"}).status_code == 200
     finally:
         server.terminate()
         server.wait(timeout=30)

@@ -53,6 +53,25 @@ def test_typo_hint_names_the_keyword():
     assert "`FILTER`" in _error('FIND(?x) WHERE { ?x {type: "A"} FILTR(?x.name == "a") }').hint
 
 
+def test_unknown_function_suggests_the_nearest_one():
+    error = _error('FIND(AVERAGE(?x.attributes.a)) WHERE { ?x {type: "A"} }')
+    assert "`AVERAGE` is not a KIP function; did you mean `AVG`?" in error.hint
+
+
+def test_generic_hint_fits_the_command_being_parsed():
+    """A MERGE with a syntax error got FIND's clause-order advice."""
+    hint = _error("MERGE CONCEPT ?a INTO WHERE { }").hint
+    assert "MERGE CONCEPT ?source INTO ?target WHERE" in hint and "FIND" not in hint
+
+
+def test_missing_placeholder_value_lists_the_supplied_keys():
+    from kip2cypher import compile as kip_compile
+
+    with pytest.raises(KipError) as raised:
+        kip_compile('FIND(?x) WHERE { ?x {type: :t} }', {"a": 1, "tt": "A"})
+    assert 'parameters supplied: "a", "tt"' in raised.value.message and (raised.value.line, raised.value.column) == (1, 28)
+
+
 def test_unclosed_bracket_hint_names_the_opener():
     error = _error('FIND(?x)\nWHERE {\n  ?x {type: "A"}\n')
     assert "line 2, column 7" in error.hint

@@ -39,7 +39,9 @@ def test_a_retryable_read_failure_is_retried_and_a_client_error_is_not(monkeypat
 
 
 def test_a_read_that_keeps_failing_gives_up_after_max_retry_s(monkeypatch):
-    monkeypatch.setattr(loop.time, "sleep", lambda s: None)
+    slept = []
+    monkeypatch.setattr(loop.time, "sleep", slept.append)
+    monkeypatch.setattr(loop.random, "uniform", lambda low, high: 1.0)  # no jitter: 1 s, then 2 s
     calls = []
 
     def down():
@@ -48,7 +50,7 @@ def test_a_read_that_keeps_failing_gives_up_after_max_retry_s(monkeypatch):
 
     with pytest.raises(ServiceUnavailable):
         loop.retrying(down, 3.0)
-    assert len(calls) == 1 + len(list(loop.retry_delays(3.0)))
+    assert (len(calls), slept) == (3, [1.0, 2.0])
 
 
 def test_reads_run_as_auto_commit_statements_and_writes_in_a_managed_transaction(genesis, monkeypatch):

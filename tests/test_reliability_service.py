@@ -24,7 +24,7 @@ from kip2cypher import KipError, localneo4j
 from kip2cypher.config import Settings
 from kip2cypher.cypher import storage
 from kml_helpers import integrity, ok
-from mcp_http_helpers import ACCEPT, INIT, RO, RW, RW2, SOAK_TYPE, MixedTraffic, http_server, in_session, payload
+from mcp_http_helpers import ACCEPT, INIT, RO, RW, RW2, SOAK_TYPE, WRITE, MixedTraffic, http_server, in_session, payload
 
 FIGURES: dict = {}
 SESSIONS = 16
@@ -60,7 +60,7 @@ def test_http_mcp_under_load_survives_neo4j_sigkill_and_restart(private):
             traffic.finish_in(8)
 
         elapsed = traffic.run(900, beside=fault)
-        recovered = in_session(served.url, RW, lambda s: s.call_tool("execute_kip", {"command": 'UPSERT { CONCEPT ?x { {type: "SoakItem", name: "after-restart"} } }'}))
+        recovered = in_session(served.url, RW, lambda s: s.call_tool("execute_kip", {"command": WRITE, "parameters": {"n": "after-restart", "i": -1}}))
         health = served.health()
     FIGURES["load"] = traffic.summary(elapsed)
     assert FIGURES["killed"] and not traffic.failures, traffic.failures[:5]

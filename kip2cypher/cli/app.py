@@ -133,6 +133,14 @@ class _Group(click.Group):
             _fail(errors.KipError(errors.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}", "Set KIP2CYPHER_DEBUG=1 to see the traceback.").to_dict(), err=True)
 
 
+class _EnvOption(click.Option):
+    """An option whose bad value names its environment variable too (it may have come from there)."""
+
+    def get_error_hint(self, ctx: click.Context) -> str:
+        envvars = [self.envvar] if isinstance(self.envvar, str) else list(self.envvar or [])
+        return super().get_error_hint(ctx) + (f" (env {' / '.join(envvars)})" if envvars else "")
+
+
 def _is_driver_error(exc: Exception) -> bool:
     """A neo4j driver exception — checked without importing the driver (a command that never
     connected cannot raise one)."""
@@ -233,7 +241,9 @@ def parse_cmd(source: str) -> None:
 def compile_cmd(source: str, params: Optional[str], fmt: str, explain: bool, conn: Connect) -> None:
     """Print the Cypher (and parameters) a KIP command — or each command of a script — compiles to.
 
-    Without --explain nothing connects to Neo4j.
+    A placeholder without a value in --params stays a Cypher parameter ($name) to bind at
+    run time, except where its value shapes the statement (a type, a predicate, LIMIT …):
+    then it must be given. --explain connects to Neo4j and needs every value, as a run does.
     """
     from .source import command_texts, first_line, read_source
 
@@ -246,7 +256,8 @@ def compile_cmd(source: str, params: Optional[str], fmt: str, explain: bool, con
         else:
             from .. import compile as compile_command
 
-            compiled = [compile_command(command, parameters, namespace=conn.namespace) for command, _ in commands]
+            # values not given stay $name for code that binds them itself (never executed here)
+            compiled = [compile_command(command, parameters, namespace=conn.namespace, keep_placeholders=True) for command, _ in commands]
     except KipError as exc:
         _fail(exc.to_dict())
     if fmt == "json":
@@ -260,6 +271,8 @@ def compile_cmd(source: str, params: Optional[str], fmt: str, explain: bool, con
                 click.echo(f"// statement {index + 1}{': ' + statement['label'] if statement.get('label') else ''}")
             click.echo(statement["cypher"])
             click.echo(f"// parameters: {json.dumps(statement['parameters'], ensure_ascii=False, default=str)}")
+            if statement.get("runtime_parameters"):
+                click.echo(f"// bound at run time: {', '.join(statement['runtime_parameters'])}")
             if "plan" in statement:
                 click.echo("// plan:\n" + "\n".join(f"//   {line_}" for line_ in statement["plan"].splitlines()))
 
@@ -270,7 +283,7 @@ def compile_cmd(source: str, params: Optional[str], fmt: str, explain: bool, con
 @click.argument("source", required=False)
 @click.option("--request", "request_file", default=None, help="Read the request from FILE (same as giving FILE as SOURCE).")
 @click.option("--params", default=None, help="Parameters for a KIP command given as text, as a JSON object.")
-@click.option("--readonly", is_flag=True, help="Use execute_kip_readonly.")
+@click.option("--readonly", is_flag=True, cls=_EnvOption, envvar="KIP2CYPHER_READONLY", help="Use execute_kip_readonly [env KIP2CYPHER_READONLY=1].")
 @click.option("--format", "fmt", type=click.Choice(["json", "table"]), default="json", show_default=True, help="table prints results as the shell does.")
 @_verbose_option
 @_connect_options
@@ -343,7 +356,7 @@ def _print_table_response(arguments: Any, response: dict[str, Any]) -> None:
 @click.argument("source")
 @click.option("--params", default=None, help="Shared parameters as a JSON object.")
 @click.option("--dry-run", is_flag=True, help="Validate every command against the live schema without writing.")
-@click.option("--readonly", is_flag=True, help="Refuse KML: run the script as execute_kip_readonly would.")
+@click.option("--readonly", is_flag=True, cls=_EnvOption, envvar="KIP2CYPHER_READONLY", help="Refuse KML: run the script as execute_kip_readonly would [env KIP2CYPHER_READONLY=1].")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "table"]), default="text", show_default=True,
               help="text: a line per command; json: the §6.2.3 batch response; table: one table at the end.")
 @_verbose_option
@@ -409,7 +422,7 @@ def export_cmd(pattern: str, target: str, limit: int, params: Optional[str], max
 
 
 @main.command("shell")
-@click.option("--readonly", is_flag=True, help="Start with writes refused (toggle with :readonly off).")
+@click.option("--readonly", is_flag=True, cls=_EnvOption, envvar="KIP2CYPHER_READONLY", help="Start with writes refused (toggle with :readonly off) [env KIP2CYPHER_READONLY=1].")
 @click.option("--cypher/--no-cypher", "show_cypher", default=False, help="Show each command's Cypher (toggle with :cypher on|off).")
 @click.option("--history", "history_file", default=None, envvar="KIP2CYPHER_HISTORY", help="History file [env KIP2CYPHER_HISTORY; default: shell_history in the user data dir].")
 @_connect_options
@@ -423,14 +436,6 @@ def shell_cmd(readonly: bool, show_cypher: bool, history_file: Optional[str], co
 
     with conn.open() as nexus:
         Shell(nexus, readonly=readonly, show_cypher=show_cypher, history_file=history_file).loop()
-
-
-class _EnvOption(click.Option):
-    """An option whose bad value names its environment variable too (it may have come from there)."""
-
-    def get_error_hint(self, ctx: click.Context) -> str:
-        envvars = [self.envvar] if isinstance(self.envvar, str) else list(self.envvar or [])
-        return super().get_error_hint(ctx) + (f" (env {' / '.join(envvars)})" if envvars else "")
 
 
 def _csv(value: Optional[str]) -> list[str]:
@@ -553,6 +558,7 @@ def namespaces_list(fmt: str, conn: Connect) -> None:
     from .output import make_console, table
 
     with conn.open() as nexus:
+        nexus.check_reachable()
         found = namespaces.list_namespaces(nexus.driver, nexus.database)
     if fmt == "json":
         click.echo(dump([info.to_dict() for info in found]))
@@ -572,6 +578,7 @@ def namespaces_drop(name: str, yes: bool, conn: Connect) -> None:
     from .. import namespaces
 
     with conn.open() as nexus:
+        nexus.check_reachable()
         if not yes:
             info = {i.namespace: i for i in namespaces.list_namespaces(nexus.driver, nexus.database)}.get(name)
             what = f"{info.concepts} concepts and {info.propositions} propositions" if info else "nothing (no such namespace)"

@@ -8,6 +8,8 @@ backtick-quoted, inner backticks doubled), ``Var`` (a KIP variable) or
 ``Param`` (a value — always a Cypher parameter). ``build()`` returns
 ``(text, params)`` with deterministic parameter names ``p0, p1, …`` in order of
 first appearance, so the same command always compiles to the same text.
+``RuntimeParam`` is a parameter the *caller* binds at run time (a placeholder kept by
+``compile(…, keep_placeholders=True)``): rendered ``$name``, absent from ``params``.
 """
 from __future__ import annotations
 
@@ -16,7 +18,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Union
 
+from ..errors import INVALID_SYNTAX, KipError
+
 _PLAIN = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
+_PARAMETER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 # Words Cypher treats specially; a variable spelled like one is quoted to stay unambiguous.
 RESERVED = frozenset(
@@ -93,7 +98,19 @@ class Param:
     name: str = ""
 
 
-Part = Union[str, Ident, Var, Internal, Param, "Fragment"]
+@dataclass(frozen=True, slots=True)
+class RuntimeParam:
+    """A parameter left for the embedding code to bind (``$name``, the KIP placeholder's own
+    name); ``offset``: where the placeholder stands in the command, for errors."""
+
+    name: str
+    offset: int = -1
+
+    def render(self) -> str:
+        return "$" + (self.name if _PARAMETER.match(self.name) else quote(self.name))
+
+
+Part = Union[str, Ident, Var, Internal, Param, RuntimeParam, "Fragment"]
 
 
 @dataclass(slots=True)
@@ -168,24 +185,51 @@ class Statement:
         return self
 
     def build(self) -> tuple[str, dict[str, Any]]:
-        renderer = _Renderer()
+        text, params, _ = self.build_with_runtime()
+        return text, params
+
+    def build_with_runtime(self) -> tuple[str, dict[str, Any], tuple[str, ...]]:
+        """``build()`` plus the names of the statement's ``RuntimeParam``s (first appearance first)."""
+        renderer = _Renderer(self.runtime_params())
         text = "\n".join(renderer.render(line) for line in self.lines)
-        return text, renderer.params
+        return text, renderer.params, tuple(renderer.runtime)
+
+    def runtime_params(self) -> dict[str, RuntimeParam]:
+        """The ``RuntimeParam``s of the statement by name, in order of first appearance."""
+        found: dict[str, RuntimeParam] = {}
+        stack: list[Part] = list(reversed(self.lines))
+        while stack:
+            part = stack.pop()
+            if isinstance(part, Fragment):
+                stack.extend(reversed(part.parts))
+            elif isinstance(part, RuntimeParam):
+                found.setdefault(part.name, part)
+        return found
 
 
 class _Renderer:
-    def __init__(self) -> None:
+    def __init__(self, runtime: dict[str, RuntimeParam]) -> None:
         self.params: dict[str, Any] = {}
         self._counter = 0
+        #: names the caller binds at run time: no engine parameter may take one
+        self.runtime = runtime
 
     def _param_name(self, param: Param) -> str:
+        if param.name in self.runtime:
+            kept = self.runtime[param.name]
+            raise KipError(
+                INVALID_SYNTAX,
+                f"The placeholder :{kept.name} would be the Cypher parameter ${kept.name}, which the compiled statement already uses for a value of its own.",
+                f"Rename the placeholder (e.g. :{kept.name}_value) or give its value with --params.",
+                offset=kept.offset if kept.offset >= 0 else None,
+            )
         if param.name:
             if param.name in self.params and self.params[param.name] is not param.value and self.params[param.name] != param.value:
                 raise ValueError(f"parameter {param.name} bound twice to different values")
             return param.name
         name = f"p{self._counter}"
         self._counter += 1
-        while name in self.params:
+        while name in self.params or name in self.runtime:
             name = f"p{self._counter}"
             self._counter += 1
         return name
@@ -197,7 +241,7 @@ class _Renderer:
             return "".join(self.render(p) for p in part.parts)
         if isinstance(part, Ident):
             return quote(part.name)
-        if isinstance(part, (Var, Internal)):
+        if isinstance(part, (Var, Internal, RuntimeParam)):
             return part.render()
         if isinstance(part, Param):
             name = self._param_name(part)

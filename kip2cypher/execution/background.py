@@ -29,6 +29,8 @@ import asyncio
 import contextlib
 import logging
 import threading
+import time
+import weakref
 from dataclasses import dataclass, replace
 from typing import Any, Awaitable, Callable, Generator, Optional
 
@@ -131,6 +133,22 @@ def _failed(exc: BaseException) -> None:
     log.warning("background embedding refresh failed (%s); the writes stand — run kip2cypher.embedding.sync_embeddings to back-fill", exc)
 
 
+#: Every live sync refresher of the process (``wait_all``).
+_LIVE: "weakref.WeakSet[Refresher]" = weakref.WeakSet()
+
+
+def wait_all(timeout: Optional[float] = None) -> bool:
+    """Block until every sync ``Nexus`` of this process has embedded all it committed — for a
+    caller that reads the graph around the nexus (a backup, a test's fingerprint) and wants the
+    derived vectors settled first; False when ``timeout`` seconds passed first."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    for refresher in list(_LIVE):
+        left = None if deadline is None else max(0.0, deadline - time.monotonic())
+        if not refresher.wait(left):
+            return False
+    return True
+
+
 class Refresher:
     """One daemon thread per sync ``Nexus``, started at the first submitted write."""
 
@@ -140,6 +158,7 @@ class Refresher:
         self._cond = threading.Condition()
         self._thread: Optional[threading.Thread] = None
         self._closed = False
+        _LIVE.add(self)
 
     def submit(self, ctx: Context) -> None:
         """Queue the refresh of what the command at ``ctx.now`` wrote (after its commit)."""

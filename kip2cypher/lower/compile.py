@@ -18,7 +18,7 @@ from ..config import Settings
 from ..syntax import ast
 from ..syntax.parser import CACHEABLE_CHARS, parse
 from ..syntax.placeholders import check_quoted_placeholders
-from ..syntax.values import parameters_size
+from ..syntax.values import Deferring, parameters_size
 from . import delete, describe, embeddings, export, find, merge, search, update, upsert
 from .plan import Compiled, Plan
 
@@ -43,8 +43,10 @@ LOWERINGS: dict[type, Callable[[Any, dict[str, Any], Settings], Plan]] = {
 
 
 def lower(command: ast.Command, parameters: Optional[dict[str, Any]] = None, settings: Optional[Settings] = None) -> Plan:
-    """Lower a parsed command to a plan, binding the request's parameters."""
-    return LOWERINGS[type(command)](command, dict(parameters or {}), settings or _default_settings())
+    """Lower a parsed command to a plan, binding the request's parameters (``Deferring`` ones
+    keep unbound placeholders as run-time Cypher parameters, ``syntax.values``)."""
+    bound = Deferring(parameters) if isinstance(parameters, Deferring) else dict(parameters or {})
+    return LOWERINGS[type(command)](command, bound, settings or _default_settings())
 
 
 @lru_cache(maxsize=1)
@@ -52,8 +54,8 @@ def _default_settings() -> Settings:
     return Settings()
 
 
-def _compile(text: str, params_json: str, settings: Settings) -> Plan:
-    parameters = json.loads(params_json)
+def _compile(text: str, params_json: str, settings: Settings, keep_placeholders: bool = False) -> Plan:
+    parameters = Deferring(json.loads(params_json)) if keep_placeholders else json.loads(params_json)
     command = parse(text, max_bytes=settings.max_input_bytes, max_depth=settings.max_nesting_depth)
     check_quoted_placeholders(command, text, parameters)
     try:
@@ -68,8 +70,12 @@ def _compile(text: str, params_json: str, settings: Settings) -> Plan:
 _compile_cached = text_cache(1 << 20, 2048)(_compile)
 
 
-def compile_plan(text: str, parameters: Optional[dict[str, Any]] = None, settings: Optional[Settings] = None) -> Plan:
-    """Parse and lower one command (cached by text, parameters and settings)."""
+def compile_plan(text: str, parameters: Optional[dict[str, Any]] = None, settings: Optional[Settings] = None,
+                 keep_placeholders: bool = False) -> Plan:
+    """Parse and lower one command (cached by text, parameters and settings).
+
+    ``keep_placeholders``: an unbound placeholder at a plain-value position becomes the Cypher
+    parameter ``$name`` for the caller to bind (a plan for embedding, never executed here)."""
     settings = settings or _default_settings()
     if not isinstance(parameters or {}, dict):
         raise errors.KipError(errors.INVALID_SYNTAX, f"parameters must be a JSON object, got {type(parameters).__name__}.", "Pass the placeholder values as an object {\"name\": value}.")
@@ -81,8 +87,8 @@ def compile_plan(text: str, parameters: Optional[dict[str, Any]] = None, setting
         parse(text)  # reports the non-string command (KIP_1001)
     if len(text) + len(params_json) > CACHEABLE_CHARS:
         # A large capsule or parameter payload is rarely repeated: caching it would only hold memory.
-        return _compile(text, params_json, settings)
-    return _compile_cached(text, params_json, settings)
+        return _compile(text, params_json, settings, keep_placeholders)
+    return _compile_cached(text, params_json, settings, keep_placeholders)
 
 
 def issued(plan: Plan) -> tuple[Compiled, ...]:
@@ -93,10 +99,13 @@ def issued(plan: Plan) -> tuple[Compiled, ...]:
 
 
 def statements(plan: Plan) -> list[dict[str, Any]]:
-    """``issued(plan)`` as ``{"cypher", "parameters", "label"}`` (``label`` names the step that issues it)."""
-    return [{"cypher": s.text, "parameters": dict(s.params), **({"label": s.label} if s.label else {})} for s in issued(plan)]
+    """``issued(plan)`` as ``{"cypher", "parameters", "label"}`` (``label`` names the step that issues it)
+    plus ``runtime_parameters``: the kept placeholders the caller binds, when there are any."""
+    return [{"cypher": s.text, "parameters": dict(s.params), **({"label": s.label} if s.label else {}),
+             **({"runtime_parameters": list(s.runtime)} if s.runtime else {})} for s in issued(plan)]
 
 
-def compile_command(text: str, parameters: Optional[dict[str, Any]] = None, settings: Optional[Settings] = None) -> list[dict[str, Any]]:
+def compile_command(text: str, parameters: Optional[dict[str, Any]] = None, settings: Optional[Settings] = None,
+                    keep_placeholders: bool = False) -> list[dict[str, Any]]:
     """Public ``kip2cypher.compile``: the Cypher statements with their parameters and steps."""
-    return statements(compile_plan(text, parameters, settings))
+    return statements(compile_plan(text, parameters, settings, keep_placeholders))

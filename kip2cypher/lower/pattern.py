@@ -50,10 +50,10 @@ from typing import Any, Iterable, Iterator, Mapping, Optional, Union
 from ..cypher import storage
 from ..syntax import ast
 from ..config import Settings
-from ..cypher.builder import Fragment, Ident, Internal, Param, Part, Statement, Var, frag, join, literal
+from ..cypher.builder import Fragment, Ident, Internal, Param, Part, RuntimeParam, Statement, Var, frag, join, literal
 from ..errors import INVALID_SYNTAX, REFERENCE_ERROR, RESOURCE_EXHAUSTED, KipError
 from .regex_guard import compile_search, regex_calls
-from ..syntax.values import describe, resolve, resolve_predicate
+from ..syntax.values import Deferred, describe, resolve, resolve_predicate
 
 CONCEPT = "concept"
 PROPOSITION = "proposition"
@@ -462,6 +462,8 @@ class Lowerer:
         self.key_uses: dict[tuple[str, str], int] = {}
         #: what a variable's elements are known to be: (True, concept type) / (False, predicate)
         self.var_kinds: dict[str, tuple[bool, str]] = {}
+        #: kept placeholders known not to be null where the condition being built is evaluated
+        self.non_null: frozenset[str] = frozenset()
 
     @contextmanager
     def nested(self) -> Iterator["_Keys"]:
@@ -479,11 +481,19 @@ class Lowerer:
         return name
 
     def value_of(self, value: ast.Value) -> Any:
-        return resolve(value, self.parameters)
+        """The value at a plain-value position: a ``Deferred`` when a keeping compile leaves its
+        placeholder for run time (render it with ``param``)."""
+        return resolve(value, self.parameters, deferrable=True)
 
-    def string_of(self, value: ast.Value, what: str) -> str:
-        resolved = self.value_of(value)
-        if not isinstance(resolved, str):
+    @staticmethod
+    def param(value: Any) -> Union[Param, RuntimeParam]:
+        """A value as a Cypher parameter: ``$name`` for a kept placeholder."""
+        return RuntimeParam(value.name, value.offset) if isinstance(value, Deferred) else Param(value)
+
+    def string_of(self, value: ast.Value, what: str, role: str = "") -> Union[str, Deferred]:
+        """A string value; with ``role`` (what the value shapes) it may not be left for run time."""
+        resolved = resolve(value, self.parameters, role=role) if role else self.value_of(value)
+        if not isinstance(resolved, (str, Deferred)):
             raise KipError(INVALID_SYNTAX, f"{what} must be a string, got {describe(resolved)}.", f"Bind the placeholder of {what} to a string.")
         return resolved
 
@@ -722,8 +732,9 @@ class Lowerer:
         out.add(":", self.names.concept)
         props: list[Fragment] = []
         if clause.id is not None:
-            props.append(frag("id: ", Param(self.string_of(clause.id, "A concept `id`"))))
-        type_name = self.string_of(clause.type, "A concept `type`") if clause.type is not None else None
+            props.append(frag("id: ", self.param(self.string_of(clause.id, "A concept `id`"))))
+        type_role = "a concept type is checked against the schema and may become a node label"
+        type_name = self.string_of(clause.type, "A concept `type`", type_role) if clause.type is not None else None
         if type_name is not None:
             self.grounding.add(self.grounding.types, type_name, required, clause.type.span.start)
             if clause.var is not None:
@@ -733,7 +744,7 @@ class Lowerer:
             if type_name is not None:
                 # (type, name) is the composite unique key: a unique index seek.
                 props.append(frag("type: ", Param(type_name)))
-            props.append(frag("name: ", Param(name)))
+            props.append(frag("name: ", self.param(name)))
         elif type_name is not None:
             out.add(":", Ident(type_name))
         if props:
@@ -771,7 +782,7 @@ class Lowerer:
                 key = keys.anonymous()
         if clause.id is not None:
             link_id = self.string_of(clause.id, "A proposition `id`")
-            parts.append(frag("(", node if node is not None else "", ":", self.names.proposition, " {id: ", Param(link_id), "})"))
+            parts.append(frag("(", node if node is not None else "", ":", self.names.proposition, " {id: ", self.param(link_id), "})"))
             keys.add(key or keys.anonymous(), seed=True)
             return node, key
         predicate = self.named(clause.predicate)
@@ -990,6 +1001,8 @@ class Lowerer:
         if not isinstance(other, (ast.Literal, ast.Placeholder)):
             return True
         value = self.value_of(other)
+        if isinstance(value, Deferred):
+            return True  # its type is known only at run time
         if value is None:
             return False  # a comparison with null is false whatever the stored value
         if op == "!=":
@@ -1003,7 +1016,7 @@ class Lowerer:
     def operand(self, expr: Any, scope: Mapping[str, Binding], used_in: str, guard: bool = True) -> Fragment:
         """A comparable value: JSON-text values (objects, explicit null …) compare as null."""
         if isinstance(expr, (ast.Literal, ast.ListLit, ast.Placeholder, ast.ObjectLit)):
-            return frag(Param(self.value_of(expr)))
+            return frag(self.param(self.value_of(expr)))
         if isinstance(expr, ast.DotPath) and expr.path[0] in MAP_FIELDS and len(expr.path) == 1:
             raise KipError(INVALID_SYNTAX, f"?{expr.var}.{expr.path[0]} is a whole object; objects are not comparable in FILTER.", f"Test one key instead: ?{expr.var}.{expr.path[0]}.<key>.")
         raw = self.raw_value(expr, scope, used_in)
@@ -1029,6 +1042,9 @@ class Lowerer:
                 return frag("NOT ", inner)  # already parenthesized
             return frag("NOT (", inner, ")")
         if isinstance(expr, ast.Comparison):
+            kept = self.kept_operand(expr)
+            if kept is not None:
+                return self.kept_comparison(expr, kept, scope, used_in)
             # `x == null` / `x != null` read as JSON: a null test (IS_NULL / IS_NOT_NULL).
             # Any other comparison with null is false.
             for this, other in ((expr.left, expr.right), (expr.right, expr.left)):
@@ -1046,6 +1062,28 @@ class Lowerer:
             return self.function(expr, scope, used_in)
         # A bare value used as a condition: true only when it is the boolean true.
         return frag(self.operand(expr, scope, used_in, guard=False), " = true")
+
+    def kept_operand(self, expr: ast.Comparison) -> Optional[ast.Placeholder]:
+        """The placeholder of an ``==`` / ``!=`` operand kept for run time that may still be null."""
+        if expr.op not in ("==", "!="):
+            return None
+        for side in (expr.right, expr.left):
+            if isinstance(side, ast.Placeholder) and side.name not in self.non_null and isinstance(self.value_of(side), Deferred):
+                return side
+        return None
+
+    def kept_comparison(self, expr: ast.Comparison, kept: ast.Placeholder, scope: Mapping[str, Binding], used_in: str) -> Fragment:
+        """``x == :v`` with ``:v`` bound at run time: KIP reads ``x == null`` as a null test, so the
+        statement decides when it runs — ``CASE WHEN $v IS NULL THEN <null test> ELSE x = $v END``
+        (three-valued logic kept: the ELSE branch is the comparison as compiled with a value)."""
+        this = expr.left if kept is expr.right else expr.right
+        when_null = self.condition(replace(expr, left=this, right=ast.Literal(None, kept.span)), scope, used_in)
+        outer, self.non_null = self.non_null, self.non_null | {kept.name}
+        try:
+            otherwise = self.condition(expr, scope, used_in)
+        finally:
+            self.non_null = outer
+        return frag("CASE WHEN ", self.param(self.value_of(kept)), " IS NULL THEN ", when_null, " ELSE ", otherwise, " END")
 
     def bool_chain(self, expr: ast.BoolOp, scope: Mapping[str, Binding], used_in: str) -> Fragment:
         """``a && b && c`` → ``a AND b AND c``; parentheses only where && and || meet."""
@@ -1076,7 +1114,7 @@ class Lowerer:
             elif isinstance(arg, (ast.Var, ast.DotPath)):
                 raw = self.raw_value(arg, scope, used_in)
             else:
-                raw = frag(Param(self.value_of(arg)))
+                raw = frag(self.param(self.value_of(arg)))
             if self.is_stored(arg):
                 test = frag("(", raw, " IS NULL OR ", raw, " = ", JSON_NULL_LITERAL, ")")
             else:
@@ -1084,7 +1122,7 @@ class Lowerer:
             return test if name == "IS_NULL" else frag("NOT ", test)
         if name == "IN":
             literal_list = isinstance(args[1], (ast.ListLit, ast.Placeholder, ast.Literal))
-            if literal_list and not isinstance(self.value_of(args[1]), list):
+            if literal_list and not isinstance(self.value_of(args[1]), (list, Deferred)):
                 raise KipError(INVALID_SYNTAX, f"IN needs a list as its second argument, got {describe(self.value_of(args[1]))}.", "Write IN(?x, [\"a\", \"b\"]) or bind the placeholder to an array.")
             return frag(self.operand(args[0], scope, used_in, guard=not literal_list), " IN ", self.operand(args[1], scope, used_in))
         if name in _STRING_FUNCS:
@@ -1099,7 +1137,7 @@ class Lowerer:
         if not isinstance(args[1], (ast.Literal, ast.Placeholder)):
             raise KipError(INVALID_SYNTAX, "REGEX needs its pattern as a string literal or a placeholder; a pattern read from the graph cannot be checked before it runs.",
                            "Write REGEX(?x, \"pattern\") or REGEX(?x, :pattern); to compare two values use ==, CONTAINS, STARTS_WITH or ENDS_WITH.")
-        pattern = self.value_of(args[1])
+        pattern = resolve(args[1], self.parameters, role="a REGEX pattern is checked (syntax, cost) before it runs")
         if not isinstance(pattern, str):
             raise KipError(INVALID_SYNTAX, f"REGEX needs a string pattern, got {describe(pattern)}.", "Write REGEX(?x, \"pattern\").")
         search = compile_search(pattern, self.regex_budget)

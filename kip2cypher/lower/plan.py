@@ -28,21 +28,23 @@ class Compiled:
     the program that issues it.
 
     Parameters supplied only at run time (rows of a wave, a page cursor …) are absent or
-    ``None`` here and given by the program with each run.
+    ``None`` here and given by the program with each run. ``runtime``: the placeholders a
+    keeping compile left for the embedding code to bind (``$name``; never executed here).
     """
 
     text: str
     params: Mapping[str, Any]
     label: str = ""
+    runtime: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, statement: Statement, label: str = "") -> "Compiled":
-        text, params = statement.build()
-        return cls(text, MappingProxyType(params), label)
+        text, params, runtime = statement.build_with_runtime()
+        return cls(text, MappingProxyType(params), label, runtime)
 
     def with_params(self, **params: Any) -> "Compiled":
         """The same statement with more compile-time parameters bound."""
-        return Compiled(self.text, MappingProxyType({**self.params, **params}), self.label)
+        return Compiled(self.text, MappingProxyType({**self.params, **params}), self.label, self.runtime)
 
 
 @dataclass(frozen=True)

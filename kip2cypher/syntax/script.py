@@ -12,17 +12,10 @@ from typing import Any, Optional
 
 from .. import errors
 from ..errors import KipError
+from .ast import command_kind
+from .parser import MAX_INPUT_BYTES, MAX_NESTING_DEPTH, first_word, parse, parse_script
 
 KML_KEYWORDS = ("UPSERT", "UPDATE", "MERGE", "DELETE")
-# Blanks and comments before the first word, as a possessive loop: with a lazy comment body in a
-# backtracking loop, ``"/**/" * 40 + "/*"`` took hours inside one C call (holding the GIL).
-_FIRST_WORD = re.compile(r"(?:\s+|//[^\n]*|/\*(?:[^*]|\*(?!/))*\*/)*+([A-Za-z]+)")
-
-
-def first_word(text: str) -> str:
-    """The first word of a command (upper-cased), skipping blanks and comments."""
-    match = _FIRST_WORD.match(text or "")
-    return match.group(1).upper() if match else ""
 
 
 def sniff_kind(text: str) -> Optional[str]:
@@ -41,9 +34,6 @@ def command_kind_of(text: str, settings: Any = None) -> Optional[str]:
     """``KQL`` / ``KML`` / ``META`` of a command text; falls back to its first keyword when it does not parse.
 
     With ``settings``, parsed with its bounds — the parse the compiler then finds in its cache."""
-    from .ast import command_kind
-    from .parser import MAX_INPUT_BYTES, MAX_NESTING_DEPTH, parse
-
     bounds = (settings.max_input_bytes, settings.max_nesting_depth) if settings is not None else (MAX_INPUT_BYTES, MAX_NESTING_DEPTH)
     try:
         return command_kind(parse(text, max_bytes=bounds[0], max_depth=bounds[1]))
@@ -58,8 +48,6 @@ def split_script(text: str) -> list[tuple[str, int]]:
     than the parser's input bound is cut at top-level command boundaries into pieces that
     fit, each parsed on its own (a capsule spanning a cut then runs as two capsules).
     """
-    from .parser import MAX_INPUT_BYTES, parse_script
-
     if len(text) * 4 <= MAX_INPUT_BYTES or len(text.encode("utf-8", "surrogatepass")) <= MAX_INPUT_BYTES:
         pieces = [(text, 0)]
     else:

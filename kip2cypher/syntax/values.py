@@ -3,11 +3,18 @@
 Placeholders (``:name``) occupy whole value positions only (spec §6.1); they are
 bound here, never by textual substitution, so no parameter can change the
 structure of a command.
+
+``compile(…, keep_placeholders=True)`` (``kip2cypher compile`` without ``--params``) lowers with
+``Deferring`` parameters: an unbound placeholder at a *deferrable* position (a plain value the
+statement only compares or matches with, see ``lower.pattern``) resolves to ``Deferred`` and
+becomes the Cypher parameter ``$name`` the embedding code binds at run time; everywhere else the
+value shapes the statement and compile refuses (``shapes_statement``).
 """
 from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Optional
 
 from . import ast
@@ -103,15 +110,55 @@ def describe(value: Any) -> str:
     return type(value).__name__
 
 
-def resolve(value: ast.Value, params: Optional[Mapping[str, Any]] = None) -> Any:
-    """The plain JSON value of a value node; placeholders are looked up in ``params``."""
+class Deferring(dict):
+    """The parameters of a compile that keeps unbound placeholders as run-time Cypher parameters
+    (never used to execute: the executor always binds every placeholder)."""
+
+
+@dataclass(frozen=True)
+class Deferred:
+    """An unbound placeholder kept for run time: the Cypher parameter ``$name``. ``offset``: where
+    the placeholder stands in the command text."""
+
+    name: str
+    offset: int
+
+
+#: What a placeholder outside a deferrable position is, when nothing more exact is known.
+BUILT_IN = "its value is checked or written while the statement is built"
+
+
+def shapes_statement(placeholder: ast.Placeholder, role: str) -> KipError:
+    """KIP_1001: ``:name`` has no value and compile cannot keep it as a run-time parameter,
+    because ``role`` (what the value becomes or is used for) happens at compile time."""
+    name = placeholder.name
+    return KipError(
+        INVALID_SYNTAX,
+        f"The placeholder :{name} shapes the compiled statement ({role}), so compile needs its value. "
+        "Only plain values a FILTER compares or a concept's name/id can stay run-time Cypher parameters.",
+        f"Give its value: kip2cypher compile --params '{{\"{name}\": …}}' "
+        f"(Python: kip2cypher.compile(text, {{\"{name}\": …}}, keep_placeholders=True)), or write the value in the command.",
+        offset=placeholder.span.start,
+    )
+
+
+def resolve(value: ast.Value, params: Optional[Mapping[str, Any]] = None, *, deferrable: bool = False, role: str = BUILT_IN) -> Any:
+    """The plain JSON value of a value node; placeholders are looked up in ``params``.
+
+    With ``Deferring`` params an unbound placeholder is a ``Deferred`` when ``deferrable`` (a whole
+    value the caller renders as a run-time parameter), else the ``shapes_statement`` error naming
+    ``role``. A placeholder inside a list or object is never deferrable."""
     if isinstance(value, ast.Literal):
         return value.value
     if isinstance(value, ast.ListLit):
-        return [resolve(item, params) for item in value.items]
+        return [resolve(item, params, role=role) for item in value.items]
     if isinstance(value, ast.ObjectLit):
-        return {key: resolve(item, params) for key, item in value.entries}
+        return {key: resolve(item, params, role=role) for key, item in value.entries}
     if isinstance(value, ast.Placeholder):
+        if isinstance(params, Deferring) and value.name not in params:
+            if deferrable:
+                return Deferred(value.name, value.span.start)
+            raise shapes_statement(value, role)
         if params is None or value.name not in params:
             supplied = ", ".join(f'"{k}"' for k in sorted(params or ())) or "none"
             raise KipError(
@@ -127,7 +174,7 @@ def resolve(value: ast.Value, params: Optional[Mapping[str, Any]] = None) -> Any
 def resolve_int(value: ast.Value, params: Optional[Mapping[str, Any]], what: str) -> int:
     """A positive integer (LIMIT and friends) below 2^63 - 1 (the engine asks Neo4j for one row
     more than a LIMIT, in 64-bit arithmetic); placeholders must bind one too."""
-    resolved = resolve(value, params)
+    resolved = resolve(value, params, role=f"{what} is a number the compiler computes with")
     if isinstance(resolved, bool) or not isinstance(resolved, int) or not 1 <= resolved < _LARGEST_COUNT:
         below = f" below {_LARGEST_COUNT}" if type(resolved) is int and resolved > 0 else ""
         raise KipError(
@@ -138,8 +185,9 @@ def resolve_int(value: ast.Value, params: Optional[Mapping[str, Any]], what: str
     return resolved
 
 
-def resolve_str(value: ast.Value, params: Optional[Mapping[str, Any]], what: str) -> str:
-    resolved = resolve(value, params)
+def resolve_str(value: ast.Value, params: Optional[Mapping[str, Any]], what: str, role: str = "") -> str:
+    """A string; ``role`` says what it becomes, for an unbound placeholder of a keeping compile."""
+    resolved = resolve(value, params, role=role or f"{what} is checked and used while the statement is built")
     if not isinstance(resolved, str):
         raise KipError(
             INVALID_SYNTAX,
@@ -151,7 +199,7 @@ def resolve_str(value: ast.Value, params: Optional[Mapping[str, Any]], what: str
 
 
 def resolve_number(value: ast.Value, params: Optional[Mapping[str, Any]], what: str) -> float:
-    resolved = resolve(value, params)
+    resolved = resolve(value, params, role=f"{what} is a number the compiler checks")
     if isinstance(resolved, bool) or not isinstance(resolved, (int, float)) or not math.isfinite(resolved):
         raise KipError(
             INVALID_SYNTAX,
@@ -168,7 +216,8 @@ def resolve_predicate(name: ast.PredicateName, params: Optional[Mapping[str, Any
     grounding's business (KIP_2001). ``offset``: where the name stands in the command text."""
     if isinstance(name, ast.Placeholder):
         offset = name.span.start
-        name = resolve_str(name, params, f"The predicate :{name.name}")
+        name = resolve_str(name, params, f"The predicate :{name.name}",
+                           "the predicate becomes a relationship type and is checked against the schema")
     if not name or "\x00" in name:
         raise KipError(
             INVALID_IDENTIFIER,

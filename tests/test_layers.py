@@ -1,0 +1,104 @@
+"""The layer rules of docs/architecture.md, checked on the package's own imports (no Neo4j).
+
+Every import counts, at module level or inside a function: a lazy import hides a dependency
+from a reader as much as from Python's import machinery.
+"""
+from __future__ import annotations
+
+import ast
+import functools
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "kip2cypher"
+
+#: layer → the layers (besides itself) its modules may import; docs/architecture.md's table.
+FOUNDATION = {"errors", "config", "version", "resources", "cursor", "text", "models", "adoption"}
+LAYERS = {
+    "foundation": set(),
+    "syntax": {"foundation"},
+    "cypher": {"foundation"},
+    "embedding": {"foundation", "cypher"},
+    "lowering": {"foundation", "syntax", "cypher"},
+    "execution": {"foundation", "syntax", "cypher", "lowering", "embedding"},
+}
+
+
+def layer_of(module: str) -> str:
+    """The layer of ``kip2cypher.<module>`` (dotted, without the package)."""
+    head = module.split(".")[0]
+    if head in FOUNDATION:
+        return "foundation"
+    return {"syntax": "syntax", "cypher": "cypher", "lower": "lowering", "execution": "execution", "embedding": "embedding"}.get(head, "interfaces")
+
+
+def modules() -> dict[str, Path]:
+    out = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE).with_suffix("").parts
+        out[".".join(p for p in parts if p != "__init__") or "__init__"] = path
+    return out
+
+
+MODULES = modules()
+INTERNAL = set(MODULES)
+
+
+@functools.lru_cache(maxsize=None)
+def imports(module: str, path: Path) -> frozenset[str]:
+    """The ``kip2cypher`` modules and the third-party top-level packages ``module`` imports."""
+    package = module.split(".")[:-1] if path.name != "__init__.py" else module.split(".")
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name if not alias.name.startswith("kip2cypher.") else alias.name[len("kip2cypher."):] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level == 0:
+                name = node.module or ""
+                found.add(name[len("kip2cypher."):] if name.startswith("kip2cypher.") else name)
+                continue
+            base = package[: len(package) - (node.level - 1)] if node.level > 1 else package
+            target = ".".join([*base, node.module] if node.module else base)
+            names = [alias.name for alias in node.names]
+            # ``from . import grounding`` imports a module; ``from .plan import Plan`` a name
+            submodules = [f"{target}.{n}" if target else n for n in names if (f"{target}.{n}" if target else n) in MODULES]
+            found |= set(submodules) or {target or "__init__"}
+    return frozenset(found)
+
+
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if layer_of(m) != "interfaces"))
+def test_a_module_imports_only_the_layers_below_it(module):
+    layer = layer_of(module)
+    allowed = LAYERS.get(layer, set()) | {layer}
+    wrong = sorted(i for i in imports(module, MODULES[module]) if i in INTERNAL and layer_of(i) not in allowed)
+    assert not wrong, f"{module} ({layer}) imports {wrong}; {layer} may import only {sorted(allowed)}"
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if layer_of(m) in ("foundation", "syntax", "cypher", "lowering")))
+def test_nothing_below_the_executor_imports_the_driver(module):
+    assert not {i for i in imports(module, MODULES[module]) if i.split(".")[0] == "neo4j"}, f"{module} imports the neo4j driver"
+
+
+def test_no_import_cycle_between_modules():
+    graph = {m: {i for i in imports(m, p) if i in INTERNAL and i != m and i != "__init__"} for m, p in MODULES.items()}
+    # a package's __init__ re-exporting its submodules is not a cycle of the code
+    graph = {m: {i for i in deps if not m.startswith(i + ".") and not (MODULES[m].name == "__init__.py" and i.startswith(m + "."))} for m, deps in graph.items()}
+    state: dict[str, int] = {}
+    cycles = []
+
+    def visit(node: str, stack: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                cycles.append(stack[stack.index(nxt):] + [nxt] if nxt in stack else [node, nxt])
+            elif nxt not in state:
+                visit(nxt, stack + [nxt])
+        state[node] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [module])
+    assert not cycles, "import cycles: " + "; ".join(" → ".join(c) for c in cycles)
