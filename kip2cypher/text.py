@@ -71,6 +71,13 @@ def words(text: str) -> list[str]:
     return list(_words(text)) if text else []
 
 
+#: How much of one word of a SEARCH term is searched for and scored: a Lucene query's prefix,
+#: infix and fuzzy forms of a word become automatons Lucene refuses beyond 1,000 states ("input
+#: automaton is too large" for a 2,000-character word: an internal error before), and a longer
+#: word is no word; it is matched by its first 64 characters (as a prefix).
+MAX_QUERY_WORD_CHARS = 64
+
+
 def query_words(term: str, max_tokens: int) -> list[str]:
     """The distinct folded words of a search term, at most ``max_tokens`` of them (the first;
     one pass: the membership test of a list made a 20,000-word term quadratic)."""

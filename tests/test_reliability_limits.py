@@ -313,3 +313,13 @@ def test_valid_capsule_failed_with_kip_4001_because_of_embedding_time(neo4j_serv
         "MATCH (n:KipConcept {type: 'Domain'}) WHERE n.name STARTS WITH 'emb-' AND n.kip_embedding IS NULL RETURN count(n) AS c", database_=graph.database
     ).records[0]["c"]
     assert missing == 0
+
+
+def test_search_term_of_one_long_word_was_an_internal_error(graph):
+    """A 2,000-character word became a Lucene prefix/fuzzy query whose automaton Lucene refuses
+    ("input automaton is too large"): KIP_4003. Long words are matched by their first 64 characters."""
+    ok(graph.execute_kip('UPSERT { CONCEPT ?c { {type: "Domain", name: :n} } }', parameters={"n": "y" * 100}))
+    for term in ("x" * 2048, "y" * 2048, "ab" * 500 + " " + "c" * 1000):
+        assert isinstance(ok(graph.execute_kip_readonly("SEARCH CONCEPT :t LIMIT 5", parameters={"t": term})), list)
+    hits = ok(graph.execute_kip_readonly("SEARCH CONCEPT :t LIMIT 5", parameters={"t": "y" * 2048}))
+    assert any(hit.get("name") == "y" * 100 for hit in hits), hits

@@ -12,7 +12,7 @@ import functools
 from typing import Any, Iterable, Optional
 
 from ..cypher import storage
-from ..text import words
+from ..text import MAX_QUERY_WORD_CHARS, words
 
 #: A ranked hit: (id, score, the whole node — or None when only part of it was fetched).
 Hit = tuple[str, float, Optional[dict[str, Any]]]
@@ -71,7 +71,7 @@ class Scorer:
     its candidates (names and descriptions share most of their words)."""
 
     def __init__(self, query_tokens: list[str]) -> None:
-        self.query = tuple(query_tokens[:MAX_QUERY_TOKENS])
+        self.query = tuple(token[:MAX_QUERY_WORD_CHARS] for token in query_tokens[:MAX_QUERY_TOKENS])
         self._vectors: dict[str, tuple[float, ...]] = {}
         self._fields: dict[tuple[str, bool], float] = {}
 

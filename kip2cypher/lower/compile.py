@@ -79,7 +79,7 @@ def compile_plan(text: str, parameters: Optional[dict[str, Any]] = None, setting
     settings = settings or _default_settings()
     if not isinstance(parameters or {}, dict):
         raise errors.KipError(errors.INVALID_SYNTAX, f"parameters must be a JSON object, got {type(parameters).__name__}.", "Pass the placeholder values as an object {\"name\": value}.")
-    # JSON values Neo4j can hold (finite numbers, 64-bit integers, whole characters, bounded
+    # JSON values a command can use (finite numbers, whole characters, bounded
     # nesting), within the size bound: checked before they are copied.
     parameters_size([parameters or {}], settings.max_parameter_bytes, settings.max_nesting_depth)
     params_json = json.dumps(parameters or {}, sort_keys=True, ensure_ascii=False)

@@ -28,7 +28,7 @@ from ..cypher.builder import Ident, Param, Statement, literal
 from ..errors import KipError
 from ..syntax import ast
 from ..syntax.values import describe, resolve, resolve_int, resolve_str
-from ..text import is_cjk, query_words, words
+from ..text import MAX_QUERY_WORD_CHARS, is_cjk, query_words, words
 from . import adopted, grounding
 from .plan import Compiled, Plan
 
@@ -88,7 +88,7 @@ def lucene_query(term: str, max_tokens: int = 32, expand: bool = False) -> Optio
     if not seen:
         return None
     clauses = []
-    for token in seen:
+    for token in dict.fromkeys(token[:MAX_QUERY_WORD_CHARS] for token in seen):
         quoted = escape_lucene(token)
         parts = [f"{quoted}^4"]
         if not any(is_cjk(c) for c in token):
