@@ -240,6 +240,7 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
     paths = [q for q in ok if q["kind"] == "path"]
     searches = [q for q in ok if q["kind"] == "search"]
     attributes = [q for q in ok if q["name"] == "upsert_attributes"]
+    reads = [q["ratio"] for q in ok if q["kind"] != "write"]
     s: dict[str, Any] = {
         "queries": len(ok),
         "failed": [q["name"] for q in report["queries"] if q.get("error")],
@@ -249,7 +250,7 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
         "over_max": [q["name"] for q in ok if q["ratio"] > TARGETS["max_ratio"]],
         "path_max_ratio": max((q["ratio"] for q in paths), default=None),
         "search_max_ratio": max((q["ratio"] for q in searches), default=None),
-        "read_median_ratio": round(statistics.median([q["ratio"] for q in ok if q["kind"] != "write"]), 3) if ok else None,
+        "read_median_ratio": round(statistics.median(reads), 3) if reads else None,
     }
     checks = {
         "median_ratio": (s["median_ratio"], TARGETS["median_ratio"]),

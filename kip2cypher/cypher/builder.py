@@ -150,6 +150,20 @@ def labels(*names: str) -> Fragment:
     return Fragment([part for name in names for part in (":", Ident(name))])
 
 
+#: The column of a statement that returns its rows collected into one record.
+COLLECTED = "rows"
+
+
+def return_collected(columns: Iterable[tuple[str, Part]]) -> Fragment:
+    """``RETURN collect({k: expr, …}) AS rows``: all rows in ONE record.
+
+    For statements that answer one row per input row (an UPSERT wave of 100 blocks): a hundred
+    Bolt records cost the server and the driver more than the statement's own work (measured in
+    docs/performance.md, "Round 3"); one record with a list costs almost nothing."""
+    items = join(", ", [frag(Ident(key), ": ", expr) for key, expr in columns])
+    return frag("RETURN collect({", items, "}) AS ", COLLECTED)
+
+
 class Statement:
     """One Cypher statement built line by line; ``build()`` gives ``(text, params)``.
 

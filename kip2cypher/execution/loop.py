@@ -24,6 +24,7 @@ import neo4j
 
 from .. import errors
 from ..config import Settings
+from ..cypher.builder import COLLECTED
 from ..errors import KipError, too_many_rows
 from ..lower.plan import Compiled
 from .neo4j_errors import DRIVER_ERRORS, from_neo4j
@@ -94,7 +95,7 @@ def drive_sync(program: Program, tx: Any, ctx: Context, trace: Optional[_Trace] 
         failure = None
         ctx.check_deadline()
         if isinstance(request, Run):
-            reply = _rows_sync(tx.run(*_prepare(request, ctx.settings, trace)), ctx.settings.max_result_rows, request.extra_rows)
+            reply = _reply(request, _rows_sync(tx.run(*_prepare(request, ctx.settings, trace)), ctx.settings.max_result_rows, request.extra_rows))
         elif isinstance(request, Explain):
             tx.run(*_prepare(request, ctx.settings, trace)).consume()
             reply = None
@@ -116,6 +117,11 @@ def _rows_sync(result: Any, cap: int, extra: int) -> list[dict[str, Any]]:
             result.consume()
             raise too_many_rows(cap)
     return rows
+
+
+def _reply(request: Run, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows the program sees: a ``collected`` statement's one record unpacked into its list."""
+    return rows[0][COLLECTED] if request.statement.collected else rows
 
 
 class _AutoCommit:
@@ -196,7 +202,7 @@ async def drive_async(program: Program, tx: Any, ctx: Context, trace: _Trace) ->
         failure = None
         ctx.check_deadline()
         if isinstance(request, Run):
-            reply = await _rows_async(await tx.run(*_prepare(request, ctx.settings, trace)), ctx.settings.max_result_rows, request.extra_rows)
+            reply = _reply(request, await _rows_async(await tx.run(*_prepare(request, ctx.settings, trace)), ctx.settings.max_result_rows, request.extra_rows))
         elif isinstance(request, Explain):
             await (await tx.run(*_prepare(request, ctx.settings, trace))).consume()
             reply = None

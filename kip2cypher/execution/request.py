@@ -64,9 +64,10 @@ class _Compiled:
     kind: Optional[str]
 
 
-def _compile(text: str, parameters: dict[str, Any], settings: Settings) -> _Compiled:
+def _compile(text: str, parameters: dict[str, Any], settings: Settings, checked: bool = False) -> _Compiled:
+    """``checked``: ``request_program`` has already sized and checked the request's parameters."""
     try:
-        plan = compile_plan(text, parameters, settings)
+        plan = compile_plan(text, parameters, settings, parameters_checked=checked)
     except KipError as exc:
         return _Compiled(None, exc.to_dict(), command_kind_of(text, settings))
     except Exception as exc:  # noqa: BLE001 - a compiler bug must still come back as a KIP error
@@ -123,14 +124,14 @@ def request_program(arguments: Any, *, readonly: bool, settings: Settings, deadl
             _refuse_kml(kinds, request.is_batch)
         if not request.is_batch:
             _check(deadline)
-            outcome = yield from _run(_compile(*items[0], settings), request.dry_run, readonly)
+            outcome = yield from _run(_compile(*items[0], settings, checked=True), request.dry_run, readonly)
             return outcome.response
         results = []
         for text, params in items:
             if deadline is not None and deadline.expired():
                 results.append({"error": deadline.error().to_dict()})  # not compiled, not run
                 continue
-            outcome = yield from _run(_compile(text, params, settings), request.dry_run, readonly)
+            outcome = yield from _run(_compile(text, params, settings, checked=True), request.dry_run, readonly)
             results.append(outcome.response)
             if outcome.stops_batch:
                 break

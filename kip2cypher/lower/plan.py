@@ -12,7 +12,7 @@ tests EXPLAIN on Neo4j.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, ClassVar, Mapping
 
@@ -30,21 +30,24 @@ class Compiled:
     Parameters supplied only at run time (rows of a wave, a page cursor …) are absent or
     ``None`` here and given by the program with each run. ``runtime``: the placeholders a
     keeping compile left for the embedding code to bind (``$name``; never executed here).
+    ``collected``: the statement returns its rows as one list in one record (column
+    ``rows``, see ``cypher.builder.return_collected``); the executor hands the program that list.
     """
 
     text: str
     params: Mapping[str, Any]
     label: str = ""
     runtime: tuple[str, ...] = ()
+    collected: bool = False
 
     @classmethod
-    def of(cls, statement: Statement, label: str = "") -> "Compiled":
+    def of(cls, statement: Statement, label: str = "", *, collected: bool = False) -> "Compiled":
         text, params, runtime = statement.build_with_runtime()
-        return cls(text, MappingProxyType(params), label, runtime)
+        return cls(text, MappingProxyType(params), label, runtime, collected)
 
     def with_params(self, **params: Any) -> "Compiled":
         """The same statement with more compile-time parameters bound."""
-        return Compiled(self.text, MappingProxyType({**self.params, **params}), self.label, self.runtime)
+        return replace(self, params=MappingProxyType({**self.params, **params}))
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,7 @@ from .. import adoption as adopt
 from .. import errors
 from ..config import Settings
 from ..cypher import storage
-from ..cypher.builder import Fragment, Ident, Param, Part, Statement, frag, literal
+from ..cypher.builder import Fragment, Ident, Param, Part, Statement, frag, literal, return_collected
 from ..errors import KipError
 from ..syntax import ast
 from ..syntax.values import describe, resolve, resolve_predicate, resolve_str
@@ -222,8 +222,14 @@ def _resolve_statement(names: storage.Names) -> Compiled:
             s.line("WITH r WHERE r.k = ", literal(kind))
             s.line("OPTIONAL MATCH (n:", label, " {", match, "})")
             s.line("RETURN n.id AS id, ", schema, " AS schema")
-    s.line("RETURN r.i AS i, id, schema")
-    return Compiled.of(s, "UPSERT: check types/predicates and look up outside targets")
+    s.line(return_collected(_columns("i", "id", "schema", i="r.i")))
+    return Compiled.of(s, "UPSERT: check types/predicates and look up outside targets", collected=True)
+
+
+def _columns(*keys: str, **exprs: str) -> list[tuple[str, Part]]:
+    """``(key, expression)`` pairs for ``return_collected``: the variable of the same name
+    unless ``exprs`` gives another expression."""
+    return [(key, exprs.get(key, key)) for key in keys]
 
 
 def _match_or_create(names: storage.Names, label: str, id_field: str, create: Callable[[Statement, storage.Names], None], *, concept: bool, attr_keys: bool = False) -> Statement:
@@ -242,7 +248,8 @@ def _match_or_create(names: storage.Names, label: str, id_field: str, create: Ca
             s.line("RETURN n")
         s.line("WITH row, n, ", K.created_flag(), " AS created")
         K.apply_tail(s, names, concept=concept, attr_keys=attr_keys)
-    s.line("RETURN row.i AS i, id, status, version, created", ", tn, attr_keys" if attr_keys else "")
+    extra = ("tn", "attr_keys") if attr_keys else ()
+    s.line(return_collected(_columns("i", "id", "status", "version", "created", *extra, i="row.i")))
     return s
 
 
@@ -272,12 +279,12 @@ def _create_proposition(s: Statement, names: storage.Names) -> None:
 
 def _concept_statement(names: storage.Names, strict: bool) -> Compiled:
     s = _match_or_create(names, names.concept, "id", _create_concept, concept=True, attr_keys=strict)
-    return Compiled.of(s, "UPSERT: match-or-create all CONCEPT blocks" + (" (strict schema)" if strict else ""))
+    return Compiled.of(s, "UPSERT: match-or-create all CONCEPT blocks" + (" (strict schema)" if strict else ""), collected=True)
 
 
 def _proposition_statement(names: storage.Names) -> Compiled:
     s = _match_or_create(names, names.proposition, "pid", _create_proposition, concept=False)
-    return Compiled.of(s, "UPSERT: match-or-create PROPOSITION blocks and SET PROPOSITIONS links (one wave)")
+    return Compiled.of(s, "UPSERT: match-or-create PROPOSITION blocks and SET PROPOSITIONS links (one wave)", collected=True)
 
 
 def _concept_probe_statement(names: storage.Names) -> Compiled:

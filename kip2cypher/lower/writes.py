@@ -9,7 +9,8 @@ The *apply tail* is the heart of every UPSERT write. Given a bound element ``n``
    locks on write; a node it just created is locked already), then reads the committed state —
    never a property value cached by the planner from before the lock;
 2. checks the EXPECT VERSION guard, the protected-target rules;
-3. compares the new property map with the stored one and writes (bumping
+3. compares the new property map with the stored one (one read per key: a missing key
+   compares as null, so it counts as a change) and writes (bumping
    ``meta._version`` / ``meta._updated_at``) only when something changes — a
    replayed capsule is a true no-op (docs/kml.md, "Versions").
 
@@ -102,14 +103,16 @@ def apply_tail(stmt: Statement, names: storage.Names, *, concept: bool, attr_key
     # dynamic read after the lock: never a planner-cached value from before it
     stmt.line("WITH row, n, created, CASE WHEN created THEN 0 ELSE n[", Param(VERSION, P_VERSION_KEY), "] END AS v0")
     if concept:
+        # a block named by (type, name) MERGEd on exactly those: no need to read them back
+        type_, name = "CASE WHEN row.id IS NULL THEN row.type ELSE n.type END", "CASE WHEN row.id IS NULL THEN row.name ELSE n.name END"
         stmt.line(
-            "WITH row, n, created, v0, coalesce(", rules.cy_protected_concept("n.type", "n.name"), ", false) AS prot, ",
-            "coalesce(", rules.cy_actor("n.type", "n.name"), ", false) AS actor",
+            "WITH row, n, created, v0, coalesce(", rules.cy_protected_concept(type_, name), ", false) AS prot, ",
+            "coalesce(", rules.cy_actor(type_, name), ", false) AS actor",
         )
     else:
         stmt.line("WITH row, n, created, v0, CASE WHEN row.btd THEN coalesce(", rules.cy_protected_link("n", names), ", false) ELSE false END AS prot, false AS actor")
     stmt.line("WITH row, n, created, v0, prot, actor, CASE WHEN prot AND NOT created THEN row.own ELSE row.props END AS props")
-    stmt.line("WITH row, n, created, v0, prot, actor, props, created OR any(k IN keys(props) WHERE n[k] IS NULL OR n[k] <> props[k]) AS changed")
+    stmt.line("WITH row, n, created, v0, prot, actor, props, created OR any(k IN keys(props) WHERE NOT coalesce(n[k] = props[k], false)) AS changed")
     stmt.line("WITH row, n, created, v0, props, changed, CASE")
     stmt.line("  WHEN n IS NULL THEN 'missing'")
     stmt.line("  WHEN row.expect IS NOT NULL AND coalesce(CASE WHEN created THEN 0 ELSE v0 END, -1) <> row.expect THEN 'version'")
