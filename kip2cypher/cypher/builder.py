@@ -203,9 +203,16 @@ class Statement:
         return text, params
 
     def build_with_runtime(self) -> tuple[str, dict[str, Any], tuple[str, ...]]:
-        """``build()`` plus the names of the statement's ``RuntimeParam``s (first appearance first)."""
-        renderer = _Renderer(self.runtime_params())
-        text = "\n".join(renderer.render(line) for line in self.lines)
+        """``build()`` plus the names of the statement's ``RuntimeParam``s (first appearance first).
+
+        One walk in the common case: a statement with ``RuntimeParam``s (only a compile that
+        keeps placeholders makes them) is rendered again knowing their names, so no engine
+        parameter takes one."""
+        renderer = _Renderer({})
+        text = renderer.render_lines(self.lines)
+        if renderer.seen_runtime:
+            renderer = _Renderer(self.runtime_params())
+            text = renderer.render_lines(self.lines)
         return text, renderer.params, tuple(renderer.runtime)
 
     def runtime_params(self) -> dict[str, RuntimeParam]:
@@ -227,6 +234,8 @@ class _Renderer:
         self._counter = 0
         #: names the caller binds at run time: no engine parameter may take one
         self.runtime = runtime
+        #: whether a ``RuntimeParam`` was rendered (``Statement.build_with_runtime``)
+        self.seen_runtime = False
 
     def _param_name(self, param: Param) -> str:
         if param.name in self.runtime:
@@ -248,17 +257,32 @@ class _Renderer:
             self._counter += 1
         return name
 
+    def render_lines(self, lines: list[Fragment]) -> str:
+        return "\n".join(self.render(line) for line in lines)
+
     def render(self, part: Part) -> str:
-        if isinstance(part, str):
-            return part
-        if isinstance(part, Fragment):
-            return "".join(self.render(p) for p in part.parts)
-        if isinstance(part, Ident):
-            return quote(part.name)
-        if isinstance(part, (Var, Internal, RuntimeParam)):
-            return part.render()
-        if isinstance(part, Param):
-            name = self._param_name(part)
-            self.params[name] = part.value
-            return "$" + name
-        raise TypeError(f"not a Cypher part: {part!r}")
+        """The text of ``part``: an explicit stack instead of recursion (compiling is mostly
+        this walk), dispatching on the exact type — parts are never subclassed."""
+        out: list[str] = []
+        stack: list[Part] = [part]
+        while stack:
+            item = stack.pop()
+            kind = type(item)
+            if kind is str:
+                out.append(item)  # type: ignore[arg-type]
+            elif kind is Fragment:
+                stack.extend(reversed(item.parts))  # type: ignore[union-attr]
+            elif kind is Ident:
+                out.append(quote(item.name))  # type: ignore[union-attr]
+            elif kind is Param:
+                name = self._param_name(item)  # type: ignore[arg-type]
+                self.params[name] = item.value  # type: ignore[union-attr]
+                out.append("$" + name)
+            elif kind is Var or kind is Internal or kind is RuntimeParam:
+                self.seen_runtime = self.seen_runtime or kind is RuntimeParam
+                out.append(item.render())  # type: ignore[union-attr]
+            elif isinstance(item, str):  # a str subclass (e.g. an enum value)
+                out.append(str(item))
+            else:
+                raise TypeError(f"not a Cypher part: {item!r}")
+        return "".join(out)
