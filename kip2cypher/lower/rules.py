@@ -24,7 +24,7 @@ from typing import Any, Iterable, Mapping, Optional
 from .. import errors
 
 from ..cypher import storage
-from ..cypher.builder import Fragment, Param, frag
+from ..cypher.builder import Fragment, Param, frag, join
 from ..errors import KipError
 
 # ------------------------------------------------------------------ protected targets
@@ -43,6 +43,7 @@ ACTOR_PROTECTED_ATTRIBUTES: tuple[str, ...] = ("core_directives",)
 # Named parameters carrying the constants above into generated Cypher.
 P_PROTECTED = "kip_protected"
 P_ACTORS = "kip_actors"
+P_GUARDED_TYPES = "kip_guarded_types"  # the types of the two lists above (a label pre-test)
 P_BTD = "kip_btd"
 
 
@@ -71,6 +72,21 @@ def cy_protected_concept(type_expr: Any, name_expr: Any) -> Fragment:
 def cy_actor(type_expr: Any, name_expr: Any) -> Fragment:
     """Cypher: true when (type, name) is $self or $system."""
     return frag("[", type_expr, ", ", name_expr, "] IN ", actor_pairs())
+
+
+def cy_protected_node(x: Any, *, actors: bool) -> Fragment:
+    """Cypher: the concept node ``x`` is fully protected (with ``actors``: or $self/$system).
+
+    A memory concept carries its type as a label (docs/storage-model.md), so a test of its
+    labels comes first: a bulk UPDATE/DELETE over thousands of Events then reads no
+    ``type``/``name`` property for the protection check. Measured on 20k Events:
+    85 → 32 ms and 4 → 3 db hits per element (one ``labels()`` read beats three ``x:Label``
+    tests: 41 ms, 6 db hits)."""
+    guarded = Param(sorted({t for t, _ in PROTECTED_CONCEPTS + ACTORS}), P_GUARDED_TYPES)
+    tests = [cy_protected_concept(frag(x, ".type"), frag(x, ".name"))]
+    if actors:
+        tests.append(cy_actor(frag(x, ".type"), frag(x, ".name")))
+    return frag("(any(_l IN labels(", x, ") WHERE _l IN ", guarded, ") AND (", join(" OR ", tests), "))")
 
 
 def cy_protected_link(link: Any, names: storage.Names) -> Fragment:

@@ -160,16 +160,15 @@ def bad_element(x: Any, names: storage.Names, *, core_directives: bool, kind: st
     (a ``concept`` clause only matches ``:KipConcept`` nodes, a ``?link (…)`` clause only
     ``:KipProposition`` nodes): then only that half is tested, without label checks.
     """
-    concept = [rules.cy_protected_concept(frag(x, ".type"), frag(x, ".name"))]
-    if core_directives:
-        concept.append(rules.cy_actor(frag(x, ".type"), frag(x, ".name")))
+    concept = rules.cy_protected_node(x, actors=core_directives)
     if kind == pat.CONCEPT:
-        return frag("coalesce(", join(" OR ", concept), ", false)")
+        return frag("coalesce(", concept, ", false)")
     if kind == pat.PROPOSITION:
         return frag("coalesce(", rules.cy_protected_link(x, names), ", false)")
-    parts = [frag("(", x, ":", names.concept, " AND ", test, ")") for test in concept]
-    parts.insert(1, frag("(", x, ":", names.proposition, " AND ", rules.cy_protected_link(x, names), ")"))
-    return frag("coalesce(", join(" OR ", parts), ", false)")
+    return frag(
+        "coalesce((", x, ":", names.concept, " AND ", concept, ") OR (",
+        x, ":", names.proposition, " AND ", rules.cy_protected_link(x, names), "), false)",
+    )
 
 
 def current(t: Any, keys: list[str]) -> Fragment:
