@@ -569,6 +569,10 @@ class Analyzer:
 
     def add_prop(self, subject: Optional[Ref], predicate: Optional[str], obj: Optional[Ref], pid: Optional[str],
                  payload: tuple[Mapping[str, Any], Mapping[str, Any]], expect: Optional[int], label: str, at: int) -> int:
+        linked = next((r for r in (subject, obj) if isinstance(r, AdoptedConcept)), None)
+        if linked is not None and predicate == storage.BELONGS_TO_DOMAIN:
+            # domain membership is schema, and the mapping gives adopted types theirs (domain Adopted)
+            raise adopted_cy.read_only(self.adoption.type(linked.type), "This UPSERT (domain membership)", at)
         pos = len(self.props)
         self.props.append(PropositionRow(pos, subject, predicate, obj, pid, payload[0], payload[1], expect, label, at))
         if pid is not None:
