@@ -26,7 +26,7 @@ SCHEMA = """
 UPSERT {
   CONCEPT ?a { {type: "$PropositionType", name: "about"} SET ATTRIBUTES { description: "A note is about something." } }
   CONCEPT ?m { {type: "$PropositionType", name: "mentioned_in"} SET ATTRIBUTES { description: "Something is mentioned in a note." } }
-  CONCEPT ?s { {type: "$PropositionType", name: "same_as"} SET ATTRIBUTES { description: "Two names for one thing." } }
+  CONCEPT ?s { {type: "$PropositionType", name: "suspected_for"} SET ATTRIBUTES { description: "A drug is suspected to help with a disease." } }
 }
 """
 ENGINE = "any(l IN labels(n) WHERE any(s IN $stems WHERE l = s OR l STARTS WITH s + '__'))"
@@ -94,9 +94,142 @@ def test_the_option_is_read_from_the_mapping():
     assert adoption.Adoption.from_json(adoption.parse(LINKED).to_json()).link_memory is True
 
 
-def test_upsert_links_a_memory_note_to_an_adopted_drug_by_id_and_by_name(linked):
-    result = linked.find('UPSERT { CONCEPT ?n { {type: "Note", name: "n1"} SET PROPOSITIONS { ("about", {id: "A:Drug:D1"}) } }'
-                         ' PROPOSITION ?m { ({type: "Disease", name: "Headache"}, "mentioned_in", ?n) } }')
-    assert result["blocks"] == 1 and len(result["upsert_concept_nodes"]) == 1
-    assert [re.sub(r"[0-9a-f]{32}", "…", p) for p in result["upsert_proposition_links"]] == ["P:…:mentioned_in"]
+def _links(linked) -> int:
+    return adopting.linked_propositions(linked.nexus)
+
+
+def _ids(value):
+    """Random hex of memory ids as "…" (and adopted element ids as "@…"), to compare whole responses."""
+    return json.loads(re.sub(r"@[0-9]+:[0-9a-f-]+:[0-9]+", "@…", re.sub(r"[0-9a-f]{32}", "…", json.dumps(value))))
+
+
+@pytest.fixture(scope="module")
+def notes(linked):
+    """Memory linked to the team's graph: a note about Aspirin D1 (by id), Headache mentioned in it
+    (by name), a memory link between two adopted concepts, a note about that link (by handle), and
+    a link from D1 to a note (so that a walk over "about" passes through D1)."""
+    result = linked.find("""
+UPSERT {
+  CONCEPT ?n1 { {type: "Note", name: "n1"} SET PROPOSITIONS { ("about", {id: "A:Drug:D1"}) } }
+  PROPOSITION ?m { ({type: "Disease", name: "Headache"}, "mentioned_in", ?n1) SET ATTRIBUTES { page: 3 } }
+  PROPOSITION ?s { ({id: "A:Drug:D1"}, "suspected_for", {type: "Disease", name: "Fever"}) }
+  CONCEPT ?n2 { {type: "Note", name: "n2"} SET PROPOSITIONS { ("about", ?s) } }
+  CONCEPT ?n3 { {type: "Note", name: "n3"} }
+  PROPOSITION ?back { ({id: "A:Drug:D1"}, "about", ?n3) }
+}""")
+    assert result["blocks"] == 1 and len(result["upsert_concept_nodes"]) == 3 and len(result["upsert_proposition_links"]) == 3
+    linked.assert_team_unchanged()
+    return result
+
+
+def test_upsert_writes_memory_propositions_ending_at_adopted_concepts(linked, notes):
+    found = linked.find('FIND(?l.subject, ?l.predicate, ?l.object) WHERE { ?l ({id: "A:Drug:D1"}, "suspected_for", ?x) ?x {type: "Disease"} }')
+    # (?x is bound after the clause: a free endpoint binds memory elements only, so this finds nothing)
+    assert found == [[], [], []]
+    response = linked.run('FIND(?l) WHERE { ?x {type: "Disease"} ?l ({id: "A:Drug:D1"}, "suspected_for", ?x) }')
+    assert _ids(response) == {"result": [{
+        "id": "P:…:suspected_for", "subject": "A:Drug:D1", "predicate": "suspected_for", "object": "A:Disease:@…",
+        "attributes": {}, "metadata": response["result"][0]["metadata"]}]}
+    assert set(response["result"][0]["metadata"]) == {"_version", "_updated_at"}
+    # KIP's own relationships at the team's nodes, and nothing else: per link one KIP_SUBJECT or
+    # KIP_OBJECT per adopted endpoint plus the native relationship carrying kip_id
+    assert kip_links_at_team_nodes(linked.driver, linked.database) == sorted(
+        [("KIP_OBJECT__linked", ())] * 2 + [("KIP_SUBJECT__linked", ())] * 3
+        + [("linked/about", ("kip_id__linked",))] * 2 + [("linked/mentioned_in", ("kip_id__linked",))] + [("linked/suspected_for", ("kip_id__linked",))]
+    )
+    assert _links(linked) == 4
+    linked.assert_team_unchanged()
+
+
+def test_upsert_is_idempotent_and_the_same_node_by_name_or_id_is_one_link(linked, notes):
+    before = _links(linked)
+    again = linked.find('UPSERT { PROPOSITION ?m { ({type: "Disease", name: "Headache"}, "mentioned_in", {type: "Note", name: "n1"}) } }')
+    by_id = linked.find('FIND(?d.id) WHERE { ?d {type: "Disease", name: "Headache"} }')[0]
+    same = linked.find('UPSERT { PROPOSITION ?m { ({id: :d}, "mentioned_in", {type: "Note", name: "n1"}) } }', d=by_id)
+    assert again["upsert_proposition_links"] == same["upsert_proposition_links"] == [
+        linked.find('FIND(?l.id) WHERE { ?l ({type: "Disease", name: "Headache"}, "mentioned_in", ?n) }')[0]]
+    assert _links(linked) == before
+    linked.assert_team_unchanged()
+
+
+def _count_memory(linked) -> tuple:
+    rows = linked.driver.execute_query("MATCH (c:KipConcept__linked) WITH count(c) AS c MATCH (p:KipProposition__linked) RETURN c, count(p) AS p",
+                                       database_=linked.database).records
+    return rows[0]["c"], rows[0]["p"]
+
+
+def test_a_name_two_team_nodes_share_is_refused_naming_their_ids_and_nothing_is_written(linked, notes):
+    before = _count_memory(linked), _links(linked)
+    command = ('UPSERT { CONCEPT ?n { {type: "Note", name: "n9"} }\n'
+               '  PROPOSITION ?p { (?n, "about", {type: "Drug", name: "Aspirin"}) } }')
+    for dry_run in (True, False):
+        response = linked.nexus.execute_kip(command, dry_run=dry_run)
+        error = response["error"]
+        assert error["code"] == "KIP_3003", response
+        assert error == {
+            "code": "KIP_3003",
+            "message": 'Concept {type: "Drug", name: "Aspirin"} matches several nodes of the team\'s graph ("A:Drug:D1", "A:Drug:D2"): '
+                       "linking one of them would be arbitrary. (line 2, column 34)\n"
+                       '  PROPOSITION ?p { (?n, "about", {type: "Drug", name: "Aspirin"}) } }\n'
+                       "                                 ^",
+            "hint": 'Name the one you mean by its adopted id, e.g. {id: "A:Drug:D1"} (FIND the candidates with their ids first).',
+            "line": 2, "column": 34,
+        }
+    assert (_count_memory(linked), _links(linked)) == before
+    linked.assert_team_unchanged()
+
+
+def test_two_team_nodes_sharing_a_key_value_are_told_apart_by_element_id(linked, notes):
+    linked.driver.execute_query("CREATE (:Drug {drug_id: 'DX', name: 'Twin'}), (:Drug {drug_id: 'DX', name: 'Twin'})", database_=linked.database)
+    try:
+        error = linked.run('UPSERT { PROPOSITION ?p { ({type: "Note", name: "n1"}, "about", {id: "A:Drug:DX"}) } }')["error"]
+        assert error["code"] == "KIP_3003"
+        assert re.match(r'Concept \{id: "A:Drug:DX"\} matches several nodes of the team\'s graph \("A:Drug:@[^"]+", "A:Drug:@[^"]+"\): '
+                        r"linking one of them would be arbitrary\. \(line 1, column (\d+)\)\n", error["message"]), error["message"]
+        element = re.search(r'"(A:Drug:@[^"]+)"', error["message"]).group(1)
+        linked_id = linked.find('UPSERT { PROPOSITION ?p { ({type: "Note", name: "n1"}, "about", {id: :d}) } }', d=element)["upsert_proposition_links"]
+        # the stored endpoint is the node's canonical adopted id (its key value), whatever form named it
+        assert linked.find('FIND(?l.object) WHERE { ?l (id: :l) }', l=linked_id[0]) == ["A:Drug:DX"]
+        linked.find('DELETE PROPOSITIONS ?l WHERE { ?l (id: :l) }', l=linked_id[0])
+    finally:
+        linked.driver.execute_query("MATCH (d:Drug {drug_id: 'DX'}) DETACH DELETE d", database_=linked.database)
+    linked.assert_team_unchanged()
+
+
+@pytest.mark.parametrize("target, message", [
+    ('{type: "Drug", name: "Nopezine"}', 'Concept {type: "Drug", name: "Nopezine"} does not exist in the team\'s graph.'),
+    ('{id: "A:Drug:D9"}', 'Concept {id: "A:Drug:D9"} does not exist in the team\'s graph.'),
+    ('{id: "A:Drug:@4:00000000-0000-0000-0000-000000000000:999999"}', 'Concept {id: "A:Drug:@4:00000000-0000-0000-0000-000000000000:999999"} does not exist in the team\'s graph.'),
+])
+def test_an_adopted_endpoint_that_matches_no_node_is_not_found(linked, notes, target, message):
+    before = _count_memory(linked)
+    response = linked.run('UPSERT { CONCEPT ?n { {type: "Note", name: "n8"} SET PROPOSITIONS { ("about", %s) } } }' % target)
+    assert response["error"]["code"] == "KIP_3002" and response["error"]["message"].split(" (line 1,")[0] == message
+    assert response["error"]["hint"] == 'Adopted concepts are the team\'s own nodes: FIND or SEARCH it to get its exact name or its "A:…" id; KIP cannot create it.'
+    assert _count_memory(linked) == before
+    linked.assert_team_unchanged()
+
+
+def test_with_the_option_off_linking_is_refused_and_the_hint_names_the_option(linked, notes):
+    default = linked.default.nexus  # the default namespace adopted the same graph without link_memory
+    response = default.execute_kip('UPSERT { CONCEPT ?n { {type: "Note", name: "pharmacy note"} SET PROPOSITIONS { ("about", {id: "A:Drug:D1"}) } } }')
+    assert response["error"]["code"] == "KIP_3004"
+    assert response["error"]["message"].startswith("This UPSERT would change the concept type 'Drug' (Neo4j label 'Drug'), which is adopted from the team's own graph")
+    assert response["error"]["hint"].startswith("A memory proposition may have an adopted concept as subject or object only when the mapping sets [options] link_memory = true")
+    linked.assert_team_unchanged()
+
+
+@pytest.mark.parametrize("command", [
+    *__import__("test_adopt").WRITES,
+    'UPSERT { PROPOSITION ?p { ({id: "A:Drug:D1"}, "treats", {type: "Disease", name: "Fever"}) } }',
+    'UPSERT { CONCEPT ?d { {id: "A:Drug:D1"} SET PROPOSITIONS { ("about", {type: "Note", name: "n1"}) } } }',
+    'UPDATE ?d SET ATTRIBUTES { risk: 0 } WHERE { ?n {type: "Note", name: "n1"} (?n, "about", ?d) ?d {type: "Drug"} }',
+    'DELETE CONCEPT ?d DETACH WHERE { ?d {type: "Drug"} (?n, "about", ?d) }',
+])
+def test_adopted_data_stays_read_only_with_the_option_on(linked, notes, command):
+    before = _count_memory(linked), _links(linked)
+    response = linked.run(command)
+    assert response["error"]["code"] == "KIP_3004", response
+    assert "adopted" in response["error"]["message"] and "read-only" in response["error"]["message"]
+    assert (_count_memory(linked), _links(linked)) == before
     linked.assert_team_unchanged()
