@@ -233,3 +233,143 @@ def test_adopted_data_stays_read_only_with_the_option_on(linked, notes, command)
     assert "adopted" in response["error"]["message"] and "read-only" in response["error"]["message"]
     assert (_count_memory(linked), _links(linked)) == before
     linked.assert_team_unchanged()
+
+
+MEMORY_END = ('?{v} binds memory concepts and propositions only: a memory proposition may also end at an adopted concept (link_memory); '
+              'bind ?{v} to an adopted type before this clause (e.g. ?{v} {{type: "Drug"}}) to read those (docs/adopt.md).')
+
+
+def test_find_memory_predicates_with_adopted_endpoints(linked, notes):
+    response = linked.run('FIND(?n.name) WHERE { ?d {type: "Drug", name: "Aspirin"} (?n, "about", ?d) }')
+    assert response == {"result": ["n1"], "warnings": [MEMORY_END.format(v="n")]}
+    response = linked.run('FIND(?d, ?n.name, ?l.attributes.page) WHERE { ?d {type: "Disease"} ?l (?d, "mentioned_in", ?n) }')
+    assert _ids(response) == {"result": [
+        [{"id": "A:Disease:@…", "type": "Disease", "name": "Headache", "attributes": {"icd": "R51"}, "metadata": {"adopted": True, "label": "Disease"}}],
+        ["n1"], [3]], "warnings": [MEMORY_END.format(v="n")]}
+    # both endpoints adopted
+    response = linked.run('FIND(?d.id, ?x.name) WHERE { ?d {type: "Drug"} ?x {type: "Disease"} (?d, "suspected_for", ?x) }')
+    assert response == {"result": [["A:Drug:D1"], ["Fever"]]}
+    # a free endpoint binds memory only, and the answer says so
+    response = linked.run('FIND(?x) WHERE { ({id: "A:Drug:D1"}, "suspected_for", ?x) }')
+    assert response == {"result": [], "warnings": [MEMORY_END.format(v="x")]}
+    # from memory to adopted, the adopted end typed
+    assert linked.run('FIND(?d.id) WHERE { ?d {type: "Drug"} ({type: "Note", name: "n1"}, "about", ?d) }') == {"result": ["A:Drug:D1"]}
+    linked.assert_team_unchanged()
+
+
+def test_predicate_variables_range_over_adopted_and_memory_predicates(linked, notes):
+    both = linked.run('FIND(?p, ?x.name) WHERE { ?d {id: "A:Drug:D1"} ?x {type: "Disease"} (?d, ?p, ?x) } ORDER BY ?p')
+    assert both == {"result": [["suspected_for", "treats"], ["Fever", "Headache"]]}
+    to_memory = linked.run('FIND(?p, ?n.name) WHERE { ?d {id: "A:Drug:D1"} ?n {type: "Note"} (?d, ?p, ?n) }')
+    assert to_memory == {"result": [["about"], ["n3"]]}
+    from_memory = linked.run('FIND(?p, ?d.id) WHERE { ?n {type: "Note", name: "n1"} ?d {type: "Drug"} (?n, ?p, ?d) }')
+    assert from_memory == {"result": [["about"], ["A:Drug:D1"]]}
+    into_adopted = linked.run('FIND(?p, ?s.name) WHERE { ?d {type: "Disease", name: "Fever"} ?s {type: "Drug"} (?s, ?p, ?d) } ORDER BY ?p')
+    assert into_adopted == {"result": [["suspected_for", "treats"], ["Aspirin", "Aspirin"]]}  # D1 suspected_for, D2 treats
+    free = linked.run('FIND(?p, ?x.name) WHERE { ?d {id: "A:Drug:D1"} (?d, ?p, ?x) }')
+    assert free == {"result": [["treats"], ["Headache"]], "warnings": [
+        "?p ranges over the adopted predicates here (treats, contraindicated): ?x is bound to nothing before this clause, and one variable "
+        "cannot hold both an adopted concept and a memory element. To read memory propositions here too, bind ?x first to a type "
+        '(a memory type, or an adopted one) or name the predicate (docs/adopt.md, "link_memory").']}
+    refused = linked.run('FIND(?l) WHERE { ?d {id: "A:Drug:D1"} ?x {type: "Disease"} ?l (?d, ?p, ?x) }')
+    assert refused["error"]["code"] == "KIP_1001"
+    assert refused["error"]["message"].startswith("A ?l link variable with a predicate variable that could be an adopted relationship or a memory "
+                                                  "proposition (link_memory) is not supported over adopted predicates.")
+    linked.assert_team_unchanged()
+
+
+def test_paths_over_memory_predicates_walk_through_adopted_nodes(linked, notes):
+    # n1 -about-> D1 (adopted) -about-> n3: the walk passes through the team's node
+    through = linked.run('FIND(?x.name) WHERE { ?n {type: "Note", name: "n1"} (?n, "about"{2,2}, ?x) }')
+    assert through == {"result": ["n3"], "warnings": [MEMORY_END.format(v="x")]}
+    ends = linked.run('FIND(?x.name) WHERE { ?n {type: "Note", name: "n1"} (?n, "about"{1,2}, ?x) }')
+    assert ends == {"result": ["n3"], "warnings": [MEMORY_END.format(v="x")]}  # D1 is reached too, but ?x binds memory only
+    typed = linked.run('FIND(?x.id) WHERE { ?x {type: "Drug"} ?n {type: "Note", name: "n1"} (?n, "about"{1,2}, ?x) }')
+    assert typed == {"result": ["A:Drug:D1"]}
+    backwards = linked.run('FIND(?n.name) WHERE { ?x {type: "Note", name: "n3"} (?n, "about"{1,3}, ?x) }')
+    assert backwards == {"result": ["n1"], "warnings": [MEMORY_END.format(v="n")]}
+    linked.assert_team_unchanged()
+
+
+def test_describe_is_unaffected(linked, notes):
+    def described(nexus):
+        out = ok(nexus.execute_kip('DESCRIBE CONCEPT TYPE "Drug"'))
+        out.pop("id"), out["metadata"].pop("_updated_at")
+        return out
+
+    assert described(linked.nexus) == described(linked.default.nexus)
+    about = linked.find('DESCRIBE PROPOSITION TYPE "about"')
+    assert about["name"] == "about" and about["metadata"].get("adopted") is None
+
+
+def test_update_and_delete_attributes_and_propositions_on_links(linked, notes):
+    made = linked.find('UPSERT { PROPOSITION ?p { ({type: "Note", name: "n3"}, "about", {id: "A:Drug:D2"}) SET ATTRIBUTES { weight: 1 } } }')
+    pid = made["upsert_proposition_links"][0]
+    where = '?d {id: "A:Drug:D2"} ?l ({type: "Note", name: "n3"}, "about", ?d)'
+    assert linked.run(f'UPDATE ?l SET ATTRIBUTES {{ weight: 2, seen: true }} WHERE {{ {where} }}') == {"result": {"matched": 1, "updated": 1}}
+    assert linked.find(f'FIND(?l.attributes) WHERE {{ {where} }}') == [{"weight": 2, "seen": True}]
+    assert linked.run(f'DELETE ATTRIBUTES {{"seen"}} FROM ?l WHERE {{ {where} }}') == {"result": {"updated_concepts": 0, "updated_propositions": 1}}
+    assert linked.find('FIND(?l.attributes, ?l.metadata._version) WHERE { ?l (id: :p) }', p=pid) == [[{"weight": 2}], [3]]
+    before = _links(linked)
+    assert linked.run(f'DELETE PROPOSITIONS ?l WHERE {{ {where} }}') == {"result": {"deleted_propositions": 1}}
+    assert _links(linked) == before - 1
+    assert linked.find('FIND(?l) WHERE { ?l (id: :p) }', p=pid) == []
+    # the native relationship went with it: no "about" link from n3 to D2 is left at the team's node
+    rest = linked.driver.execute_query("MATCH (:Drug {drug_id: 'D2'})-[r]-() WHERE type(r) STARTS WITH 'KIP_' OR r.kip_id__linked IS NOT NULL RETURN count(r) AS c",
+                                       database_=linked.database).records[0]["c"]
+    assert rest == 0
+    linked.assert_team_unchanged()
+
+
+def test_deleting_a_linked_memory_concept_removes_its_links_at_the_team_nodes(linked, notes):
+    linked.find('UPSERT { CONCEPT ?n { {type: "Note", name: "short-lived"} SET PROPOSITIONS { ("about", {id: "A:Drug:D2"}) } }'
+                ' PROPOSITION ?m { ({id: "A:Drug:D2"}, "mentioned_in", ?n) } }')
+    before = _links(linked)
+    assert linked.run('DELETE CONCEPT ?n DETACH WHERE { ?n {type: "Note", name: "short-lived"} }') == {"result": {"deleted_concepts": 1, "deleted_propositions": 2}}
+    assert _links(linked) == before - 2
+    rest = linked.driver.execute_query("MATCH (:Drug {drug_id: 'D2'})-[r]-() WHERE type(r) STARTS WITH 'KIP_' OR r.kip_id__linked IS NOT NULL RETURN count(r) AS c",
+                                       database_=linked.database).records[0]["c"]
+    assert rest == 0
+    linked.assert_team_unchanged()
+
+
+def test_export_refers_to_adopted_endpoints_by_id_and_the_capsule_applies_again(linked, notes):
+    capsule = linked.find('EXPORT ?l WHERE { ?d {type: "Drug"} ?l ({type: "Note", name: "n1"}, "about", ?d) }')["capsule"]
+    assert capsule == 'UPSERT {\n  PROPOSITION ?p1 {\n    ({type: "Note", name: "n1"}, "about", {id: "A:Drug:D1"})\n  }\n}'
+
+    before = _count_memory(linked), _links(linked)
+    ok(linked.run(capsule))
+    assert (_count_memory(linked), _links(linked)) == before  # idempotent: the same note, the same link
+    linked.assert_team_unchanged()
+
+
+def test_a_link_whose_team_node_was_deleted_is_not_read_and_can_be_deleted(linked, notes):
+    """The team deletes a linked node with DETACH DELETE: KIP's KIP_SUBJECT / native relationships
+    at it go too, and the memory proposition node is left with one endpoint. It is never read as a
+    half proposition, and when the team creates a node with the same adopted id again, the same
+    UPSERT links it anew."""
+    linked.driver.execute_query("CREATE (:Drug {drug_id: 'D7', name: 'Tempzine'})", database_=linked.database)
+    made = linked.find('UPSERT { PROPOSITION ?p { ({id: "A:Drug:D7"}, "about", {type: "Note", name: "n3"}) } }')
+    pid = made["upsert_proposition_links"][0]
+    assert linked.find('FIND(?l.subject) WHERE { ?l (id: :p) }', p=pid) == ["A:Drug:D7"]
+    linked.driver.execute_query("MATCH (d:Drug {drug_id: 'D7'}) DETACH DELETE d", database_=linked.database)
+    linked.assert_team_unchanged()  # the node came and went: the rest of the team's graph is as before
+    assert linked.run('FIND(?l) WHERE { ?l (id: :p) }', p=pid) == {"result": []}
+    assert pid not in json.dumps(linked.find('FIND(?l) WHERE { ?l (?s, "about", ?o) }'))
+    whole, stored = linked.driver.execute_query(
+        "MATCH (p:KipProposition__linked {predicate: 'about'}) "
+        "RETURN count(CASE WHEN EXISTS { (p)-[:KIP_SUBJECT__linked]->() } AND EXISTS { (p)-[:KIP_OBJECT__linked]->() } THEN p END) AS whole, count(p) AS stored",
+        database_=linked.database).records[0]
+    assert stored == whole + 1 and linked.find('FIND(COUNT(?l)) WHERE { ?l (?s, "about", ?o) }') == whole  # (?s, ?o unread: not expanded)
+    assert linked.run('DELETE PROPOSITIONS ?l WHERE { ?l (id: :p) }', p=pid) == {"result": {"deleted_propositions": 0}}  # not read: not matched
+    # the team recreates a node with the same key: the same UPSERT links the proposition again
+    linked.driver.execute_query("CREATE (:Drug {drug_id: 'D7', name: 'Tempzine'})", database_=linked.database)
+    again = linked.find('UPSERT { PROPOSITION ?p { ({id: "A:Drug:D7"}, "about", {type: "Note", name: "n3"}) } }')
+    assert again["upsert_proposition_links"] == [pid]
+    assert linked.find('FIND(?l.subject, ?d.name) WHERE { ?d {type: "Drug"} ?l (?d, "about", {type: "Note", name: "n3"}) } ORDER BY ?d.name') == [
+        ["A:Drug:D1", "A:Drug:D7"], ["Aspirin", "Tempzine"]]
+    native = linked.driver.execute_query("MATCH (:Drug {drug_id: 'D7'})-[r]->() RETURN type(r) AS t, r.kip_id__linked AS k", database_=linked.database).records
+    assert [(r["t"], r["k"]) for r in native] == [("linked/about", pid)]
+    assert linked.run('DELETE PROPOSITIONS ?l WHERE { ?l (id: :p) }', p=pid) == {"result": {"deleted_propositions": 1}}
+    linked.driver.execute_query("MATCH (d:Drug {drug_id: 'D7'}) DETACH DELETE d", database_=linked.database)
+    linked.assert_team_unchanged()

@@ -283,10 +283,31 @@ def _create_proposition(s: Statement, names: storage.Names, linked: bool = False
     s.line("WITH row, s, o, n")
     with s.block("CALL (row, s, o, n)"):
         s.line("WITH * WHERE ", K.created_flag())
-        s.line(
-            "CREATE (n)-[:", names.subject_rel, "]->(s), (n)-[:", names.object_rel, "]->(o), ",
-            "(s)-[:", native_type(names, "row.p"), " {", Ident(names.link_id), ": n.id}]->(o)",
-        )
+        _create_links(s, names)
+    if linked:
+        _relink(s, names)
+
+
+def _create_links(s: Statement, names: storage.Names) -> None:
+    """A proposition node's KIP_SUBJECT / KIP_OBJECT and its native relationship carrying its id."""
+    s.line(
+        "CREATE (n)-[:", names.subject_rel, "]->(s), (n)-[:", names.object_rel, "]->(o), ",
+        "(s)-[:", native_type(names, "row.p"), " {", Ident(names.link_id), ": n.id}]->(o)",
+    )
+
+
+def _relink(s: Statement, names: storage.Names) -> None:
+    """An existing proposition that lost an endpoint relationship — the team deleted the adopted
+    node it linked (``DETACH DELETE``) and has created a node with the same adopted id since —
+    is linked again: its remaining KIP_SUBJECT / KIP_OBJECT go and all three relationships are
+    created anew (docs/adopt.md, "link_memory"). A whole proposition is left alone."""
+    whole = frag("EXISTS { (n)-[:", names.subject_rel, "]->(s) } AND EXISTS { (n)-[:", names.object_rel, "]->(o) }")
+    with s.block("CALL (row, s, o, n)"):
+        s.line("WITH * WHERE NOT ", K.created_flag(), " AND NOT (", whole, ")")
+        s.line("OPTIONAL MATCH (n)-[old:", names.subject_rel, "|", names.object_rel, "]->()")
+        s.line("DELETE old")
+        s.line("WITH DISTINCT row, s, o, n")
+        _create_links(s, names)
 
 
 def _concept_statement(names: storage.Names, strict: bool) -> Compiled:
