@@ -114,17 +114,20 @@ def stored(nexus: Any) -> Optional[Adoption]:
     return Adoption.from_json(text) if text else None
 
 
-def linked_propositions(nexus: Any) -> int:
-    """How many memory propositions of the namespace have an endpoint outside KIP's own nodes —
-    links to adopted concepts written under ``link_memory`` (docs/adopt.md)."""
+def link_counts(nexus: Any) -> dict[str, int]:
+    """Memory propositions of the namespace written under ``link_memory`` (docs/adopt.md):
+    ``linked``, those with an endpoint outside KIP's own nodes (an adopted concept), and
+    ``dangling``, those that lost an endpoint because the team deleted the node they linked."""
     names = storage.names(nexus.settings.namespace)
     n = frag("n")
     stmt = Statement()
-    stmt.line("MATCH (p:", names.proposition, ")-[:", names.subject_rel, "|", names.object_rel, "]->(n) WHERE ", adopted_cy.not_engine(n))
-    stmt.line("RETURN count(DISTINCT p) AS linked")
+    stmt.line("OPTIONAL MATCH (p:", names.proposition, ")-[:", names.subject_rel, "|", names.object_rel, "]->(n) WHERE ", adopted_cy.not_engine(n))
+    stmt.line("WITH count(DISTINCT p) AS linked")
+    stmt.line("OPTIONAL MATCH (d:", names.proposition, ") WHERE NOT EXISTS { (d)-[:", names.subject_rel, "]->() } OR NOT EXISTS { (d)-[:", names.object_rel, "]->() }")
+    stmt.line("RETURN linked, count(d) AS dangling")
     text, params = stmt.build()
     records, _, _ = nexus.driver.execute_query(text, params, database_=nexus.database, routing_="r")
-    return records[0]["linked"]
+    return {"linked": records[0]["linked"], "dangling": records[0]["dangling"]}
 
 
 def _link_memory(report: dict[str, Any], nexus: Any, previous: Optional[Adoption], adoption: Adoption) -> None:
@@ -134,8 +137,9 @@ def _link_memory(report: dict[str, Any], nexus: Any, previous: Optional[Adoption
     was_on = previous is not None and previous.link_memory
     if not (was_on or adoption.link_memory):
         return
-    linked = linked_propositions(nexus)
-    report["link_memory"] = {"enabled": adoption.link_memory, "linked_propositions": linked}
+    counts = link_counts(nexus)
+    linked = counts["linked"]
+    report["link_memory"] = {"enabled": adoption.link_memory, "linked_propositions": linked, "dangling_propositions": counts["dangling"]}
     if was_on and not adoption.link_memory and linked:
         raise errors.KipError(
             errors.CONSTRAINT_VIOLATION,
@@ -198,6 +202,9 @@ def report_lines(report: dict[str, Any]) -> list[str]:
         lines.append(f"link_memory {enables}: memory propositions may have an adopted concept as subject or object — KIP then adds its own "
                      "KIP_SUBJECT / KIP_OBJECT and predicate relationships at the team's nodes (never a label or a property); "
                      f"{link['linked_propositions']} such proposition(s) now")
+        if link["dangling_propositions"]:
+            lines.append(f"{link['dangling_propositions']} linked proposition(s) lost an adopted endpoint the team deleted: KIP does not read them; "
+                         "the same UPSERT links one again once a node with that adopted id exists, DELETE CONCEPT of its memory endpoint removes it")
     elif link is not None:
         lines.append("link_memory: off (no memory proposition links to an adopted concept)")
     if report.get("no_longer_adopted"):

@@ -95,7 +95,7 @@ def test_the_option_is_read_from_the_mapping():
 
 
 def _links(linked) -> int:
-    return adopting.linked_propositions(linked.nexus)
+    return adopting.link_counts(linked.nexus)["linked"]
 
 
 def _ids(value):
@@ -361,6 +361,7 @@ def test_a_link_whose_team_node_was_deleted_is_not_read_and_can_be_deleted(linke
         "RETURN count(CASE WHEN EXISTS { (p)-[:KIP_SUBJECT__linked]->() } AND EXISTS { (p)-[:KIP_OBJECT__linked]->() } THEN p END) AS whole, count(p) AS stored",
         database_=linked.database).records[0]
     assert stored == whole + 1 and linked.find('FIND(COUNT(?l)) WHERE { ?l (?s, "about", ?o) }') == whole  # (?s, ?o unread: not expanded)
+    assert adopting.link_counts(linked.nexus)["dangling"] == 1  # what `kip2cypher adopt` reports
     assert linked.run('DELETE PROPOSITIONS ?l WHERE { ?l (id: :p) }', p=pid) == {"result": {"deleted_propositions": 0}}  # not read: not matched
     # the team recreates a node with the same key: the same UPSERT links the proposition again
     linked.driver.execute_query("CREATE (:Drug {drug_id: 'D7', name: 'Tempzine'})", database_=linked.database)
@@ -372,4 +373,41 @@ def test_a_link_whose_team_node_was_deleted_is_not_read_and_can_be_deleted(linke
     assert [(r["t"], r["k"]) for r in native] == [("linked/about", pid)]
     assert linked.run('DELETE PROPOSITIONS ?l WHERE { ?l (id: :p) }', p=pid) == {"result": {"deleted_propositions": 1}}
     linked.driver.execute_query("MATCH (d:Drug {drug_id: 'D7'}) DETACH DELETE d", database_=linked.database)
+    linked.assert_team_unchanged()
+
+
+def test_cli_adopt_says_what_link_memory_enables_and_refuses_turning_it_off_while_links_exist(linked, neo4j_server, tmp_path):
+    from click.testing import CliRunner
+
+    from kip2cypher.cli import main
+
+    on, off = tmp_path / "on.toml", tmp_path / "off.toml"
+    on.write_text(LINKED, encoding="utf-8")
+    off.write_text(MAPPING, encoding="utf-8")
+    env = {"NEO4J_URI": neo4j_server.uri, "NEO4J_DATABASE": neo4j_server.database, "KIP2CYPHER_NAMESPACE": "clilink"}
+    if neo4j_server.auth:
+        env["NEO4J_USERNAME"], env["NEO4J_PASSWORD"] = neo4j_server.auth
+    runner = CliRunner()
+    enables = ("memory propositions may have an adopted concept as subject or object — KIP then adds its own KIP_SUBJECT / KIP_OBJECT "
+               "and predicate relationships at the team's nodes (never a label or a property); 0 such proposition(s) now")
+    dry = runner.invoke(main, ["adopt", str(on), "--dry-run"], env=env, catch_exceptions=False)
+    assert dry.exit_code == 0 and f"link_memory would enable: {enables}" in dry.output, dry.output
+    applied = runner.invoke(main, ["adopt", str(on)], env=env, catch_exceptions=False)
+    assert applied.exit_code == 0 and f"link_memory enables: {enables}" in applied.output, applied.output
+    nexus = _open(neo4j_server, "clilink")
+    try:
+        ok(nexus.execute_kip(NOTE_SCHEMA))
+        ok(nexus.execute_kip(SCHEMA))
+        ok(nexus.execute_kip('UPSERT { CONCEPT ?n { {type: "Note", name: "cli"} SET PROPOSITIONS { ("about", {id: "A:Drug:D1"}) } } }'))
+        refused = runner.invoke(main, ["adopt", str(off)], env=env, catch_exceptions=False)
+        assert refused.exit_code == 1
+        assert ("link_memory cannot be turned off in namespace 'clilink': 1 memory proposition(s) link to adopted concepts, "
+                "and with the option off KIP would read their adopted endpoints as memory elements.") in refused.output, refused.output
+        assert adopting.stored(nexus).link_memory is True  # nothing changed
+        ok(nexus.execute_kip('DELETE CONCEPT ?n DETACH WHERE { ?n {type: "Note", name: "cli"} }'))
+        turned_off = runner.invoke(main, ["adopt", str(off)], env=env, catch_exceptions=False)
+        assert turned_off.exit_code == 0 and "link_memory: off (no memory proposition links to an adopted concept)" in turned_off.output, turned_off.output
+        assert adopting.stored(nexus).link_memory is False
+    finally:
+        nexus.close()
     linked.assert_team_unchanged()
