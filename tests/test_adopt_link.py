@@ -411,3 +411,16 @@ def test_cli_adopt_says_what_link_memory_enables_and_refuses_turning_it_off_whil
     finally:
         nexus.close()
     linked.assert_team_unchanged()
+
+
+def test_merging_a_linked_memory_concept_keeps_its_links_to_adopted_concepts(linked, notes):
+    linked.find('UPSERT { CONCEPT ?a { {type: "Note", name: "dup a"} SET PROPOSITIONS { ("about", {id: "A:Drug:D2"}) } }'
+                ' CONCEPT ?b { {type: "Note", name: "dup b"} } }')
+    before = _links(linked)
+    merged = linked.run('MERGE CONCEPT ?a INTO ?b WHERE { ?a {type: "Note", name: "dup a"} ?b {type: "Note", name: "dup b"} }')
+    assert merged["result"]["links_repointed"] == 1 and merged["result"]["links_deduplicated"] == 0, merged
+    assert _links(linked) == before
+    assert linked.run('FIND(?n.name) WHERE { ?d {id: "A:Drug:D2"} ?n {type: "Note"} (?n, "about", ?d) }') == {"result": ["dup b"]}
+    ok(linked.run('DELETE CONCEPT ?n DETACH WHERE { ?n {type: "Note", name: "dup b"} }'))
+    assert _links(linked) == before - 1
+    linked.assert_team_unchanged()
