@@ -424,3 +424,44 @@ def test_merging_a_linked_memory_concept_keeps_its_links_to_adopted_concepts(lin
     ok(linked.run('DELETE CONCEPT ?n DETACH WHERE { ?n {type: "Note", name: "dup b"} }'))
     assert _links(linked) == before - 1
     linked.assert_team_unchanged()
+
+
+@pytest.mark.parametrize("command, result", [
+    ('UPDATE ?x SET ATTRIBUTES { risk: 0 } WHERE { ?n {type: "Note", name: "n1"} (?n, "about", ?x) }', {"matched": 0, "updated": 0}),
+    ('UPDATE ?x SET ATTRIBUTES { risk: 0 } WHERE { ?n {type: "Note", name: "n1"} (?n, "about"{1,3}, ?x) }', {"matched": 1, "updated": 1}),
+    ('DELETE ATTRIBUTES {"risk"} FROM ?x WHERE { ?n {type: "Note", name: "n1"} (?n, "about", ?x) }', {"updated_concepts": 0, "updated_propositions": 0}),
+    ('DELETE CONCEPT ?x DETACH WHERE { ({type: "Disease", name: "Headache"}, "mentioned_in", ?y) (?y, "about", ?x) }', {"deleted_concepts": 0, "deleted_propositions": 0}),
+])
+def test_a_write_through_a_link_never_reaches_the_team_node(linked, notes, command, result):
+    """A variable bound first by a memory pattern binds memory elements only: a write whose target
+    is reached over a link never lands on the team's node (the walk over "about"{1,3} reaches n3
+    through D1, and only n3 is updated)."""
+    assert linked.run(command) == {"result": result}
+    linked.assert_team_unchanged()
+
+
+
+def test_a_hostile_label_is_quoted_when_linking(linked, neo4j_server):
+    """The mapping's names reach the endpoint lookup and the link only as quoted identifiers."""
+    from kip2cypher.cypher.builder import quote
+    from kip2cypher.namespaces import drop_namespace
+    from test_adopt import HOSTILE_LABEL, HOSTILE_PROP
+
+    linked.driver.execute_query(f"CREATE (:{quote(HOSTILE_LABEL)} {{{quote(HOSTILE_PROP)}: 'odd one', k: 'K1'}})", database_=linked.database)
+    nexus = _open(neo4j_server, "hostile_link")
+    try:
+        linked.team = team_state(linked.driver, linked.database)
+        nexus.bootstrap()
+        ok(nexus.execute_kip(NOTE_SCHEMA))
+        ok(nexus.execute_kip(SCHEMA))
+        text = f'[types.Odd]\nlabel = {json.dumps(HOSTILE_LABEL)}\nname = {json.dumps(HOSTILE_PROP)}\nkey = "k"\n[options]\nlink_memory = true\n'
+        adopting.apply(nexus, adoption.parse(text))
+        ok(nexus.execute_kip('UPSERT { CONCEPT ?n { {type: "Note", name: "odd note"} SET PROPOSITIONS { ("about", {type: "Odd", name: "odd one"}) } } }'))
+        found = ok(nexus.execute_kip('FIND(?o.id, ?n.name) WHERE { ?o {type: "Odd"} (?n, "about", ?o) }'))
+        assert found == [["A:Odd:K1"], ["odd note"]]
+        linked.assert_team_unchanged()
+    finally:
+        nexus.close()
+        drop_namespace(linked.driver, linked.database, "hostile_link")
+        linked.driver.execute_query(f"MATCH (n:{quote(HOSTILE_LABEL)}) DETACH DELETE n", database_=linked.database)
+        linked.team = team_state(linked.driver, linked.database)
