@@ -188,17 +188,17 @@ class _Upsert:
         if plan.adopted_lookup is None:
             return {}
         rows = yield Run(plan.adopted_lookup)
-        errors: dict[Outside, KipError] = {}
+        refused: dict[Outside, KipError] = {}
         for row in rows:
             ref = plan.adopted_refs[row["i"]]
             at = self.target_at.get(ref)
             if len(row["elements"]) == 1:
                 self.ids[ref], self.elements[ref] = row["ids"][0], row["elements"][0]
             elif not row["elements"]:
-                errors[ref] = adopted_cy.endpoint_missing(plan.describe(ref), at)
+                refused[ref] = adopted_cy.endpoint_missing(plan.describe(ref), at)
             else:
-                errors[ref] = adopted_cy.endpoint_ambiguous(plan.describe(ref), ref.type, row["ids"], row["elements"], at)
-        return errors
+                refused[ref] = adopted_cy.endpoint_ambiguous(plan.describe(ref), ref.type, row["ids"], row["elements"], at)
+        return refused
 
     def missing(self, ref: Outside) -> KipError:
         """KIP_3002 for an outside target, positioned where the command first writes it."""
