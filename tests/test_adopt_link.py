@@ -465,3 +465,14 @@ def test_a_hostile_label_is_quoted_when_linking(linked, neo4j_server):
         drop_namespace(linked.driver, linked.database, "hostile_link")
         linked.driver.execute_query(f"MATCH (n:{quote(HOSTILE_LABEL)}) DETACH DELETE n", database_=linked.database)
         linked.team = team_state(linked.driver, linked.database)
+
+
+def test_a_failure_while_writing_leaves_no_link_behind(linked, notes):
+    """The link is written in the proposition wave; a later row of the same wave failing its
+    EXPECT VERSION rolls the whole command back, KIP's relationships at the team's node included."""
+    before = _count_memory(linked), _links(linked), kip_links_at_team_nodes(linked.driver, linked.database)
+    response = linked.run('UPSERT { PROPOSITION ?a { ({type: "Note", name: "n3"}, "about", {id: "A:Drug:D2"}) }'
+                          ' PROPOSITION ?b { ({type: "Disease", name: "Headache"}, "mentioned_in", {type: "Note", name: "n1"}) EXPECT VERSION 99 } }')
+    assert response["error"]["code"] == "KIP_3005", response
+    assert (_count_memory(linked), _links(linked), kip_links_at_team_nodes(linked.driver, linked.database)) == before
+    linked.assert_team_unchanged()
