@@ -14,6 +14,7 @@ import dataclasses
 from typing import Any, Optional
 
 from . import adoption as adopt
+from . import errors
 from .adoption import Adoption, AdoptedPredicate, AdoptedType
 from .cypher import catalog, storage
 from .cypher.builder import Ident, Statement, frag
@@ -113,10 +114,47 @@ def stored(nexus: Any) -> Optional[Adoption]:
     return Adoption.from_json(text) if text else None
 
 
+def link_counts(nexus: Any) -> dict[str, int]:
+    """Memory propositions of the namespace written under ``link_memory`` (docs/adopt.md):
+    ``linked``, those with an endpoint outside KIP's own nodes (an adopted concept), and
+    ``dangling``, those that lost an endpoint because the team deleted the node they linked."""
+    names = storage.names(nexus.settings.namespace)
+    n = frag("n")
+    stmt = Statement()
+    stmt.line("OPTIONAL MATCH (p:", names.proposition, ")-[:", names.subject_rel, "|", names.object_rel, "]->(n) WHERE ", adopted_cy.not_engine(n))
+    stmt.line("WITH count(DISTINCT p) AS linked")
+    stmt.line("OPTIONAL MATCH (d:", names.proposition, ") WHERE NOT EXISTS { (d)-[:", names.subject_rel, "]->() } OR NOT EXISTS { (d)-[:", names.object_rel, "]->() }")
+    stmt.line("RETURN linked, count(d) AS dangling")
+    text, params = stmt.build()
+    records, _, _ = nexus.driver.execute_query(text, params, database_=nexus.database, routing_="r")
+    return {"linked": records[0]["linked"], "dangling": records[0]["dangling"]}
+
+
+def _link_memory(report: dict[str, Any], nexus: Any, previous: Optional[Adoption], adoption: Adoption) -> None:
+    """Report the link_memory option and the links written under it. Turning it off while links
+    exist is refused (KIP_2002): with the option off, reads assume memory never touches adopted
+    concepts, so those links would be read as memory elements (docs/adopt.md, "link_memory")."""
+    was_on = previous is not None and previous.link_memory
+    if not (was_on or adoption.link_memory):
+        return
+    counts = link_counts(nexus)
+    linked = counts["linked"]
+    report["link_memory"] = {"enabled": adoption.link_memory, "linked_propositions": linked, "dangling_propositions": counts["dangling"]}
+    if was_on and not adoption.link_memory and linked:
+        raise errors.KipError(
+            errors.CONSTRAINT_VIOLATION,
+            f"link_memory cannot be turned off in namespace {nexus.settings.namespace!r}: {linked} memory proposition(s) link to adopted concepts, "
+            "and with the option off KIP would read their adopted endpoints as memory elements.",
+            "Keep [options] link_memory = true, or first delete those propositions (e.g. DELETE PROPOSITIONS ?l WHERE { ?d {type: \"Drug\"} ?l (?n, \"about\", ?d) } "
+            "per adopted type and predicate), then adopt again (docs/adopt.md).",
+        )
+
+
 def apply(nexus: Any, adoption: Adoption, *, dry_run: bool = False, create_index: bool = False) -> dict[str, Any]:
     """Register ``adoption`` in the nexus's namespace (see the module docstring); returns a report."""
     previous = stored(nexus)
     report: dict[str, Any] = {"namespace": nexus.settings.namespace, "dry_run": dry_run, **survey(nexus, adoption)}
+    _link_memory(report, nexus, previous, adoption)
     index = text_index(nexus, adoption)
     indexed = index is not None and (index["state"] == "present" or (create_index and not dry_run))
     adoption = dataclasses.replace(adoption, text_indexed=indexed)
@@ -158,6 +196,17 @@ def report_lines(report: dict[str, Any]) -> list[str]:
         other = f" ({p['not_exposed']} of that type between other labels are not exposed)" if p["not_exposed"] else ""
         lines.append(f"predicate {p['predicate']} {verb} — ({p['subject']})-[:{p['relationship_type']}]->({p['object']}): {p['relationships']} relationship(s){other}")
     lines.append(f"mapping: {report['mapping']}")
+    link = report.get("link_memory")
+    if link is not None and link["enabled"]:
+        enables = "enables" if not report["dry_run"] else "would enable"
+        lines.append(f"link_memory {enables}: memory propositions may have an adopted concept as subject or object — KIP then adds its own "
+                     "KIP_SUBJECT / KIP_OBJECT and predicate relationships at the team's nodes (never a label or a property); "
+                     f"{link['linked_propositions']} such proposition(s) now")
+        if link["dangling_propositions"]:
+            lines.append(f"{link['dangling_propositions']} linked proposition(s) lost an adopted endpoint the team deleted: KIP does not read them; "
+                         "the same UPSERT links one again once a node with that adopted id exists, DELETE CONCEPT of its memory endpoint removes it")
+    elif link is not None:
+        lines.append("link_memory: off (no memory proposition links to an adopted concept)")
     if report.get("no_longer_adopted"):
         lines.append(f"no longer adopted (their definitions stay, marked adopted): {', '.join(report['no_longer_adopted'])}")
     index = report.get("text_index")

@@ -20,7 +20,7 @@ key, its line and the fix (the defined name it probably meant, when there is one
     object = "Disease"
     attributes = ["evidence"]
     [options]
-    link_memory = false               # may memory propositions point at adopted concepts?
+    link_memory = false               # may memory propositions point at adopted concepts? (docs/adopt.md)
 """
 from __future__ import annotations
 
@@ -376,9 +376,6 @@ class _Checker:
                 raise self.fail(("types", t.name, "label"), f"the label {t.label!r} is already mapped by type {labels[t.label]!r}.",
                                 "Map each label to one concept type.", errors.CONSTRAINT_VIOLATION)
             labels[t.label] = t.name
-        if self.file.options.link_memory:
-            raise self.fail(("options", "link_memory"), "link_memory = true is not supported by this version: memory propositions cannot point at adopted concepts yet.",
-                            "Remove the option (or set it to false); docs/adopt.md, \"link_memory\", says what it will write.", errors.INVALID_SYNTAX)
         seen: dict[tuple[str, str, str], str] = {}
         for p in predicates:
             same = seen.setdefault((p.rel_type, p.subject, p.object), p.name)

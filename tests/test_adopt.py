@@ -173,7 +173,6 @@ def world(neo4j_server):
     ("[types.Drug]\nlabel = \"Drug\"\n[predicates.treats]\ntype = \"T\"\nsubject = \"Durg\"\nobject = \"Drug\"\n", "KIP_2001", ["predicates.treats.subject", "Did you mean 'Drug'"]),
     ("[types.\"Bad Name\"]\nlabel = \"X\"\n", "KIP_1002", ["not a valid concept type name", "'Bad_Name'"]),
     ("[types.Drug]\nlabel = \"Drug\"\nattributes = [\"a-b\"]\n", "KIP_1002", ["attribute key", "line 3"]),
-    ("[types.Drug]\nlabel = \"Drug\"\n[options]\nlink_memory = true\n", "KIP_1001", ["options.link_memory", "not supported"]),
     ("[types.Drug]\nlabel = \"Drug\"\n[predicates.Drug]\ntype = \"T\"\nsubject = \"Drug\"\nobject = \"Drug\"\n", "KIP_2002", ["both a type and a predicate"]),
     ("[types.Domain]\nlabel = \"Dom\"\n", "KIP_3004", ["Genesis"]),
     ("[types.A]\nlabel = \"X\"\n[types.B]\nlabel = \"X\"\n", "KIP_2002", ["already mapped"]),

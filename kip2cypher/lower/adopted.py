@@ -9,13 +9,13 @@ clause and the ``id`` of a result agree.
 """
 from __future__ import annotations
 
-from typing import Optional, Union
+from typing import Optional, Sequence, Union
 
 from .. import adoption as adopt
 from ..adoption import AdoptedPredicate, AdoptedType
 from ..cypher import storage
 from ..cypher.builder import Fragment, Ident, Internal, Param, Part, Statement, frag, join, literal
-from ..errors import IMMUTABLE_TARGET, INVALID_SYNTAX, KipError
+from ..errors import DUPLICATE_EXISTS, IMMUTABLE_TARGET, INVALID_SYNTAX, NOT_FOUND, KipError
 
 Adopted = Union[AdoptedType, AdoptedPredicate]
 
@@ -139,6 +139,54 @@ def read_only(what: Adopted, action: str, offset: Optional[int] = None) -> KipEr
         "Store your own knowledge about it as memory concepts and propositions of non-adopted types.",
         offset=offset,
     )
+
+
+def link_refused(t: AdoptedType, offset: Optional[int] = None) -> KipError:
+    """KIP_3004 for a memory proposition pointing at an adopted concept while the mapping's
+    ``link_memory`` option is off (today's read-only message, with the option in the hint)."""
+    error = read_only(t, "This UPSERT", offset)
+    error.hint = ("A memory proposition may have an adopted concept as subject or object only when the mapping sets "
+                  "[options] link_memory = true (docs/adopt.md, \"link_memory\"); ask whoever runs `kip2cypher adopt`. " + error.hint)
+    return error
+
+
+#: How many nodes an adopted endpoint lookup reads: one is the answer, two prove an ambiguity,
+#: and a third lets the error show that there are more.
+LOOKUP_MAX = 3
+
+
+def lookup_statement(refs: Sequence[tuple[AdoptedType, Optional[str], Optional[str]]]) -> Statement:
+    """The nodes of adopted endpoints ``(type, name, id value)`` (link_memory): per ref ``i``, the
+    element ids and adopted ids of at most ``LOOKUP_MAX`` matching nodes. The UPSERT links a ref
+    only when exactly one node matches (names need not be unique in the team's graph)."""
+    n = frag("n")
+    stmt = Statement()
+    with stmt.block("CALL ()"):
+        for i, (t, name, value) in enumerate(refs):
+            if i:
+                stmt.line("UNION ALL")
+            stmt.line("MATCH ", node(n, t, Param(name) if name is not None else None, value))
+            stmt.line("WITH collect(n)[..", str(LOOKUP_MAX), "] AS found")
+            stmt.line("RETURN ", str(i), " AS i, [n IN found | elementId(n)] AS elements, [n IN found | ", concept_id(n, t), "] AS ids")
+    stmt.line("RETURN i, elements, ids")
+    return stmt
+
+
+def endpoint_missing(label: str, offset: Optional[int] = None) -> KipError:
+    """KIP_3002: an adopted endpoint that matches no node of the team's graph."""
+    return KipError(NOT_FOUND, f"Concept {label} does not exist in the team's graph.",
+                    "Adopted concepts are the team's own nodes: FIND or SEARCH it to get its exact name or its \"A:…\" id; KIP cannot create it.", offset=offset)
+
+
+def endpoint_ambiguous(label: str, type_name: str, ids: Sequence[str], elements: Sequence[str], offset: Optional[int] = None) -> KipError:
+    """KIP_3003: an adopted endpoint that matches several nodes (names — and even ``key`` values —
+    need not be unique in the team's graph): linking one of them would be arbitrary. The ids
+    shown tell them apart (the elementId form where two share a key value)."""
+    distinct = [i if ids.count(i) == 1 else adopt.id_prefix(type_name) + adopt.ELEMENT_MARK + e for i, e in zip(ids, elements)]
+    more = " and more" if len(ids) >= LOOKUP_MAX else ""
+    shown = ", ".join(f'"{i}"' for i in distinct[: LOOKUP_MAX - 1])
+    return KipError(DUPLICATE_EXISTS, f"Concept {label} matches several nodes of the team's graph ({shown}{more}): linking one of them would be arbitrary.",
+                    "Name the one you mean by its adopted id, e.g. {id: \"" + distinct[0] + "\"} (FIND the candidates with their ids first).", offset=offset)
 
 
 def not_exported(what: Adopted, var: str) -> KipError:

@@ -482,6 +482,8 @@ class Lowerer:
         self.var_kinds: dict[str, tuple[bool, str]] = {}
         #: the namespace's adoption mapping (docs/adopt.md); None: nothing adopted
         self.adoption = settings.adoption
+        #: memory propositions may end at adopted concepts (the mapping's link_memory, docs/adopt.md)
+        self.link_memory = bool(self.adoption is not None and self.adoption.link_memory)
         #: what the answer should say about how it was read (FIND ``warnings``)
         self.notes: list[str] = []
         #: kept placeholders known not to be null where the condition being built is evaluated
@@ -897,12 +899,69 @@ class Lowerer:
             return None
         return [p for p in self.adoption.predicates if (s is None or p.subject == s.name) and (o is None or p.object == o.name)]
 
+    def linked_candidates(self, clause: ast.PropositionClause, candidates: list[adopt.AdoptedPredicate], predicate: ast.Var,
+                          scope: dict[str, Binding]) -> tuple[Optional[list[adopt.AdoptedPredicate]], bool]:
+        """``(s, ?p, o)`` with an adopted endpoint when link_memory is on: memory propositions may
+        touch adopted concepts too. Returns the adopted predicates to read and whether memory
+        predicates are read with them; (None, False): memory predicates only (the usual pattern).
+
+        - an endpoint that is a memory element, or no adopted predicate fits: memory only (exact);
+        - both endpoints adopted: the adopted predicates and the memory ones, in one pattern;
+        - an endpoint not bound to anything yet: the adopted predicates only, said in ``warnings``
+          — one variable cannot hold an adopted node of one clause and a memory element of
+          another (docs/adopt.md, "link_memory")."""
+        def kind(endpoint: ast.Endpoint) -> str:
+            if isinstance(endpoint, ast.Var):
+                binding = scope.get(endpoint.name)
+                if binding is None:
+                    return "unknown"
+                return "adopted" if isinstance(binding.adopted, adopt.AdoptedType) else "memory"
+            if isinstance(endpoint, ast.ConceptClause) and self.adopted_type(endpoint, None) is not None:
+                return "adopted"
+            return "memory"
+
+        kinds = {kind(clause.subject), kind(clause.object)}
+        if "memory" in kinds or not candidates:
+            return None, False
+        if "unknown" in kinds:
+            free = next(e.name for e in (clause.subject, clause.object) if isinstance(e, ast.Var) and e.name not in scope)
+            self.notes.append(
+                f"?{predicate.name} ranges over the adopted predicates here ({', '.join(p.name for p in candidates)}): ?{free} is bound to nothing "
+                f"before this clause, and one variable cannot hold both an adopted concept and a memory element. To read memory propositions "
+                f"here too, bind ?{free} first to a type (a memory type, or an adopted one) or name the predicate (docs/adopt.md, \"link_memory\")."
+            )
+            return candidates, False
+        if clause.var is not None:
+            raise adopted_cy.unsupported(f"A ?{clause.var} link variable with a predicate variable that could be an adopted relationship or a memory proposition "
+                                         "(link_memory)", clause.span.start)
+        return candidates, True
+
+    def memory_end(self, name: str, ref: Part) -> Fragment:
+        """With link_memory a memory proposition may end at an adopted node, but ``?name`` (bound
+        here first, by a memory pattern) binds memory elements: the condition that keeps it to
+        them, and the warning that says so (docs/adopt.md, "link_memory")."""
+        note = (f"?{name} binds memory concepts and propositions only: a memory proposition may also end at an adopted concept "
+                f"(link_memory); bind ?{name} to an adopted type before this clause (e.g. ?{name} {{type: \"{self.adoption.types[0].name}\"}}) to read those (docs/adopt.md).")
+        if note not in self.notes:
+            self.notes.append(note)
+        return frag("(", ref, ":", self.names.concept, " OR ", ref, ":", self.names.proposition, ")")
+
+    def whole(self, node: Part, subject: bool, obj: bool) -> list[Fragment]:
+        """With link_memory the team may delete an adopted node a memory proposition points at
+        (``DETACH DELETE`` removes KIP's relationships with it): such a proposition has lost an
+        endpoint and is not read. The tests for the endpoint relationships a pattern does not
+        already expand (``subject`` / ``obj``: test that one)."""
+        rels = [rel for rel, test in ((self.names.subject_rel, subject), (self.names.object_rel, obj)) if test]
+        return [frag("EXISTS { (", node, ")-[:", rel, "]->() }") for rel in rels]
+
     def adopted_variable_link(self, clause: ast.PropositionClause, candidates: list[adopt.AdoptedPredicate], predicate: Optional[ast.Var],
                               scope: dict[str, Binding], parts: list[Fragment], conds: list[Fragment], *, required: bool,
-                              avoid: frozenset[str]) -> tuple[Optional[Part], Optional[str]]:
+                              avoid: frozenset[str], memory: bool = False) -> tuple[Optional[Part], Optional[str]]:
         """``(s, ?p, o)`` over the adopted predicates that can link ``s`` and ``o`` (or ``(s, "a" |
         "b", o)`` over adopted alternatives, ``predicate`` None): one pattern ``-[r:`T1`|`T2`]->``
-        and ``?p`` read from the relationship type."""
+        and ``?p`` read from the relationship type. ``memory`` (link_memory, both ends adopted):
+        memory propositions between them too, ``-[r]->`` where ``r`` is one of those types or
+        carries the namespace's ``kip_id``, and ``?p`` its predicate."""
         subjects, objects = {p.subject for p in candidates}, {p.object for p in candidates}
         if len(subjects) > 1 or len(objects) > 1:
             listed = ", ".join(f"{p.name} ({p.subject} → {p.object})" for p in candidates)
@@ -927,10 +986,17 @@ class Lowerer:
             self.bind_predicate(predicate.name, frag("null"), scope, conds, avoid)
             return (rel if clause.var is not None else None), (key if clause.var is not None else None)
         rel_types = list(dict.fromkeys(p.rel_type for p in candidates))
-        parts.append(frag(subject, "-[", rel, ":", join("|", [Ident(t) for t in rel_types]), "]->", obj))
+        cases = [frag(" WHEN ", Param(p.rel_type), " THEN ", Param(p.name)) for p in candidates]
+        adopted_name = frag("CASE type(", rel, ")", *cases, " END")
+        if memory:
+            link = frag(rel, ".", self.names.link_id, " IS NOT NULL")
+            parts.append(frag(subject, "-[", rel, "]->", obj))
+            conds.append(frag("(", link, " OR type(", rel, ") IN ", Param(rel_types), ")"))
+            adopted_name = frag("CASE WHEN ", link, " THEN ", self.predicate_of(rel), " ELSE ", adopted_name, " END")
+        else:
+            parts.append(frag(subject, "-[", rel, ":", join("|", [Ident(t) for t in rel_types]), "]->", obj))
         if predicate is not None:
-            cases = [frag(" WHEN ", Param(p.rel_type), " THEN ", Param(p.name)) for p in candidates]
-            self.bind_predicate(predicate.name, frag("CASE type(", rel, ")", *cases, " END"), scope, conds, avoid)
+            self.bind_predicate(predicate.name, adopted_name, scope, conds, avoid)
             p_key = self.keys.add(node_key(predicate.name))
             self.keys.rule([key], [p_key])
         return (rel if clause.var is not None else None), (key if clause.var is not None else None)
@@ -945,7 +1011,9 @@ class Lowerer:
             if adopted is not None:
                 ref = self.adopt_var(endpoint.name, ELEMENT, adopted, scope, avoid)
                 return adopted_cy.node(ref, adopted), self.keys.add(node_key(endpoint.name))
-            ref, _ = self.bind_node(endpoint.name, ELEMENT, scope, avoid)
+            ref, bound = self.bind_node(endpoint.name, ELEMENT, scope, avoid)
+            if not bound and self.link_memory:
+                conds.append(self.memory_end(endpoint.name, ref))
             return frag("(", ref, ")"), self.keys.add(node_key(endpoint.name))
         if isinstance(endpoint, ast.ConceptClause):
             return self.concept_node(endpoint, scope, required=required, avoid=avoid, adopted=adopted)
@@ -973,7 +1041,10 @@ class Lowerer:
                 if need_node and clause.var is None:
                     raise _nested_adopted(clause.span.start)
                 return by_id
-            parts.append(frag("(", node if node is not None else "", ":", self.names.proposition, " {id: ", self.param(link_id), "})"))
+            held = node if node is not None or not self.link_memory else self.fresh("p")
+            parts.append(frag("(", held if held is not None else "", ":", self.names.proposition, " {id: ", self.param(link_id), "})"))
+            if self.link_memory:
+                conds.extend(self.whole(held, True, True))
             keys.add(key or keys.anonymous(), seed=True)
             return node, key
         predicate = self.named(clause.predicate)
@@ -992,14 +1063,19 @@ class Lowerer:
             return self.adopted_variable_link(clause, alternatives, None, scope, parts, conds, required=required, avoid=avoid)
         if isinstance(predicate, ast.Var) and self.adoption is not None and self.adoption.predicates:
             candidates = self.adopted_by_endpoints(clause, scope)
-            if candidates is not None:
-                if need_node and clause.var is None:
-                    raise _nested_adopted(clause.span.start)
-                return self.adopted_variable_link(clause, candidates, predicate, scope, parts, conds, required=required, avoid=avoid)
-            self.notes.append(
-                f"?{predicate.name} ranges over memory predicates only: the adopted predicates ({', '.join(p.name for p in self.adoption.predicates)}) "
-                "are read only when the clause names one, or when its subject or object is bound before it to an adopted type (docs/adopt.md)."
-            )
+            if candidates is None:
+                self.notes.append(
+                    f"?{predicate.name} ranges over memory predicates only: the adopted predicates ({', '.join(p.name for p in self.adoption.predicates)}) "
+                    "are read only when the clause names one, or when its subject or object is bound before it to an adopted type (docs/adopt.md)."
+                )
+            else:
+                memory = False
+                if self.link_memory:
+                    candidates, memory = self.linked_candidates(clause, candidates, predicate, scope)
+                if candidates is not None:
+                    if need_node and clause.var is None:
+                        raise _nested_adopted(clause.span.start)
+                    return self.adopted_variable_link(clause, candidates, predicate, scope, parts, conds, required=required, avoid=avoid, memory=memory)
         # Endpoints first (a nested proposition endpoint appends its own part before this one).
         reified = node is not None
         subject, s_key = self.endpoint(clause.subject, scope, parts, conds, required=required, avoid=avoid, reified=reified)
@@ -1025,6 +1101,8 @@ class Lowerer:
                 if s_key and o_key:
                     keys.rule([s_key, o_key, p_key], [key])
             pattern = frag("(", label, ")")
+            if self.link_memory:
+                conds.extend(self.whole(node, subject is None, obj is None))
             if subject is not None:
                 pattern = frag(subject, "<-[:", self.names.subject_rel, "]-", pattern)
             if obj is not None:
@@ -1101,6 +1179,11 @@ class Lowerer:
 
         if o_ref == s_ref:
             o_bound = s_bound  # the same variable: bound only if it was before this clause
+        # link_memory: a walk over a memory predicate may pass through adopted nodes (their KIP
+        # links are the predicate's native relationships), but a free end variable binds memory
+        # elements only (``memory_end``): tested where it is bound, in the MATCH or in the walk.
+        free_ends = [(e.name, ref) for e, ref, bound in ((clause.subject, s_ref, s_bound), (clause.object, o_ref, o_bound))
+                     if self.link_memory and walked is None and isinstance(e, ast.Var) and not bound]
         if not s_bound and not o_bound and walked is not None:
             parts.append(adopted_cy.node(s_ref, walked))  # every node of the adopted type may begin a walk
             s_bound = True
@@ -1116,6 +1199,8 @@ class Lowerer:
             s_bound = o_bound = True
         forward = s_bound
         start, end, end_bound = (s_ref, o_ref, o_bound) if forward else (o_ref, s_ref, s_bound)
+        walked_to = [self.memory_end(name, ref) for name, ref in dict(free_ends).items() if ref == end and not end_bound]
+        conds.extend(self.memory_end(name, ref) for name, ref in dict(free_ends).items() if not (ref == end and not end_bound))
         step = ("-[:", types, "]->") if forward else ("<-[:", types, "]-")
         body: list[Fragment] = []
         current: Part = start
@@ -1139,6 +1224,8 @@ class Lowerer:
             body.append(frag("MATCH ANY SHORTEST (", current, ")-[:", types, "]->", quantifier, "(", end, ")"))
         else:
             body.append(frag("MATCH ANY SHORTEST (", end, ")-[:", types, "]->", quantifier, "(", current, ")"))
+        if walked_to:
+            body.append(frag("WITH * WHERE ", join(" AND ", walked_to)))
         if end_bound:
             body.append(frag("RETURN true AS ", self.fresh("reached"), " LIMIT 1"))
         else:

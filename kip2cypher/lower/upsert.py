@@ -102,14 +102,26 @@ class Structural:
     object: "Ref"
 
 
+@dataclass(frozen=True)
+class AdoptedConcept:
+    """A node of the team's graph as the endpoint of a memory proposition (the mapping's
+    ``link_memory``, docs/adopt.md): by ``{type, name}`` or by its id ``A:<type>:<value>``. Looked
+    up by the plan's ``adopted_lookup`` statement, never written; exactly one node must match."""
+
+    KIND: ClassVar[str] = "adopted"
+    type: str
+    name: Optional[str] = None
+    value: Optional[str] = None
+
+
 Handle = Union[ConceptBlockRef, PropositionRowRef]
-Outside = Union[ConceptByName, ConceptById, PropositionById, Structural]
+Outside = Union[ConceptByName, ConceptById, PropositionById, Structural, AdoptedConcept]
 Ref = Union[Handle, Outside]
 
 
 def is_concept(ref: Optional[Ref]) -> bool:
     """Whether a reference names a concept (else a proposition)."""
-    return isinstance(ref, (ConceptBlockRef, ConceptByName, ConceptById))
+    return isinstance(ref, (ConceptBlockRef, ConceptByName, ConceptById, AdoptedConcept))
 
 
 def is_static(ref: Ref) -> bool:
@@ -258,23 +270,51 @@ def _create_concept(s: Statement, names: storage.Names) -> None:
     s.line("  ", K.on_create_set(K.new_concept_id(), "n:$(row.type)"))
 
 
-def _create_proposition(s: Statement, names: storage.Names) -> None:
+def _create_proposition(s: Statement, names: storage.Names, linked: bool = False) -> None:
     # row.sc / row.oc: whether the endpoint is a concept (known in Python), so one index seek each
     s.line("OPTIONAL MATCH (sc:", names.concept, " {id: CASE WHEN row.sc THEN row.s END})")
     s.line("OPTIONAL MATCH (sp:", names.proposition, " {id: CASE WHEN row.sc THEN null ELSE row.s END})")
     s.line("OPTIONAL MATCH (oc:", names.concept, " {id: CASE WHEN row.oc THEN row.o END})")
     s.line("OPTIONAL MATCH (op:", names.proposition, " {id: CASE WHEN row.oc THEN null ELSE row.o END})")
-    s.line("WITH row, coalesce(sc, sp) AS s, coalesce(oc, op) AS o")
+    if linked:
+        # row.sa / row.oa: the elementId of an adopted endpoint, found by the plan's adopted lookup
+        # in this transaction (link_memory, docs/adopt.md); the team's node itself is not written.
+        s.line("OPTIONAL MATCH (sa) WHERE elementId(sa) = row.sa")
+        s.line("OPTIONAL MATCH (oa) WHERE elementId(oa) = row.oa")
+        s.line("WITH row, coalesce(sc, sp, sa) AS s, coalesce(oc, op, oa) AS o")
+    else:
+        s.line("WITH row, coalesce(sc, sp) AS s, coalesce(oc, op) AS o")
     s.line("WHERE s IS NOT NULL AND o IS NOT NULL")
     s.line("MERGE (n:", names.proposition, " {subject: row.s, predicate: row.p, object: row.o})")
     s.line("  ", K.on_create_set(K.new_proposition_id("row.p")))
     s.line("WITH row, s, o, n")
     with s.block("CALL (row, s, o, n)"):
         s.line("WITH * WHERE ", K.created_flag())
-        s.line(
-            "CREATE (n)-[:", names.subject_rel, "]->(s), (n)-[:", names.object_rel, "]->(o), ",
-            "(s)-[:", native_type(names, "row.p"), " {", Ident(names.link_id), ": n.id}]->(o)",
-        )
+        _create_links(s, names)
+    if linked:
+        _relink(s, names)
+
+
+def _create_links(s: Statement, names: storage.Names) -> None:
+    """A proposition node's KIP_SUBJECT / KIP_OBJECT and its native relationship carrying its id."""
+    s.line(
+        "CREATE (n)-[:", names.subject_rel, "]->(s), (n)-[:", names.object_rel, "]->(o), ",
+        "(s)-[:", native_type(names, "row.p"), " {", Ident(names.link_id), ": n.id}]->(o)",
+    )
+
+
+def _relink(s: Statement, names: storage.Names) -> None:
+    """An existing proposition that lost an endpoint relationship — the team deleted the adopted
+    node it linked (``DETACH DELETE``) and has created a node with the same adopted id since —
+    is linked again: its remaining KIP_SUBJECT / KIP_OBJECT go and all three relationships are
+    created anew (docs/adopt.md, "link_memory"). A whole proposition is left alone."""
+    whole = frag("EXISTS { (n)-[:", names.subject_rel, "]->(s) } AND EXISTS { (n)-[:", names.object_rel, "]->(o) }")
+    with s.block("CALL (row, s, o, n)"):
+        s.line("WITH * WHERE NOT ", K.created_flag(), " AND NOT (", whole, ")")
+        s.line("OPTIONAL MATCH (n)-[old:", names.subject_rel, "|", names.object_rel, "]->()")
+        s.line("DELETE old")
+        s.line("WITH DISTINCT row, s, o, n")
+        _create_links(s, names)
 
 
 def _concept_statement(names: storage.Names, strict: bool) -> Compiled:
@@ -282,9 +322,10 @@ def _concept_statement(names: storage.Names, strict: bool) -> Compiled:
     return Compiled.of(s, "UPSERT: match-or-create all CONCEPT blocks" + (" (strict schema)" if strict else ""), collected=True)
 
 
-def _proposition_statement(names: storage.Names) -> Compiled:
-    s = _match_or_create(names, names.proposition, "pid", _create_proposition, concept=False)
-    return Compiled.of(s, "UPSERT: match-or-create PROPOSITION blocks and SET PROPOSITIONS links (one wave)", collected=True)
+def _proposition_statement(names: storage.Names, linked: bool = False) -> Compiled:
+    create = functools.partial(_create_proposition, linked=True) if linked else _create_proposition
+    s = _match_or_create(names, names.proposition, "pid", create, concept=False)
+    return Compiled.of(s, "UPSERT: match-or-create PROPOSITION blocks and SET PROPOSITIONS links (one wave)" + (", adopted endpoints" if linked else ""), collected=True)
 
 
 def _concept_probe_statement(names: storage.Names) -> Compiled:
@@ -330,6 +371,8 @@ class UpsertStatements:
     probe: Compiled
     #: One wave of proposition rows.
     propositions: Compiled
+    #: ``propositions`` when an endpoint is an adopted concept (rows carry ``sa`` / ``oa``).
+    propositions_linked: Compiled
 
 
 @functools.lru_cache(maxsize=64)
@@ -340,6 +383,7 @@ def statements(names: storage.Names = storage.DEFAULT) -> UpsertStatements:
         concepts_strict=_concept_statement(names, True),
         probe=_concept_probe_statement(names),
         propositions=_proposition_statement(names),
+        propositions_linked=_proposition_statement(names, linked=True),
     )
 
 
@@ -370,6 +414,9 @@ class UpsertPlan(Plan):
     defined_types: tuple[str, ...]  # defined by this command (did-you-mean candidates)
     defined_predicates: tuple[str, ...]
     typed: tuple[str, ...]  # concept types of {type, name} blocks (strict mode reads their instance_schema)
+    #: Adopted endpoints (link_memory) and the statement finding their nodes; () / None: none.
+    adopted_refs: tuple[AdoptedConcept, ...] = ()
+    adopted_lookup: Optional[Compiled] = None
 
     @property
     def statements(self) -> UpsertStatements:
@@ -379,9 +426,14 @@ class UpsertPlan(Plan):
     def concept_write(self) -> Compiled:
         return self.statements.concepts_strict if self.strict else self.statements.concepts
 
+    @property
+    def proposition_write(self) -> Compiled:
+        return self.statements.propositions_linked if self.adopted_refs else self.statements.propositions
+
     def steps(self) -> tuple[Compiled, ...]:
         s = self.statements
-        return (s.resolve, grounding.defined_names(self.names), self.concept_write, s.probe, s.propositions)
+        adopted = (self.adopted_lookup,) if self.adopted_lookup is not None else ()
+        return (s.resolve, *adopted, grounding.defined_names(self.names), self.concept_write, s.probe, self.proposition_write)
 
     def describe(self, ref: Ref) -> str:
         """A reference as the command wrote it, for error messages."""
@@ -395,6 +447,8 @@ class UpsertPlan(Plan):
             return f"{{id: {rules._q(ref.id)}}}"
         if isinstance(ref, PropositionById):
             return f"(id: {rules._q(ref.id)})"
+        if isinstance(ref, AdoptedConcept):
+            return rules.label(ref.type, ref.name) if ref.name is not None else f"{{id: {rules._q(adopt.id_prefix(ref.type) + ref.value)}}}"
         return f"({self.describe(ref.subject)}, {rules._q(ref.predicate)}, {self.describe(ref.object)})"
 
 
@@ -464,10 +518,13 @@ class Analyzer:
                     self.concept_block(block, outer)
                 else:
                     self.proposition_block(block, outer)
+        adopted_refs = tuple(dict.fromkeys(t.ref for t in self.targets if isinstance(t.ref, AdoptedConcept)))
+        lookup = adopted_cy.lookup_statement([(self.adoption.type(r.type), r.name, r.value) for r in adopted_refs]) if adopted_refs else None
         return UpsertPlan(
             strict=strict, blocks=len(capsule.upserts), concepts=tuple(self.concepts), propositions=tuple(self.props),
             order=tuple(self.order), schema_checks=tuple(self.schema_checks), targets=tuple(self.targets),
             defined_types=tuple(self.defined_types), defined_predicates=tuple(self.defined_predicates), typed=tuple(self.typed),
+            adopted_refs=adopted_refs, adopted_lookup=Compiled.of(lookup, "UPSERT: find the adopted endpoints (link_memory)") if lookup is not None else None,
         )
 
     # -------------------------------------------------------------- blocks
@@ -540,6 +597,10 @@ class Analyzer:
 
     def add_prop(self, subject: Optional[Ref], predicate: Optional[str], obj: Optional[Ref], pid: Optional[str],
                  payload: tuple[Mapping[str, Any], Mapping[str, Any]], expect: Optional[int], label: str, at: int) -> int:
+        linked = next((r for r in (subject, obj) if isinstance(r, AdoptedConcept)), None)
+        if linked is not None and predicate == storage.BELONGS_TO_DOMAIN:
+            # domain membership is schema, and the mapping gives adopted types theirs (domain Adopted)
+            raise adopted_cy.read_only(self.adoption.type(linked.type), "This UPSERT (domain membership)", at)
         pos = len(self.props)
         self.props.append(PropositionRow(pos, subject, predicate, obj, pid, payload[0], payload[1], expect, label, at))
         if pid is not None:
@@ -576,6 +637,10 @@ class Analyzer:
     def concept_ref(self, target: ast.ConceptClause) -> Ref:
         _no_variable(target.var, "CONCEPT")
         at = target.span.start
+        linked = self.adopted_endpoint(target, at)
+        if linked is not None:
+            self.targets.append(Target(self.seq, linked, at))
+            return linked
         if target.id is not None:
             cid = resolve_str(target.id, self.params, "A concept `id`")
             self.refuse_adopted(at, element_id=cid)
@@ -601,6 +666,25 @@ class Analyzer:
         obj = self.ref(target.object)
         self.require_predicate(predicate, _named_at(target.predicate))
         return self.earlier_or_outside(self.by_spo.get((subject, predicate, obj)), PropositionRowRef, Structural(subject, predicate, obj), at)
+
+    def adopted_endpoint(self, target: ast.ConceptClause, at: int) -> Optional[AdoptedConcept]:
+        """An endpoint naming an adopted concept (by ``{type, name}`` or ``{id: "A:…"}``): the
+        reference to look up when the mapping's ``link_memory`` is on, KIP_3004 when it is off;
+        None for anything else (a memory concept, or an adopted predicate's id, refused later)."""
+        if self.adoption is None:
+            return None
+        if target.id is not None:
+            split = adopt.split_id(resolve_str(target.id, self.params, "A concept `id`"))
+            t = self.adoption.type(split[0]) if split is not None else None
+            found = AdoptedConcept(t.name, value=split[1]) if t is not None else None
+        elif target.type is not None and target.name is not None:
+            t = self.adoption.type(resolve_str(target.type, self.params, "A concept `type`"))
+            found = AdoptedConcept(t.name, name=resolve_str(target.name, self.params, "A concept `name`")) if t is not None else None
+        else:
+            return None
+        if found is not None and not self.adoption.link_memory:
+            raise adopted_cy.link_refused(t, at)
+        return found
 
     def earlier_or_outside(self, pos: Optional[int], handle: type, outside: Outside, at: int) -> Ref:
         """An element an earlier block of this command writes (``pos``) is referenced by its row;

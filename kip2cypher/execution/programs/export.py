@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Generator, Iterable, Optional, Union
 
-from ... import cursor, errors
+from ... import adoption, cursor, errors
 from ...cypher import storage
 from ...errors import KipError
 from ...lower import rules
@@ -127,6 +127,10 @@ class _Capsule:
     def ref(self, element_id: str, depth: int = 0) -> Ref:
         if element_id in self.handles:
             return ast.Var(self.handles[element_id])
+        if adoption.split_id(element_id) is not None:
+            # an adopted concept a memory proposition links to (link_memory, docs/adopt.md): by its
+            # id, as names need not be unique in the team's graph
+            return ast.ConceptClause(id=ast.Literal(element_id))
         row = self.known.get(element_id)
         if row is None or depth > MAX_REFERENCE_DEPTH:
             raise KipError(errors.INTERNAL_ERROR, f"EXPORT could not resolve the endpoint {element_id}.", "The graph changed during the export or holds a dangling reference; retry.")

@@ -20,9 +20,11 @@ from typing import Any, Generator, Optional
 
 from ...cypher import storage
 from ...errors import KipError
+from ...lower import adopted as adopted_cy
 from ...lower import rules
 from ...lower import writes as K
 from ...lower.upsert import (
+    AdoptedConcept,
     ConceptBlockRef,
     ConceptById,
     ConceptByName,
@@ -74,6 +76,8 @@ class _Upsert:
         self.concept_ids: dict[int, str] = {}
         self.prop_ids: dict[int, str] = {}
         self.schemas: dict[str, Any] = {}
+        #: the elementId of each adopted endpoint's node (link_memory; its adopted id is in ``ids``)
+        self.elements: dict[AdoptedConcept, str] = {}
         #: where the command first writes each outside target (the position of its KIP_3002)
         self.target_at: dict[Outside, Optional[int]] = {}
         for target in plan.targets:
@@ -145,7 +149,7 @@ class _Upsert:
         strict_types = list(plan.typed) if plan.strict else []
         for type_ in strict_types:
             add(ConceptByName(storage.CONCEPT_TYPE, type_))
-        simple = [t for t in plan.targets if not isinstance(t.ref, Structural)]
+        simple = [t for t in plan.targets if not isinstance(t.ref, (Structural, AdoptedConcept))]
         for target in simple:
             add(target.ref)
         rows = yield from self.lookup(refs)
@@ -168,12 +172,33 @@ class _Upsert:
         for target in simple:
             if self.ids.get(target.ref) is None:
                 failures.append((target.seq, 1, self.missing(target.ref)))
+        unlinkable = yield from self.find_adopted()
+        failures.extend((target.seq, 1, unlinkable[target.ref]) for target in plan.targets if target.ref in unlinkable)
         if failures:
             failures.sort(key=lambda f: (f[0], f[1]))
             raise failures[0][2]
         # structural targets made only of outside targets: look them up now; a miss may still be a
         # proposition this command creates earlier in textual order, so it is re-checked in its wave.
         yield from self.resolve_structural([t.ref for t in plan.targets if isinstance(t.ref, Structural) and is_static(t.ref)])
+
+    def find_adopted(self) -> Program:
+        """Look up the adopted endpoints (link_memory): each must be exactly one node of the team's
+        graph. Returns the error of each that is not (missing: KIP_3002, several: KIP_3003)."""
+        plan = self.plan
+        if plan.adopted_lookup is None:
+            return {}
+        rows = yield Run(plan.adopted_lookup)
+        refused: dict[Outside, KipError] = {}
+        for row in rows:
+            ref = plan.adopted_refs[row["i"]]
+            at = self.target_at.get(ref)
+            if len(row["elements"]) == 1:
+                self.ids[ref], self.elements[ref] = row["ids"][0], row["elements"][0]
+            elif not row["elements"]:
+                refused[ref] = adopted_cy.endpoint_missing(plan.describe(ref), at)
+            else:
+                refused[ref] = adopted_cy.endpoint_ambiguous(plan.describe(ref), ref.type, row["ids"], row["elements"], at)
+        return refused
 
     def missing(self, ref: Outside) -> KipError:
         """KIP_3002 for an outside target, positioned where the command first writes it."""
@@ -261,7 +286,7 @@ class _Upsert:
         if structural:
             yield from self.resolve_structural(structural)
         payload = [self.wave_row(row) for row in wave]
-        result = yield Run(self.plan.statements.propositions, {"rows": payload, K.NOW: self.ctx.now, **engine_overrides(self.ctx)})
+        result = yield Run(self.plan.proposition_write, {"rows": payload, K.NOW: self.ctx.now, **engine_overrides(self.ctx)})
         by_i = {r["i"]: r for r in result}
         for row in wave:
             r = by_i.get(row.pos)
@@ -279,13 +304,16 @@ class _Upsert:
                     if isinstance(ref, (ConceptBlockRef, PropositionRowRef)):
                         raise not_found(f"{self.plan.describe(ref)} could not be resolved.", "", row.at)
                     raise self.missing(ref)
-        return {
+        out = {
             "i": row.pos, "s": self.value(row.subject) if row.subject else None, "p": row.predicate,
             "o": self.value(row.object) if row.object else None, "pid": row.id,
             "sc": is_concept(row.subject), "oc": is_concept(row.object),
             "btd": row.predicate in (None, storage.BELONGS_TO_DOMAIN),
             "props": dict(row.props), "own": dict(row.own), "expect": row.expect,
         }
+        if self.plan.adopted_refs:
+            out["sa"], out["oa"] = self.elements.get(row.subject), self.elements.get(row.object)
+        return out
 
 
 def _no_concept_with_id(cid: Optional[str], at: Optional[int]) -> KipError:
