@@ -476,3 +476,103 @@ def test_a_failure_while_writing_leaves_no_link_behind(linked, notes):
     assert response["error"]["code"] == "KIP_3005", response
     assert (_count_memory(linked), _links(linked), kip_links_at_team_nodes(linked.driver, linked.database)) == before
     linked.assert_team_unchanged()
+
+
+# ---------------------------------------------------------------- the team's own relationships of a memory predicate's type
+MENTIONS = 'UPSERT { CONCEPT ?t { {type: "$PropositionType", name: "mentions"} SET ATTRIBUTES { description: "Something mentions something." } } }'
+
+
+@pytest.fixture
+def team_mentions(linked, notes):
+    """The team's application has its own ``mentions`` relationships — the native type of the memory
+    predicate ``mentions`` (``mentions`` in the default namespace, ``linked/mentions`` in ``linked``):
+    D1 → Headache, D1 → Fever, D1 → D2 and Acme (a Supplier, not adopted) → D1. None carries a kip_id,
+    so none is a memory proposition. Memory of ``linked``: m1 mentions D1, D1 mentions Fever (a
+    link between two adopted concepts, beside the team's own D1 → Fever), D2 mentions m2. A walk
+    over KIP's links only: m1 → D1 → Fever; over the team's too it would reach D2, m2, Headache."""
+    from kip2cypher.cypher.builder import quote
+
+    for nexus in (linked.nexus, linked.default.nexus):
+        ok(nexus.execute_kip(MENTIONS))
+    for namespace in ("", "linked"):
+        t = quote(storage.names(namespace).rel("mentions"))
+        linked.driver.execute_query(
+            "MATCH (d1:Drug {drug_id: 'D1'}), (d2:Drug {drug_id: 'D2'}), (h:Disease {name: 'Headache'}), (f:Disease {name: 'Fever'}), (s:Supplier {name: 'Acme'}) "
+            f"CREATE (d1)-[:{t} {{team_link: 1}}]->(h), (d1)-[:{t} {{team_link: 2}}]->(f), (d1)-[:{t} {{team_link: 3}}]->(d2), (s)-[:{t} {{team_link: 4}}]->(d1)",
+            database_=linked.database)
+    linked.team = team_state(linked.driver, linked.database)
+    made = linked.find("""
+UPSERT {
+  CONCEPT ?m1 { {type: "Note", name: "m1"} SET PROPOSITIONS { ("mentions", {id: "A:Drug:D1"}) } }
+  CONCEPT ?m2 { {type: "Note", name: "m2"} }
+  PROPOSITION ?a { ({id: "A:Drug:D1"}, "mentions", {type: "Disease", name: "Fever"}) }
+  PROPOSITION ?b { ({id: "A:Drug:D2"}, "mentions", ?m2) }
+}""")
+    yield made
+    linked.assert_team_unchanged()
+    ok(linked.run('DELETE CONCEPT ?n DETACH WHERE { ?n {type: "Note"} FILTER(IN(?n.name, ["m1", "m2"])) }'))
+    for pid in made["upsert_proposition_links"]:
+        ok(linked.run('DELETE PROPOSITIONS ?l WHERE { ?l (id: :p) }', p=pid))
+    linked.driver.execute_query("MATCH ()-[r]->() WHERE r.team_link IS NOT NULL DELETE r", database_=linked.database)
+    linked.team = team_state(linked.driver, linked.database)
+
+
+def test_a_team_relationship_of_a_memory_predicates_type_between_adopted_nodes_is_not_a_proposition(linked, team_mentions):
+    assert linked.run('FIND(?x.name) WHERE { ?d {id: "A:Drug:D1"} ?x {type: "Disease"} (?d, "mentions", ?x) }') == {"result": ["Fever"]}
+    assert linked.run('FIND(?y.id) WHERE { ?d {id: "A:Drug:D1"} ?y {type: "Drug"} (?d, "mentions", ?y) }') == {"result": []}
+    assert linked.run('FIND(COUNT(?d)) WHERE { ?d {id: "A:Drug:D1"} (?d, "mentions", {type: "Disease", name: "Headache"}) }') == {"result": 0}
+    assert linked.run('FIND(?d.id) WHERE { ?d {type: "Drug"} ({type: "Drug", name: "Aspirin"}, "mentions", ?d) }') == {"result": []}
+    linked.assert_team_unchanged()
+
+
+def test_a_team_relationship_from_a_node_the_mapping_does_not_adopt_is_not_a_proposition(linked, team_mentions):
+    response = linked.run('FIND(?x.name) WHERE { ?d {id: "A:Drug:D1"} (?x, "mentions", ?d) }')
+    assert response == {"result": ["m1"], "warnings": [MEMORY_END.format(v="x")]}
+    assert linked.run('FIND(?n.name) WHERE { ?d {id: "A:Drug:D1"} ?n {type: "Note"} (?n, "mentions", ?d) }') == {"result": ["m1"]}
+    linked.assert_team_unchanged()
+
+
+def test_a_team_relationship_is_not_read_through_an_alternative_of_memory_predicates(linked, team_mentions):
+    response = linked.run('FIND(?x.name) WHERE { ?d {id: "A:Drug:D1"} ?x {type: "Disease"} (?d, "mentions" | "suspected_for", ?x) }')
+    assert response == {"result": ["Fever"]}
+    linked.assert_team_unchanged()
+
+
+def test_a_team_relationship_does_not_satisfy_not_or_optional_over_a_memory_predicate(linked, team_mentions):
+    response = linked.run('FIND(?x.name) WHERE { ?d {id: "A:Drug:D1"} ?x {type: "Disease"} NOT { (?d, "mentions", ?x) } }')
+    assert response == {"result": ["Headache"]}
+    response = linked.run('FIND(?x.name, ?d.id) WHERE { ?x {type: "Disease"} OPTIONAL { ?d {type: "Drug"} (?d, "mentions", ?x) } } ORDER BY ?x.name')
+    assert response == {"result": [["Fever", "Headache"], ["A:Drug:D1", None]]}
+    linked.assert_team_unchanged()
+
+
+def test_a_team_relationship_is_not_read_by_a_predicate_variable(linked, team_mentions):
+    response = linked.run('FIND(?p, ?x.name) WHERE { ?d {id: "A:Drug:D1"} ?x {type: "Disease"} (?d, ?p, ?x) } ORDER BY ?p')
+    assert response == {"result": [["mentions", "suspected_for", "treats"], ["Fever", "Fever", "Headache"]]}
+    assert linked.run('FIND(?p) WHERE { ?d {id: "A:Drug:D1"} ?y {type: "Drug"} (?d, ?p, ?y) }') == {"result": []}
+    assert linked.run('FIND(?p) WHERE { ?n {type: "Note", name: "m1"} ?d {id: "A:Drug:D1"} (?n, ?p, ?d) }') == {"result": ["mentions"]}
+    linked.assert_team_unchanged()
+
+
+def test_a_path_over_a_memory_predicate_does_not_walk_the_team_relationships(linked, team_mentions):
+    # KIP's links: m1 → D1 → Fever; the team's D1 → D2 (→ m2 by a memory link) and D1 → Headache are no hops
+    assert linked.run('FIND(?x.name) WHERE { ?n {type: "Note", name: "m1"} (?n, "mentions"{1,3}, ?x) }') == {
+        "result": [], "warnings": [MEMORY_END.format(v="x")]}
+    assert linked.run('FIND(?x.id) WHERE { ?x {type: "Drug"} ?n {type: "Note", name: "m1"} (?n, "mentions"{1,3}, ?x) }') == {"result": ["A:Drug:D1"]}
+    assert linked.run('FIND(?x.name) WHERE { ?x {type: "Disease"} ?n {type: "Note", name: "m1"} (?n, "mentions"{2,3}, ?x) }') == {"result": ["Fever"]}
+    assert linked.run('FIND(?n.name) WHERE { ?x {type: "Note", name: "m2"} (?n, "mentions"{1,3}, ?x) }') == {
+        "result": [], "warnings": [MEMORY_END.format(v="n")]}
+    assert linked.run('FIND(?b.id) WHERE { ?a {id: "A:Drug:D1"} ?b {id: "A:Drug:D2"} (?a, "mentions"{1,1}, ?b) }') == {"result": []}
+    linked.assert_team_unchanged()
+
+
+def test_with_the_option_off_a_team_relationship_at_an_adopted_node_is_not_a_proposition(linked, team_mentions):
+    """The default namespace adopts the graph without link_memory: no memory proposition touches an
+    adopted concept, so a memory predicate at one matches nothing — not the team's ``mentions``."""
+    default = linked.default.nexus
+    for command in ('FIND(?x) WHERE { ?d {id: "A:Drug:D1"} (?d, "mentions", ?x) }',
+                    'FIND(?x) WHERE { ?d {id: "A:Drug:D1"} (?x, "mentions", ?d) }',
+                    'FIND(?x) WHERE { ?d {id: "A:Drug:D1"} ?x {type: "Disease"} (?d, "mentions", ?x) }',
+                    'FIND(?x) WHERE { ?d {id: "A:Drug:D1"} (?d, "mentions"{1,3}, ?x) }'):
+        assert default.execute_kip(command) == {"result": []}, command
+    linked.assert_team_unchanged()

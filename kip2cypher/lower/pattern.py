@@ -883,18 +883,27 @@ class Lowerer:
         conds.append(frag("elementId(", rel, ") = ", Param(split[1][len(mark):])) if split[1].startswith(mark) else frag("false"))
         return (rel if clause.var is not None else None), (key if clause.var is not None else None)
 
+    def adopted_endpoint(self, endpoint: ast.Endpoint, scope: Mapping[str, Binding]) -> Optional[adopt.AdoptedType]:
+        """The adopted type of a clause's subject or object: a clause of an adopted type, or a
+        variable bound to one before this clause (None: a memory element, or not bound yet)."""
+        if isinstance(endpoint, ast.Var):
+            binding = scope.get(endpoint.name)
+            return binding.adopted if binding is not None and isinstance(binding.adopted, adopt.AdoptedType) else None
+        return self.adopted_type(endpoint, None) if isinstance(endpoint, ast.ConceptClause) else None
+
+    def memory_link(self, rel: Part) -> Fragment:
+        """``rel`` is the native relationship of a memory proposition: it carries the namespace's
+        ``kip_id``. Needed wherever a memory predicate's relationship may join two of the team's
+        nodes (an adopted endpoint, a walk through adopted nodes): the team's own relationships
+        of the same type are not propositions (docs/adopt.md, "link_memory")."""
+        return frag(rel, ".", self.names.link_id, " IS NOT NULL")
+
     def adopted_by_endpoints(self, clause: ast.PropositionClause, scope: dict[str, Binding]) -> Optional[list[adopt.AdoptedPredicate]]:
         """For ``(s, ?p, o)``: when ``s`` or ``o`` is an adopted concept (a clause of an adopted
         type, or a variable bound to one before this clause), the adopted predicates that can
         link them — memory propositions never touch adopted concepts, so these are all ``?p``
         can be. None when neither endpoint is adopted."""
-        def adopted_type(endpoint: ast.Endpoint) -> Optional[adopt.AdoptedType]:
-            if isinstance(endpoint, ast.Var):
-                binding = scope.get(endpoint.name)
-                return binding.adopted if binding is not None and isinstance(binding.adopted, adopt.AdoptedType) else None
-            return self.adopted_type(endpoint, None) if isinstance(endpoint, ast.ConceptClause) else None
-
-        s, o = adopted_type(clause.subject), adopted_type(clause.object)
+        s, o = self.adopted_endpoint(clause.subject, scope), self.adopted_endpoint(clause.object, scope)
         if s is None and o is None:
             return None
         return [p for p in self.adoption.predicates if (s is None or p.subject == s.name) and (o is None or p.object == o.name)]
@@ -989,7 +998,7 @@ class Lowerer:
         cases = [frag(" WHEN ", Param(p.rel_type), " THEN ", Param(p.name)) for p in candidates]
         adopted_name = frag("CASE type(", rel, ")", *cases, " END")
         if memory:
-            link = frag(rel, ".", self.names.link_id, " IS NOT NULL")
+            link = self.memory_link(rel)
             parts.append(frag(subject, "-[", rel, "]->", obj))
             conds.append(frag("(", link, " OR type(", rel, ") IN ", Param(rel_types), ")"))
             adopted_name = frag("CASE WHEN ", link, " THEN ", self.predicate_of(rel), " ELSE ", adopted_name, " END")
@@ -1078,6 +1087,7 @@ class Lowerer:
                     return self.adopted_variable_link(clause, candidates, predicate, scope, parts, conds, required=required, avoid=avoid, memory=memory)
         # Endpoints first (a nested proposition endpoint appends its own part before this one).
         reified = node is not None
+        at_adopted = self.adoption is not None and any(self.adopted_endpoint(e, scope) for e in (clause.subject, clause.object))
         subject, s_key = self.endpoint(clause.subject, scope, parts, conds, required=required, avoid=avoid, reified=reified)
         obj, o_key = self.endpoint(clause.object, scope, parts, conds, required=required, avoid=avoid, reified=reified)
         if isinstance(predicate, ast.PredicatePattern):
@@ -1114,7 +1124,7 @@ class Lowerer:
         if isinstance(predicate, ast.Var):
             rel = self.fresh("r")
             parts.append(frag(subject, "-[", rel, "]->", obj))
-            conds.append(frag(rel, ".", self.names.link_id, " IS NOT NULL"))
+            conds.append(self.memory_link(rel))
             self.bind_predicate(predicate.name, self.predicate_of(rel), scope, conds, avoid)
             p_key = keys.add(node_key(predicate.name))
             keys.rule([rel_key], [p_key])
@@ -1123,7 +1133,12 @@ class Lowerer:
         if len(predicate.names) == 1:
             keys.rule([s_key, o_key], [rel_key])  # one native relationship per proposition
         # ("a" | "b" between the same nodes can match more than once)
-        parts.append(frag(subject, "-[:", _types(predicate, self.names), "]->", obj))
+        if at_adopted:
+            rel = self.fresh("r")
+            parts.append(frag(subject, "-[", rel, ":", _types(predicate, self.names), "]->", obj))
+            conds.append(self.memory_link(rel))
+        else:
+            parts.append(frag(subject, "-[:", _types(predicate, self.names), "]->", obj))
         return None, None
 
     def predicate_of(self, rel: Part) -> Fragment:
@@ -1168,6 +1183,10 @@ class Lowerer:
         self.ground_predicates(predicate, clause.predicate, required)
         low, high = self.hops(predicate.quantifier)
         walked = self.walked_type(predicate, clause.span.start)
+        # a memory walk that may pass through the team's nodes follows KIP's relationships only
+        # (``memory_link``): with link_memory, or from / to an adopted concept
+        kip_only = walked is None and self.adoption is not None and (
+            self.link_memory or any(self.adopted_endpoint(e, scope) for e in (clause.subject, clause.object)))
         s_ref, s_bound = self.path_end(clause.subject, scope, parts, conds, required=required, avoid=avoid, adopted=walked)
         o_ref, o_bound = self.path_end(clause.object, scope, parts, conds, required=required, avoid=avoid, adopted=walked)
         self.keys.add(self.keys.anonymous())  # a path element: nothing determines it, so DISTINCT stays
@@ -1176,6 +1195,13 @@ class Lowerer:
         def hop_end(node: Part) -> Fragment:
             """A node a hop reaches: over an adopted predicate, a node of its type."""
             return frag("(", node, ":", Ident(walked.label), ")") if walked is not None else frag("(", node, ")")
+
+        def hop() -> Fragment:
+            """What a hop's relationship pattern holds between its brackets."""
+            if not kip_only:
+                return frag(":", types)
+            rel = self.fresh("r")
+            return frag(rel, ":", types, " WHERE ", self.memory_link(rel))
 
         if o_ref == s_ref:
             o_bound = s_bound  # the same variable: bound only if it was before this clause
@@ -1201,14 +1227,14 @@ class Lowerer:
         start, end, end_bound = (s_ref, o_ref, o_bound) if forward else (o_ref, s_ref, s_bound)
         walked_to = [self.memory_end(name, ref) for name, ref in dict(free_ends).items() if ref == end and not end_bound]
         conds.extend(self.memory_end(name, ref) for name, ref in dict(free_ends).items() if not (ref == end and not end_bound))
-        step = ("-[:", types, "]->") if forward else ("<-[:", types, "]-")
+        arrows = ("-[", "]->") if forward else ("<-[", "]-")
         body: list[Fragment] = []
         current: Part = start
         carry = [end] if end_bound and end != start else []
         layers = low if low >= 2 else 0  # ANY SHORTEST alone is exact for a minimum of 0 or 1
         for _ in range(layers):
             nxt = self.fresh("x")
-            body.append(frag("MATCH (", current, ")", *step, hop_end(nxt)))
+            body.append(frag("MATCH (", current, ")", arrows[0], hop(), arrows[1], hop_end(nxt)))
             body.append(frag("WITH DISTINCT ", join(", ", [nxt, *carry])))
             current = nxt
         first, last = (low, high) if not layers else (0, None if high is None else high - low)
@@ -1221,9 +1247,9 @@ class Lowerer:
             first_node, last_node = (current, end) if forward else (end, current)
             body.append(frag("MATCH ANY SHORTEST ", hop_end(first_node), walk, "(", last_node, ")"))
         elif forward:
-            body.append(frag("MATCH ANY SHORTEST (", current, ")-[:", types, "]->", quantifier, "(", end, ")"))
+            body.append(frag("MATCH ANY SHORTEST (", current, ")-[", hop(), "]->", quantifier, "(", end, ")"))
         else:
-            body.append(frag("MATCH ANY SHORTEST (", end, ")-[:", types, "]->", quantifier, "(", current, ")"))
+            body.append(frag("MATCH ANY SHORTEST (", end, ")-[", hop(), "]->", quantifier, "(", current, ")"))
         if walked_to:
             body.append(frag("WITH * WHERE ", join(" AND ", walked_to)))
         if end_bound:
