@@ -576,3 +576,37 @@ def test_with_the_option_off_a_team_relationship_at_an_adopted_node_is_not_a_pro
                     'FIND(?x) WHERE { ?d {id: "A:Drug:D1"} (?d, "mentions"{1,3}, ?x) }'):
         assert default.execute_kip(command) == {"result": []}, command
     linked.assert_team_unchanged()
+
+
+def test_writes_on_a_link_beside_a_team_relationship_of_its_type_leave_the_team_relationship_alone(linked, team_mentions):
+    """D1 → Fever is both a memory proposition (its native relationship carries kip_id) and the team's
+    own ``mentions`` relationship: UPDATE, DELETE ATTRIBUTES and DELETE PROPOSITIONS change the
+    proposition only — the team's relationship keeps its properties and stays (fingerprint)."""
+    where = '?d {id: "A:Drug:D1"} ?x {type: "Disease", name: "Fever"} ?l (?d, "mentions", ?x)'
+    assert linked.run(f'UPDATE ?l SET ATTRIBUTES {{ weight: 2, seen: true }} WHERE {{ {where} }}') == {"result": {"matched": 1, "updated": 1}}
+    assert linked.run(f'DELETE ATTRIBUTES {{"seen"}} FROM ?l WHERE {{ {where} }}') == {"result": {"updated_concepts": 0, "updated_propositions": 1}}
+    assert linked.run(f'FIND(?l.attributes) WHERE {{ {where} }}') == {"result": [{"weight": 2}]}
+    linked.assert_team_unchanged()
+    assert linked.run(f'DELETE PROPOSITIONS ?l WHERE {{ {where} }}') == {"result": {"deleted_propositions": 1}}
+    rels = linked.driver.execute_query("MATCH (:Drug {drug_id: 'D1'})-[r:`linked/mentions`]->(:Disease {name: 'Fever'}) RETURN properties(r) AS p",
+                                       database_=linked.database).records
+    assert [r["p"] for r in rels] == [{"team_link": 2}]  # KIP's relationship went with the proposition; the team's stayed
+    linked.assert_team_unchanged()
+
+
+@pytest.mark.parametrize("command, result", [
+    ('DELETE PROPOSITIONS ?l WHERE { ?d {id: "A:Drug:D1"} (?d, "mentions", {type: "Disease", name: "Headache"}) ?l (?n, "mentions", ?d) }',
+     {"deleted_propositions": 0}),
+    ('UPDATE ?n SET ATTRIBUTES { flag: true } WHERE { ?n {type: "Note"} ?d {id: "A:Drug:D1"} ?y {type: "Drug"} (?n, "mentions", ?d) (?d, "mentions", ?y) }',
+     {"matched": 0, "updated": 0}),
+    ('DELETE CONCEPT ?n DETACH WHERE { ?n {type: "Note", name: "m2"} ?d {type: "Drug"} (?d, "mentions", ?n) ?e {id: "A:Drug:D1"} (?e, "mentions", ?d) }',
+     {"deleted_concepts": 0, "deleted_propositions": 0}),
+    ('DELETE PROPOSITIONS ?l WHERE { ?n {type: "Note", name: "m1"} ?x {type: "Drug"} (?n, "mentions"{2,3}, ?x) ?l (?x, "mentions", ?m) }',
+     {"deleted_propositions": 0}),
+])
+def test_a_write_is_not_selected_through_a_team_relationship_of_a_memory_predicates_type(linked, team_mentions, command, result):
+    """Memory writes whose WHERE would hold only over the team's own ``mentions`` (D1 → Headache,
+    D1 → D2, and the walk m1 → D1 → D2) select nothing: no memory element is changed because of
+    the team's data, and the team's relationships are never written."""
+    assert linked.run(command) == {"result": result}
+    linked.assert_team_unchanged()
