@@ -29,6 +29,8 @@ Lowering rules (the full list with rationale is in docs/kql.md):
   ``(s)-[:`p`]->(o)`` unless the proposition itself must be bound (a ``?link``
   variable, a nested proposition endpoint), in which case its reified node is
   matched: ``(s)<-[:KIP_SUBJECT]-(l:KipProposition)-[:KIP_OBJECT]->(o)``.
+  Where that relationship may touch an adopted node (docs/adopt.md) it must also carry
+  ``kip_id``: the team's own relationships of the same type are not propositions.
 - Path operators are native variable-length patterns ``[:`p`*m..n]``.
 - FILTER is group-level (like SPARQL): it sees every variable of its group,
   wherever written, and is placed as soon as those variables are bound. It is
