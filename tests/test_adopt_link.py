@@ -610,3 +610,19 @@ def test_a_write_is_not_selected_through_a_team_relationship_of_a_memory_predica
     the team's data, and the team's relationships are never written."""
     assert linked.run(command) == {"result": result}
     linked.assert_team_unchanged()
+
+
+@pytest.mark.parametrize("command, option", [
+    ('FIND(?n.name, ?m.name) WHERE { ?n {type: "Note"} ?m {type: "Note"} (?n, "about", ?m) }', True),
+    ('FIND(?n.name) WHERE { ?n {type: "Note", name: "a"} ?m {type: "Note"} (?n, "about" | "mentions", ?m) NOT { (?m, "about", ?n) } }', True),
+    ('FIND(?l) WHERE { ?n {type: "Note"} ?l (?n, "about", {type: "Note", name: "b"}) }', True),
+    # a walk may pass through adopted nodes only with the option on (then every hop needs kip_id)
+    ('FIND(?n) WHERE { ?n {type: "Note", name: "a"} ?m {type: "Note", name: "b"} (?n, "about"{1,3}, ?m) }', False),
+])
+def test_memory_only_patterns_compile_as_without_an_adoption(command, option):
+    """The kip_id test is added only where a memory predicate's relationship may touch an adopted
+    node: between memory concepts the statement is the one compiled with nothing adopted."""
+    import kip2cypher
+
+    mapping = adoption.parse(LINKED if option else MAPPING)
+    assert kip2cypher.compile(command, adoption=mapping)[0] == kip2cypher.compile(command)[0]
