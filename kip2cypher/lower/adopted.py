@@ -141,15 +141,6 @@ def read_only(what: Adopted, action: str, offset: Optional[int] = None) -> KipEr
     )
 
 
-def not_exported(what: Adopted, var: str) -> KipError:
-    """EXPORT writes capsules of KIP memory; the team's graph is not KIP's to export."""
-    return KipError(
-        INVALID_SYNTAX,
-        f"EXPORT ?{var} binds adopted data ({what.name!r} is adopted from the team's own graph); EXPORT exports KIP memory only.",
-        "Read adopted data with FIND; export the team's graph with the team's own tools (docs/adopt.md).",
-    )
-
-
 def unsupported(what: str, offset: Optional[int] = None) -> KipError:
     return KipError(INVALID_SYNTAX, f"{what} is not supported over adopted predicates.", "docs/adopt.md lists what KQL can do over adopted data; split the query.", offset=offset)
 
