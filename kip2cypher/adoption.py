@@ -48,7 +48,7 @@ GENESIS_PREDICATES = ("belongs_to_domain",)
 DOMAIN = "Adopted"
 #: Engine label / relationship-type stems (``cypher.storage``); repeated here because the
 #: foundation layer may not import the cypher layer. ``tests/test_adopt.py`` checks they agree.
-ENGINE_STEMS = ("KipConcept", "KipProposition", "KipNexus", "KIP_SUBJECT", "KIP_OBJECT")
+ENGINE_STEMS = ("KipConcept", "KipProposition", "KipNexus", "KipAdoptedVector", "KIP_SUBJECT", "KIP_OBJECT")
 
 
 @dataclass(frozen=True)
@@ -96,6 +96,9 @@ class Adoption:
     #: The full-text index over the text properties exists (set by ``kip2cypher adopt``, not
     #: by the file): keyword SEARCH CONCEPT then also finds adopted concepts.
     text_indexed: bool = False
+    #: The adopted concepts' vectors exist (``kip2cypher adopt --embed``, docs/adopt.md): semantic
+    #: and hybrid SEARCH CONCEPT then also query their shadow vector index.
+    embedded: bool = False
 
     def type(self, name: str) -> Optional[AdoptedType]:
         return next((t for t in self.types if t.name == name), None)
@@ -121,6 +124,7 @@ class Adoption:
                 "predicates": [_predicate_json(p) for p in self.predicates],
                 "options": {"link_memory": self.link_memory},
                 "text_indexed": self.text_indexed,
+                "embedded": self.embedded,
             },
             ensure_ascii=False, sort_keys=True, separators=(",", ":"),
         )
@@ -137,6 +141,7 @@ class Adoption:
                 predicates=tuple(AdoptedPredicate(p["name"], p["rel_type"], p["subject"], p["object"], _pairs(p["attributes"]), p["description"]) for p in data["predicates"]),
                 link_memory=bool(data["options"]["link_memory"]),
                 text_indexed=bool(data.get("text_indexed", False)),
+                embedded=bool(data.get("embedded", False)),
             )
         except (ValueError, KeyError, TypeError) as exc:
             raise KipError(

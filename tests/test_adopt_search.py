@@ -6,8 +6,13 @@ Every test ends by checking the team's graph fingerprint: KIP never changed it.
 """
 from __future__ import annotations
 
+import json
+
+import pytest
 import test_adopt
 from test_adopt import World, _open, code, ok
+
+from kip2cypher import adopting, embedding
 
 #: tests/test_adopt.py's module fixture (built again for this module).
 world = test_adopt.world
@@ -96,4 +101,92 @@ def test_export_of_links_to_an_ambiguous_endpoint_is_refused(world):
     assert code(response) == "KIP_2002" and "Drug 'Aspirin' (2 nodes)" in response["error"]["message"]
     dry = world.nexus.execute_kip('EXPORT ?l WHERE { ?l (?d, "treats", ?x) }', dry_run=True)
     assert "error" not in dry, dry
+    world.assert_team_unchanged()
+
+
+# ---------------------------------------------------------------- semantic SEARCH
+@pytest.fixture(scope="module")
+def embedded(world):
+    """The adopted concepts embedded with the bundled model (as the memory's SEARCH vectors are)."""
+    model = embedding.MiniLMEmbedder()
+    world.nexus.settings = world.nexus.settings.replace(embedder=model)
+    report = adopting.embed(world.nexus)
+    world.assert_team_unchanged()
+    return report
+
+
+def test_embed_reports_counts_and_reembeds_only_what_changed(world, embedded):
+    counts = {c["type"]: (c["nodes"], c["embedded"]) for c in embedded["types"]}
+    assert counts == {"Drug": (2, 2), "Disease": (2, 2), "Employee": (3, 3)}  # the drug without name or summary has no text
+    again = adopting.embed(world.nexus)
+    assert [c["embedded"] for c in again["types"]] == [0, 0, 0] and again["dropped"] == 0
+    assert adopting.stored(world.nexus).embedded
+    world.assert_team_unchanged()
+
+
+def test_semantic_search_finds_adopted_concepts_by_meaning(world, embedded):
+    hits = world.find('SEARCH CONCEPT "medicine for fever and pain" MODE "semantic" LIMIT 3')
+    assert hits[0]["id"] == "A:Drug:D1" and hits[0]["metadata"]["adopted"] is True
+    assert 0 < hits[0]["metadata"]["_score"] <= 1 and hits[0]["attributes"] == {"approved": True, "risk": 2}
+    people = world.find('SEARCH CONCEPT "the chief executive" WITH TYPE "Employee" MODE "semantic" LIMIT 5')
+    assert people and {h["type"] for h in people} == {"Employee"}
+    assert all(h["type"] == "Disease" for h in world.find('SEARCH CONCEPT "illness" WITH TYPE "Disease" MODE "semantic"'))
+    assert all(not h["id"].startswith("A:") for h in world.find('SEARCH CONCEPT "medicine" WITH TYPE "Note" MODE "semantic"'))
+
+
+def test_hybrid_search_fuses_adopted_keyword_and_vector_hits(world, embedded):
+    hits = world.find('SEARCH CONCEPT "aspirin" LIMIT 3')  # hybrid: the default with an embedder
+    assert hits[0]["id"] in ("A:Drug:D1", "A:Drug:D2") and hits[0]["metadata"]["_score"] > 0.5
+
+
+def test_a_hit_whose_text_changed_since_it_was_embedded_is_dropped_and_said(world, embedded):
+    query = 'SEARCH CONCEPT "headache" WITH TYPE "Disease" MODE "semantic"'
+    assert "A:Disease" in json.dumps(world.find(query))
+    world.driver.execute_query("MATCH (d:Disease {name: 'Headache'}) SET d.name = 'Cephalalgia'", database_=world.database)
+    try:
+        response = world.nexus.execute_kip(query)
+        assert "Cephalalgia" not in json.dumps(response["result"]) and "Headache" not in json.dumps(response["result"])
+        assert any("changed its text" in w and "--embed" in w for w in response["warnings"])
+        assert adopting.embed(world.nexus)["types"][1]["embedded"] == 1  # only the changed node
+        fresh = world.nexus.execute_kip(query)
+        assert "warnings" not in fresh and "Cephalalgia" in json.dumps(fresh["result"])
+    finally:
+        world.driver.execute_query("MATCH (d:Disease {name: 'Cephalalgia'}) SET d.name = 'Headache'", database_=world.database)
+        adopting.embed(world.nexus)
+
+
+def test_shadows_of_nodes_gone_are_dropped(world, embedded):
+    world.driver.execute_query("CREATE (:Disease {name: 'Gout', icd10: 'M10'})", database_=world.database)
+    try:
+        assert adopting.embed(world.nexus)["types"][1]["embedded"] == 1
+    finally:
+        world.driver.execute_query("MATCH (d:Disease {name: 'Gout'}) DELETE d", database_=world.database)
+    response = world.nexus.execute_kip('SEARCH CONCEPT "gout" WITH TYPE "Disease" MODE "semantic"')
+    assert "Gout" not in json.dumps(response["result"]) and response.get("warnings")
+    assert adopting.embed(world.nexus)["dropped"] == 1
+    world.team = test_adopt.team_fingerprint(world.driver, world.database)  # the test changed the team graph itself
+
+
+def test_cli_adopt_embed_in_a_namespace(world, neo4j_server, tmp_path):
+    from click.testing import CliRunner
+
+    from kip2cypher.cli import main
+
+    path = tmp_path / "mapping.toml"
+    path.write_text(test_adopt.MAPPING, encoding="utf-8")
+    env = {"NEO4J_URI": neo4j_server.uri, "NEO4J_DATABASE": neo4j_server.database, "KIP2CYPHER_NAMESPACE": "embedns"}
+    if neo4j_server.auth:
+        env["NEO4J_USERNAME"], env["NEO4J_PASSWORD"] = neo4j_server.auth
+    runner = CliRunner()
+    out = runner.invoke(main, ["adopt", str(path), "--embed"], env=env, catch_exceptions=False)
+    assert out.exit_code == 0, out.output
+    assert "vectors of type Drug: 2 node(s) with text, 2 (re-)embedded" in out.output
+    found = runner.invoke(main, ["call", 'SEARCH CONCEPT "fever medicine" WITH TYPE "Drug" MODE "semantic" LIMIT 1'], env=env, catch_exceptions=False)
+    assert json.loads(found.stdout)["result"][0]["id"] == "A:Drug:D1"
+    again = runner.invoke(main, ["adopt", str(path)], env=env, catch_exceptions=False)
+    assert "mapping: unchanged" in again.output  # the vectors stay queried
+    from kip2cypher.namespaces import drop_namespace
+
+    removed = drop_namespace(world.driver, world.database, "embedns")
+    assert removed["adopted_vectors"] == 7 and "kip_adopted_embedding__embedns" in removed["schema_objects"]
     world.assert_team_unchanged()

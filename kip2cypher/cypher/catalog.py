@@ -99,3 +99,18 @@ def adopted_text_ddl(names: storage.Names, labels: tuple[str, ...], properties: 
     on_each = ", ".join(f"n.{quote(p)}" for p in properties)
     options = f"{{indexConfig: {{`fulltext.analyzer`: {literal(ANALYZER)}, `fulltext.eventually_consistent`: false}}}}"
     return f"CREATE FULLTEXT INDEX {adopted_text_index(names)} IF NOT EXISTS FOR (n:{'|'.join(quote(l) for l in labels)}) ON EACH [{on_each}] OPTIONS {options}"
+
+
+def adopted_vector_index(names: storage.Names) -> str:
+    """The VECTOR index of the shadow nodes holding adopted concepts' vectors (docs/adopt.md)."""
+    return names.schema_object("kip_adopted_embedding")
+
+
+def adopted_vector_ddl(names: storage.Names) -> tuple[str, ...]:
+    """The schema of the shadow nodes: one per (adopted type, team node) — the uniqueness that
+    ``MERGE`` relies on, and the lookup a refresh does per node — and their vector index."""
+    v = names.adopted_vector
+    return (
+        f"CREATE CONSTRAINT {names.schema_object('kip_adopted_vector_node')} IF NOT EXISTS FOR (s:{v}) REQUIRE (s.type, s.element) IS UNIQUE",
+        _vector(adopted_vector_index(names), "s", v),
+    )

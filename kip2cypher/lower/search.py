@@ -29,7 +29,7 @@ from ..errors import KipError
 from ..syntax import ast
 from ..syntax.values import describe, resolve, resolve_int, resolve_str
 from ..text import MAX_QUERY_WORD_CHARS, is_cjk, query_words, words
-from . import adopted, grounding
+from . import adopted, adopted_vectors, grounding
 from .plan import Compiled, Plan
 
 from ..cypher import catalog  # noqa: E402
@@ -238,6 +238,8 @@ class SearchPlan(Plan):
     hydrate: Compiled
     #: Keyword candidates among adopted concepts (docs/adopt.md); None: nothing adopted to search.
     adopted: Optional[Compiled] = None
+    #: Vector candidates among adopted concepts (their shadow nodes); None: none embedded to search.
+    adopted_vectors: Optional[Compiled] = None
 
     @property
     def reads_vectors(self) -> bool:
@@ -249,7 +251,7 @@ class SearchPlan(Plan):
 
     def steps(self) -> tuple[Compiled, ...]:
         keyword = (self.fulltext,) if self.concept else (self.fulltext, self.definitions, self.by_predicate)
-        adopted = (self.adopted,) if self.adopted is not None else ()
+        adopted = tuple(c for c in (self.adopted, self.adopted_vectors) if c is not None)
         return (self.hybrid, *keyword, *adopted, self.vector, self.hydrate, grounding.defined_names(self.names))
 
 
@@ -305,17 +307,20 @@ def lower_search(command: ast.Search, parameters: dict[str, Any], settings: Sett
         vector=_vector(vector_index, "type" if concept else "predicate", pool),
         hybrid=hybrid,
         hydrate=_hydrate(names.concept if concept else names.proposition),
-        adopted=_adopted_search(settings, names, with_type) if concept else None,
+        adopted=_adopted_search(settings, names, with_type, "text_indexed") if concept else None,
+        adopted_vectors=_adopted_search(settings, names, with_type, "embedded") if concept else None,
     )
 
 
-def _adopted_search(settings: Settings, names: storage.Names, with_type: Optional[str]) -> Optional[Compiled]:
-    """The adopted full-text statement when the namespace adopted types with an index, and WITH
-    TYPE names none or an adopted one."""
+def _adopted_search(settings: Settings, names: storage.Names, with_type: Optional[str], index: str) -> Optional[Compiled]:
+    """The adopted full-text (``index`` "text_indexed") or vector ("embedded") statement when the
+    namespace adopted types with that index, and WITH TYPE names none or an adopted one."""
     chosen = settings.adoption
-    if chosen is None or not chosen.text_indexed:
+    if chosen is None or not getattr(chosen, index):
         return None
     t = chosen.type(with_type) if with_type is not None else None
     if with_type is not None and t is None:
         return None
+    if index == "embedded":
+        return adopted_vectors.search(names, chosen, catalog.adopted_vector_index(names), t)
     return Compiled.of(adopted.search_statement(chosen, catalog.adopted_text_index(names), t), "full-text candidates (adopted concepts)")

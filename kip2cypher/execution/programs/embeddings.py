@@ -8,10 +8,12 @@ ids; ``Nexus.sync_embeddings`` uses it to back-fill a whole nexus.
 from __future__ import annotations
 
 import logging
-from typing import Any, Generator
+from typing import Any, Generator, Optional
 
 from ... import embedding
+from ...adoption import Adoption, AdoptedType
 from ...cypher import storage
+from ...lower import adopted_vectors
 from ...lower.embeddings import CHUNK, KINDS, statements
 from ..requests import Context, Embed, Run
 
@@ -64,3 +66,28 @@ def refresh(kind: str, ids: list[str], force: bool, ctx: Context) -> Generator[A
     payload = [{"id": i, "vector": [float(x) for x in v], "hash": h, "version": n} for (i, _, h, n), v in zip(todo, vectors)]
     yield Run(statements(ctx.names, kind).write, {"rows": payload, "model": ctx.embedder.name})
     return len(payload)
+
+
+def refresh_adopted(t: AdoptedType, last: str, chunk: int, force: bool, ctx: Context) -> Generator[Any, Any, tuple[int, int, Optional[str]]]:
+    """One page of ``adopting.embed`` (docs/adopt.md, "Semantic SEARCH"): the next ``chunk`` nodes
+    of adopted type ``t`` after elementId ``last``, (re-)embedded when their text or the model
+    changed (all with ``force``) onto their shadow nodes, in one model batch. Returns (embedded,
+    read, the last elementId — None when the type is done)."""
+    rows = yield Run(adopted_vectors.nodes(ctx.names, t), {"last": last, "chunk": chunk})
+    todo = []
+    for row in rows:
+        text = embedding.adopted_text(t.name, row["name"], row["texts"])
+        new_hash = embedding.text_hash(ctx.embedder.name, text)
+        if force or new_hash != row["hash"]:
+            todo.append((row["element"], text, new_hash))
+    if todo:
+        vectors = yield Embed(tuple(text for _, text, _ in todo))
+        payload = [{"type": t.name, "element": e, "vector": [float(x) for x in v], "hash": h} for (e, _, h), v in zip(todo, vectors)]
+        yield Run(adopted_vectors.write(ctx.names), {"rows": payload, "model": ctx.embedder.name})
+    return len(todo), len(rows), rows[-1]["element"] if rows else None
+
+
+def prune_adopted(adoption: Adoption, chunk: int, ctx: Context) -> Generator[Any, Any, int]:
+    """Delete up to ``chunk`` shadows whose node is gone or no longer matches the mapping."""
+    rows = yield Run(adopted_vectors.prune(ctx.names, adoption), {"chunk": chunk})
+    return rows[0]["dropped"]
