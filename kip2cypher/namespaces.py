@@ -28,7 +28,7 @@ RETURN collect(name) AS names
 """
 _INDEXES = """
 SHOW INDEXES YIELD name, labelsOrTypes, owningConstraint
-WHERE owningConstraint IS NULL AND (any(l IN coalesce(labelsOrTypes, []) WHERE l IN $labels) OR name = $adopted)
+WHERE owningConstraint IS NULL AND (any(l IN coalesce(labelsOrTypes, []) WHERE l IN $labels) OR name IN $adopted)
 RETURN collect(name) AS names
 """
 _DROP_NEXUS = f"MATCH (n:{storage.NEXUS} {{namespace: $namespace}}) DELETE n RETURN count(n) AS nexus"
@@ -84,8 +84,8 @@ def drop_namespace(driver: Any, database: Any, namespace: str) -> dict[str, Any]
                 break
     labels = [names.concept, names.proposition, names.adopted_vector]
     for query, kind in ((_SCHEMA_OBJECTS, "CONSTRAINT"), (_INDEXES, "INDEX")):
-        # the adopted full-text index (docs/adopt.md) is on the team's labels: found by its name
-        records, _, _ = driver.execute_query(query, labels=labels, adopted=catalog.adopted_text_index(names), database_=database)
+        # the adopted full-text indexes (docs/adopt.md) are on the team's labels / types: found by name
+        records, _, _ = driver.execute_query(query, labels=labels, adopted=[catalog.adopted_text_index(names), catalog.adopted_relationship_text_index(names)], database_=database)
         for name in records[0]["names"]:
             driver.execute_query(f"DROP {kind} {quote(name)} IF EXISTS", database_=database)
             removed["schema_objects"].append(name)

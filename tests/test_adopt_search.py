@@ -12,7 +12,8 @@ import pytest
 import test_adopt
 from test_adopt import World, _open, code, ok
 
-from kip2cypher import adopting, embedding
+from kip2cypher import adopting, adoption, embedding
+from kip2cypher.errors import KipError
 
 #: tests/test_adopt.py's module fixture (built again for this module).
 world = test_adopt.world
@@ -189,4 +190,60 @@ def test_cli_adopt_embed_in_a_namespace(world, neo4j_server, tmp_path):
 
     removed = drop_namespace(world.driver, world.database, "embedns")
     assert removed["adopted_vectors"] == 7 and "kip_adopted_embedding__embedns" in removed["schema_objects"]
+    world.assert_team_unchanged()
+
+
+# ---------------------------------------------------------------- SEARCH PROPOSITION
+@pytest.fixture(scope="module")
+def propositions(world, neo4j_server):
+    """Namespace "relsearch" adopts the graph with text on ``treats`` and the relationship index."""
+    world.driver.execute_query("MATCH (:Drug {drug_id: 'D1'})-[t:TREATS]->(:Disease {name: 'Headache'}) SET t.note = 'first-line therapy for tension headaches'",
+                               database_=world.database)
+    world.team = test_adopt.team_fingerprint(world.driver, world.database)  # the test's own change
+    # Neo4j keeps one index per schema: the concept text properties differ from the default
+    # namespace's, or its "IF NOT EXISTS" would skip this namespace's index (reported in the branch notes)
+    mapping = test_adopt.MAPPING.replace('attributes = ["evidence"]', 'attributes = ["evidence", "note"]\ntext = ["note"]').replace('text = ["name", "summary"]', 'text = ["name"]')
+    nexus = _open(neo4j_server, "relsearch")
+    report = adopting.apply(nexus, adoption.parse(mapping), create_index=True)
+    assert report["relationship_text_index"]["state"] == "created" and adopting.stored(nexus).relationships_indexed
+    world.assert_team_unchanged()
+    yield nexus
+    nexus.close()
+
+
+def test_search_proposition_finds_adopted_relationships_by_their_text(world, propositions):
+    hits = ok(propositions.execute_kip('SEARCH PROPOSITION "tension headaches" MODE "keyword"'))
+    assert hits[0]["predicate"] == "treats" and hits[0]["subject"] == "A:Drug:D1" and hits[0]["id"].startswith("A:treats:@")
+    assert hits[0]["attributes"]["note"].startswith("first-line") and hits[0]["metadata"]["adopted"] is True
+    assert 0 < hits[0]["metadata"]["_score"] <= 1
+    hybrid = ok(propositions.execute_kip('SEARCH PROPOSITION "tension headaches" LIMIT 3'))  # the keyword half of hybrid
+    assert hits[0]["id"] in [h["id"] for h in hybrid]
+    world.assert_team_unchanged()
+
+
+def test_search_proposition_grounds_adopted_predicates_by_name_and_with_type(world, propositions):
+    treats = ok(propositions.execute_kip('SEARCH PROPOSITION "treats" MODE "keyword" LIMIT 10'))
+    adopted_hits = [h for h in treats if h["id"].startswith("A:")]
+    assert len(adopted_hits) == 3 and {h["predicate"] for h in adopted_hits} == {"treats"}  # not the TREATS to a Person
+    assert all(h["metadata"]["_score"] == 1.0 for h in adopted_hits)
+    bosses = ok(propositions.execute_kip('SEARCH PROPOSITION "reports to" WITH TYPE "reports_to" MODE "keyword"'))
+    assert len(bosses) == 2 and {h["predicate"] for h in bosses} == {"reports_to"}
+    assert ok(propositions.execute_kip('SEARCH PROPOSITION "treats" WITH TYPE "reports_to" MODE "keyword"')) == []
+    memory_only = ok(propositions.execute_kip('SEARCH PROPOSITION "tension" WITH TYPE "belongs_to_domain" MODE "keyword"'))
+    assert all(not h["id"].startswith("A:") for h in memory_only)
+    assert "error" not in propositions.execute_kip('SEARCH PROPOSITION "treats"', dry_run=True)
+    world.assert_team_unchanged()
+
+
+def test_an_index_another_namespace_holds_is_refused_before_anything_is_written(world, neo4j_server):
+    """Neo4j keeps one full-text index per schema: the same mapping's index in a second namespace
+    would silently not exist (it failed in db.awaitIndex before)."""
+    nexus = _open(neo4j_server, "sameindex")
+    try:
+        with pytest.raises(KipError) as err:
+            adopting.apply(nexus, adoption.parse(test_adopt.MAPPING), create_index=True)
+        assert err.value.code == "KIP_2002" and "kip_adopted_text" in err.value.message and "`text`" in err.value.hint
+        assert adopting.stored(nexus) is None
+    finally:
+        nexus.close()
     world.assert_team_unchanged()

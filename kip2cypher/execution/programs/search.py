@@ -55,7 +55,7 @@ def keyword(plan: SearchPlan, first: Optional[list[dict[str, Any]]] = None) -> G
                     hits[element_id] = (score, offset + rank, node, whole)
 
     def adopted(query: str, offset: int) -> Generator[Any, Any, None]:
-        """Candidates among adopted concepts (their own full-text index, docs/adopt.md)."""
+        """Candidates among adopted concepts / relationships (their own full-text index, docs/adopt.md)."""
         if plan.adopted is None:
             return
         for rank, row in enumerate((yield Run(plan.adopted, {"query": query, "pool": plan.pool}))):
@@ -81,6 +81,11 @@ def keyword(plan: SearchPlan, first: Optional[list[dict[str, Any]]] = None) -> G
                 known = hits.get(row["id"])
                 if known is None or known[0] < score:
                     hits[row["id"]] = (score, -1, known[2] if known else None, known[3] if known else False)
+            if plan.adopted_by_predicate is not None:
+                for row in (yield Run(plan.adopted_by_predicate, {"predicates": best_first, "pool": plan.pool})):
+                    element = AdoptedObject(adoption.element_object(row["hit"]))
+                    if element["id"] not in hits or hits[element["id"]][0] < scored[row["pred"]]:
+                        hits[element["id"]] = (scored[row["pred"]], -1, element, True)
     # The expensive expansions (infix, fuzzy) only when the plain query leaves LIMIT unfilled.
     if plan.full_query != plan.plain_query and sum(1 for h in hits.values() if h[0] >= floor) < plan.limit:
         yield from candidates(plan.full_query, plan.pool)
