@@ -205,7 +205,7 @@ def propositions(world, neo4j_server):
     mapping = test_adopt.MAPPING.replace('attributes = ["evidence"]', 'attributes = ["evidence", "note"]\ntext = ["note"]').replace('text = ["name", "summary"]', 'text = ["name"]')
     nexus = _open(neo4j_server, "relsearch")
     report = adopting.apply(nexus, adoption.parse(mapping), create_index=True)
-    assert report["relationship_text_index"]["state"] == "created" and adopting.stored(nexus).relationships_indexed
+    assert report["relationship_text_index"]["state"] in ("created", "present") and adopting.stored(nexus).relationships_indexed
     world.assert_team_unchanged()
     yield nexus
     nexus.close()

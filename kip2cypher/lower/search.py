@@ -352,23 +352,25 @@ def _reads(r: Part, p: adopt.AdoptedPredicate, adoption: adopt.Adoption) -> Frag
 
 
 def _adopted_by_predicate(settings: Settings, with_type: Optional[str]) -> Optional[Compiled]:
-    """Up to ``$pool`` relationships (by elementId) of each adopted predicate among
-    ``$predicates``: a predicate's name and description ground all its propositions (spec §5.2.2)."""
+    """Up to ``$pool`` relationships (by elementId) of the adopted predicates among
+    ``$predicates`` (best first): a predicate's name and description ground all its
+    propositions (spec §5.2.2). A predicate not in ``$predicates`` unwinds no row, so its
+    relationships are never matched."""
     chosen = _adopted_predicates(settings, with_type)
     if not chosen:
         return None
-    r = Internal("r")
+    r, rank, predicates = Internal("r"), Internal("rank"), Param(None, "predicates")
     stmt = Statement()
-    stmt.line("UNWIND ", Param(None, "predicates"), " AS pred")
-    with stmt.block("CALL (pred)"):
+    with stmt.block("CALL ()"):
         for i, p in enumerate(chosen):
             if i:
                 stmt.line("UNION ALL")
+            stmt.line("UNWIND [i IN range(0, size(", predicates, ") - 1) WHERE ", predicates, "[i] = ", Param(p.name), "] AS ", rank)
             stmt.line("MATCH ", adopted.node(Internal("s"), settings.adoption.type(p.subject)), "-[", r, ":", Ident(p.rel_type), "]->",
-                      adopted.node(Internal("o"), settings.adoption.type(p.object)), " WHERE pred = ", Param(p.name))
-            stmt.line("WITH ", r, " ORDER BY elementId(", r, ") LIMIT ", Param(None, "pool"))
-            stmt.line("RETURN ", adopted.element(r, p, settings.adoption), " AS hit")
-    stmt.line("RETURN pred, hit LIMIT ", Param(None, "pool"))
+                      adopted.node(Internal("o"), settings.adoption.type(p.object)))
+            stmt.line("WITH ", rank, ", ", r, " ORDER BY elementId(", r, ") LIMIT ", Param(None, "pool"))
+            stmt.line("RETURN ", rank, ", ", adopted.element(r, p, settings.adoption), " AS hit")
+    stmt.line("RETURN ", predicates, "[", rank, "] AS pred, hit ORDER BY ", rank, " LIMIT ", Param(None, "pool"))
     return Compiled.of(stmt, "propositions of matching adopted predicates")
 
 
