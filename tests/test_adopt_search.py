@@ -135,6 +135,21 @@ def test_semantic_search_finds_adopted_concepts_by_meaning(world, embedded):
     assert all(not h["id"].startswith("A:") for h in world.find('SEARCH CONCEPT "medicine" WITH TYPE "Note" MODE "semantic"'))
 
 
+def test_async_nexus_searches_adopted_vectors(world, embedded, neo4j_server):
+    import anyio
+
+    from kip2cypher import connect_async
+    from kip2cypher.config import Settings
+
+    settings = Settings(embedder=embedding.MiniLMEmbedder())
+
+    async def search():
+        async with connect_async(neo4j_server.uri, auth=neo4j_server.auth, database=neo4j_server.database, settings=settings) as nexus:
+            return await nexus.execute_kip('SEARCH CONCEPT "medicine for fever and pain" WITH TYPE "Drug" MODE "semantic" LIMIT 1')
+
+    assert ok(anyio.run(search))[0]["id"] == "A:Drug:D1"
+
+
 def test_hybrid_search_fuses_adopted_keyword_and_vector_hits(world, embedded):
     hits = world.find('SEARCH CONCEPT "aspirin" LIMIT 3')  # hybrid: the default with an embedder
     assert hits[0]["id"] in ("A:Drug:D1", "A:Drug:D2") and hits[0]["metadata"]["_score"] > 0.5
