@@ -26,6 +26,8 @@ from .cypher.builder import Ident, Statement, frag
 from .lower import adopted as adopted_cy
 from .lower.compile import compile_plan
 
+#: Adopted nodes read per round trip by ``embed`` (at most ``max_result_rows``).
+READ_PAGE = 5000
 DOMAIN_DESCRIPTION = "Types and predicates adopted from the team's own graph (read-only for KIP; docs/adopt.md)."
 METADATA = '{ adopted: true, source: "kip2cypher adopt", author: "$system" }'
 
@@ -208,13 +210,21 @@ def embed(nexus: Any, adoption: Optional[Adoption] = None, *, embedder: Any = No
             session.run(ddl).consume()
         session.run("CALL db.awaitIndex($name, 300)", name=catalog.adopted_vector_index(names)).consume()
     report: dict[str, Any] = {"namespace": nexus.settings.namespace, "model": model.name, "types": [], "dropped": 0}
+    # Each read page scans the label (elementId order has no index): read many rows per page,
+    # embed and write them ``batch`` at a time.
+    page = max(batch, min(READ_PAGE, nexus.settings.max_result_rows))
     for t in chosen.types:
         counts, last = {"type": t.name, "nodes": 0, "embedded": 0}, ""
-        while last is not None:
+        while True:
             ctx = Context(nexus.settings, now(), embedder=model)
-            done, read, last = nexus.run_program("WRITE", lambda: refresh.refresh_adopted(t, last, batch, force, ctx), ctx)
-            counts["nodes"] += read
-            counts["embedded"] += done
+            rows = nexus.run_program("READ", lambda: refresh.adopted_page(t, last, page, ctx), ctx)
+            if not rows:
+                break
+            last = rows[-1]["element"]
+            counts["nodes"] += len(rows)
+            todo = refresh.stale_adopted(t, rows, model.name, force)
+            for i in range(0, len(todo), batch):
+                counts["embedded"] += nexus.run_program("WRITE", lambda: refresh.refresh_adopted(t, todo[i:i + batch], ctx), ctx)
         report["types"].append(counts)
     while True:
         ctx = Context(nexus.settings, now())

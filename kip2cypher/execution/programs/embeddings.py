@@ -8,7 +8,7 @@ ids; ``Nexus.sync_embeddings`` uses it to back-fill a whole nexus.
 from __future__ import annotations
 
 import logging
-from typing import Any, Generator, Optional
+from typing import Any, Generator
 
 from ... import embedding
 from ...adoption import Adoption, AdoptedType
@@ -68,23 +68,32 @@ def refresh(kind: str, ids: list[str], force: bool, ctx: Context) -> Generator[A
     return len(payload)
 
 
-def refresh_adopted(t: AdoptedType, last: str, chunk: int, force: bool, ctx: Context) -> Generator[Any, Any, tuple[int, int, Optional[str]]]:
-    """One page of ``adopting.embed`` (docs/adopt.md, "Semantic SEARCH"): the next ``chunk`` nodes
-    of adopted type ``t`` after elementId ``last``, (re-)embedded when their text or the model
-    changed (all with ``force``) onto their shadow nodes, in one model batch. Returns (embedded,
-    read, the last elementId — None when the type is done)."""
+def adopted_page(t: AdoptedType, last: str, chunk: int, ctx: Context) -> Generator[Any, Any, list[dict[str, Any]]]:
+    """The next ``chunk`` nodes of adopted type ``t`` after elementId ``last`` that have text, with
+    their shadow's hash (``lower.adopted_vectors.nodes``)."""
     rows = yield Run(adopted_vectors.nodes(ctx.names, t), {"last": last, "chunk": chunk})
+    return rows
+
+
+def stale_adopted(t: AdoptedType, rows: list[dict[str, Any]], model: str, force: bool) -> list[tuple[str, str, str]]:
+    """``(elementId, text, hash)`` of the nodes ``rows`` (``adopted_page``) of adopted type ``t``
+    whose text or the model changed since their shadow's vector (all with ``force``)."""
     todo = []
     for row in rows:
         text = embedding.adopted_text(t.name, row["name"], row["texts"])
-        new_hash = embedding.text_hash(ctx.embedder.name, text)
+        new_hash = embedding.text_hash(model, text)
         if force or new_hash != row["hash"]:
             todo.append((row["element"], text, new_hash))
-    if todo:
-        vectors = yield Embed(tuple(text for _, text, _ in todo))
-        payload = [{"type": t.name, "element": e, "vector": [float(x) for x in v], "hash": h} for (e, _, h), v in zip(todo, vectors)]
-        yield Run(adopted_vectors.write(ctx.names), {"rows": payload, "model": ctx.embedder.name})
-    return len(todo), len(rows), rows[-1]["element"] if rows else None
+    return todo
+
+
+def refresh_adopted(t: AdoptedType, todo: list[tuple[str, str, str]], ctx: Context) -> Generator[Any, Any, int]:
+    """Embed ``todo`` (``stale_adopted``) in one model batch and write the vectors on their
+    shadow nodes (docs/adopt.md, "Semantic SEARCH"); returns how many."""
+    vectors = yield Embed(tuple(text for _, text, _ in todo))
+    payload = [{"type": t.name, "element": e, "vector": [float(x) for x in v], "hash": h} for (e, _, h), v in zip(todo, vectors)]
+    yield Run(adopted_vectors.write(ctx.names), {"rows": payload, "model": ctx.embedder.name})
+    return len(payload)
 
 
 def prune_adopted(adoption: Adoption, chunk: int, ctx: Context) -> Generator[Any, Any, int]:
