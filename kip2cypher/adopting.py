@@ -102,7 +102,7 @@ def text_index(nexus: Any, adoption: Adoption) -> Optional[dict[str, Any]]:
     labels = tuple(dict.fromkeys(t.label for t in adoption.types if t.text))
     properties = tuple(dict.fromkeys(p for t in adoption.types for p in t.text))
     names = storage.names(nexus.settings.namespace)
-    return _fulltext_state(nexus, catalog.adopted_text_index(names), labels, properties, catalog.adopted_text_ddl) if labels else None
+    return _fulltext_state(nexus, catalog.adopted_text_index(names), "NODE", labels, properties, catalog.adopted_text_ddl) if labels else None
 
 
 def relationship_text_index(nexus: Any, adoption: Adoption) -> Optional[dict[str, Any]]:
@@ -111,18 +111,20 @@ def relationship_text_index(nexus: Any, adoption: Adoption) -> Optional[dict[str
     rel_types = tuple(dict.fromkeys(p.rel_type for p in adoption.predicates if p.text))
     properties = tuple(dict.fromkeys(prop for p in adoption.predicates for prop in p.text))
     names = storage.names(nexus.settings.namespace)
-    return _fulltext_state(nexus, catalog.adopted_relationship_text_index(names), rel_types, properties, catalog.adopted_relationship_text_ddl) if rel_types else None
+    return _fulltext_state(nexus, catalog.adopted_relationship_text_index(names), "RELATIONSHIP", rel_types, properties,
+                           catalog.adopted_relationship_text_ddl) if rel_types else None
 
 
-def _fulltext_state(nexus: Any, name: str, targets: tuple[str, ...], properties: tuple[str, ...], ddl: Any) -> dict[str, Any]:
-    """Index ``name`` over ``targets`` (labels / relationship types) and ``properties``: its DDL
+def _fulltext_state(nexus: Any, name: str, entity: str, targets: tuple[str, ...], properties: tuple[str, ...], ddl: Any) -> dict[str, Any]:
+    """Index ``name`` over ``targets`` (labels / relationship types, ``entity`` "NODE" /
+    "RELATIONSHIP") and ``properties``: its DDL
     and whether it exists as defined ("present"), otherwise ("different") or not ("missing");
     ``taken_by``: another index over the same schema — Neo4j keeps one per schema, so
     ``IF NOT EXISTS`` would silently not create this one (another namespace adopted the same)."""
-    records, _, _ = nexus.driver.execute_query("SHOW FULLTEXT INDEXES YIELD name, labelsOrTypes, properties RETURN name, labelsOrTypes, properties",
+    records, _, _ = nexus.driver.execute_query("SHOW FULLTEXT INDEXES YIELD name, entityType, labelsOrTypes, properties RETURN name, entityType, labelsOrTypes, properties",
                                                database_=nexus.database, routing_="r")
-    schemas = {r["name"]: (set(r["labelsOrTypes"]), set(r["properties"])) for r in records}
-    wanted = (set(targets), set(properties))
+    schemas = {r["name"]: (r["entityType"], set(r["labelsOrTypes"]), set(r["properties"])) for r in records}
+    wanted = (entity, set(targets), set(properties))
     state = "missing" if name not in schemas else ("present" if schemas[name] == wanted else "different")
     taken_by = next((other for other, schema in schemas.items() if other != name and schema == wanted), None)
     return {"name": name, "statement": ddl(storage.names(nexus.settings.namespace), targets, properties), "state": state, "taken_by": taken_by}
