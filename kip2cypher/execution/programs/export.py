@@ -131,6 +131,11 @@ def author_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
 Ref = Union[ast.Var, ast.ConceptClause, ast.PropositionClause]
 
 
+def _named(row: dict[str, Any]) -> ast.ConceptClause:
+    """The ``{type, name}`` reference of a concept identity row."""
+    return ast.ConceptClause(type=ast.Literal(row["type"]), name=ast.Literal(row["name"]))
+
+
 class _Capsule:
     """The blocks of one page, the handles given so far and the identities of outside endpoints."""
 
@@ -157,7 +162,7 @@ class _Capsule:
         if row is None or depth > MAX_REFERENCE_DEPTH:
             raise KipError(errors.INTERNAL_ERROR, f"EXPORT could not resolve the endpoint {element_id}.", "The graph changed during the export or holds a dangling reference; retry.")
         if row.get("type") is not None:
-            return ast.ConceptClause(type=ast.Literal(row["type"]), name=ast.Literal(row["name"]))
+            return _named(row)
         if row.get("predicate") is None:
             raise KipError(errors.INTERNAL_ERROR, f"EXPORT found a dangling endpoint reference {element_id}.", "Repair the proposition that refers to it; retry.")
         return ast.PropositionClause(
@@ -195,8 +200,10 @@ class _Capsule:
                                             set_attributes=object_node(adoption.element_object(obj)["attributes"])))
 
     def adopted_proposition(self, obj: dict[str, Any]) -> None:
-        """An adopted relationship as a proposition of its predicate between its endpoints' ``{type, name}``."""
-        identity = ast.PropositionClause(subject=self.ref(obj["subject"]), predicate=ast.PredicatePattern((obj["predicate"],)), object=self.ref(obj["object"]))
+        """An adopted relationship as a proposition of its predicate between its endpoints' ``{type, name}``
+        (learned from the page's ``refs``; never their ``A:…`` ids, which a nexus without the mapping lacks)."""
+        identity = ast.PropositionClause(subject=_named(self.known[obj["subject"]]), predicate=ast.PredicatePattern((obj["predicate"],)),
+                                         object=_named(self.known[obj["object"]]))
         self.blocks.append(ast.PropositionBlock(handle=self._handle(obj["id"], "p"), identity=identity, set_attributes=object_node(adoption.element_object(obj)["attributes"])))
 
     def _handle(self, element_id: str, prefix: str) -> str:
