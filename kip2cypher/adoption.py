@@ -19,6 +19,7 @@ key, its line and the fix (the defined name it probably meant, when there is one
     subject = "Drug"
     object = "Disease"
     attributes = ["evidence"]
+    text = ["note"]                   # optional: relationship properties keyword SEARCH PROPOSITION reads
     [options]
     link_memory = false               # may memory propositions point at adopted concepts? (docs/adopt.md)
 """
@@ -48,7 +49,7 @@ GENESIS_PREDICATES = ("belongs_to_domain",)
 DOMAIN = "Adopted"
 #: Engine label / relationship-type stems (``cypher.storage``); repeated here because the
 #: foundation layer may not import the cypher layer. ``tests/test_adopt.py`` checks they agree.
-ENGINE_STEMS = ("KipConcept", "KipProposition", "KipNexus", "KIP_SUBJECT", "KIP_OBJECT")
+ENGINE_STEMS = ("KipConcept", "KipProposition", "KipNexus", "KipAdoptedVector", "KIP_SUBJECT", "KIP_OBJECT")
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,8 @@ class AdoptedPredicate:
     object: str
     attributes: tuple[tuple[str, str], ...]
     description: str
+    #: Relationship properties of the adopted relationship full-text index (keyword SEARCH PROPOSITION).
+    text: tuple[str, ...] = ()
 
     def property_of(self, key: str) -> Optional[str]:
         return dict(self.attributes).get(key)
@@ -96,6 +99,12 @@ class Adoption:
     #: The full-text index over the text properties exists (set by ``kip2cypher adopt``, not
     #: by the file): keyword SEARCH CONCEPT then also finds adopted concepts.
     text_indexed: bool = False
+    #: The adopted concepts' vectors exist (``kip2cypher adopt --embed``, docs/adopt.md): semantic
+    #: and hybrid SEARCH CONCEPT then also query their shadow vector index.
+    embedded: bool = False
+    #: The relationship full-text index over the predicates' ``text`` exists (``adopt
+    #: --create-index``): keyword SEARCH PROPOSITION then also finds adopted relationships by it.
+    relationships_indexed: bool = False
 
     def type(self, name: str) -> Optional[AdoptedType]:
         return next((t for t in self.types if t.name == name), None)
@@ -121,6 +130,8 @@ class Adoption:
                 "predicates": [_predicate_json(p) for p in self.predicates],
                 "options": {"link_memory": self.link_memory},
                 "text_indexed": self.text_indexed,
+                "embedded": self.embedded,
+                "relationships_indexed": self.relationships_indexed,
             },
             ensure_ascii=False, sort_keys=True, separators=(",", ":"),
         )
@@ -134,9 +145,11 @@ class Adoption:
                 raise ValueError(f"format {data.get('format')!r}")
             return cls(
                 types=tuple(AdoptedType(t["name"], t["label"], t["name_property"], _pairs(t["attributes"]), t["description"], t.get("key"), tuple(t["text"])) for t in data["types"]),
-                predicates=tuple(AdoptedPredicate(p["name"], p["rel_type"], p["subject"], p["object"], _pairs(p["attributes"]), p["description"]) for p in data["predicates"]),
+                predicates=tuple(AdoptedPredicate(p["name"], p["rel_type"], p["subject"], p["object"], _pairs(p["attributes"]), p["description"], tuple(p.get("text", ()))) for p in data["predicates"]),
                 link_memory=bool(data["options"]["link_memory"]),
                 text_indexed=bool(data.get("text_indexed", False)),
+                embedded=bool(data.get("embedded", False)),
+                relationships_indexed=bool(data.get("relationships_indexed", False)),
             )
         except (ValueError, KeyError, TypeError) as exc:
             raise KipError(
@@ -153,7 +166,7 @@ def _type_json(t: AdoptedType) -> dict[str, Any]:
 
 def _predicate_json(p: AdoptedPredicate) -> dict[str, Any]:
     return {"name": p.name, "rel_type": p.rel_type, "subject": p.subject, "object": p.object,
-            "attributes": [list(a) for a in p.attributes], "description": p.description}
+            "attributes": [list(a) for a in p.attributes], "description": p.description, "text": list(p.text)}
 
 
 def _pairs(items: list) -> tuple[tuple[str, str], ...]:
@@ -243,6 +256,7 @@ class _PredicateEntry(_Entry):
     subject: str
     object: str
     attributes: Attributes = Field(default_factory=list)
+    text: Optional[list[str]] = None
     description: Optional[str] = None
 
 
@@ -303,7 +317,7 @@ def _pydantic_hint(loc: tuple[str, ...], error: dict[str, Any]) -> str:
         section = loc[0] if loc else ""
         allowed = {
             "types": "label, name, attributes, key, text, description",
-            "predicates": "type, subject, object, attributes, description",
+            "predicates": "type, subject, object, attributes, text, description",
             "options": "link_memory",
         }.get(section, "types, predicates, options")
         return f"The keys allowed here are: {allowed} (docs/adopt.md)."
@@ -438,4 +452,7 @@ class _Checker:
                 )
         attributes = self.attributes(loc, entry.attributes)
         description = entry.description or f"Adopted from the Neo4j relationship type {entry.type!r}, ({entry.subject})-[:{entry.type}]->({entry.object}) (read-only)."
-        return AdoptedPredicate(name, entry.type, entry.subject, entry.object, attributes, description)
+        text = tuple(dict.fromkeys(entry.text or []))
+        if any(not p for p in text):
+            raise self.fail(loc + ("text",), "a property name is empty.", "List the relationship properties keyword SEARCH PROPOSITION reads.", errors.INVALID_SYNTAX)
+        return AdoptedPredicate(name, entry.type, entry.subject, entry.object, attributes, description, text)

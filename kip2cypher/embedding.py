@@ -83,6 +83,12 @@ def proposition_text(subject: Optional[str], predicate: str, object_: Optional[s
     return " ".join(parts)
 
 
+def adopted_text(type_name: str, name: Any, texts: Sequence[Any]) -> str:
+    """The grounding text embedded for an adopted concept (docs/adopt.md): as for a memory concept,
+    its name and type, then its other mapped text properties (non-text values are left out)."""
+    return " ".join([concept_text(type_name, name if isinstance(name, str) else "", {}), *storage.text_values(list(texts))])
+
+
 def text_hash(model: str, text: str) -> str:
     return hashlib.sha1(f"{model}\n{text}".encode("utf-8")).hexdigest()[:20]
 

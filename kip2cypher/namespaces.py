@@ -2,8 +2,8 @@
 
 A namespace exists when its nexus node does (``ensure_schema``/``bootstrap`` made it) or when
 elements carry its labels. Dropping one deletes exactly what carries that namespace's names —
-its concepts and propositions (with their relationships), its constraints and indexes, its
-nexus node — and nothing else: other namespaces and non-KIP data cannot carry those names.
+its concepts and propositions (with their relationships), the shadow nodes of its adopted
+concepts' vectors, its constraints and indexes, its nexus node — and nothing else: other namespaces and non-KIP data cannot carry those names.
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ RETURN collect(name) AS names
 """
 _INDEXES = """
 SHOW INDEXES YIELD name, labelsOrTypes, owningConstraint
-WHERE owningConstraint IS NULL AND (any(l IN coalesce(labelsOrTypes, []) WHERE l IN $labels) OR name = $adopted)
+WHERE owningConstraint IS NULL AND (any(l IN coalesce(labelsOrTypes, []) WHERE l IN $labels) OR name IN $adopted)
 RETURN collect(name) AS names
 """
 _DROP_NEXUS = f"MATCH (n:{storage.NEXUS} {{namespace: $namespace}}) DELETE n RETURN count(n) AS nexus"
@@ -73,8 +73,8 @@ def drop_namespace(driver: Any, database: Any, namespace: str) -> dict[str, Any]
     if namespace not in {info.namespace for info in list_namespaces(driver, database)}:
         raise KipError(NOT_FOUND, f"The namespace {namespace!r} does not exist in this database.", "See `kip2cypher namespaces list`.")
     names = storage.names(namespace)
-    removed = {"namespace": namespace, "concepts": 0, "propositions": 0, "relationships": 0, "schema_objects": [], "nexus_node": False}
-    for label, key in ((names.proposition, "propositions"), (names.concept, "concepts")):
+    removed = {"namespace": namespace, "concepts": 0, "propositions": 0, "adopted_vectors": 0, "relationships": 0, "schema_objects": [], "nexus_node": False}
+    for label, key in ((names.proposition, "propositions"), (names.concept, "concepts"), (names.adopted_vector, "adopted_vectors")):
         statement = f"MATCH (n:{quote(label)}) WITH n LIMIT {DROP_BATCH} DETACH DELETE n"
         while True:
             summary = driver.execute_query(statement, database_=database).summary
@@ -82,10 +82,10 @@ def drop_namespace(driver: Any, database: Any, namespace: str) -> dict[str, Any]
             removed["relationships"] += summary.counters.relationships_deleted
             if summary.counters.nodes_deleted < DROP_BATCH:
                 break
-    labels = [names.concept, names.proposition]
+    labels = [names.concept, names.proposition, names.adopted_vector]
     for query, kind in ((_SCHEMA_OBJECTS, "CONSTRAINT"), (_INDEXES, "INDEX")):
-        # the adopted full-text index (docs/adopt.md) is on the team's labels: found by its name
-        records, _, _ = driver.execute_query(query, labels=labels, adopted=catalog.adopted_text_index(names), database_=database)
+        # the adopted full-text indexes (docs/adopt.md) are on the team's labels / types: found by name
+        records, _, _ = driver.execute_query(query, labels=labels, adopted=[catalog.adopted_text_index(names), catalog.adopted_relationship_text_index(names)], database_=database)
         for name in records[0]["names"]:
             driver.execute_query(f"DROP {kind} {quote(name)} IF EXISTS", database_=database)
             removed["schema_objects"].append(name)

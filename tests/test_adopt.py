@@ -393,9 +393,10 @@ def test_memory_and_adopted_concepts_in_one_query(world):
     assert rows == [["pharmacy note", "pharmacy note"], ["A:Drug:D1", "A:Drug:D2"]]
 
 
-def test_export_of_adopted_data_is_refused_and_memory_exports(world):
+def test_export_of_unidentifiable_adopted_data_is_refused_and_memory_exports(world):
+    """Duplicate and missing drug names cannot be written as {type, name} (tests/test_adopt_search.py exports the rest)."""
     response = world.nexus.execute_kip('EXPORT ?d WHERE { ?d {type: "Drug"} }')
-    assert code(response) == "KIP_1001" and "adopted" in response["error"]["message"]
+    assert code(response) == "KIP_2002" and "{type, name}" in response["error"]["message"]
     capsule = world.find('EXPORT ?n WHERE { ?n {type: "Note"} }')["capsule"]
     assert "pharmacy note" in capsule and "A:Drug" not in capsule
 

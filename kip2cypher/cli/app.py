@@ -522,9 +522,10 @@ def bootstrap_cmd(with_capsules: bool, upgrade: bool, fmt: str, verbose: bool, c
 @click.argument("mapping", type=click.Path(dir_okay=False))
 @click.option("--dry-run", is_flag=True, help="Only read: print what would be registered and how many nodes and relationships the mapping exposes.")
 @click.option("--create-index", is_flag=True, help="Also create the full-text index keyword SEARCH uses over the mapped text properties.")
+@click.option("--embed", is_flag=True, help="Also compute the vectors semantic SEARCH uses for adopted concepts (on KIP's own shadow nodes); re-run to refresh them.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @_connect_options
-def adopt_cmd(mapping: str, dry_run: bool, create_index: bool, fmt: str, conn: Connect) -> None:
+def adopt_cmd(mapping: str, dry_run: bool, create_index: bool, embed: bool, fmt: str, conn: Connect) -> None:
     """Let KIP read the team's own graph: register the labels and relationship types a TOML
     mapping names as read-only concept types and predicates of the namespace (docs/adopt.md).
     Idempotent; writes nothing of the team's nodes or relationships."""
@@ -535,10 +536,12 @@ def adopt_cmd(mapping: str, dry_run: bool, create_index: bool, fmt: str, conn: C
     with conn.open() as nexus:
         click.echo(f"{'Surveying' if dry_run else 'Adopting into'} {where(nexus)}, namespace {nexus.settings.namespace or '(default)'}", err=True)
         report = adopting.apply(nexus, chosen, dry_run=dry_run, create_index=create_index)
+        if embed and not dry_run:
+            report["vectors"] = adopting.embed(nexus)
     if fmt == "json":
         click.echo(dump(report))
         return
-    for line in adopting.report_lines(report):
+    for line in adopting.report_lines(report) + (adopting.embed_lines(report["vectors"]) if "vectors" in report else []):
         click.echo(line)
 
 

@@ -45,10 +45,12 @@ def proposition_vector_index(names: storage.Names) -> str:
     return names.schema_object("kip_proposition_embedding")
 
 
+_FULLTEXT_OPTIONS = f"{{indexConfig: {{`fulltext.analyzer`: {literal(ANALYZER)}, `fulltext.eventually_consistent`: false}}}}"
+
+
 def _fulltext(name: str, var: str, label: str, fields: tuple[str, ...]) -> str:
     on_each = ", ".join(f"{var}.{quote(f)}" for f in fields)
-    options = f"{{indexConfig: {{`fulltext.analyzer`: {literal(ANALYZER)}, `fulltext.eventually_consistent`: false}}}}"
-    return f"CREATE FULLTEXT INDEX {name} IF NOT EXISTS FOR ({var}:{label}) ON EACH [{on_each}] OPTIONS {options}"
+    return f"CREATE FULLTEXT INDEX {name} IF NOT EXISTS FOR ({var}:{label}) ON EACH [{on_each}] OPTIONS {_FULLTEXT_OPTIONS}"
 
 
 def _vector(name: str, var: str, label: str) -> str:
@@ -97,5 +99,30 @@ def adopted_text_index(names: storage.Names) -> str:
 def adopted_text_ddl(names: storage.Names, labels: tuple[str, ...], properties: tuple[str, ...]) -> str:
     """``CREATE FULLTEXT INDEX`` over the team's labels and text properties (mapping names, quoted)."""
     on_each = ", ".join(f"n.{quote(p)}" for p in properties)
-    options = f"{{indexConfig: {{`fulltext.analyzer`: {literal(ANALYZER)}, `fulltext.eventually_consistent`: false}}}}"
-    return f"CREATE FULLTEXT INDEX {adopted_text_index(names)} IF NOT EXISTS FOR (n:{'|'.join(quote(l) for l in labels)}) ON EACH [{on_each}] OPTIONS {options}"
+    return f"CREATE FULLTEXT INDEX {adopted_text_index(names)} IF NOT EXISTS FOR (n:{'|'.join(quote(l) for l in labels)}) ON EACH [{on_each}] OPTIONS {_FULLTEXT_OPTIONS}"
+
+
+def adopted_vector_index(names: storage.Names) -> str:
+    """The VECTOR index of the shadow nodes holding adopted concepts' vectors (docs/adopt.md)."""
+    return names.schema_object("kip_adopted_embedding")
+
+
+def adopted_vector_ddl(names: storage.Names) -> tuple[str, ...]:
+    """The schema of the shadow nodes: one per (adopted type, team node) — the uniqueness that
+    ``MERGE`` relies on, and the lookup a refresh does per node — and their vector index."""
+    v = names.adopted_vector
+    return (
+        f"CREATE CONSTRAINT {names.schema_object('kip_adopted_vector_node')} IF NOT EXISTS FOR (s:{v}) REQUIRE (s.type, s.element) IS UNIQUE",
+        _vector(adopted_vector_index(names), "s", v),
+    )
+
+
+def adopted_relationship_text_index(names: storage.Names) -> str:
+    """The full-text index over the adopted predicates' text properties (docs/adopt.md), per namespace."""
+    return names.schema_object("kip_adopted_relationship_text")
+
+
+def adopted_relationship_text_ddl(names: storage.Names, rel_types: tuple[str, ...], properties: tuple[str, ...]) -> str:
+    """``CREATE FULLTEXT INDEX`` over the team's relationship types and text properties (mapping names, quoted)."""
+    on_each = ", ".join(f"r.{quote(p)}" for p in properties)
+    return f"CREATE FULLTEXT INDEX {adopted_relationship_text_index(names)} IF NOT EXISTS FOR ()-[r:{'|'.join(quote(t) for t in rel_types)}]-() ON EACH [{on_each}] OPTIONS {_FULLTEXT_OPTIONS}"

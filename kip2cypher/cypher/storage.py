@@ -20,6 +20,8 @@ NEXUS = "KipNexus"
 CURSOR_SECRET = "cursor_secret"
 #: Property of the nexus node holding the namespace's adoption mapping (JSON, docs/adopt.md).
 ADOPTION = "adoption"
+#: Label stem of the shadow nodes holding adopted concepts' SEARCH vectors (``Names.adopted_vector``).
+ADOPTED_VECTOR = "KipAdoptedVector"
 #: A namespace name: lower-case letters, digits and ``_``, starting with a letter (docs/namespaces.md).
 NAMESPACE_RE = re.compile(r"[a-z][a-z0-9_]{0,31}\Z")
 #: Between a namespace and a predicate in a native relationship type (``alice/treats``). A
@@ -44,6 +46,9 @@ class Names:
     object_rel: str
     link_id: str
     predicate_prefix: str
+    #: The label of KIP's shadow nodes holding the SEARCH vectors of adopted concepts (docs/adopt.md):
+    #: the team's nodes never carry a vector.
+    adopted_vector: str
 
     def rel(self, predicate: str) -> str:
         """The native relationship type of ``predicate``."""
@@ -68,6 +73,7 @@ def names(namespace: str = "") -> Names:
         object_rel="KIP_OBJECT" + suffix,
         link_id="kip_id" + suffix,
         predicate_prefix=namespace + PREDICATE_SEPARATOR if namespace else "",
+        adopted_vector=ADOPTED_VECTOR + suffix,
     )
 
 
@@ -75,7 +81,7 @@ DEFAULT = names("")
 #: Label and relationship-type stems the engine owns in every namespace: concept types and
 #: predicates may not start with them (a type named KipConcept would label its instances
 #: KipConcept and match every concept).
-RESERVED_LABEL_STEMS = ("KipConcept", "KipProposition", NEXUS)
+RESERVED_LABEL_STEMS = ("KipConcept", "KipProposition", NEXUS, ADOPTED_VECTOR)
 RESERVED_REL_STEMS = ("KIP_SUBJECT", "KIP_OBJECT")
 
 

@@ -189,14 +189,6 @@ def endpoint_ambiguous(label: str, type_name: str, ids: Sequence[str], elements:
                     "Name the one you mean by its adopted id, e.g. {id: \"" + distinct[0] + "\"} (FIND the candidates with their ids first).", offset=offset)
 
 
-def not_exported(what: Adopted, var: str) -> KipError:
-    """EXPORT writes capsules of KIP memory; the team's graph is not KIP's to export."""
-    return KipError(
-        INVALID_SYNTAX,
-        f"EXPORT ?{var} binds adopted data ({what.name!r} is adopted from the team's own graph); EXPORT exports KIP memory only.",
-        "Read adopted data with FIND; export the team's graph with the team's own tools (docs/adopt.md).",
-    )
-
 
 def unsupported(what: str, offset: Optional[int] = None) -> KipError:
     return KipError(INVALID_SYNTAX, f"{what} is not supported over adopted predicates.", "docs/adopt.md lists what KQL can do over adopted data; split the query.", offset=offset)

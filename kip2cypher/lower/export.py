@@ -23,12 +23,13 @@ from typing import Any, Optional
 from .. import cursor, errors
 from ..config import Settings
 from ..cypher import storage
-from ..cypher.builder import Ident, Internal, Param, Statement
+from ..adoption import Adoption, AdoptedType
+from ..cypher.builder import Fragment, Ident, Internal, Param, Statement, frag, join
 from ..errors import KipError
 from ..syntax import ast
 from ..syntax.values import resolve, resolve_int
 from . import adopted, grounding
-from .pattern import NODE_KINDS, lower_where
+from .pattern import NODE_KINDS, Pattern, lower_where
 from .plan import Compiled, Plan
 
 #: Elements per page when EXPORT has no LIMIT (next_cursor beyond), and the largest LIMIT accepted.
@@ -49,27 +50,30 @@ class ExportPlan(Plan):
     limit: int
     after: Optional[tuple[Any, ...]]  # the sort key the previous page ended at (CURSOR)
     fingerprint: str
+    #: The identity check of an EXPORT of adopted data (``_adopted_identities``); None for memory.
+    identities: Optional[Compiled]
     grounding_all: grounding.Names
     grounding_optional: grounding.Names
     grounding_at: grounding.Offsets  # where the command names each of them (KIP_2001 positions)
 
     def checks(self) -> tuple[Compiled, ...]:
-        """The grounding check, as listed (and EXPLAINed) by a dry run."""
-        return (grounding.check_statement(self.grounding_all, self.names),) if self.grounding_all else ()
+        """The grounding check (and the identity check of adopted data), as listed (and EXPLAINed) by a dry run."""
+        identities = (self.identities,) if self.identities is not None else ()
+        return (*identities, grounding.check_statement(self.grounding_all, self.names)) if self.grounding_all else identities
 
     def steps(self) -> tuple[Compiled, ...]:
         names = (grounding.defined_names(self.names),) if self.grounding_all else ()
         return (self.page, *self.checks(), *names, self.refs)
 
 
-def _page_statement(command: ast.Export, parameters: dict[str, Any], settings: Settings) -> tuple[Compiled, grounding.Names, grounding.Names, grounding.Offsets]:
-    """The page query, plus the (meta-type, name) pairs the WHERE grounds on: all, those
-    only in OPTIONAL/NOT/UNION, and where the command names them."""
+def _page_statement(command: ast.Export, parameters: dict[str, Any], settings: Settings) -> tuple[Compiled, Optional[Compiled], Pattern]:
+    """The page query, the identity check of adopted data (None for memory) and the lowered WHERE."""
     pattern = lower_where(command.where, parameters, settings)
     target = pattern.require(command.target, used_in="EXPORT", kinds=NODE_KINDS)
-    if target.adopted is not None:
-        raise adopted.not_exported(target.adopted, command.target)
     pattern.distinct([command.target], used_in="EXPORT")
+    if target.adopted is not None:
+        return (_adopted_page(pattern, command.target, target.adopted, settings.adoption),
+                _adopted_identities(pattern, command.target, target.adopted, settings.adoption), pattern)
     stmt = pattern.statement()
     e, level, key = Internal("e"), Internal("level"), Internal("key")
     names = pattern.lowerer.names
@@ -90,8 +94,70 @@ def _page_statement(command: ast.Export, parameters: dict[str, Any], settings: S
     stmt.line("WHERE ", Param(None, "after"), " IS NULL OR ", key, " > ", Param(None, "after"))
     stmt.line("RETURN ", storage.node_projection(e), " AS element, ", e, ":", prop, " AS is_proposition, ", key, " AS sort_key")
     stmt.line("ORDER BY sort_key LIMIT ", Param(None, "fetch"))
-    return (Compiled.of(stmt, "EXPORT page"), grounding.names(pattern.grounding), grounding.names(pattern.grounding, required_only=False),
-            grounding.offsets(pattern.grounding))
+    return Compiled.of(stmt, "EXPORT page"), None, pattern
+
+
+def _adopted_page(pattern: Pattern, target: str, what: adopted.Adopted, adoption: Adoption) -> Compiled:
+    """The page of an EXPORT whose target binds adopted nodes / relationships (docs/adopt.md,
+    "EXPORT"): their KIP objects in the order of memory elements — concepts by (type, name),
+    propositions by (predicate, id), at nesting level 0 — with the id last, so the order stays
+    total; a proposition's row also carries the ``{id, type, name}`` of its two endpoints."""
+    stmt = pattern.statement()
+    e, key = Internal("e"), Internal("key")
+    stmt.line("WITH ", pattern.ref(target), " AS ", e, " WHERE ", e, " IS NOT NULL")
+    concept = isinstance(what, AdoptedType)
+    if concept:
+        stmt.line("WITH ", e, ", [4, 0, ", Param(what.name), ", ", e, ".", Ident(what.name_property), ", ", adopted.concept_id(e, what), "] AS ", key)
+        refs = frag("[]")
+    else:
+        stmt.line("WITH ", e, ", [5, 0, ", Param(what.name), ", ", adopted.proposition_id(e, what), "] AS ", key)
+        refs = frag("[", join(", ", [_endpoint_ref(frag(end, "(", e, ")"), adoption.type(name)) for end, name in (("startNode", what.subject), ("endNode", what.object))]), "]")
+    stmt.line("WHERE ", Param(None, "after"), " IS NULL OR ", key, " > ", Param(None, "after"))
+    stmt.line("RETURN ", adopted.element(e, what, adoption), " AS element, ", "false" if concept else "true", " AS is_proposition, ",
+              key, " AS sort_key, ", refs, " AS refs")
+    stmt.line("ORDER BY sort_key LIMIT ", Param(None, "fetch"))
+    return Compiled.of(stmt, "EXPORT page (adopted)")
+
+
+def _endpoint_ref(node: Fragment, t: AdoptedType) -> Fragment:
+    return frag("{id: ", adopted.concept_id(node, t), ", type: ", Param(t.name), ", name: ", node, ".", Ident(t.name_property), "}")
+
+
+def _adopted_identities(pattern: Pattern, target: str, what: adopted.Adopted, adoption: Adoption) -> Compiled:
+    """For an EXPORT of adopted data: the concepts its capsule names by ``{type, name}`` that this
+    cannot identify — nodes without a string name, and names several nodes share (among the
+    exported concepts; for propositions, among all nodes of the endpoint's type, since the
+    capsule's reference would find whichever the destination holds). One row: ``nameless``,
+    ``duplicates`` (how many names) and up to five ``[type, name, nodes]`` examples. Over the
+    whole exported set on every page: a later page must not hold what an earlier one could not."""
+    stmt = pattern.statement()
+    e = Internal("e")
+    stmt.line("WITH ", pattern.ref(target), " AS ", e, " WHERE ", e, " IS NOT NULL")
+    if isinstance(what, AdoptedType):
+        name, n = Internal("name"), Internal("n")
+        stmt.line("WITH ", e, ".", Ident(what.name_property), " AS ", name, ", count(*) AS ", n)
+        stmt.line("WITH sum(CASE WHEN ", name, " IS :: STRING NOT NULL THEN 0 ELSE ", n, " END) AS nameless, ",
+                  "collect(CASE WHEN ", name, " IS :: STRING NOT NULL AND ", n, " > 1 THEN [", Param(what.name), ", ", name, ", ", n, "] END) AS duplicates")
+    else:
+        ends = {"startNode": adoption.type(what.subject), "endNode": adoption.type(what.object)}
+        values = {end: frag(end, "(", e, ").", Ident(t.name_property)) for end, t in ends.items()}
+        stmt.line("WITH ", join(", ", [frag(v, " AS ", Internal(end)) for end, v in values.items()]))
+        named = join(" AND ", [frag(Internal(end), " IS :: STRING NOT NULL") for end in ends])
+        per_type: dict[str, list[str]] = {}
+        for end, t in ends.items():
+            per_type.setdefault(t.name, []).append(end)
+        lists = [frag(join(" + ", [frag("collect(DISTINCT ", Internal(end), ")") for end in sides]), " AS ", Internal(f"names{i}")) for i, sides in enumerate(per_type.values())]
+        stmt.line("WITH sum(CASE WHEN ", named, " THEN 0 ELSE 1 END) AS nameless, ", join(", ", lists))
+        for i, type_name in enumerate(per_type):
+            t, y, names, name = adoption.type(type_name), Internal("y"), Internal(f"names{i}"), Internal("name")
+            with stmt.block(frag("CALL (", names, ")")):
+                stmt.line("MATCH ", adopted.node(y, t))
+                stmt.line("WITH ", y, ".", Ident(t.name_property), " AS ", name, ", ", y, " WHERE ", name, " IN ", names)
+                stmt.line("WITH ", name, ", count(", y, ") AS n WHERE n > 1")
+                stmt.line("RETURN collect([", Param(t.name), ", ", name, ", n]) AS ", Internal(f"shared{i}"))
+        stmt.line("WITH nameless, ", join(" + ", [Internal(f"shared{i}") for i in range(len(per_type))]), " AS duplicates")
+    stmt.line("RETURN nameless, size(duplicates) AS duplicates, duplicates[..5] AS examples")
+    return Compiled.of(stmt, "EXPORT identities of adopted data")
 
 
 @functools.lru_cache(maxsize=64)
@@ -113,14 +179,15 @@ def lower_export(command: ast.Export, parameters: dict[str, Any], settings: Sett
     paging = {v.name for v in (command.limit, command.cursor) if isinstance(v, ast.Placeholder)}
     fingerprint = cursor.fingerprint("EXPORT", command.target, repr(command.where), json.dumps({k: v for k, v in parameters.items() if k not in paging}, sort_keys=True, default=str))
     after = cursor.decode(settings, fingerprint, resolve(command.cursor, parameters)) if command.cursor is not None else None
-    page, grounding_all, grounding_optional, grounding_at = _page_statement(command, parameters, settings)
+    page, identities, pattern = _page_statement(command, parameters, settings)
     return ExportPlan(
         page=page,
         refs=_refs_statement(storage.names(settings.namespace)),
         limit=limit,
         after=tuple(after) if isinstance(after, list) else after,
         fingerprint=fingerprint,
-        grounding_all=grounding_all,
-        grounding_optional=grounding_optional,
-        grounding_at=grounding_at,
+        identities=identities,
+        grounding_all=grounding.names(pattern.grounding),
+        grounding_optional=grounding.names(pattern.grounding, required_only=False),
+        grounding_at=grounding.offsets(pattern.grounding),
     )

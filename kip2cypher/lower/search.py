@@ -21,15 +21,16 @@ import re
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from .. import adoption as adopt
 from .. import errors
 from ..config import Settings
 from ..cypher import storage
-from ..cypher.builder import Ident, Param, Statement, literal
+from ..cypher.builder import Fragment, Ident, Internal, Param, Part, Statement, frag, join, literal
 from ..errors import KipError
 from ..syntax import ast
 from ..syntax.values import describe, resolve, resolve_int, resolve_str
 from ..text import MAX_QUERY_WORD_CHARS, is_cjk, query_words, words
-from . import adopted, grounding
+from . import adopted, adopted_vectors, grounding
 from .plan import Compiled, Plan
 
 from ..cypher import catalog  # noqa: E402
@@ -238,6 +239,11 @@ class SearchPlan(Plan):
     hydrate: Compiled
     #: Keyword candidates among adopted concepts (docs/adopt.md); None: nothing adopted to search.
     adopted: Optional[Compiled] = None
+    #: Vector candidates among adopted concepts (their shadow nodes); None: none embedded to search.
+    adopted_vectors: Optional[Compiled] = None
+    #: SEARCH PROPOSITION: the relationships of adopted predicates whose name or description
+    #: matched (``$predicates``); None: no adopted predicate to ground.
+    adopted_by_predicate: Optional[Compiled] = None
 
     @property
     def reads_vectors(self) -> bool:
@@ -249,7 +255,7 @@ class SearchPlan(Plan):
 
     def steps(self) -> tuple[Compiled, ...]:
         keyword = (self.fulltext,) if self.concept else (self.fulltext, self.definitions, self.by_predicate)
-        adopted = (self.adopted,) if self.adopted is not None else ()
+        adopted = tuple(c for c in (self.adopted, self.adopted_vectors, self.adopted_by_predicate) if c is not None)
         return (self.hybrid, *keyword, *adopted, self.vector, self.hydrate, grounding.defined_names(self.names))
 
 
@@ -305,17 +311,78 @@ def lower_search(command: ast.Search, parameters: dict[str, Any], settings: Sett
         vector=_vector(vector_index, "type" if concept else "predicate", pool),
         hybrid=hybrid,
         hydrate=_hydrate(names.concept if concept else names.proposition),
-        adopted=_adopted_search(settings, names, with_type) if concept else None,
+        adopted=_adopted_search(settings, names, with_type, "text_indexed") if concept else _adopted_relationship_search(settings, names, with_type),
+        adopted_vectors=_adopted_search(settings, names, with_type, "embedded") if concept else None,
+        adopted_by_predicate=None if concept else _adopted_by_predicate(settings, with_type),
     )
 
 
-def _adopted_search(settings: Settings, names: storage.Names, with_type: Optional[str]) -> Optional[Compiled]:
-    """The adopted full-text statement when the namespace adopted types with an index, and WITH
-    TYPE names none or an adopted one."""
+def _adopted_predicates(settings: Settings, with_type: Optional[str]) -> tuple[adopt.AdoptedPredicate, ...]:
+    """The adopted predicates a SEARCH PROPOSITION reads: all, or the one WITH TYPE names (none
+    when it names a memory predicate)."""
     chosen = settings.adoption
-    if chosen is None or not chosen.text_indexed:
+    if chosen is None:
+        return ()
+    return tuple(p for p in chosen.predicates if with_type is None or p.name == with_type)
+
+
+def _adopted_relationship_search(settings: Settings, names: storage.Names, with_type: Optional[str]) -> Optional[Compiled]:
+    """Keyword SEARCH PROPOSITION over the adopted relationship full-text index (docs/adopt.md):
+    per hit ``[object, null, [text values]]`` (the text values the lexical score reads), for the
+    relationships an adopted predicate reads — its type between its subject and object labels."""
+    chosen = [p for p in _adopted_predicates(settings, with_type) if p.text]
+    if not chosen or not settings.adoption.relationships_indexed:
+        return None
+    r = Internal("r")
+    stmt = Statement()
+    stmt.line("CALL db.index.fulltext.queryRelationships(", literal(catalog.adopted_relationship_text_index(names)), ", ", Param(None, "query"), ") YIELD relationship AS ", r)
+    cases = [frag("WHEN ", _reads(r, p, settings.adoption), " THEN [", adopted.element(r, p, settings.adoption), ", null, [x IN [",
+                  join(", ", [frag(r, ".", Ident(prop)) for prop in p.text]), "] WHERE x IS NOT NULL]]") for p in chosen]
+    stmt.line("WITH CASE ", join(" ", cases), " END AS hit WHERE hit IS NOT NULL")
+    stmt.line("RETURN hit LIMIT ", Param(None, "pool"))
+    return Compiled.of(stmt, "full-text candidates (adopted propositions)")
+
+
+def _reads(r: Part, p: adopt.AdoptedPredicate, adoption: adopt.Adoption) -> Fragment:
+    """Relationship ``r`` is a proposition of ``p``: its type, from a node of the subject type to
+    one of the object type (neither an engine node)."""
+    s, o = frag("startNode(", r, ")"), frag("endNode(", r, ")")
+    return frag("type(", r, ") = ", Param(p.rel_type), " AND ", s, ":", Ident(adoption.type(p.subject).label), " AND ", o, ":",
+                Ident(adoption.type(p.object).label), " AND ", adopted.not_engine(s), " AND ", adopted.not_engine(o))
+
+
+def _adopted_by_predicate(settings: Settings, with_type: Optional[str]) -> Optional[Compiled]:
+    """Up to ``$pool`` relationships (by elementId) of the adopted predicates among
+    ``$predicates`` (best first): a predicate's name and description ground all its
+    propositions (spec §5.2.2). A predicate not in ``$predicates`` unwinds no row, so its
+    relationships are never matched."""
+    chosen = _adopted_predicates(settings, with_type)
+    if not chosen:
+        return None
+    r, rank, predicates = Internal("r"), Internal("rank"), Param(None, "predicates")
+    stmt = Statement()
+    with stmt.block("CALL ()"):
+        for i, p in enumerate(chosen):
+            if i:
+                stmt.line("UNION ALL")
+            stmt.line("UNWIND [i IN range(0, size(", predicates, ") - 1) WHERE ", predicates, "[i] = ", Param(p.name), "] AS ", rank)
+            stmt.line("MATCH ", adopted.node(Internal("s"), settings.adoption.type(p.subject)), "-[", r, ":", Ident(p.rel_type), "]->",
+                      adopted.node(Internal("o"), settings.adoption.type(p.object)))
+            stmt.line("WITH ", rank, ", ", r, " ORDER BY elementId(", r, ") LIMIT ", Param(None, "pool"))
+            stmt.line("RETURN ", rank, ", ", adopted.element(r, p, settings.adoption), " AS hit")
+    stmt.line("RETURN ", predicates, "[", rank, "] AS pred, hit ORDER BY ", rank, " LIMIT ", Param(None, "pool"))
+    return Compiled.of(stmt, "propositions of matching adopted predicates")
+
+
+def _adopted_search(settings: Settings, names: storage.Names, with_type: Optional[str], index: str) -> Optional[Compiled]:
+    """The adopted full-text (``index`` "text_indexed") or vector ("embedded") statement when the
+    namespace adopted types with that index, and WITH TYPE names none or an adopted one."""
+    chosen = settings.adoption
+    if chosen is None or not getattr(chosen, index):
         return None
     t = chosen.type(with_type) if with_type is not None else None
     if with_type is not None and t is None:
         return None
+    if index == "embedded":
+        return adopted_vectors.search(names, chosen, catalog.adopted_vector_index(names), t)
     return Compiled.of(adopted.search_statement(chosen, catalog.adopted_text_index(names), t), "full-text candidates (adopted concepts)")

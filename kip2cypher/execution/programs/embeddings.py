@@ -11,7 +11,9 @@ import logging
 from typing import Any, Generator
 
 from ... import embedding
+from ...adoption import Adoption, AdoptedType
 from ...cypher import storage
+from ...lower import adopted_vectors
 from ...lower.embeddings import CHUNK, KINDS, statements
 from ..requests import Context, Embed, Run
 
@@ -64,3 +66,37 @@ def refresh(kind: str, ids: list[str], force: bool, ctx: Context) -> Generator[A
     payload = [{"id": i, "vector": [float(x) for x in v], "hash": h, "version": n} for (i, _, h, n), v in zip(todo, vectors)]
     yield Run(statements(ctx.names, kind).write, {"rows": payload, "model": ctx.embedder.name})
     return len(payload)
+
+
+def adopted_page(t: AdoptedType, last: str, chunk: int, ctx: Context) -> Generator[Any, Any, list[dict[str, Any]]]:
+    """The next ``chunk`` nodes of adopted type ``t`` after elementId ``last`` that have text, with
+    their shadow's hash (``lower.adopted_vectors.nodes``)."""
+    rows = yield Run(adopted_vectors.nodes(ctx.names, t), {"last": last, "chunk": chunk})
+    return rows
+
+
+def stale_adopted(t: AdoptedType, rows: list[dict[str, Any]], model: str, force: bool) -> list[tuple[str, str, str]]:
+    """``(elementId, text, hash)`` of the nodes ``rows`` (``adopted_page``) of adopted type ``t``
+    whose text or the model changed since their shadow's vector (all with ``force``)."""
+    todo = []
+    for row in rows:
+        text = embedding.adopted_text(t.name, row["name"], row["texts"])
+        new_hash = embedding.text_hash(model, text)
+        if force or new_hash != row["hash"]:
+            todo.append((row["element"], text, new_hash))
+    return todo
+
+
+def refresh_adopted(t: AdoptedType, todo: list[tuple[str, str, str]], ctx: Context) -> Generator[Any, Any, int]:
+    """Embed ``todo`` (``stale_adopted``) in one model batch and write the vectors on their
+    shadow nodes (docs/adopt.md, "Semantic SEARCH"); returns how many."""
+    vectors = yield Embed(tuple(text for _, text, _ in todo))
+    payload = [{"type": t.name, "element": e, "vector": [float(x) for x in v], "hash": h} for (e, _, h), v in zip(todo, vectors)]
+    yield Run(adopted_vectors.write(ctx.names), {"rows": payload, "model": ctx.embedder.name})
+    return len(payload)
+
+
+def prune_adopted(adoption: Adoption, chunk: int, ctx: Context) -> Generator[Any, Any, int]:
+    """Delete up to ``chunk`` shadows whose node is gone or no longer matches the mapping."""
+    rows = yield Run(adopted_vectors.prune(ctx.names, adoption), {"chunk": chunk})
+    return rows[0]["dropped"]

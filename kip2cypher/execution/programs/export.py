@@ -30,28 +30,54 @@ MAX_REFERENCE_DEPTH = 64
 def export(plan: ExportPlan, ctx: Context) -> Generator[Any, Any, dict]:
     if ctx.dry_run:
         return (yield from explain_all("META", (plan.page, plan.refs, *plan.checks())))
+    if plan.identities is not None:
+        _identifiable((yield Run(plan.identities, {}))[0])
     rows = yield Run(plan.page, {"after": None if plan.after is None else list(plan.after), "fetch": plan.limit + 1})
     # An undefined type or predicate makes the export empty; one only in OPTIONAL/NOT/UNION may hide anywhere.
     yield from grounding.check(plan.names, plan.grounding_all if not rows and plan.after is None else plan.grounding_optional, plan.grounding_at)
     page = rows[: plan.limit]
     capsule = _Capsule()
+    capsule.learn([ref for row in page for ref in row.get("refs") or ()])  # endpoints of adopted relationships
     inside = {row["element"]["id"] for row in page}
     endpoints = {row["element"][k] for row in page if row["is_proposition"] for k in ("subject", "object")}
     yield from _identities(plan, capsule, capsule.unknown(endpoints, inside))
     counts = {"concepts": 0, "propositions": 0}
     for row in page:
+        adopted = "refs" in row  # an adopted node / relationship (its KIP object, not a stored node)
         if row["is_proposition"]:
             # Normally already known for the whole page (an endpoint inside the page comes first).
             yield from _identities(plan, capsule, capsule.unknown((row["element"]["subject"], row["element"]["object"])))
-            capsule.proposition(row["element"])
+            (capsule.adopted_proposition if adopted else capsule.proposition)(row["element"])
             counts["propositions"] += 1
         else:
-            capsule.concept(row["element"])
+            (capsule.adopted_concept if adopted else capsule.concept)(row["element"])
             counts["concepts"] += 1
     response: dict[str, Any] = {"result": {"capsule": capsule.text(), **counts}}
     if len(rows) > plan.limit:
         response["next_cursor"] = cursor.encode(ctx.settings, plan.fingerprint, rows[plan.limit - 1]["sort_key"])
     return response
+
+
+def _identifiable(row: dict[str, Any]) -> None:
+    """KIP_2002 when the capsule of adopted data would name a concept by a ``{type, name}`` that
+    does not identify one node (``lower.export._adopted_identities``): the import would merge
+    two of the team's nodes into one concept, or fail — never a silently different graph."""
+    if not row["nameless"] and not row["duplicates"]:
+        return
+    problems = []
+    if row["nameless"]:
+        problems.append(f"{row['nameless']} exported element(s) have no text name (a node without the mapped name property, or a relationship "
+                        "with such an endpoint)")
+    if row["duplicates"]:
+        shown = ", ".join(f"{t} {n!r} ({c} nodes)" for t, n, c in row["examples"])
+        problems.append(f"{row['duplicates']} name(s) are shared by several nodes of one type: {shown}")
+    raise KipError(
+        errors.CONSTRAINT_VIOLATION,
+        "EXPORT cannot write this adopted data as a capsule: a capsule names each concept by {type, name}, and "
+        + "; ".join(problems) + ". Nothing was exported.",
+        "Narrow the export to elements whose names identify one node, e.g. FILTER(?d.name != \"…\") or FILTER on the key "
+        "(FILTER(?d.id != \"A:Drug:…\")); read the others with FIND (docs/adopt.md, \"EXPORT\").",
+    )
 
 
 def _identities(plan: ExportPlan, capsule: "_Capsule", ids: set[str]) -> Generator[Any, Any, None]:
@@ -105,6 +131,11 @@ def author_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
 Ref = Union[ast.Var, ast.ConceptClause, ast.PropositionClause]
 
 
+def _named(row: dict[str, Any]) -> ast.ConceptClause:
+    """The ``{type, name}`` reference of a concept identity row."""
+    return ast.ConceptClause(type=ast.Literal(row["type"]), name=ast.Literal(row["name"]))
+
+
 class _Capsule:
     """The blocks of one page, the handles given so far and the identities of outside endpoints."""
 
@@ -135,7 +166,7 @@ class _Capsule:
         if row is None or depth > MAX_REFERENCE_DEPTH:
             raise KipError(errors.INTERNAL_ERROR, f"EXPORT could not resolve the endpoint {element_id}.", "The graph changed during the export or holds a dangling reference; retry.")
         if row.get("type") is not None:
-            return ast.ConceptClause(type=ast.Literal(row["type"]), name=ast.Literal(row["name"]))
+            return _named(row)
         if row.get("predicate") is None:
             raise KipError(errors.INTERNAL_ERROR, f"EXPORT found a dangling endpoint reference {element_id}.", "Repair the proposition that refers to it; retry.")
         return ast.PropositionClause(
@@ -146,16 +177,14 @@ class _Capsule:
 
     def concept(self, props: dict[str, Any]) -> None:
         attributes, metadata = exportable(props, rules.label(props["type"], props["name"]))
-        handle = f"c{len(self.handles) + 1}"
         self.blocks.append(
             ast.ConceptBlock(
-                handle=handle,
+                handle=self._handle(props["id"], "c"),
                 identity=ast.ConceptClause(type=ast.Literal(props["type"]), name=ast.Literal(props["name"])),
                 set_attributes=object_node(attributes),
                 metadata=object_node(metadata),
             )
         )
-        self.handles[props["id"]] = handle
 
     def proposition(self, props: dict[str, Any]) -> None:
         attributes, metadata = exportable(props, f"(id: {rules._q(props['id'])})")
@@ -164,11 +193,27 @@ class _Capsule:
             predicate=ast.PredicatePattern((props["predicate"],)),
             object=self.ref(props["object"]),
         )
-        handle = f"p{len(self.handles) + 1}"
         self.blocks.append(
-            ast.PropositionBlock(handle=handle, identity=identity, set_attributes=object_node(attributes), metadata=object_node(metadata))
+            ast.PropositionBlock(handle=self._handle(props["id"], "p"), identity=identity, set_attributes=object_node(attributes), metadata=object_node(metadata))
         )
-        self.handles[props["id"]] = handle
+
+    def adopted_concept(self, obj: dict[str, Any]) -> None:
+        """An adopted concept (its KIP object) as an ordinary block of its type: the mapped
+        attributes, values as FIND shows them; no metadata (``adopted`` is not true of the copy)."""
+        self.blocks.append(ast.ConceptBlock(handle=self._handle(obj["id"], "c"), identity=ast.ConceptClause(type=ast.Literal(obj["type"]), name=ast.Literal(obj["name"])),
+                                            set_attributes=object_node(adoption.element_object(obj)["attributes"])))
+
+    def adopted_proposition(self, obj: dict[str, Any]) -> None:
+        """An adopted relationship as a proposition of its predicate between its endpoints' ``{type, name}``
+        (learned from the page's ``refs``; never their ``A:…`` ids, which a nexus without the mapping lacks)."""
+        identity = ast.PropositionClause(subject=_named(self.known[obj["subject"]]), predicate=ast.PredicatePattern((obj["predicate"],)),
+                                         object=_named(self.known[obj["object"]]))
+        self.blocks.append(ast.PropositionBlock(handle=self._handle(obj["id"], "p"), identity=identity, set_attributes=object_node(adoption.element_object(obj)["attributes"])))
+
+    def _handle(self, element_id: str, prefix: str) -> str:
+        handle = f"{prefix}{len(self.handles) + 1}"
+        self.handles[element_id] = handle
+        return handle
 
     def text(self) -> str:
         if not self.blocks:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Generator, Optional
 
-from ... import adoption
+from ... import adoption, embedding
 from ...errors import TYPE_MISMATCH, KipError, did_you_mean
 from ...lower.search import SearchPlan
 from ..requests import Context, Embed, Run
@@ -55,7 +55,7 @@ def keyword(plan: SearchPlan, first: Optional[list[dict[str, Any]]] = None) -> G
                     hits[element_id] = (score, offset + rank, node, whole)
 
     def adopted(query: str, offset: int) -> Generator[Any, Any, None]:
-        """Candidates among adopted concepts (their own full-text index, docs/adopt.md)."""
+        """Candidates among adopted concepts / relationships (their own full-text index, docs/adopt.md)."""
         if plan.adopted is None:
             return
         for rank, row in enumerate((yield Run(plan.adopted, {"query": query, "pool": plan.pool}))):
@@ -81,6 +81,11 @@ def keyword(plan: SearchPlan, first: Optional[list[dict[str, Any]]] = None) -> G
                 known = hits.get(row["id"])
                 if known is None or known[0] < score:
                     hits[row["id"]] = (score, -1, known[2] if known else None, known[3] if known else False)
+            if plan.adopted_by_predicate is not None:
+                for row in (yield Run(plan.adopted_by_predicate, {"predicates": best_first, "pool": plan.pool})):
+                    element = AdoptedObject(adoption.element_object(row["hit"]))
+                    if element["id"] not in hits or hits[element["id"]][0] < scored[row["pred"]]:
+                        hits[element["id"]] = (scored[row["pred"]], -1, element, True)
     # The expensive expansions (infix, fuzzy) only when the plain query leaves LIMIT unfilled.
     if plan.full_query != plan.plain_query and sum(1 for h in hits.values() if h[0] >= floor) < plan.limit:
         yield from candidates(plan.full_query, plan.pool)
@@ -94,19 +99,47 @@ def _vector_params(plan: SearchPlan, ctx: Context, vector: list[float]) -> dict[
     return {"vector": vector, "model": ctx.embedder.name, "type": plan.with_type, "k": k, "pool": plan.pool, "whole": plan.limit}
 
 
-def semantic(plan: SearchPlan, ctx: Context, rows: Optional[list[dict[str, Any]]] = None) -> Generator[Any, Any, list[Hit]]:
-    """Vector hits; ``rows``: the vector query's rows when the hybrid statement already fetched them."""
+def semantic(plan: SearchPlan, ctx: Context, vector: Optional[list[float]], warnings: list[str], rows: Optional[list[dict[str, Any]]] = None) -> Generator[Any, Any, list[Hit]]:
+    """Vector hits of the embedded term ``vector`` (None: a blank term), memory and adopted
+    concepts in one ranking; ``rows``: the memory vector query's rows when the hybrid statement
+    already fetched them."""
+    if vector is None:
+        return []
     if rows is None:
-        if not plan.term.strip():
-            return []
-        vector = [float(x) for x in (yield Embed((plan.term,)))[0]]
         rows = yield Run(plan.vector, _vector_params(plan, ctx, vector))
     out = []
     for row in rows:
         for rank, element_id, node, whole in _rows(row):
-            cosine = max(0.0, min(1.0, 2.0 * float(row["scores"][rank]) - 1.0))
-            out.append((element_id, cosine, node if whole else None))
+            out.append((element_id, _cosine(row["scores"][rank]), node if whole else None))
+    if plan.adopted_vectors is not None:
+        out += yield from adopted_semantic(plan, ctx, vector, warnings)
     out.sort(key=lambda item: (-item[1], item[0]))
+    return out
+
+
+def _cosine(score: float) -> float:
+    """Neo4j's cosine score is (1 + cos) / 2; ``_score`` is cos, clipped to [0, 1]."""
+    return max(0.0, min(1.0, 2.0 * float(score) - 1.0))
+
+
+def adopted_semantic(plan: SearchPlan, ctx: Context, vector: list[float], warnings: list[str]) -> Generator[Any, Any, list[Hit]]:
+    """Vector hits among adopted concepts (their shadow nodes, docs/adopt.md). A hit whose node
+    is gone, no longer of its type, or whose text changed since it was embedded is left out —
+    its vector is no longer the node's meaning — and ``warnings`` says how many and how to refresh."""
+    out, stale = [], 0
+    for row in (yield Run(plan.adopted_vectors, _vector_params(plan, ctx, vector))):
+        hit = row["hit"]
+        if hit is None or embedding.text_hash(ctx.embedder.name, embedding.adopted_text(row["type"], hit[1], hit[2])) != row["hash"]:
+            stale += 1
+            continue
+        element = AdoptedObject(adoption.element_object(hit[0]))
+        out.append((element["id"], _cosine(row["score"]), element))
+    if stale:
+        warnings.append(
+            f"{stale} adopted concept(s) near the search term were left out of the semantic ranking: their node changed its text, "
+            "lost its label or is gone since its vector was computed. Run `kip2cypher adopt <mapping.toml> --embed` "
+            "(or kip2cypher.adopting.embed) to refresh the vectors of adopted concepts."
+        )
     return out
 
 
@@ -114,18 +147,21 @@ def search(plan: SearchPlan, ctx: Context) -> Generator[Any, Any, dict]:
     mode = plan.mode or ("hybrid" if ctx.embedder else "keyword")
     if ctx.embedder is None:
         mode = "keyword"
+    warnings: list[str] = []
+    vector = None
+    if mode != "keyword" and plan.term.strip():
+        vector = [float(x) for x in (yield Embed((plan.term,)))[0]]
     if mode == "keyword":
         ranked = yield from keyword(plan)
     elif mode == "semantic":
-        ranked = yield from semantic(plan, ctx)
-    elif plan.plain_query is None or not plan.term.strip():
-        ranked = fuse([(yield from keyword(plan)), (yield from semantic(plan, ctx))])
+        ranked = yield from semantic(plan, ctx, vector, warnings)
+    elif plan.plain_query is None or vector is None:
+        ranked = fuse([(yield from keyword(plan)), (yield from semantic(plan, ctx, vector, warnings))])
     else:
         # One round trip for both indexes (the expanded keyword query still follows when needed).
-        vector = [float(x) for x in (yield Embed((plan.term,)))[0]]
         rows = yield Run(plan.hybrid, {**_vector_params(plan, ctx, vector), "query": plan.plain_query})
         ranked = fuse([(yield from keyword(plan, [r for r in rows if r["source"] == "keyword"])),
-                       (yield from semantic(plan, ctx, [r for r in rows if r["source"] == "vector"]))])
+                       (yield from semantic(plan, ctx, vector, warnings, [r for r in rows if r["source"] == "vector"]))])
     chosen = [hit for hit in ranked if hit[1] >= plan.threshold and hit[1] > 0][: plan.limit]
     missing = [element_id for element_id, _, node in chosen if node is None]
     fetched = {row["node"]["id"]: row["node"] for row in (yield Run(plan.hydrate, {"ids": missing}))} if missing else {}
@@ -145,4 +181,4 @@ def search(plan: SearchPlan, ctx: Context) -> Generator[Any, Any, dict]:
         if plan.with_type not in names:
             kind = "concept type" if plan.concept else "predicate"
             raise KipError(TYPE_MISMATCH, f"WITH TYPE \"{plan.with_type}\" is not a defined {kind}.", did_you_mean(kind, plan.with_type, names))
-    return {"result": results}
+    return {"result": results, "warnings": warnings} if warnings else {"result": results}
