@@ -136,16 +136,24 @@ def _ranked_rows(stmt: Statement, lite: list, scores: bool = False, source: Opti
     )
 
 
-def _fulltext_lines(stmt: Statement, index: str, type_field: str, lite: list, pool: int, source: Optional[str] = None) -> None:
+def both_endpoints(var: str, names: storage.Names) -> Fragment:
+    """Cypher: the proposition node ``var`` still has its subject and its object relationship."""
+    return frag("EXISTS { (", var, ")-[:", names.subject_rel, "]->() } AND EXISTS { (", var, ")-[:", names.object_rel, "]->() }")
+
+
+def _fulltext_lines(stmt: Statement, index: str, type_field: str, lite: list, pool: int, source: Optional[str] = None,
+                    guard: Optional[Fragment] = None) -> None:
+    """``guard``: a further condition on ``node``, tested before a candidate takes a place in the pool."""
     stmt.line("CALL db.index.fulltext.queryNodes(", literal(index), ", ", Param(None, "query"), ") YIELD node")
-    stmt.line("WHERE ", Param(None, "type"), " IS NULL OR node.", type_field, " = ", Param(None, "type"))
+    by_type = frag(Param(None, "type"), " IS NULL OR node.", type_field, " = ", Param(None, "type"))
+    stmt.line("WHERE ", *(("(", by_type, ") AND ", guard) if guard else (by_type,)))
     stmt.line("WITH node LIMIT ", Param(pool, "pool"))
     _ranked_rows(stmt, lite, source=source)
 
 
-def _fulltext(index: str, type_field: str, lite: list, pool: int, label: str) -> Compiled:
+def _fulltext(index: str, type_field: str, lite: list, pool: int, label: str, guard: Optional[Fragment] = None) -> Compiled:
     stmt = Statement()
-    _fulltext_lines(stmt, index, type_field, lite, pool)
+    _fulltext_lines(stmt, index, type_field, lite, pool, guard=guard)
     return Compiled.of(stmt, label)
 
 
@@ -159,39 +167,41 @@ def _predicate_definitions(names: storage.Names) -> Compiled:
 
 
 @functools.lru_cache(maxsize=64)
-def _propositions_by_predicate(names: storage.Names) -> Compiled:
+def _propositions_by_predicate(names: storage.Names, whole_only: bool = False) -> Compiled:
     stmt = Statement()
     stmt.line("UNWIND ", Param(None, "predicates"), " AS pred")
     with stmt.block("CALL (pred)"):
         stmt.line("MATCH (p:", Ident(names.proposition), " {predicate: pred})")
+        if whole_only:
+            stmt.line("WHERE ", both_endpoints("p", names))
         stmt.line("RETURN p.id AS id ORDER BY p.id LIMIT ", Param(None, "pool"))
     stmt.line("RETURN pred, id LIMIT ", Param(None, "pool"))
     return Compiled.of(stmt, "propositions of matching predicates")
 
 
-def _vector_lines(stmt: Statement, index: str, type_field: str, k: int, source: Optional[str] = None) -> None:
+def _vector_lines(stmt: Statement, index: str, type_field: str, k: int, source: Optional[str] = None, guard: Optional[Fragment] = None) -> None:
     stmt.line("CALL db.index.vector.queryNodes(", literal(index), ", ", Param(k, "k"), ", ", Param(None, "vector"), ") YIELD node, score")
     stmt.line(
         "WHERE node.", storage.EMBEDDING_MODEL, " = ", Param(None, "model"), " AND (", Param(None, "type"),
-        " IS NULL OR node.", type_field, " = ", Param(None, "type"), ")",
+        " IS NULL OR node.", type_field, " = ", Param(None, "type"), ")", *((" AND ", guard) if guard else ()),
     )
     stmt.line("WITH node, score LIMIT ", Param(k, "pool"))
     _ranked_rows(stmt, _ID_ONLY, scores=True, source=source)
 
 
-def _vector(index: str, type_field: str, k: int) -> Compiled:
+def _vector(index: str, type_field: str, k: int, guard: Optional[Fragment] = None) -> Compiled:
     stmt = Statement()
-    _vector_lines(stmt, index, type_field, k)
+    _vector_lines(stmt, index, type_field, k, guard=guard)
     return Compiled.of(stmt, f"vector candidates ({index})")
 
 
-def _hybrid(text_index: str, vector_index: str, type_field: str, lite: list, pool: int) -> Compiled:
+def _hybrid(text_index: str, vector_index: str, type_field: str, lite: list, pool: int, guard: Optional[Fragment] = None) -> Compiled:
     """Hybrid's first round trip: the plain full-text query and the vector query in one
     statement, one row each (``source``: "keyword" / "vector")."""
     stmt = Statement()
-    _fulltext_lines(stmt, text_index, type_field, lite, pool, source="keyword")
+    _fulltext_lines(stmt, text_index, type_field, lite, pool, source="keyword", guard=guard)
     stmt.line("UNION ALL")
-    _vector_lines(stmt, vector_index, type_field, pool, source="vector")
+    _vector_lines(stmt, vector_index, type_field, pool, source="vector", guard=guard)
     return Compiled.of(stmt, f"full-text and vector candidates ({text_index}, {vector_index})")
 
 
@@ -286,14 +296,17 @@ def lower_search(command: ast.Search, parameters: dict[str, Any], settings: Sett
     concept = command.target == "CONCEPT"
     pool = candidate_pool(limit)
     names = storage.names(settings.namespace)
+    # link_memory: the team may delete a node a memory proposition points at (docs/adopt.md): such a
+    # proposition has lost an endpoint relationship and is never read, so SEARCH skips it too
+    guard = both_endpoints("node", names) if settings.adoption is not None and settings.adoption.link_memory else None
     if concept:
         text_index, vector_index = catalog.concept_text_index(names), catalog.concept_vector_index(names)
         fulltext = _fulltext(text_index, "type", _CONCEPT_LITE, pool, "full-text candidates (concepts)")
         hybrid = _hybrid(text_index, vector_index, "type", _CONCEPT_LITE, pool)
     else:
         text_index, vector_index = catalog.proposition_text_index(names), catalog.proposition_vector_index(names)
-        fulltext = _fulltext(text_index, "predicate", _PROPOSITION_LITE, pool, "full-text candidates (propositions)")
-        hybrid = _hybrid(text_index, vector_index, "predicate", _PROPOSITION_LITE, pool)
+        fulltext = _fulltext(text_index, "predicate", _PROPOSITION_LITE, pool, "full-text candidates (propositions)", guard)
+        hybrid = _hybrid(text_index, vector_index, "predicate", _PROPOSITION_LITE, pool, guard)
     return SearchPlan(
         concept=concept,
         term=term,
@@ -307,8 +320,8 @@ def lower_search(command: ast.Search, parameters: dict[str, Any], settings: Sett
         query_words=tuple(words(term)),
         fulltext=fulltext,
         definitions=None if concept else _predicate_definitions(names),
-        by_predicate=None if concept else _propositions_by_predicate(names),
-        vector=_vector(vector_index, "type" if concept else "predicate", pool),
+        by_predicate=None if concept else _propositions_by_predicate(names, guard is not None),
+        vector=_vector(vector_index, "type" if concept else "predicate", pool, guard),
         hybrid=hybrid,
         hydrate=_hydrate(names.concept if concept else names.proposition),
         adopted=_adopted_search(settings, names, with_type, "text_indexed") if concept else _adopted_relationship_search(settings, names, with_type),
