@@ -106,12 +106,12 @@ class FakePlans(dict):
         self.real = real
         self.compiled: list[str] = []
 
-    def compile_plan(self, text: str, parameters: Optional[dict[str, Any]] = None, settings: Any = None) -> Plan:
+    def compile_plan(self, text: str, parameters: Optional[dict[str, Any]] = None, settings: Any = None, **options: Any) -> Plan:
         self.compiled.append(text)
         if text in self:
             entry = self[text]
             return entry if isinstance(entry, Plan) else entry(dict(parameters or {}))
-        return self.real(text, parameters, settings)
+        return self.real(text, parameters, settings, **options)
 
     def install(self, monkeypatch) -> "FakePlans":
         """Serve these plans to the executor (and their program to the program table)."""
