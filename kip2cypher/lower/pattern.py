@@ -900,6 +900,17 @@ class Lowerer:
         of the same type are not propositions (docs/adopt.md, "link_memory")."""
         return frag(rel, ".", self.names.link_id, " IS NOT NULL")
 
+    def unpinned(self, clause: ast.PropositionClause, scope: Mapping[str, Binding]) -> bool:
+        """Whether a memory predicate's native relationship in ``clause`` may be one of the team's
+        own (docs/storage-model.md, "Coexistence"): in the default namespace its type is the bare
+        predicate name, which the team may use too. An endpoint pins the match to KIP's nodes
+        when it is a concept clause, a nested proposition, or a variable bound before the
+        clause; with neither endpoint pinned the relationship must carry ``kip_id``
+        (``memory_link``). A namespace's types carry its prefix, which no team uses: no test."""
+        def pinned(endpoint: ast.Endpoint) -> bool:
+            return not isinstance(endpoint, ast.Var) or endpoint.name in scope
+        return not self.names.predicate_prefix and not pinned(clause.subject) and not pinned(clause.object)
+
     def adopted_by_endpoints(self, clause: ast.PropositionClause, scope: dict[str, Binding]) -> Optional[list[adopt.AdoptedPredicate]]:
         """For ``(s, ?p, o)``: when ``s`` or ``o`` is an adopted concept (a clause of an adopted
         type, or a variable bound to one before this clause), the adopted predicates that can
@@ -1090,6 +1101,7 @@ class Lowerer:
         # Endpoints first (a nested proposition endpoint appends its own part before this one).
         reified = node is not None
         at_adopted = self.adoption is not None and any(self.adopted_endpoint(e, scope) for e in (clause.subject, clause.object))
+        kip_only = at_adopted or self.unpinned(clause, scope)
         subject, s_key = self.endpoint(clause.subject, scope, parts, conds, required=required, avoid=avoid, reified=reified)
         obj, o_key = self.endpoint(clause.object, scope, parts, conds, required=required, avoid=avoid, reified=reified)
         if isinstance(predicate, ast.PredicatePattern):
@@ -1135,7 +1147,7 @@ class Lowerer:
         if len(predicate.names) == 1:
             keys.rule([s_key, o_key], [rel_key])  # one native relationship per proposition
         # ("a" | "b" between the same nodes can match more than once)
-        if at_adopted:
+        if kip_only:
             rel = self.fresh("r")
             parts.append(frag(subject, "-[", rel, ":", _types(predicate, self.names), "]->", obj))
             conds.append(self.memory_link(rel))
@@ -1186,9 +1198,10 @@ class Lowerer:
         low, high = self.hops(predicate.quantifier)
         walked = self.walked_type(predicate, clause.span.start)
         # a memory walk that may pass through the team's nodes follows KIP's relationships only
-        # (``memory_link``): with link_memory, or from / to an adopted concept
-        kip_only = walked is None and self.adoption is not None and (
-            self.link_memory or any(self.adopted_endpoint(e, scope) for e in (clause.subject, clause.object)))
+        # (``memory_link``): with no end pinned to KIP's nodes (``unpinned``), with link_memory,
+        # or from / to an adopted concept
+        kip_only = walked is None and (self.unpinned(clause, scope) or self.adoption is not None and (
+            self.link_memory or any(self.adopted_endpoint(e, scope) for e in (clause.subject, clause.object))))
         s_ref, s_bound = self.path_end(clause.subject, scope, parts, conds, required=required, avoid=avoid, adopted=walked)
         o_ref, o_bound = self.path_end(clause.object, scope, parts, conds, required=required, avoid=avoid, adopted=walked)
         self.keys.add(self.keys.anonymous())  # a path element: nothing determines it, so DISTINCT stays
@@ -1221,7 +1234,7 @@ class Lowerer:
             if low == 0:
                 conds.append(frag("(", s_ref, ":", self.names.concept, " OR ", s_ref, ":", self.names.proposition, ")"))
             else:
-                conds.append(frag("EXISTS { (", s_ref, ")-[:", types, "]->() }"))
+                conds.append(frag("EXISTS { (", s_ref, ")-[", hop(), "]->() }"))
             s_bound = True
         if o_ref == s_ref:  # (?x, "p"{m,n}, ?x): the end is the start, bound with it
             s_bound = o_bound = True
