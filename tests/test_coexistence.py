@@ -128,3 +128,17 @@ def test_export_over_a_free_pattern_exports_memory_only(both):
     nexus, _ = both
     capsule = 'UPSERT {\n  CONCEPT ?c1 {\n    {type: "Person", name: "Bob"}\n  }\n}'
     assert run(nexus, 'EXPORT ?b WHERE { (?a, "mentions", ?b) }') == {"result": {"capsule": capsule, "concepts": 1, "propositions": 0}}
+
+
+@pytest.mark.parametrize("namespace, tested", [("", True), ("alpha", False)])
+def test_only_the_default_namespace_tests_kip_id_on_free_patterns(namespace, tested):
+    """A namespace's relationship types carry its prefix (``alpha/mentions``), which no team uses:
+    its free patterns compile as before; a pinned pattern never needs the test."""
+    from kip2cypher.config import Settings
+    from kip2cypher.lower.compile import compile_command
+
+    def cypher(text: str) -> str:
+        return compile_command(text, settings=Settings(namespace=namespace))[0]["cypher"]
+
+    assert ("kip_id" in cypher('FIND(?a, ?b) WHERE { (?a, "mentions", ?b) }')) is tested
+    assert "kip_id" not in cypher('FIND(?a) WHERE { ?a {type: "Person"} (?a, "mentions", ?b) }')
