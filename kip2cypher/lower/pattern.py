@@ -966,6 +966,10 @@ class Lowerer:
                 f"(link_memory); bind ?{name} to an adopted type before this clause (e.g. ?{name} {{type: \"{self.adoption.types[0].name}\"}}) to read those (docs/adopt.md).")
         if note not in self.notes:
             self.notes.append(note)
+        return self.kip_element(ref)
+
+    def kip_element(self, ref: Part) -> Fragment:
+        """``ref`` is a memory concept or proposition of the namespace (a label test)."""
         return frag("(", ref, ":", self.names.concept, " OR ", ref, ":", self.names.proposition, ")")
 
     def whole(self, node: Part, subject: bool, obj: bool) -> list[Fragment]:
@@ -1231,9 +1235,11 @@ class Lowerer:
         if not s_bound and not o_bound:
             # Neither end known: start from every node that can begin such a walk.
             parts.append(frag("(", s_ref, ")"))
-            if low == 0:
-                conds.append(frag("(", s_ref, ":", self.names.concept, " OR ", s_ref, ":", self.names.proposition, ")"))
-            else:
+            if low == 0 or kip_only and not self.link_memory:
+                # a walk of KIP's relationships begins at a KIP element: a label scan, not all
+                # nodes (with link_memory ``memory_end`` below says the same)
+                conds.append(self.kip_element(s_ref))
+            if low > 0:
                 conds.append(frag("EXISTS { (", s_ref, ")-[", hop(), "]->() }"))
             s_bound = True
         if o_ref == s_ref:  # (?x, "p"{m,n}, ?x): the end is the start, bound with it
