@@ -86,6 +86,16 @@ def test_path_with_a_free_start_does_not_walk_the_teams_relationships(both):
     assert run(nexus, 'FIND(?a.name, ?b.name) WHERE { (?a, "cites"{1,2}, ?b) } ORDER BY ?a.name, ?b.name') == \
         {"result": [["Ann", "Ann", "Bob"], ["Bob", "Cy", "Cy"]]}
     assert run(nexus, 'FIND(COUNT(?a)) WHERE { (?a, "knows"{1,3}, ?b) }') == {"result": 1}
+    # a minimum of 0: every KIP element begins a walk of length 0 (the team's :Doc nodes do not)
+    assert run(nexus, 'FIND(?a.name, ?b.name) WHERE { (?a, "cites"{0,1}, ?b) FILTER(?a.type == "Person") } ORDER BY ?a.name, ?b.name') == \
+        {"result": [["Ann", "Ann", "Bob", "Bob", "Cy"], ["Ann", "Bob", "Bob", "Cy", "Cy"]]}
+    # the team's :likes (d3 → d2) would chain d2 → d3 → d2 if a walk left KIP's relationships
+    assert run(nexus, 'FIND(COUNT(?a)) WHERE { (?a, "likes"{1,5}, ?b) }') == {"result": 0}
+
+
+def test_alternatives_with_free_endpoints_read_memory_only(both):
+    nexus, _ = both
+    assert run(nexus, 'FIND(?a.name, ?b.name) WHERE { (?a, "mentions" | "knows", ?b) } ORDER BY ?a.name') == {"result": [["Ann", "Bob"], ["Bob", "Cy"]]}
 
 
 def test_not_over_a_free_pattern_is_not_satisfied_by_the_teams_relationships(both):
