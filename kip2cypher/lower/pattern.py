@@ -896,8 +896,9 @@ class Lowerer:
     def memory_link(self, rel: Part) -> Fragment:
         """``rel`` is the native relationship of a memory proposition: it carries the namespace's
         ``kip_id``. Needed wherever a memory predicate's relationship may join two of the team's
-        nodes (an adopted endpoint, a walk through adopted nodes): the team's own relationships
-        of the same type are not propositions (docs/adopt.md, "link_memory")."""
+        nodes (an adopted endpoint, a walk through adopted nodes, neither end pinned to a KIP
+        element: ``unpinned``): the team's own relationships of the same type are not
+        propositions (docs/adopt.md, "link_memory"; docs/storage-model.md, "Coexistence")."""
         return frag(rel, ".", self.names.link_id, " IS NOT NULL")
 
     def unpinned(self, clause: ast.PropositionClause, scope: Mapping[str, Binding]) -> bool:
