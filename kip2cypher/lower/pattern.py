@@ -896,9 +896,21 @@ class Lowerer:
     def memory_link(self, rel: Part) -> Fragment:
         """``rel`` is the native relationship of a memory proposition: it carries the namespace's
         ``kip_id``. Needed wherever a memory predicate's relationship may join two of the team's
-        nodes (an adopted endpoint, a walk through adopted nodes): the team's own relationships
-        of the same type are not propositions (docs/adopt.md, "link_memory")."""
+        nodes (an adopted endpoint, a walk through adopted nodes, neither end pinned to a KIP
+        element: ``unpinned``): the team's own relationships of the same type are not
+        propositions (docs/adopt.md, "link_memory"; docs/storage-model.md, "Coexistence")."""
         return frag(rel, ".", self.names.link_id, " IS NOT NULL")
+
+    def unpinned(self, clause: ast.PropositionClause, scope: Mapping[str, Binding]) -> bool:
+        """Whether a memory predicate's native relationship in ``clause`` may be one of the team's
+        own (docs/storage-model.md, "Coexistence"): in the default namespace its type is the bare
+        predicate name, which the team may use too. An endpoint pins the match to KIP's nodes
+        when it is a concept clause, a nested proposition, or a variable bound before the
+        clause; with neither endpoint pinned the relationship must carry ``kip_id``
+        (``memory_link``). A namespace's types carry its prefix, which no team uses: no test."""
+        def pinned(endpoint: ast.Endpoint) -> bool:
+            return not isinstance(endpoint, ast.Var) or endpoint.name in scope
+        return not self.names.predicate_prefix and not pinned(clause.subject) and not pinned(clause.object)
 
     def adopted_by_endpoints(self, clause: ast.PropositionClause, scope: dict[str, Binding]) -> Optional[list[adopt.AdoptedPredicate]]:
         """For ``(s, ?p, o)``: when ``s`` or ``o`` is an adopted concept (a clause of an adopted
@@ -955,6 +967,10 @@ class Lowerer:
                 f"(link_memory); bind ?{name} to an adopted type before this clause (e.g. ?{name} {{type: \"{self.adoption.types[0].name}\"}}) to read those (docs/adopt.md).")
         if note not in self.notes:
             self.notes.append(note)
+        return self.kip_element(ref)
+
+    def kip_element(self, ref: Part) -> Fragment:
+        """``ref`` is a memory concept or proposition of the namespace (a label test)."""
         return frag("(", ref, ":", self.names.concept, " OR ", ref, ":", self.names.proposition, ")")
 
     def whole(self, node: Part, subject: bool, obj: bool) -> list[Fragment]:
@@ -1090,6 +1106,7 @@ class Lowerer:
         # Endpoints first (a nested proposition endpoint appends its own part before this one).
         reified = node is not None
         at_adopted = self.adoption is not None and any(self.adopted_endpoint(e, scope) for e in (clause.subject, clause.object))
+        kip_only = at_adopted or self.unpinned(clause, scope)
         subject, s_key = self.endpoint(clause.subject, scope, parts, conds, required=required, avoid=avoid, reified=reified)
         obj, o_key = self.endpoint(clause.object, scope, parts, conds, required=required, avoid=avoid, reified=reified)
         if isinstance(predicate, ast.PredicatePattern):
@@ -1135,7 +1152,7 @@ class Lowerer:
         if len(predicate.names) == 1:
             keys.rule([s_key, o_key], [rel_key])  # one native relationship per proposition
         # ("a" | "b" between the same nodes can match more than once)
-        if at_adopted:
+        if kip_only:
             rel = self.fresh("r")
             parts.append(frag(subject, "-[", rel, ":", _types(predicate, self.names), "]->", obj))
             conds.append(self.memory_link(rel))
@@ -1186,9 +1203,10 @@ class Lowerer:
         low, high = self.hops(predicate.quantifier)
         walked = self.walked_type(predicate, clause.span.start)
         # a memory walk that may pass through the team's nodes follows KIP's relationships only
-        # (``memory_link``): with link_memory, or from / to an adopted concept
-        kip_only = walked is None and self.adoption is not None and (
-            self.link_memory or any(self.adopted_endpoint(e, scope) for e in (clause.subject, clause.object)))
+        # (``memory_link``): with no end pinned to KIP's nodes (``unpinned``), with link_memory,
+        # or from / to an adopted concept
+        kip_only = walked is None and (self.unpinned(clause, scope) or self.adoption is not None and (
+            self.link_memory or any(self.adopted_endpoint(e, scope) for e in (clause.subject, clause.object))))
         s_ref, s_bound = self.path_end(clause.subject, scope, parts, conds, required=required, avoid=avoid, adopted=walked)
         o_ref, o_bound = self.path_end(clause.object, scope, parts, conds, required=required, avoid=avoid, adopted=walked)
         self.keys.add(self.keys.anonymous())  # a path element: nothing determines it, so DISTINCT stays
@@ -1218,10 +1236,12 @@ class Lowerer:
         if not s_bound and not o_bound:
             # Neither end known: start from every node that can begin such a walk.
             parts.append(frag("(", s_ref, ")"))
-            if low == 0:
-                conds.append(frag("(", s_ref, ":", self.names.concept, " OR ", s_ref, ":", self.names.proposition, ")"))
-            else:
-                conds.append(frag("EXISTS { (", s_ref, ")-[:", types, "]->() }"))
+            if low == 0 or kip_only and not self.link_memory:
+                # a walk of KIP's relationships begins at a KIP element: a label scan, not all
+                # nodes (with link_memory ``memory_end`` below says the same)
+                conds.append(self.kip_element(s_ref))
+            if low > 0:
+                conds.append(frag("EXISTS { (", s_ref, ")-[", hop(), "]->() }"))
             s_bound = True
         if o_ref == s_ref:  # (?x, "p"{m,n}, ?x): the end is the start, bound with it
             s_bound = o_bound = True
