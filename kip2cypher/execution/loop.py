@@ -38,10 +38,12 @@ Program = Generator[Any, Any, dict]
 class _Trace:
     """The statement in flight, for the debug field of an error report."""
 
-    __slots__ = ("current",)
+    __slots__ = ("current", "params")
 
     def __init__(self) -> None:
         self.current: Optional[Compiled] = None
+        #: its parameters: what names the out-of-range integer of an OverflowError
+        self.params: dict[str, Any] = {}
 
     def cypher(self) -> Optional[str]:
         return self.current.text if self.current is not None else None
@@ -58,6 +60,7 @@ def _prepare(request: Any, settings: Settings, trace: _Trace) -> tuple[str, dict
     if isinstance(request, Explain):
         text = "EXPLAIN " + text
     params = request.parameters()
+    trace.params = params
     if log.isEnabledFor(logging.DEBUG):
         log.debug("%s\n-- params: %r", text, params)
     return text, params
@@ -71,7 +74,7 @@ def _embedder(ctx: Context) -> Any:
 
 def _failure(exc: BaseException, ctx: Context, trace: _Trace) -> KipError:
     """A driver exception as a KIP error; a timeout that the request's budget cut short says so."""
-    error = from_neo4j(exc, trace.cypher())
+    error = from_neo4j(exc, trace.cypher(), trace.params)
     if error.code == errors.EXECUTION_TIMEOUT and ctx.deadline is not None and ctx.deadline.expired():
         return ctx.deadline.error(started=True)
     return error

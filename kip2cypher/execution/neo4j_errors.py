@@ -6,7 +6,7 @@ driver exception.
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 from neo4j import exceptions as ne
 
@@ -30,11 +30,13 @@ from ..lower.regex_guard import reach_error
 DRIVER_ERRORS = (ne.Neo4jError, ne.DriverError, OverflowError)
 
 
-def out_of_range(exc: OverflowError) -> KipError:
+def out_of_range(exc: OverflowError, params: Optional[dict[str, Any]] = None) -> KipError:
     """A command value Neo4j cannot compute with: an integer beyond 64 bits where the command
     compares, limits or computes (LIMIT, FILTER, IN, EXPECT VERSION, UPDATE operands). As an
-    attribute value it is stored exactly (as JSON text); here it is the caller's number."""
-    number = str(exc).removeprefix("Integer ").removesuffix(" out of range")
+    attribute value it is stored exactly (as JSON text); here it is the caller's number, found in
+    the statement's parameters (the Rust packstream codec does not name it; the Python one did)."""
+    big = _first_big_integer(params or {})
+    number = str(big) if big is not None else str(exc).removeprefix("Integer ").removesuffix(" out of range")
     return KipError(
         INVALID_VALUE_TYPE,
         f"The integer {number[:40]}{'…' if len(number) > 40 else ''} is outside the 64-bit range Neo4j compares and computes with "
@@ -44,13 +46,28 @@ def out_of_range(exc: OverflowError) -> KipError:
     )
 
 
-def from_neo4j(exc: BaseException, cypher: Optional[str] = None) -> KipError:
-    """Map a Neo4j driver exception onto a KIP error. The single place this happens."""
+def _first_big_integer(value: Any) -> Optional[int]:
+    """The first integer outside the signed 64-bit range in a parameter value, if any."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(reversed(list(item.values())))
+        elif isinstance(item, (list, tuple)):
+            stack.extend(reversed(item))
+        elif isinstance(item, int) and not isinstance(item, bool) and not -2**63 <= item < 2**63:
+            return item
+    return None
+
+
+def from_neo4j(exc: BaseException, cypher: Optional[str] = None, params: Optional[dict[str, Any]] = None) -> KipError:
+    """Map a Neo4j driver exception onto a KIP error. The single place this happens.
+    ``params``: the parameters of the statement that failed (for an OverflowError)."""
     code = getattr(exc, "code", None) or ""
     message = getattr(exc, "message", None) or str(exc)
     debug = {"cypher": cypher} if cypher else None
     if isinstance(exc, OverflowError):
-        return out_of_range(exc)
+        return out_of_range(exc, params)
     if isinstance(exc, ne.IncompleteCommit):
         return KipError(INTERNAL_ERROR, f"The connection broke while committing; the write may or may not have been applied: {message}", "Re-read the affected elements (FIND) before retrying the write.")
     if isinstance(exc, (ne.ServiceUnavailable, ne.SessionExpired, ne.ConnectionAcquisitionTimeoutError)) or "ServiceUnavailable" in code or "DatabaseUnavailable" in code:
