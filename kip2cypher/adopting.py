@@ -130,9 +130,10 @@ def _fulltext_state(nexus: Any, name: str, entity: str, targets: tuple[str, ...]
     return {"name": name, "statement": ddl(storage.names(nexus.settings.namespace), targets, properties), "state": state, "taken_by": taken_by}
 
 
-def _vector_index_exists(nexus: Any) -> bool:
+def _vector_index_exists(nexus: Any, index: Any) -> bool:
+    """The VECTOR index ``index(names)`` (``catalog.adopted_vector_index`` or the relationships') exists."""
     records, _, _ = nexus.driver.execute_query("SHOW VECTOR INDEXES YIELD name WHERE name = $name RETURN count(*) AS n",
-                                               name=catalog.adopted_vector_index(storage.names(nexus.settings.namespace)), database_=nexus.database, routing_="r")
+                                               name=index(storage.names(nexus.settings.namespace)), database_=nexus.database, routing_="r")
     return bool(records[0]["n"])
 
 
@@ -190,7 +191,8 @@ def apply(nexus: Any, adoption: Adoption, *, dry_run: bool = False, create_index
         return each is not None and (each["state"] == "present" or (create_index and not dry_run))
 
     # the vectors stay queried while their index exists (``embed`` made it)
-    adoption = dataclasses.replace(adoption, text_indexed=usable(index), relationships_indexed=usable(rel_index), embedded=_vector_index_exists(nexus))
+    adoption = dataclasses.replace(adoption, text_indexed=usable(index), relationships_indexed=usable(rel_index), embedded=_vector_index_exists(nexus, catalog.adopted_vector_index),
+                                  relationships_embedded=_vector_index_exists(nexus, catalog.adopted_relationship_vector_index))
     report["mapping"] = "unchanged" if previous == adoption else ("would be stored" if dry_run else "stored")
     if previous is not None:
         dropped = [t.name for t in previous.types if adoption.type(t.name) is None] + [p.name for p in previous.predicates if adoption.predicate(p.name) is None]
@@ -230,12 +232,13 @@ def apply(nexus: Any, adoption: Adoption, *, dry_run: bool = False, create_index
 
 
 def embed(nexus: Any, adoption: Optional[Adoption] = None, *, embedder: Any = None, batch: int = CHUNK, force: bool = False) -> dict[str, Any]:
-    """Give the adopted concepts of the nexus's namespace SEARCH vectors, on KIP's own shadow
-    nodes (``kip2cypher adopt … --embed``; docs/adopt.md, "Semantic SEARCH"): create their schema,
-    embed each type's nodes whose text (or the model) changed since — ``batch`` per model call
-    and write transaction, as ``sync_embeddings`` does for memory — drop the shadows whose node is
-    gone or no longer matches the mapping, and mark the stored mapping ``embedded`` so SEARCH
-    queries them. ``adoption``: the mapping (default: the one stored). Returns the counts."""
+    """Give the adopted concepts and relationships of the nexus's namespace SEARCH vectors, on KIP's
+    own shadow nodes (``kip2cypher adopt … --embed``; docs/adopt.md, "Semantic SEARCH"): create
+    their schema, embed each type's nodes and each predicate's relationships whose text (or the
+    model) changed since — ``batch`` per model call and write transaction, as ``sync_embeddings``
+    does for memory — drop the shadows whose element is gone or no longer matches the mapping, and
+    mark the stored mapping ``embedded`` so SEARCH queries them. ``adoption``: the mapping
+    (default: the one stored). Returns the counts."""
     chosen = adoption if adoption is not None else stored(nexus)
     if chosen is None:
         raise KipError(errors.NOT_FOUND, "Nothing is adopted in this namespace, so there is nothing to embed.", "Run `kip2cypher adopt <mapping.toml>` first (docs/adopt.md).")
@@ -247,24 +250,27 @@ def embed(nexus: Any, adoption: Optional[Adoption] = None, *, embedder: Any = No
     with nexus.session("WRITE") as session:
         for ddl in catalog.adopted_vector_ddl(names):
             session.run(ddl).consume()
-        session.run("CALL db.awaitIndex($name, 300)", name=catalog.adopted_vector_index(names)).consume()
-    report: dict[str, Any] = {"namespace": nexus.settings.namespace, "model": model.name, "types": [], "dropped": 0}
+        for index in (catalog.adopted_vector_index(names), catalog.adopted_relationship_vector_index(names)):
+            session.run("CALL db.awaitIndex($name, 300)", name=index).consume()
+    report: dict[str, Any] = {"namespace": nexus.settings.namespace, "model": model.name, "types": [], "predicates": [], "dropped": 0}
     # Each read page scans the label (elementId order has no index): read many rows per page,
     # embed and write them ``batch`` at a time.
     page = max(batch, min(READ_PAGE, nexus.settings.max_result_rows))
-    for t in chosen.types:
-        counts, last = {"type": t.name, "nodes": 0, "embedded": 0}, ""
+    for what in (*chosen.types, *chosen.predicates):
+        is_type = isinstance(what, AdoptedType)
+        counts, last, seen = {"type" if is_type else "predicate": what.name, "embedded": 0}, "", 0
         while True:
             ctx = Context(nexus.settings, now(), embedder=model)
-            rows = nexus.run_program("READ", lambda: refresh.adopted_page(t, last, page, ctx), ctx)
+            rows = nexus.run_program("READ", lambda: refresh.adopted_page(what, chosen, last, page, ctx), ctx)
             if not rows:
                 break
             last = rows[-1]["element"]
-            counts["nodes"] += len(rows)
-            todo = refresh.stale_adopted(t, rows, model.name, force)
+            seen += len(rows)
+            todo = refresh.stale_adopted(what, rows, model.name, force)
             for i in range(0, len(todo), batch):
-                counts["embedded"] += nexus.run_program("WRITE", lambda: refresh.refresh_adopted(t, todo[i:i + batch], ctx), ctx)
-        report["types"].append(counts)
+                counts["embedded"] += nexus.run_program("WRITE", lambda: refresh.refresh_adopted(what, chosen, todo[i:i + batch], ctx), ctx)
+        counts["nodes" if is_type else "relationships"] = seen
+        report["types" if is_type else "predicates"].append(counts)
     while True:
         ctx = Context(nexus.settings, now())
         dropped = nexus.run_program("WRITE", lambda: refresh.prune_adopted(chosen, batch, ctx), ctx)
@@ -272,9 +278,10 @@ def embed(nexus: Any, adoption: Optional[Adoption] = None, *, embedder: Any = No
         if dropped < batch:
             break
     current = stored(nexus)
-    if current is not None and not current.embedded:
+    if current is not None and not (current.embedded and current.relationships_embedded):
+        marked = dataclasses.replace(current, embedded=True, relationships_embedded=True)
         with nexus.session("WRITE") as session:
-            session.run(catalog.NEXUS_ADOPT, namespace=nexus.settings.namespace, adoption=dataclasses.replace(current, embedded=True).to_json()).consume()
+            session.run(catalog.NEXUS_ADOPT, namespace=nexus.settings.namespace, adoption=marked.to_json()).consume()
         nexus.reload_nexus_node()
     return report
 
@@ -282,7 +289,9 @@ def embed(nexus: Any, adoption: Optional[Adoption] = None, *, embedder: Any = No
 def embed_lines(report: dict[str, Any]) -> list[str]:
     """``embed``'s report for people."""
     lines = [f"vectors of type {c['type']}: {c['nodes']} node(s) with text, {c['embedded']} (re-)embedded with {report['model']}" for c in report["types"]]
-    return lines + [f"vectors dropped (node gone or no longer matching the mapping): {report['dropped']}"]
+    lines += [f"vectors of predicate {c['predicate']}: {c['relationships']} relationship(s), {c['embedded']} (re-)embedded with {report['model']}"
+              for c in report["predicates"]]
+    return lines + [f"vectors dropped (node or relationship gone or no longer matching the mapping): {report['dropped']}"]
 
 
 def report_lines(report: dict[str, Any]) -> list[str]:

@@ -105,6 +105,9 @@ class Adoption:
     #: The relationship full-text index over the predicates' ``text`` exists (``adopt
     #: --create-index``): keyword SEARCH PROPOSITION then also finds adopted relationships by it.
     relationships_indexed: bool = False
+    #: The adopted relationships' vectors exist (``adopt --embed`` since they are embedded too):
+    #: semantic and hybrid SEARCH PROPOSITION then also query their shadow vector index.
+    relationships_embedded: bool = False
 
     def type(self, name: str) -> Optional[AdoptedType]:
         return next((t for t in self.types if t.name == name), None)
@@ -132,6 +135,7 @@ class Adoption:
                 "text_indexed": self.text_indexed,
                 "embedded": self.embedded,
                 "relationships_indexed": self.relationships_indexed,
+                "relationships_embedded": self.relationships_embedded,
             },
             ensure_ascii=False, sort_keys=True, separators=(",", ":"),
         )
@@ -150,6 +154,7 @@ class Adoption:
                 text_indexed=bool(data.get("text_indexed", False)),
                 embedded=bool(data.get("embedded", False)),
                 relationships_indexed=bool(data.get("relationships_indexed", False)),
+                relationships_embedded=bool(data.get("relationships_embedded", False)),
             )
         except (ValueError, KeyError, TypeError) as exc:
             raise KipError(

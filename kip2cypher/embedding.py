@@ -89,6 +89,16 @@ def adopted_text(type_name: str, name: Any, texts: Sequence[Any]) -> str:
     return " ".join([concept_text(type_name, name if isinstance(name, str) else "", {}), *storage.text_values(list(texts))])
 
 
+
+def adopted_relationship_text(predicate: str, subject: Any, object_: Any, texts: Sequence[Any]) -> str:
+    """The grounding text embedded for an adopted relationship (docs/adopt.md): as for a memory
+    proposition, the statement (its endpoints' names and the predicate), then its mapped text
+    properties (non-text values are left out)."""
+    def name(value: Any) -> Optional[str]:
+        return value if isinstance(value, str) else None
+
+    return " ".join([proposition_text(name(subject), predicate, name(object_), {}), *storage.text_values(list(texts))])
+
 def text_hash(model: str, text: str) -> str:
     return hashlib.sha1(f"{model}\n{text}".encode("utf-8")).hexdigest()[:20]
 

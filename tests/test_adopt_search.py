@@ -197,6 +197,7 @@ def test_cli_adopt_embed_in_a_namespace(world, neo4j_server, tmp_path):
     out = runner.invoke(main, ["adopt", str(path), "--embed"], env=env, catch_exceptions=False)
     assert out.exit_code == 0, out.output
     assert "vectors of type Drug: 2 node(s) with text, 2 (re-)embedded" in out.output
+    assert "vectors of predicate treats: 3 relationship(s), 3 (re-)embedded" in out.output
     found = runner.invoke(main, ["call", 'SEARCH CONCEPT "fever medicine" WITH TYPE "Drug" MODE "semantic" LIMIT 1'], env=env, catch_exceptions=False)
     assert json.loads(found.stdout)["result"][0]["id"] == "A:Drug:D1"
     again = runner.invoke(main, ["adopt", str(path)], env=env, catch_exceptions=False)
@@ -205,6 +206,7 @@ def test_cli_adopt_embed_in_a_namespace(world, neo4j_server, tmp_path):
 
     removed = drop_namespace(world.driver, world.database, "embedns")
     assert removed["adopted_vectors"] == 7 and "kip_adopted_embedding__embedns" in removed["schema_objects"]
+    assert removed["adopted_relationship_vectors"] == 6 and "kip_adopted_relationship_embedding__embedns" in removed["schema_objects"]
     world.assert_team_unchanged()
 
 
@@ -262,3 +264,89 @@ def test_an_index_another_namespace_holds_is_refused_before_anything_is_written(
     finally:
         nexus.close()
     world.assert_team_unchanged()
+
+
+# ---------------------------------------------------------------- semantic SEARCH PROPOSITION
+TREATS_D1 = "MATCH (:Drug {drug_id: 'D1'})-[t:TREATS]->(:Disease {name: 'Headache'})"
+
+
+@pytest.fixture(scope="module")
+def embedded_propositions(world, propositions):
+    """Namespace "relsearch" (``propositions``) with its adopted concepts and relationships embedded."""
+    propositions.settings = propositions.settings.replace(embedder=embedding.MiniLMEmbedder())
+    report = adopting.embed(propositions)
+    world.assert_team_unchanged()
+    return report
+
+
+def _search(nexus, command: str) -> dict:
+    response = nexus.execute_kip(command)
+    assert "error" not in response, response
+    return response
+
+
+def test_embed_gives_adopted_relationships_vectors_and_reembeds_only_what_changed(world, propositions, embedded_propositions):
+    counts = {c["predicate"]: (c["relationships"], c["embedded"]) for c in embedded_propositions["predicates"]}
+    assert counts == {"treats": (3, 3), "reports_to": (2, 2), "contraindicated": (1, 1)}  # not the TREATS to a Person
+    again = adopting.embed(propositions)
+    assert [c["embedded"] for c in again["predicates"]] == [0, 0, 0] and again["dropped"] == 0
+    assert adopting.stored(propositions).relationships_embedded
+    world.assert_team_unchanged()
+
+
+def test_semantic_search_proposition_finds_adopted_relationships_by_meaning(world, propositions, embedded_propositions):
+    hits = _search(propositions, 'SEARCH PROPOSITION "first choice remedy for tension-type head pain" MODE "semantic" LIMIT 3')["result"]
+    assert hits[0]["predicate"] == "treats" and hits[0]["subject"] == "A:Drug:D1" and hits[0]["id"].startswith("A:treats:@")
+    assert hits[0]["attributes"]["note"].startswith("first-line") and hits[0]["metadata"]["adopted"] is True
+    assert 0 < hits[0]["metadata"]["_score"] <= 1
+    world.assert_team_unchanged()
+
+
+def test_semantic_search_proposition_with_type_reads_only_that_predicate(world, propositions, embedded_propositions):
+    bosses = _search(propositions, 'SEARCH PROPOSITION "Bob is managed by Ann" WITH TYPE "reports_to" MODE "semantic"')["result"]
+    assert len(bosses) == 2 and {h["predicate"] for h in bosses} == {"reports_to"}
+    assert all(h["subject"].startswith("A:Employee:") and h["id"].startswith("A:reports_to:@") for h in bosses)
+    cures = _search(propositions, 'SEARCH PROPOSITION "Bob is managed by Ann" WITH TYPE "treats" MODE "semantic"')["result"]
+    assert cures and {h["predicate"] for h in cures} == {"treats"}
+    memory_only = _search(propositions, 'SEARCH PROPOSITION "headache" WITH TYPE "belongs_to_domain" MODE "semantic"')["result"]
+    assert all(not h["id"].startswith("A:") for h in memory_only)
+    world.assert_team_unchanged()
+
+
+def test_hybrid_search_proposition_fuses_adopted_keyword_and_vector_hits(world, propositions, embedded_propositions):
+    hits = _search(propositions, 'SEARCH PROPOSITION "first choice remedy for tension headaches" LIMIT 3')["result"]  # hybrid: the default
+    treats_d1 = [h for h in hits if h["subject"] == "A:Drug:D1" and h["predicate"] == "treats"]
+    assert treats_d1 and hits[0] == treats_d1[0] and hits[0]["metadata"]["_score"] > 0
+    world.assert_team_unchanged()
+
+
+def test_a_relationship_hit_whose_text_changed_since_it_was_embedded_is_dropped_and_said(world, propositions, embedded_propositions):
+    query = 'SEARCH PROPOSITION "first choice remedy for tension-type head pain" WITH TYPE "treats" MODE "semantic"'
+    world.driver.execute_query(TREATS_D1 + " SET t.note = 'reserved for migraine attacks'", database_=world.database)
+    try:
+        response = _search(propositions, query)
+        assert "migraine" not in json.dumps(response["result"]) and "first-line" not in json.dumps(response["result"])
+        assert any("adopted proposition(s)" in w and "changed its text" in w and "--embed" in w for w in response["warnings"])
+        assert {c["predicate"]: c["embedded"] for c in adopting.embed(propositions)["predicates"]}["treats"] == 1  # only the changed one
+        fresh = _search(propositions, query)
+        assert "warnings" not in fresh and "migraine" in json.dumps(fresh["result"])
+    finally:
+        world.driver.execute_query(TREATS_D1 + " SET t.note = 'first-line therapy for tension headaches'", database_=world.database)
+        adopting.embed(propositions)
+    world.assert_team_unchanged()
+
+
+def test_shadows_of_relationships_gone_are_dropped(world, propositions, embedded_propositions):
+    """Last of the module: the team deletes a relationship (and the test makes it again)."""
+    query = 'SEARCH PROPOSITION "must not be given for headache" WITH TYPE "contraindicated" MODE "semantic"'
+    assert len(_search(propositions, query)["result"]) == 1
+    world.driver.execute_query("MATCH (:Drug {drug_id: 'D2'})-[c:CONTRAINDICATED]->() DELETE c", database_=world.database)
+    try:
+        response = _search(propositions, query)
+        assert response["result"] == [] and any("adopted proposition(s)" in w for w in response["warnings"])
+        report = adopting.embed(propositions)
+        assert report["dropped"] == 1 and {c["predicate"]: c["relationships"] for c in report["predicates"]}["contraindicated"] == 0
+        assert "warnings" not in _search(propositions, query)
+    finally:
+        world.driver.execute_query("MATCH (b:Drug {drug_id: 'D2'}), (h:Disease {name: 'Headache'}) CREATE (b)-[:CONTRAINDICATED]->(h)", database_=world.database)
+        world.team = test_adopt.team_fingerprint(world.driver, world.database)  # the test changed the team graph itself

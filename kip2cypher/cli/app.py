@@ -522,7 +522,7 @@ def bootstrap_cmd(with_capsules: bool, upgrade: bool, fmt: str, verbose: bool, c
 @click.argument("mapping", type=click.Path(dir_okay=False))
 @click.option("--dry-run", is_flag=True, help="Only read: print what would be registered and how many nodes and relationships the mapping exposes.")
 @click.option("--create-index", is_flag=True, help="Also create the full-text index keyword SEARCH uses over the mapped text properties.")
-@click.option("--embed", is_flag=True, help="Also compute the vectors semantic SEARCH uses for adopted concepts (on KIP's own shadow nodes); re-run to refresh them.")
+@click.option("--embed", is_flag=True, help="Also compute the vectors semantic SEARCH uses for adopted concepts and relationships (on KIP's own shadow nodes); re-run to refresh them.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @_connect_options
 def adopt_cmd(mapping: str, dry_run: bool, create_index: bool, embed: bool, fmt: str, conn: Connect) -> None:

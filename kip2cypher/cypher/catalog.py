@@ -107,13 +107,21 @@ def adopted_vector_index(names: storage.Names) -> str:
     return names.schema_object("kip_adopted_embedding")
 
 
+def adopted_relationship_vector_index(names: storage.Names) -> str:
+    """The VECTOR index of the shadow nodes holding adopted relationships' vectors (docs/adopt.md)."""
+    return names.schema_object("kip_adopted_relationship_embedding")
+
+
 def adopted_vector_ddl(names: storage.Names) -> tuple[str, ...]:
-    """The schema of the shadow nodes: one per (adopted type, team node) — the uniqueness that
-    ``MERGE`` relies on, and the lookup a refresh does per node — and their vector index."""
-    v = names.adopted_vector
+    """The schema of the shadow nodes: one per (adopted type, team node) and one per (adopted
+    predicate, team relationship) — the uniqueness that ``MERGE`` relies on, and the lookup a
+    refresh does per element — and their vector indexes."""
+    v, r = names.adopted_vector, names.adopted_relationship_vector
     return (
         f"CREATE CONSTRAINT {names.schema_object('kip_adopted_vector_node')} IF NOT EXISTS FOR (s:{v}) REQUIRE (s.type, s.element) IS UNIQUE",
         _vector(adopted_vector_index(names), "s", v),
+        f"CREATE CONSTRAINT {names.schema_object('kip_adopted_relationship_vector_node')} IF NOT EXISTS FOR (s:{r}) REQUIRE (s.type, s.element) IS UNIQUE",
+        _vector(adopted_relationship_vector_index(names), "s", r),
     )
 
 

@@ -22,6 +22,8 @@ CURSOR_SECRET = "cursor_secret"
 ADOPTION = "adoption"
 #: Label stem of the shadow nodes holding adopted concepts' SEARCH vectors (``Names.adopted_vector``).
 ADOPTED_VECTOR = "KipAdoptedVector"
+#: Label stem of the shadow nodes holding adopted relationships' SEARCH vectors (``Names.adopted_relationship_vector``).
+ADOPTED_RELATIONSHIP_VECTOR = "KipAdoptedRelationshipVector"
 #: A namespace name: lower-case letters, digits and ``_``, starting with a letter (docs/namespaces.md).
 NAMESPACE_RE = re.compile(r"[a-z][a-z0-9_]{0,31}\Z")
 #: Between a namespace and a predicate in a native relationship type (``alice/treats``). A
@@ -49,6 +51,9 @@ class Names:
     #: The label of KIP's shadow nodes holding the SEARCH vectors of adopted concepts (docs/adopt.md):
     #: the team's nodes never carry a vector.
     adopted_vector: str
+    #: The label of the shadow nodes holding the SEARCH vectors of adopted relationships (their own
+    #: vector index, so a concept search never spends its candidates on them).
+    adopted_relationship_vector: str
 
     def rel(self, predicate: str) -> str:
         """The native relationship type of ``predicate``."""
@@ -74,6 +79,7 @@ def names(namespace: str = "") -> Names:
         link_id="kip_id" + suffix,
         predicate_prefix=namespace + PREDICATE_SEPARATOR if namespace else "",
         adopted_vector=ADOPTED_VECTOR + suffix,
+        adopted_relationship_vector=ADOPTED_RELATIONSHIP_VECTOR + suffix,
     )
 
 
@@ -81,7 +87,7 @@ DEFAULT = names("")
 #: Label and relationship-type stems the engine owns in every namespace: concept types and
 #: predicates may not start with them (a type named KipConcept would label its instances
 #: KipConcept and match every concept).
-RESERVED_LABEL_STEMS = ("KipConcept", "KipProposition", NEXUS, ADOPTED_VECTOR)
+RESERVED_LABEL_STEMS = ("KipConcept", "KipProposition", NEXUS, ADOPTED_VECTOR, ADOPTED_RELATIONSHIP_VECTOR)
 RESERVED_REL_STEMS = ("KIP_SUBJECT", "KIP_OBJECT")
 
 

@@ -12,13 +12,18 @@ their shadows (``write``), then deletes the shadows whose node is gone, lost its
 text, or whose type is no longer adopted (``prune``). SEARCH reads ``search``: the nearest
 shadows, each with its node's *current* KIP object and text, so the program can drop a hit
 whose text changed since it was embedded.
+
+Adopted relationships get the same, on shadows labelled ``Names.adopted_relationship_vector``
+(``element``: the relationship's elementId, ``type``: the predicate) with their own VECTOR index
+``catalog.adopted_relationship_vector_index``: ``relationships``, ``prune_relationships`` and
+``search_relationships`` mirror ``nodes``, ``prune`` and ``search``; ``write`` serves both.
 """
 from __future__ import annotations
 
 import functools
 from typing import Optional
 
-from ..adoption import Adoption, AdoptedType
+from ..adoption import Adoption, AdoptedPredicate, AdoptedType
 from ..cypher import storage
 from ..cypher.builder import Fragment, Ident, Internal, Param, Part, Statement, frag, join, literal
 from . import adopted
@@ -49,16 +54,47 @@ def nodes(names: storage.Names, t: AdoptedType) -> Compiled:
     return Compiled.of(stmt, f"adopted {t.name} nodes to embed")
 
 
+def reads(r: Part, p: AdoptedPredicate, adoption: Adoption) -> Fragment:
+    """Relationship ``r`` is a proposition of ``p``: its type, from a node of the subject type to
+    one of the object type (neither an engine node)."""
+    s, o = frag("startNode(", r, ")"), frag("endNode(", r, ")")
+    return frag("type(", r, ") = ", Param(p.rel_type), " AND ", s, ":", Ident(adoption.type(p.subject).label), " AND ", o, ":",
+                Ident(adoption.type(p.object).label), " AND ", adopted.not_engine(s), " AND ", adopted.not_engine(o))
+
+
+def _relationship_texts(r: Part, p: AdoptedPredicate, adoption: Adoption) -> Fragment:
+    """``[subject name, object name, [text values]]`` of relationship ``r`` of ``p``: what its
+    grounding text (``embedding.adopted_relationship_text``) is made of."""
+    s, o = frag("startNode(", r, ")"), frag("endNode(", r, ")")
+    return frag("[", s, ".", Ident(adoption.type(p.subject).name_property), ", ", o, ".", Ident(adoption.type(p.object).name_property),
+                ", [", join(", ", [frag(r, ".", Ident(prop)) for prop in p.text]), "]]")
+
+
 @functools.lru_cache(maxsize=64)
-def write(names: storage.Names) -> Compiled:
-    """``MERGE`` the shadows of ``$rows`` (``{type, element, vector, hash}``) with their vectors."""
+def relationships(names: storage.Names, p: AdoptedPredicate, adoption: Adoption) -> Compiled:
+    """The next ``$chunk`` relationships of ``p`` after elementId ``$last``, with ``texts``
+    (``_relationship_texts``) and their shadow's hash (null: none yet)."""
+    r, s = Internal("r"), Internal("s")
+    stmt = Statement()
+    stmt.line("MATCH ", adopted.node(Internal("a"), adoption.type(p.subject)), "-[", r, ":", Ident(p.rel_type), "]->",
+              adopted.node(Internal("b"), adoption.type(p.object)))
+    stmt.line("WHERE elementId(", r, ") > ", Param(None, "last"))
+    stmt.line("WITH ", r, " ORDER BY elementId(", r, ") LIMIT ", Param(None, "chunk"))
+    stmt.line("OPTIONAL MATCH (", s, ":", Ident(names.adopted_relationship_vector), " {type: ", Param(p.name, "type"), ", element: elementId(", r, ")})")
+    stmt.line("RETURN elementId(", r, ") AS element, ", _relationship_texts(r, p, adoption), " AS texts, ", s, ".", storage.EMBEDDING_HASH, " AS hash")
+    return Compiled.of(stmt, f"adopted {p.name} relationships to embed")
+
+
+@functools.lru_cache(maxsize=64)
+def write(label: str) -> Compiled:
+    """``MERGE`` the shadows (label ``label``) of ``$rows`` (``{type, element, vector, hash}``) with their vectors."""
     s = Internal("s")
     stmt = Statement()
     stmt.line("UNWIND ", Param(None, "rows"), " AS row")
-    stmt.line("MERGE (", s, ":", Ident(names.adopted_vector), " {type: row.type, element: row.element})")
+    stmt.line("MERGE (", s, ":", Ident(label), " {type: row.type, element: row.element})")
     stmt.line("SET ", s, ".", storage.EMBEDDING, " = row.vector, ", s, ".", storage.EMBEDDING_MODEL, " = ", Param(None, "model"),
               ", ", s, ".", storage.EMBEDDING_HASH, " = row.hash")
-    return Compiled.of(stmt, "write adopted concept vectors")
+    return Compiled.of(stmt, "write adopted vectors")
 
 
 def _current(ref: Part, s: Part, adoption: Adoption, build) -> Fragment:
@@ -68,33 +104,71 @@ def _current(ref: Part, s: Part, adoption: Adoption, build) -> Fragment:
     return frag("CASE WHEN ", ref, " IS NULL OR NOT ", adopted.not_engine(ref), " THEN null ", join(" ", cases), " END")
 
 
+def _prune(label: str, s: Part, find: Fragment, gone_or_changed: Fragment, what: str) -> Compiled:
+    """Delete up to ``$chunk`` shadows ``s`` (label ``label``) for which, after the ``find``
+    line binding their element, ``gone_or_changed`` holds; returns how many."""
+    stmt = Statement()
+    stmt.line("MATCH (", s, ":", Ident(label), ")")
+    stmt.line(find)
+    stmt.line("WITH ", s, " WHERE ", gone_or_changed)
+    stmt.line("WITH ", s, " LIMIT ", Param(None, "chunk"))
+    stmt.line("DETACH DELETE ", s)
+    stmt.line("RETURN count(*) AS dropped")
+    return Compiled.of(stmt, f"drop shadows of adopted {what} gone or changed")
+
+
 @functools.lru_cache(maxsize=64)
 def prune(names: storage.Names, adoption: Adoption) -> Compiled:
     """Delete up to ``$chunk`` shadows whose node is gone, is no longer a concept of the shadow's
     type (label removed, type no longer adopted) or has no text left; returns how many."""
     s, n = Internal("s"), Internal("n")
-    stmt = Statement()
-    stmt.line("MATCH (", s, ":", Ident(names.adopted_vector), ")")
-    stmt.line("OPTIONAL MATCH (", n, ") WHERE elementId(", n, ") = ", s, ".element")
-    stmt.line("WITH ", s, " WHERE coalesce(", _current(n, s, adoption, lambda t: _has_text(n, t)), ", false) = false")
-    stmt.line("WITH ", s, " LIMIT ", Param(None, "chunk"))
-    stmt.line("DETACH DELETE ", s)
-    stmt.line("RETURN count(*) AS dropped")
-    return Compiled.of(stmt, "drop shadows of adopted nodes gone or changed")
+    return _prune(names.adopted_vector, s, frag("OPTIONAL MATCH (", n, ") WHERE elementId(", n, ") = ", s, ".element"),
+                  frag("coalesce(", _current(n, s, adoption, lambda t: _has_text(n, t)), ", false) = false"), "nodes")
 
 
-def search(names: storage.Names, adoption: Adoption, index: str, with_type: Optional[AdoptedType]) -> Compiled:
-    """The nearest shadows (``$k`` of the index, ``$pool`` kept, of model ``$model`` and — with WITH
-    TYPE — of that type): per hit its cosine ``score``, the ``hash`` it was embedded with and
-    ``hit``: ``[KIP object, name, [other text values]]`` of the node as it is now (null when the
-    node is gone or no longer of that type)."""
-    s, node = Internal("s"), frag("node")
+def _current_relationship(r: Part, s: Part, adoption: Adoption, build) -> Fragment:
+    """``CASE`` over the shadow's predicate: ``build(p)`` when relationship ``r`` is still a
+    proposition of that predicate, else null."""
+    cases = [frag("WHEN ", s, ".type = ", Param(p.name), " AND ", reads(r, p, adoption), " THEN ", build(p)) for p in adoption.predicates]
+    return frag("CASE WHEN ", r, " IS NULL THEN null ", join(" ", cases), " END")
+
+
+@functools.lru_cache(maxsize=64)
+def prune_relationships(names: storage.Names, adoption: Adoption) -> Compiled:
+    """Delete up to ``$chunk`` relationship shadows whose relationship is gone or is no longer a
+    proposition of the shadow's predicate (endpoint relabelled, predicate no longer adopted)."""
+    s, r = Internal("s"), Internal("r")
+    return _prune(names.adopted_relationship_vector, s, frag("OPTIONAL MATCH ()-[", r, "]->() WHERE elementId(", r, ") = ", s, ".element"),
+                  frag("coalesce(", _current_relationship(r, s, adoption, lambda p: frag("true")), ", false) = false"), "relationships")
+
+
+def _nearest(index: str, with_type: Optional[str], find: str, hit: Fragment, what: str) -> Compiled:
+    """The nearest shadows ``s`` of VECTOR index ``index`` (``$k`` of the index, ``$pool`` kept, of
+    model ``$model`` and — with WITH TYPE — of type / predicate ``with_type``), their element bound
+    by the ``find`` line (``s`` is its shadow), and per hit ``score``, ``hash``, ``type`` and ``hit``."""
+    s = Internal("s")
     stmt = Statement()
     stmt.line("CALL db.index.vector.queryNodes(", literal(index), ", ", Param(None, "k"), ", ", Param(None, "vector"), ") YIELD node AS ", s, ", score")
     stmt.line("WHERE ", s, ".", storage.EMBEDDING_MODEL, " = ", Param(None, "model"),
-              *([" AND ", s, ".type = ", Param(with_type.name)] if with_type is not None else []))
+              *([" AND ", s, ".type = ", Param(with_type)] if with_type is not None else []))
     stmt.line("WITH ", s, ", score LIMIT ", Param(None, "pool"))
-    stmt.line("OPTIONAL MATCH (node) WHERE elementId(node) = ", s, ".element")
-    hit = _current(node, s, adoption, lambda t: frag("[", adopted.element(node, t, adoption), ", node.", Ident(t.name_property), ", ", _texts(node, t), "]"))
+    stmt.line(find, s, ".element")
     stmt.line("RETURN score, ", s, ".", storage.EMBEDDING_HASH, " AS hash, ", s, ".type AS type, ", hit, " AS hit")
-    return Compiled.of(stmt, "vector candidates (adopted concepts)")
+    return Compiled.of(stmt, f"vector candidates (adopted {what})")
+
+
+def search(names: storage.Names, adoption: Adoption, index: str, with_type: Optional[AdoptedType]) -> Compiled:
+    """The nearest node shadows (``_nearest``): per hit ``hit``: ``[KIP object, name, [other text
+    values]]`` of the node as it is now (null when the node is gone or no longer of that type)."""
+    s, node = Internal("s"), frag("node")
+    hit = _current(node, s, adoption, lambda t: frag("[", adopted.element(node, t, adoption), ", node.", Ident(t.name_property), ", ", _texts(node, t), "]"))
+    return _nearest(index, with_type.name if with_type else None, "OPTIONAL MATCH (node) WHERE elementId(node) = ", hit, "concepts")
+
+
+def search_relationships(adoption: Adoption, index: str, with_type: Optional[AdoptedPredicate]) -> Compiled:
+    """The nearest relationship shadows (``_nearest``): per hit ``hit``: ``[KIP object, [subject
+    name, object name, [text values]]]`` of the relationship as it is now (null when it is gone or
+    no longer a proposition of that predicate)."""
+    s, r = Internal("s"), frag("rel")
+    hit = _current_relationship(r, s, adoption, lambda p: frag("[", adopted.element(r, p, adoption), ", ", _relationship_texts(r, p, adoption), "]"))
+    return _nearest(index, with_type.name if with_type else None, "OPTIONAL MATCH ()-[rel]->() WHERE elementId(rel) = ", hit, "propositions")

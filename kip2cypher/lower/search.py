@@ -25,7 +25,7 @@ from .. import adoption as adopt
 from .. import errors
 from ..config import Settings
 from ..cypher import storage
-from ..cypher.builder import Fragment, Ident, Internal, Param, Part, Statement, frag, join, literal
+from ..cypher.builder import Fragment, Ident, Internal, Param, Statement, frag, join, literal
 from ..errors import KipError
 from ..syntax import ast
 from ..syntax.values import describe, resolve, resolve_int, resolve_str
@@ -249,7 +249,8 @@ class SearchPlan(Plan):
     hydrate: Compiled
     #: Keyword candidates among adopted concepts (docs/adopt.md); None: nothing adopted to search.
     adopted: Optional[Compiled] = None
-    #: Vector candidates among adopted concepts (their shadow nodes); None: none embedded to search.
+    #: Vector candidates among adopted concepts / relationships (their shadow nodes); None: none
+    #: embedded to search.
     adopted_vectors: Optional[Compiled] = None
     #: SEARCH PROPOSITION: the relationships of adopted predicates whose name or description
     #: matched (``$predicates``); None: no adopted predicate to ground.
@@ -325,7 +326,7 @@ def lower_search(command: ast.Search, parameters: dict[str, Any], settings: Sett
         hybrid=hybrid,
         hydrate=_hydrate(names.concept if concept else names.proposition),
         adopted=_adopted_search(settings, names, with_type, "text_indexed") if concept else _adopted_relationship_search(settings, names, with_type),
-        adopted_vectors=_adopted_search(settings, names, with_type, "embedded") if concept else None,
+        adopted_vectors=_adopted_search(settings, names, with_type, "embedded") if concept else _adopted_relationship_vectors(settings, names, with_type),
         adopted_by_predicate=None if concept else _adopted_by_predicate(settings, with_type),
     )
 
@@ -349,19 +350,20 @@ def _adopted_relationship_search(settings: Settings, names: storage.Names, with_
     r = Internal("r")
     stmt = Statement()
     stmt.line("CALL db.index.fulltext.queryRelationships(", literal(catalog.adopted_relationship_text_index(names)), ", ", Param(None, "query"), ") YIELD relationship AS ", r)
-    cases = [frag("WHEN ", _reads(r, p, settings.adoption), " THEN [", adopted.element(r, p, settings.adoption), ", null, [x IN [",
+    cases = [frag("WHEN ", adopted_vectors.reads(r, p, settings.adoption), " THEN [", adopted.element(r, p, settings.adoption), ", null, [x IN [",
                   join(", ", [frag(r, ".", Ident(prop)) for prop in p.text]), "] WHERE x IS NOT NULL]]") for p in chosen]
     stmt.line("WITH CASE ", join(" ", cases), " END AS hit WHERE hit IS NOT NULL")
     stmt.line("RETURN hit LIMIT ", Param(None, "pool"))
     return Compiled.of(stmt, "full-text candidates (adopted propositions)")
 
 
-def _reads(r: Part, p: adopt.AdoptedPredicate, adoption: adopt.Adoption) -> Fragment:
-    """Relationship ``r`` is a proposition of ``p``: its type, from a node of the subject type to
-    one of the object type (neither an engine node)."""
-    s, o = frag("startNode(", r, ")"), frag("endNode(", r, ")")
-    return frag("type(", r, ") = ", Param(p.rel_type), " AND ", s, ":", Ident(adoption.type(p.subject).label), " AND ", o, ":",
-                Ident(adoption.type(p.object).label), " AND ", adopted.not_engine(s), " AND ", adopted.not_engine(o))
+def _adopted_relationship_vectors(settings: Settings, names: storage.Names, with_type: Optional[str]) -> Optional[Compiled]:
+    """Semantic SEARCH PROPOSITION over the adopted relationships' shadow vectors, when they are
+    embedded and WITH TYPE names none or an adopted predicate."""
+    chosen = _adopted_predicates(settings, with_type)
+    if not chosen or not settings.adoption.relationships_embedded:
+        return None
+    return adopted_vectors.search_relationships(settings.adoption, catalog.adopted_relationship_vector_index(names), chosen[0] if with_type is not None else None)
 
 
 def _adopted_by_predicate(settings: Settings, with_type: Optional[str]) -> Optional[Compiled]:

@@ -14,6 +14,8 @@ from ... import embedding
 from ...adoption import Adoption, AdoptedType
 from ...cypher import storage
 from ...lower import adopted_vectors
+from ...lower.adopted import Adopted
+from ...lower.plan import Compiled
 from ...lower.embeddings import CHUNK, KINDS, statements
 from ..requests import Context, Embed, Run
 
@@ -68,35 +70,54 @@ def refresh(kind: str, ids: list[str], force: bool, ctx: Context) -> Generator[A
     return len(payload)
 
 
-def adopted_page(t: AdoptedType, last: str, chunk: int, ctx: Context) -> Generator[Any, Any, list[dict[str, Any]]]:
-    """The next ``chunk`` nodes of adopted type ``t`` after elementId ``last`` that have text, with
-    their shadow's hash (``lower.adopted_vectors.nodes``)."""
-    rows = yield Run(adopted_vectors.nodes(ctx.names, t), {"last": last, "chunk": chunk})
+def _adopted(what: Adopted, adoption: Adoption, names: storage.Names) -> tuple[Compiled, str]:
+    """For an adopted type or predicate: the statement paging through its elements and the label
+    of their shadow nodes."""
+    if isinstance(what, AdoptedType):
+        return adopted_vectors.nodes(names, what), names.adopted_vector
+    return adopted_vectors.relationships(names, what, adoption), names.adopted_relationship_vector
+
+
+def _text(what: Adopted, row: dict[str, Any]) -> str:
+    """The grounding text of one ``adopted_page`` row of ``what``."""
+    if isinstance(what, AdoptedType):
+        return embedding.adopted_text(what.name, row["name"], row["texts"])
+    return embedding.adopted_relationship_text(what.name, *row["texts"])
+
+
+def adopted_page(what: Adopted, adoption: Adoption, last: str, chunk: int, ctx: Context) -> Generator[Any, Any, list[dict[str, Any]]]:
+    """The next ``chunk`` nodes (that have text) or relationships of the adopted type or predicate
+    ``what`` after elementId ``last``, with their shadow's hash (``lower.adopted_vectors``)."""
+    rows = yield Run(_adopted(what, adoption, ctx.names)[0], {"last": last, "chunk": chunk})
     return rows
 
 
-def stale_adopted(t: AdoptedType, rows: list[dict[str, Any]], model: str, force: bool) -> list[tuple[str, str, str]]:
-    """``(elementId, text, hash)`` of the nodes ``rows`` (``adopted_page``) of adopted type ``t``
-    whose text or the model changed since their shadow's vector (all with ``force``)."""
+def stale_adopted(what: Adopted, rows: list[dict[str, Any]], model: str, force: bool) -> list[tuple[str, str, str]]:
+    """``(elementId, text, hash)`` of the elements ``rows`` (``adopted_page``) of ``what`` whose
+    text or the model changed since their shadow's vector (all with ``force``)."""
     todo = []
     for row in rows:
-        text = embedding.adopted_text(t.name, row["name"], row["texts"])
+        text = _text(what, row)
         new_hash = embedding.text_hash(model, text)
         if force or new_hash != row["hash"]:
             todo.append((row["element"], text, new_hash))
     return todo
 
 
-def refresh_adopted(t: AdoptedType, todo: list[tuple[str, str, str]], ctx: Context) -> Generator[Any, Any, int]:
+def refresh_adopted(what: Adopted, adoption: Adoption, todo: list[tuple[str, str, str]], ctx: Context) -> Generator[Any, Any, int]:
     """Embed ``todo`` (``stale_adopted``) in one model batch and write the vectors on their
     shadow nodes (docs/adopt.md, "Semantic SEARCH"); returns how many."""
     vectors = yield Embed(tuple(text for _, text, _ in todo))
-    payload = [{"type": t.name, "element": e, "vector": [float(x) for x in v], "hash": h} for (e, _, h), v in zip(todo, vectors)]
-    yield Run(adopted_vectors.write(ctx.names), {"rows": payload, "model": ctx.embedder.name})
+    payload = [{"type": what.name, "element": e, "vector": [float(x) for x in v], "hash": h} for (e, _, h), v in zip(todo, vectors)]
+    yield Run(adopted_vectors.write(_adopted(what, adoption, ctx.names)[1]), {"rows": payload, "model": ctx.embedder.name})
     return len(payload)
 
 
 def prune_adopted(adoption: Adoption, chunk: int, ctx: Context) -> Generator[Any, Any, int]:
-    """Delete up to ``chunk`` shadows whose node is gone or no longer matches the mapping."""
-    rows = yield Run(adopted_vectors.prune(ctx.names, adoption), {"chunk": chunk})
-    return rows[0]["dropped"]
+    """Delete up to ``chunk`` node shadows, then up to ``chunk`` relationship shadows, whose
+    element is gone or no longer matches the mapping; returns how many."""
+    dropped = 0
+    for statement in (adopted_vectors.prune(ctx.names, adoption), adopted_vectors.prune_relationships(ctx.names, adoption)):
+        rows = yield Run(statement, {"chunk": chunk})
+        dropped += rows[0]["dropped"]
+    return dropped

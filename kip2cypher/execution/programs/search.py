@@ -101,7 +101,7 @@ def _vector_params(plan: SearchPlan, ctx: Context, vector: list[float]) -> dict[
 
 def semantic(plan: SearchPlan, ctx: Context, vector: Optional[list[float]], warnings: list[str], rows: Optional[list[dict[str, Any]]] = None) -> Generator[Any, Any, list[Hit]]:
     """Vector hits of the embedded term ``vector`` (None: a blank term), memory and adopted
-    concepts in one ranking; ``rows``: the memory vector query's rows when the hybrid statement
+    elements in one ranking; ``rows``: the memory vector query's rows when the hybrid statement
     already fetched them."""
     if vector is None:
         return []
@@ -122,23 +122,33 @@ def _cosine(score: float) -> float:
     return max(0.0, min(1.0, 2.0 * float(score) - 1.0))
 
 
+def _embedded_text(plan: SearchPlan, row: dict[str, Any]) -> str:
+    """The grounding text of an adopted hit as it is now (``lower.adopted_vectors.search`` /
+    ``search_relationships``), to compare with the one its vector was computed from."""
+    hit = row["hit"]
+    if plan.concept:
+        return embedding.adopted_text(row["type"], hit[1], hit[2])
+    return embedding.adopted_relationship_text(row["type"], *hit[1])
+
+
 def adopted_semantic(plan: SearchPlan, ctx: Context, vector: list[float], warnings: list[str]) -> Generator[Any, Any, list[Hit]]:
-    """Vector hits among adopted concepts (their shadow nodes, docs/adopt.md). A hit whose node
-    is gone, no longer of its type, or whose text changed since it was embedded is left out —
-    its vector is no longer the node's meaning — and ``warnings`` says how many and how to refresh."""
+    """Vector hits among adopted concepts / relationships (their shadow nodes, docs/adopt.md). A
+    hit whose element is gone, no longer of its type or predicate, or whose text changed since it
+    was embedded is left out — its vector is no longer the element's meaning — and ``warnings``
+    says how many and how to refresh."""
     out, stale = [], 0
     for row in (yield Run(plan.adopted_vectors, _vector_params(plan, ctx, vector))):
-        hit = row["hit"]
-        if hit is None or embedding.text_hash(ctx.embedder.name, embedding.adopted_text(row["type"], hit[1], hit[2])) != row["hash"]:
+        if row["hit"] is None or embedding.text_hash(ctx.embedder.name, _embedded_text(plan, row)) != row["hash"]:
             stale += 1
             continue
-        element = AdoptedObject(adoption.element_object(hit[0]))
+        element = AdoptedObject(adoption.element_object(row["hit"][0]))
         out.append((element["id"], _cosine(row["score"]), element))
     if stale:
+        what, where = ("concept(s)", "node") if plan.concept else ("proposition(s)", "relationship or an endpoint")
         warnings.append(
-            f"{stale} adopted concept(s) near the search term were left out of the semantic ranking: their node changed its text, "
-            "lost its label or is gone since its vector was computed. Run `kip2cypher adopt <mapping.toml> --embed` "
-            "(or kip2cypher.adopting.embed) to refresh the vectors of adopted concepts."
+            f"{stale} adopted {what} near the search term were left out of the semantic ranking: their {where} changed its text, "
+            f"lost its label or is gone since its vector was computed. Run `kip2cypher adopt <mapping.toml> --embed` "
+            "(or kip2cypher.adopting.embed) to refresh the vectors of adopted concepts and propositions."
         )
     return out
 
