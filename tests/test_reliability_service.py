@@ -103,6 +103,12 @@ def test_hostile_and_near_miss_tokens_get_401_and_nothing_runs_or_logs(genesis, 
                 except (httpx2.InvalidURL, httpx2.LocalProtocolError, UnicodeEncodeError, ValueError):
                     statuses.append("refused by the client library")  # e.g. NUL or non-ASCII in a header: never sent
                     continue
+                except (httpx2.ReadError, httpx2.WriteError, httpx2.RemoteProtocolError):
+                    # A header beyond the server's limit (the 100,000-character token): uvicorn may close
+                    # the connection while the client is still sending, before its 431 can be read.
+                    assert len(token) > 16_384, repr(token[:40])
+                    statuses.append("connection closed by the server")
+                    continue
                 statuses.append(response.status_code)
                 assert response.status_code in (401, 413, 431), (repr(token[:40]), response.status_code, response.text[:200])
         log = "".join(served.log)
