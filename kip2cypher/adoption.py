@@ -427,25 +427,33 @@ class _Checker:
             seen.add(key)
         return tuple(pairs)
 
+    def entry_name(self, loc: tuple, name: str, noun: str, genesis: Any, why: str, engine: tuple[str, str, str]) -> None:
+        """The checks a type and a predicate entry share: a KIP identifier, not a Genesis name,
+        and a Neo4j name (``engine``: its key, value and kind) that is not the engine's."""
+        self.identifier(loc, name, f"{noun} name")
+        if name in genesis:
+            raise self.fail(loc, f"{name!r} is defined by Genesis ({why}).", f"Choose another {noun.split()[-1]} name.", errors.IMMUTABLE_TARGET)
+        key, value, kind = engine
+        self.engine_name(loc + (key,), value, kind)
+
+    def text_properties(self, loc: tuple, properties: list[str], reads: str) -> tuple[str, ...]:
+        """The properties a keyword index reads, once each; none may be empty."""
+        text = tuple(dict.fromkeys(properties))
+        if any(not p for p in text):
+            raise self.fail(loc + ("text",), "a property name is empty.", f"List the {reads}.", errors.INVALID_SYNTAX)
+        return text
+
     def type_entry(self, name: str, entry: _TypeEntry) -> AdoptedType:
         loc = ("types", name)
-        self.identifier(loc, name, "concept type name")
-        if name in GENESIS_TYPES:
-            raise self.fail(loc, f"{name!r} is defined by Genesis (the type system itself).", "Choose another type name.", errors.IMMUTABLE_TARGET)
-        self.engine_name(loc + ("label",), entry.label, "label")
+        self.entry_name(loc, name, "concept type", GENESIS_TYPES, "the type system itself", ("label", entry.label, "label"))
         attributes = self.attributes(loc, entry.attributes)
-        text = tuple(dict.fromkeys([entry.name, *(entry.text or [])]))
-        if any(not p for p in text):
-            raise self.fail(loc + ("text",), "a property name is empty.", "List the properties keyword SEARCH reads.", errors.INVALID_SYNTAX)
+        text = self.text_properties(loc, [entry.name, *(entry.text or [])], "properties keyword SEARCH reads")
         description = entry.description or f"Adopted from the Neo4j label {entry.label!r} (read-only)."
         return AdoptedType(name, entry.label, entry.name, attributes, description, entry.key, text)
 
     def predicate_entry(self, name: str, entry: _PredicateEntry) -> AdoptedPredicate:
         loc = ("predicates", name)
-        self.identifier(loc, name, "predicate name")
-        if name in GENESIS_PREDICATES:
-            raise self.fail(loc, f"{name!r} is defined by Genesis (domain membership).", "Choose another predicate name.", errors.IMMUTABLE_TARGET)
-        self.engine_name(loc + ("type",), entry.type, "relationship type")
+        self.entry_name(loc, name, "predicate", GENESIS_PREDICATES, "domain membership", ("type", entry.type, "relationship type"))
         for role in ("subject", "object"):
             ref = getattr(entry, role)
             if ref not in self.file.types:
@@ -457,7 +465,5 @@ class _Checker:
                 )
         attributes = self.attributes(loc, entry.attributes)
         description = entry.description or f"Adopted from the Neo4j relationship type {entry.type!r}, ({entry.subject})-[:{entry.type}]->({entry.object}) (read-only)."
-        text = tuple(dict.fromkeys(entry.text or []))
-        if any(not p for p in text):
-            raise self.fail(loc + ("text",), "a property name is empty.", "List the relationship properties keyword SEARCH PROPOSITION reads.", errors.INVALID_SYNTAX)
+        text = self.text_properties(loc, entry.text or [], "relationship properties keyword SEARCH PROPOSITION reads")
         return AdoptedPredicate(name, entry.type, entry.subject, entry.object, attributes, description, text)

@@ -10,6 +10,8 @@ from typing import Any, Optional
 
 from neo4j import exceptions as ne
 
+from ..cypher import storage
+
 from ..errors import (
     CONSTRAINT_VIOLATION,
     DEFAULT_HINTS,
@@ -55,7 +57,7 @@ def _first_big_integer(value: Any) -> Optional[int]:
             stack.extend(reversed(list(item.values())))
         elif isinstance(item, (list, tuple)):
             stack.extend(reversed(item))
-        elif isinstance(item, int) and not isinstance(item, bool) and not -2**63 <= item < 2**63:
+        elif isinstance(item, int) and not isinstance(item, bool) and not storage.INT64_MIN <= item <= storage.INT64_MAX:
             return item
     return None
 
