@@ -408,9 +408,12 @@ def test_grounding_errors_still_name_undefined_types(world):
 
 def test_keyword_search_finds_adopted_concepts(world):
     hits = world.find('SEARCH CONCEPT "aspirin" MODE "keyword" LIMIT 5')
-    assert [h["id"] for h in hits[:2]] == ["A:Drug:D1", "A:Drug:D2"]
-    assert hits[0]["metadata"]["_score"] == 1.0 and hits[0]["metadata"]["adopted"] is True
-    assert hits[0]["attributes"] == {"approved": True, "risk": 2}
+    # The two Aspirins score alike; between equal scores the full-text index's order decides,
+    # which Lucene does not fix (a full run saw D2 first): both lead, each with the whole object.
+    top = {h["id"]: h for h in hits[:2]}
+    assert sorted(top) == ["A:Drug:D1", "A:Drug:D2"]
+    assert all(h["metadata"]["_score"] == 1.0 and h["metadata"]["adopted"] is True for h in top.values())
+    assert top["A:Drug:D1"]["attributes"] == {"approved": True, "risk": 2}
     assert [h["id"] for h in world.find('SEARCH CONCEPT "relieves pain" WITH TYPE "Drug" MODE "keyword"')] == ["A:Drug:D1"]  # the summary text property
     assert [h["name"] for h in world.find('SEARCH CONCEPT "Ann" WITH TYPE "Employee" MODE "keyword"')] == ["Ann"]
     assert all(not h["id"].startswith("A:") for h in world.find('SEARCH CONCEPT "aspirin" WITH TYPE "Note" MODE "keyword"'))
