@@ -465,7 +465,7 @@ def test_strict_instance_schema(genesis):
 
 
 def test_capsule_is_batched_into_a_handful_of_statements(med, monkeypatch):
-    """200 concept blocks + 400 links → resolve, concepts, one proposition wave: 3 round trips."""
+    """200 concept blocks + 400 links → resolve with the concepts, one proposition wave: 2 round trips."""
     from kip2cypher.execution import loop
 
     labels: list[str] = []
@@ -486,5 +486,5 @@ def test_capsule_is_batched_into_a_handful_of_statements(med, monkeypatch):
 
     upsert_statements = [label for label in labels if label.startswith("UPSERT")]
     statements = upsert.statements()
-    assert upsert_statements == [statements.resolve.label, statements.concepts.label, statements.propositions.label], labels
+    assert upsert_statements == [statements.checked_concepts.label, statements.propositions.label], labels
     assert count(med, "MATCH (p:KipProposition {`meta.source`: 'batch'}) RETURN count(p)") == 399

@@ -154,14 +154,14 @@ def labels(*names: str) -> Fragment:
 COLLECTED = "rows"
 
 
-def return_collected(columns: Iterable[tuple[str, Part]]) -> Fragment:
-    """``RETURN collect({k: expr, …}) AS rows``: all rows in ONE record.
+def return_collected(columns: Iterable[tuple[str, Part]], column: str = COLLECTED) -> Fragment:
+    """``RETURN collect({k: expr, …}) AS rows`` (``column``): all rows in ONE record.
 
     For statements that answer one row per input row (an UPSERT wave of 100 blocks): a hundred
     Bolt records cost the server and the driver more than the statement's own work (measured in
     docs/performance.md, "Round 3"); one record with a list costs almost nothing."""
     items = join(", ", [frag(Ident(key), ": ", expr) for key, expr in columns])
-    return frag("RETURN collect({", items, "}) AS ", COLLECTED)
+    return frag("RETURN collect({", items, "}) AS ", column)
 
 
 class Statement:

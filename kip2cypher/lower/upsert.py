@@ -41,7 +41,7 @@ from .. import adoption as adopt
 from .. import errors
 from ..config import Settings
 from ..cypher import storage
-from ..cypher.builder import Fragment, Ident, Param, Part, Statement, frag, literal, return_collected
+from ..cypher.builder import COLLECTED, Fragment, Ident, Param, Part, Statement, frag, literal, return_collected
 from ..errors import KipError
 from ..syntax import ast
 from ..syntax.values import describe, resolve, resolve_predicate, resolve_str
@@ -158,9 +158,13 @@ class ConceptRow:
     props: Mapping[str, Any]  # encoded attributes + metadata (UPSERT-level metadata included)
     own: Mapping[str, Any]  # the same without inherited metadata (what a protected element may receive)
     expect: Optional[int]
-    label: str
     at: int  # where the block's identity stands in the command text (error positions)
     attr_at: Mapping[str, int]  # where each SET ATTRIBUTES key stands
+
+    @property
+    def label(self) -> str:
+        """The block's identity as the command wrote it, for error messages (built only for one)."""
+        return f"{{id: {rules._q(self.id)}}}" if self.id is not None else rules.label(self.type, self.name)
 
     def payload(self) -> dict[str, Any]:
         """The row the concept write (and the dry-run probe) receives."""
@@ -219,13 +223,19 @@ _ABSENT = object()
 # ====================================================================== statements
 def _resolve_statement(names: storage.Names) -> Compiled:
     """One row per ``$refs`` item ``{i, k, a, b, c}`` (``k``: the reference's ``KIND``)."""
+    s = Statement()
+    _resolve_lines(s, names, COLLECTED)
+    return Compiled.of(s, "UPSERT: check types/predicates and look up outside targets", collected=True)
+
+
+def _resolve_lines(s: Statement, names: storage.Names, column: str) -> None:
+    """The lookup of ``$refs``, its rows collected as ``column``."""
     branches: tuple[tuple[str, str, str, Part], ...] = (
         (ConceptByName.KIND, names.concept, "type: r.a, name: r.b", frag("n.", Ident(storage.attr_key("instance_schema")))),
         (ConceptById.KIND, names.concept, "id: r.a", "null"),
         (PropositionById.KIND, names.proposition, "id: r.a", "null"),
         (Structural.KIND, names.proposition, "subject: r.a, predicate: r.b, object: r.c", "null"),
     )
-    s = Statement()
     s.line("UNWIND ", Param(None, "refs"), " AS r")
     with s.block("CALL (r)"):
         for index, (kind, label, match, schema) in enumerate(branches):
@@ -234,8 +244,7 @@ def _resolve_statement(names: storage.Names) -> Compiled:
             s.line("WITH r WHERE r.k = ", literal(kind))
             s.line("OPTIONAL MATCH (n:", label, " {", match, "})")
             s.line("RETURN n.id AS id, ", schema, " AS schema")
-    s.line(return_collected(_columns("i", "id", "schema", i="r.i")))
-    return Compiled.of(s, "UPSERT: check types/predicates and look up outside targets", collected=True)
+    s.line(return_collected(_columns("i", "id", "schema", i="r.i"), column))
 
 
 def _columns(*keys: str, **exprs: str) -> list[tuple[str, Part]]:
@@ -248,7 +257,14 @@ def _match_or_create(names: storage.Names, label: str, id_field: str, create: Ca
     """The frame of both UPSERT writes: per ``$rows`` item, match-or-create the element
     (``create``) or match it by ``row.<id_field>``, then the guarded write (``writes.apply_tail``)."""
     s = Statement()
-    s.line("UNWIND ", Param(None, "rows"), " AS row")
+    _match_or_create_lines(s, names, label, id_field, create, Param(None, "rows"), concept=concept, attr_keys=attr_keys)
+    return s
+
+
+def _match_or_create_lines(s: Statement, names: storage.Names, label: str, id_field: str, create: Callable[[Statement, storage.Names], None],
+                           rows: Part, *, concept: bool, attr_keys: bool = False) -> None:
+    """``_match_or_create`` over the list expression ``rows``."""
+    s.line("UNWIND ", rows, " AS row")
     with s.block("CALL (row)"):
         with s.block("CALL (row)"):
             s.line("WITH row WHERE row.", id_field, " IS NULL")
@@ -262,7 +278,6 @@ def _match_or_create(names: storage.Names, label: str, id_field: str, create: Ca
         K.apply_tail(s, names, concept=concept, attr_keys=attr_keys)
     extra = ("tn", "attr_keys") if attr_keys else ()
     s.line(return_collected(_columns("i", "id", "status", "version", "created", *extra, i="row.i")))
-    return s
 
 
 def _create_concept(s: Statement, names: storage.Names) -> None:
@@ -322,6 +337,25 @@ def _concept_statement(names: storage.Names, strict: bool) -> Compiled:
     return Compiled.of(s, "UPSERT: match-or-create all CONCEPT blocks" + (" (strict schema)" if strict else ""), collected=True)
 
 
+def _checked_concept_statement(names: storage.Names, strict: bool) -> Compiled:
+    """The resolve lookup and the concept write in ONE statement (one round trip fewer), for a
+    capsule whose concept rows need nothing the lookup finds (no adopted endpoints): ``refs``
+    (the lookup's rows) is read before anything is written, and the write runs only when every
+    reference listed in ``$required`` was found — any miss there is a KIP_2001/KIP_3002 the
+    program raises (the transaction rolls back), so a misspelled type never even reaches the
+    MERGE that would label a node. (A strict-mode schema read of a type this capsule defines
+    may find nothing: not required.)"""
+    s = Statement()
+    with s.block("CALL ()"):
+        _resolve_lines(s, names, "refs")
+    with s.block("CALL (refs)"):
+        every_found = frag("CASE WHEN all(x IN refs WHERE x.id IS NOT NULL OR NOT (x.i IN ", Param(None, "required"), ")) THEN ", Param(None, "rows"), " ELSE [] END")
+        _match_or_create_lines(s, names, names.concept, "id", _create_concept, every_found, concept=True, attr_keys=strict)
+    s.line("RETURN refs, ", COLLECTED)
+    label = "UPSERT: check types/predicates, look up outside targets and match-or-create all CONCEPT blocks"
+    return Compiled.of(s, label + (" (strict schema)" if strict else ""))
+
+
 def _proposition_statement(names: storage.Names, linked: bool = False) -> Compiled:
     create = functools.partial(_create_proposition, linked=True) if linked else _create_proposition
     s = _match_or_create(names, names.proposition, "pid", create, concept=False)
@@ -367,6 +401,9 @@ class UpsertStatements:
     concepts: Compiled
     #: ``concepts`` returning also each concept's type/name and attribute keys (strict instance_schema checks).
     concepts_strict: Compiled
+    #: ``resolve`` and ``concepts`` (``concepts_strict``) in one statement: one record ``{refs, rows}``.
+    checked_concepts: Compiled
+    checked_concepts_strict: Compiled
     #: dry_run: the checks of ``concepts`` without writing.
     probe: Compiled
     #: One wave of proposition rows.
@@ -381,6 +418,8 @@ def statements(names: storage.Names = storage.DEFAULT) -> UpsertStatements:
         resolve=_resolve_statement(names),
         concepts=_concept_statement(names, False),
         concepts_strict=_concept_statement(names, True),
+        checked_concepts=_checked_concept_statement(names, False),
+        checked_concepts_strict=_checked_concept_statement(names, True),
         probe=_concept_probe_statement(names),
         propositions=_proposition_statement(names),
         propositions_linked=_proposition_statement(names, linked=True),
@@ -427,13 +466,22 @@ class UpsertPlan(Plan):
         return self.statements.concepts_strict if self.strict else self.statements.concepts
 
     @property
+    def checked_concept_write(self) -> Optional[Compiled]:
+        """The resolve lookup and the concept write as one statement, when the rows allow it
+        (``_checked_concept_statement``); None: two statements."""
+        if not self.concepts or self.adopted_lookup is not None:
+            return None
+        return self.statements.checked_concepts_strict if self.strict else self.statements.checked_concepts
+
+    @property
     def proposition_write(self) -> Compiled:
         return self.statements.propositions_linked if self.adopted_refs else self.statements.propositions
 
     def steps(self) -> tuple[Compiled, ...]:
         s = self.statements
         adopted = (self.adopted_lookup,) if self.adopted_lookup is not None else ()
-        return (s.resolve, *adopted, grounding.defined_names(self.names), self.concept_write, s.probe, self.proposition_write)
+        checked = (self.checked_concept_write,) if self.checked_concept_write is not None else ()
+        return (s.resolve, *adopted, grounding.defined_names(self.names), *checked, self.concept_write, s.probe, self.proposition_write)
 
     def describe(self, ref: Ref) -> str:
         """A reference as the command wrote it, for error messages."""
@@ -478,11 +526,13 @@ def _metadata(obj: Optional[ast.ObjectLit], params: dict[str, Any], where: str) 
 
 def _encoded(attrs: dict[str, Any], inherited: dict[str, Any], own: dict[str, Any]) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
     """Metadata precedence (outer ⊂ inner, key by key): the encoded property map with the inherited
-    metadata under the element's own, and the map with its own metadata only."""
-    def encode(meta: dict[str, Any]) -> Mapping[str, Any]:
-        return MappingProxyType({**storage.encode_map(attrs, storage.ATTR_PREFIX), **storage.encode_map(meta, storage.META_PREFIX)})
-
-    return encode({**inherited, **own}), encode(own)
+    metadata under the element's own, and the map with its own metadata only (the same map when
+    nothing is inherited; attributes are encoded once for both)."""
+    encoded = storage.encode_map(attrs, storage.ATTR_PREFIX)
+    mine = MappingProxyType({**encoded, **storage.encode_map(own, storage.META_PREFIX)})
+    if not inherited:
+        return mine, mine
+    return MappingProxyType({**encoded, **storage.encode_map({**inherited, **own}, storage.META_PREFIX)}), mine
 
 
 class Analyzer:
@@ -541,13 +591,13 @@ class Analyzer:
         if ident.id is not None:
             cid = resolve_str(ident.id, self.params, "A concept `id`")
             self.refuse_adopted(at, element_id=cid)
-            row = ConceptRow(pos, None, None, cid, MappingProxyType(attrs), props, own, expect, f"{{id: {rules._q(cid)}}}", at, attr_at)
+            row = ConceptRow(pos, None, None, cid, MappingProxyType(attrs), props, own, expect, at, attr_at)
             self.by_cid.setdefault(cid, pos)
             self.targets.append(Target(self.seq, ConceptById(cid), at))
         else:
             type_ = resolve_str(ident.type, self.params, "A concept `type`")
             name = resolve_str(ident.name, self.params, "A concept `name`")
-            row = ConceptRow(pos, type_, name, None, MappingProxyType(attrs), props, own, expect, rules.label(type_, name), at, attr_at)
+            row = ConceptRow(pos, type_, name, None, MappingProxyType(attrs), props, own, expect, at, attr_at)
             self.require_type(type_, name, ident.type.span.start)
             _refuse_engine_name(type_, name)
             if type_ == storage.CONCEPT_TYPE:

@@ -16,9 +16,10 @@ A dry run stops after step 1 and probes the concept blocks (EXPECT VERSION, prot
 """
 from __future__ import annotations
 
-from typing import Any, Generator, Optional
+from typing import Any, Generator, NamedTuple, Optional
 
 from ...cypher import storage
+from ...cypher.builder import COLLECTED
 from ...errors import KipError
 from ...lower import adopted as adopted_cy
 from ...lower import rules
@@ -53,11 +54,14 @@ Program = Generator[Any, Any, Any]
 
 def upsert(plan: UpsertPlan, ctx: Context) -> Generator[Any, Any, dict]:
     run = _Upsert(plan, ctx)
-    yield from run.check_schema_and_targets()
-    if ctx.dry_run:
-        yield from run.probe()
-        return {"result": {"blocks": plan.blocks, "upsert_concept_nodes": [], "upsert_proposition_links": []}}
-    yield from run.write_concepts()
+    if plan.checked_concept_write is not None and not ctx.dry_run:
+        yield from run.check_and_write_concepts(plan.checked_concept_write)
+    else:
+        yield from run.check_schema_and_targets()
+        if ctx.dry_run:
+            yield from run.probe()
+            return {"result": {"blocks": plan.blocks, "upsert_concept_nodes": [], "upsert_proposition_links": []}}
+        yield from run.write_concepts()
     yield from run.write_propositions()
     return {"result": {
         "blocks": plan.blocks,
@@ -134,7 +138,8 @@ class _Upsert:
             todo = [r for r in todo if r not in ready]
 
     # -------------------------------------------------------------- resolve
-    def check_schema_and_targets(self) -> Program:
+    def references(self) -> "_References":
+        """What the resolve lookup reads (``_References``)."""
         plan = self.plan
         refs: list[Outside] = []
         index: dict[Outside, int] = {}
@@ -146,13 +151,20 @@ class _Upsert:
             return index[ref]
 
         checks = [(check, add(check.ref)) for check in plan.schema_checks]
+        simple = [t for t in plan.targets if not isinstance(t.ref, (Structural, AdoptedConcept))]
+        required = {i for _, i in checks} | {add(t.ref) for t in simple}
         strict_types = list(plan.typed) if plan.strict else []
         for type_ in strict_types:
             add(ConceptByName(storage.CONCEPT_TYPE, type_))
-        simple = [t for t in plan.targets if not isinstance(t.ref, (Structural, AdoptedConcept))]
-        for target in simple:
-            add(target.ref)
-        rows = yield from self.lookup(refs)
+        return _References(refs, checks, strict_types, simple, sorted(required))
+
+    def check_schema_and_targets(self, looked_up: Optional[list[dict[str, Any]]] = None) -> Program:
+        """Check the resolve lookup's rows (``looked_up``: already read with the concept write),
+        raising the first failure in textual order; then look up the adopted endpoints and the
+        structural targets."""
+        plan = self.plan
+        refs, checks, strict_types, simple, _ = self.references()
+        rows = (yield from self.lookup(refs)) if looked_up is None else sorted(looked_up, key=lambda r: r["i"])
         found = {ref: row for ref, row in zip(refs, rows)}
         for ref, row in found.items():
             self.ids[ref] = row["id"]
@@ -220,12 +232,28 @@ class _Upsert:
         )
 
     # -------------------------------------------------------------- concepts
+    def check_and_write_concepts(self, statement: Any) -> Program:
+        """The resolve lookup and the concept write in one round trip: the lookup's failures
+        first (the write did not run then), as with two statements."""
+        refs = self.references()
+        record = (yield Run(statement, {
+            "refs": [self.lookup_row(i, ref) for i, ref in enumerate(refs.refs)], "required": refs.required,
+            "rows": [c.payload() for c in self.plan.concepts], K.NOW: self.ctx.now, **engine_overrides(self.ctx),
+        }))[0]
+        yield from self.check_schema_and_targets(record["refs"])
+        yield from self.concepts_written(record[COLLECTED])
+
     def write_concepts(self) -> Program:
         plan = self.plan
         rows = [c.payload() for c in plan.concepts]
         if not rows:
             return
         result = yield Run(plan.concept_write, {"rows": rows, K.NOW: self.ctx.now, **engine_overrides(self.ctx)})
+        yield from self.concepts_written(result)
+
+    def concepts_written(self, result: list[dict[str, Any]]) -> Program:
+        """Check each concept block's write status; strict mode checks its instance_schema."""
+        plan = self.plan
         by_i = {r["i"]: r for r in result}
         for c in plan.concepts:
             r = by_i.get(c.pos)
@@ -314,6 +342,19 @@ class _Upsert:
         if self.plan.adopted_refs:
             out["sa"], out["oa"] = self.elements.get(row.subject), self.elements.get(row.object)
         return out
+
+
+class _References(NamedTuple):
+    """What the resolve lookup reads: every reference once (``refs``, looked up in this order),
+    the schema checks with the index of their reference, the types whose instance_schema strict
+    mode reads, the simple targets, and the indexes whose miss fails the command (``required``:
+    checks and simple targets; a strict-mode type this capsule defines is not found, and fine)."""
+
+    refs: list[Outside]
+    checks: list[tuple[Any, int]]
+    strict_types: list[str]
+    simple: list[Any]
+    required: list[int]
 
 
 def _no_concept_with_id(cid: Optional[str], at: Optional[int]) -> KipError:
