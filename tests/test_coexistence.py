@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import pytest
 
+import kip2cypher
+
 from test_adopt import _open, _wipe, ok, team_fingerprint
 
 MEMORY = """
@@ -74,6 +76,15 @@ def test_free_free_find_does_not_return_the_teams_nodes_as_concepts(both):
 def test_count_over_a_free_free_pattern_does_not_count_the_teams_relationships(both):
     nexus, _ = both
     assert run(nexus, 'FIND(COUNT(?a)) WHERE { (?a, "knows", ?b) }') == {"result": 1}
+
+
+def test_join_starting_with_a_free_pattern_reads_memory_only(both):
+    """The first pattern of a join tests ``kip_id`` with the key as a parameter (the planner keeps
+    its join order, docs/performance.md round 4); the team's d1-mentions->d2-cites->d3 stays out."""
+    nexus, _ = both
+    command = 'FIND(?a.name, ?b.name, ?c.name) WHERE { (?a, "mentions", ?b) (?b, "cites", ?c) }'
+    assert "[$kip_link] IS NOT NULL" in kip2cypher.compile(command)[0]["cypher"]
+    assert run(nexus, command) == {"result": [["Ann"], ["Bob"], ["Cy"]]}
 
 
 def test_predicate_variable_with_free_endpoints_reads_memory_only(both):
