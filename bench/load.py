@@ -138,7 +138,7 @@ class LoadStats:
 def wipe(driver, database=None) -> None:
     """Delete every node and relationship (schema objects stay)."""
     with driver.session(database=database) as session:  # CALL … IN TRANSACTIONS needs an auto-commit transaction
-        session.run("MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 5000 ROWS").consume()
+        session.run("MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 500 ROWS").consume()
 
 
 def load_graph(nexus, graph: MemoryGraph, log=print, top: int = BATCH) -> LoadStats:
