@@ -158,12 +158,12 @@ class _Upsert:
             add(ConceptByName(storage.CONCEPT_TYPE, type_))
         return _References(refs, checks, strict_types, simple, sorted(required))
 
-    def check_schema_and_targets(self, looked_up: Optional[list[dict[str, Any]]] = None) -> Program:
-        """Check the resolve lookup's rows (``looked_up``: already read with the concept write),
-        raising the first failure in textual order; then look up the adopted endpoints and the
-        structural targets."""
+    def check_schema_and_targets(self, read: Optional["_References"] = None, looked_up: Optional[list[dict[str, Any]]] = None) -> Program:
+        """Check the resolve lookup's rows (``looked_up``: already read with the concept write, for
+        the references ``read``), raising the first failure in textual order; then look up the
+        adopted endpoints and the structural targets."""
         plan = self.plan
-        refs, checks, strict_types, simple, _ = self.references()
+        refs, checks, strict_types, simple, _ = read or self.references()
         rows = (yield from self.lookup(refs)) if looked_up is None else sorted(looked_up, key=lambda r: r["i"])
         found = {ref: row for ref, row in zip(refs, rows)}
         for ref, row in found.items():
@@ -240,7 +240,7 @@ class _Upsert:
             "refs": [self.lookup_row(i, ref) for i, ref in enumerate(refs.refs)], "required": refs.required,
             "rows": [c.payload() for c in self.plan.concepts], K.NOW: self.ctx.now, **engine_overrides(self.ctx),
         }))[0]
-        yield from self.check_schema_and_targets(record["refs"])
+        yield from self.check_schema_and_targets(refs, record["refs"])
         yield from self.concepts_written(record[COLLECTED])
 
     def write_concepts(self) -> Program:
