@@ -171,9 +171,15 @@ class ConceptRow:
         cd = self.attrs.get("core_directives", _ABSENT)
         return {
             "i": self.pos, "type": self.type, "name": self.name, "id": self.id,
-            "props": dict(self.props), "own": dict(self.own), "expect": self.expect,
+            "props": dict(self.props), "own": own_column(self.props, self.own), "expect": self.expect,
             "cd": None if cd is _ABSENT else storage.encode(cd),
         }
+
+
+def own_column(props: Mapping[str, Any], own: Mapping[str, Any]) -> Optional[dict[str, Any]]:
+    """A write row's ``own`` map: null when it is ``props`` itself (nothing inherited, the common
+    case), which the write reads as ``coalesce(row.own, row.props)`` — the map is not sent twice."""
+    return None if own is props else dict(own)
 
 
 @dataclass(frozen=True)
@@ -376,7 +382,7 @@ def _concept_probe_statement(names: storage.Names) -> Compiled:
             "WITH row, n, cur, coalesce(", rules.cy_protected_concept("cur.type", "cur.name"), ", false) AS prot, ",
             "coalesce(", rules.cy_actor("cur.type", "cur.name"), ", false) AS actor",
         )
-        s.line("WITH row, n, cur, prot, actor, CASE WHEN prot THEN row.own ELSE row.props END AS props")
+        s.line("WITH row, n, cur, prot, actor, CASE WHEN prot THEN coalesce(row.own, row.props) ELSE row.props END AS props")
         s.line("RETURN CASE")
         s.line("  WHEN n IS NULL AND row.id IS NOT NULL THEN 'missing'")
         s.line("  WHEN row.expect IS NOT NULL AND coalesce(CASE WHEN n IS NULL THEN 0 ELSE cur.", version, " END, -1) <> row.expect THEN 'version'")
@@ -547,6 +553,7 @@ class Analyzer:
         self.props: list[PropositionRow] = []
         self.order: list[Handle] = []
         self.schema_checks: list[SchemaCheck] = []
+        self.checked: set[tuple[str, str]] = set()
         self.targets: list[Target] = []
         self.defined_types: list[str] = []
         self.defined_predicates: list[str] = []
@@ -763,15 +770,20 @@ class Analyzer:
         self.refuse_adopted(at, type_=type_)
         if type_ == storage.CONCEPT_TYPE and name == storage.CONCEPT_TYPE:
             return  # the self-defining root of the type system
-        if type_ in self.defined_types:
-            return
-        self.schema_checks.append(SchemaCheck(self.seq, storage.CONCEPT_TYPE, type_, at))
+        if type_ not in self.defined_types:
+            self.check_defined(storage.CONCEPT_TYPE, type_, at)
 
     def require_predicate(self, predicate: str, at: int) -> None:
         self.refuse_adopted(at, predicate=predicate)
-        if predicate in self.defined_predicates:
-            return
-        self.schema_checks.append(SchemaCheck(self.seq, storage.PROPOSITION_TYPE, predicate, at))
+        if predicate not in self.defined_predicates:
+            self.check_defined(storage.PROPOSITION_TYPE, predicate, at)
+
+    def check_defined(self, meta: str, name: str, at: int) -> None:
+        """One check per name: its first use in textual order is the one an error names (a
+        100-block capsule of one type checks that type once)."""
+        if (meta, name) not in self.checked:
+            self.checked.add((meta, name))
+            self.schema_checks.append(SchemaCheck(self.seq, meta, name, at))
 
 
 def _named_at(predicate: ast.PredicatePattern) -> int:

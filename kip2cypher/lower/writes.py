@@ -111,7 +111,7 @@ def apply_tail(stmt: Statement, names: storage.Names, *, concept: bool, attr_key
         )
     else:
         stmt.line("WITH row, n, created, v0, CASE WHEN row.btd THEN coalesce(", rules.cy_protected_link("n", names), ", false) ELSE false END AS prot, false AS actor")
-    stmt.line("WITH row, n, created, v0, prot, actor, CASE WHEN prot AND NOT created THEN row.own ELSE row.props END AS props")
+    stmt.line("WITH row, n, created, v0, prot, actor, CASE WHEN prot AND NOT created THEN coalesce(row.own, row.props) ELSE row.props END AS props")
     stmt.line("WITH row, n, created, v0, prot, actor, props, created OR any(k IN keys(props) WHERE NOT coalesce(n[k] = props[k], false)) AS changed")
     stmt.line("WITH row, n, created, v0, props, changed, CASE")
     stmt.line("  WHEN n IS NULL THEN 'missing'")

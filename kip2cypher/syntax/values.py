@@ -45,7 +45,7 @@ def parameters_size(sets: Iterable[Mapping[str, Any]], max_bytes: int, max_depth
         value, depth, where = stack.pop()
         if isinstance(value, str):
             total += len(value)
-            if _SURROGATE.search(value):
+            if not value.isascii() and _SURROGATE.search(value):
                 raise _bad(where, "a string with an unpaired UTF-16 surrogate", "Send complete characters (a surrogate pair such as \\ud83d\\ude00 for one emoji).")
         elif isinstance(value, (dict, list, tuple)):
             if depth > max_depth:
@@ -54,7 +54,7 @@ def parameters_size(sets: Iterable[Mapping[str, Any]], max_bytes: int, max_depth
                 for key, item in value.items():
                     if not isinstance(key, str):
                         raise _bad(where, f"an object key of type {type(key).__name__}", "Object keys must be strings.")
-                    if _SURROGATE.search(key):
+                    if not key.isascii() and _SURROGATE.search(key):
                         raise _bad(where, "an object key with an unpaired UTF-16 surrogate", "Send complete characters in keys.")
                     total += len(key)
                     stack.append((item, depth + 1, (key, where)))

@@ -39,6 +39,7 @@ from ...lower.upsert import (
     is_concept,
     is_static,
     nested,
+    own_column,
 )
 from ..requests import Context, Run
 from . import grounding
@@ -259,7 +260,7 @@ class _Upsert:
             r = by_i.get(c.pos)
             if r is None or r["status"] == "missing":
                 raise _no_concept_with_id(c.id, c.at)
-            check_status(r, c.label, c.expect, c.at)
+            check_status(r, lambda: c.label, c.expect, c.at)
             self.concept_ids[c.pos] = r["id"]
             if plan.strict:
                 type_ = c.type or (r["tn"][0] if r["tn"] else None)
@@ -284,7 +285,7 @@ class _Upsert:
             return
         result = {r["i"]: r for r in (yield Run(self.plan.statements.probe, {"rows": rows, **engine_overrides(self.ctx)}))}
         for c in self.plan.concepts:
-            check_status(result[c.pos], c.label, c.expect, c.at)
+            check_status(result[c.pos], lambda: c.label, c.expect, c.at)
 
     # -------------------------------------------------------------- propositions
     def write_propositions(self) -> Program:
@@ -318,11 +319,14 @@ class _Upsert:
         by_i = {r["i"]: r for r in result}
         for row in wave:
             r = by_i.get(row.pos)
-            label = row.label if row.id is not None else self.plan.describe(Structural(row.subject, row.predicate, row.object))
             if r is None or r["status"] == "missing":
-                raise not_found(f"{label} does not exist (an endpoint was removed concurrently, or the id is unknown).", "", row.at)
-            check_status(r, label, row.expect, row.at)
+                raise not_found(f"{self.label(row)} does not exist (an endpoint was removed concurrently, or the id is unknown).", "", row.at)
+            check_status(r, lambda: self.label(row), row.expect, row.at)
             self.prop_ids[row.pos] = r["id"]
+
+    def label(self, row: PropositionRow) -> str:
+        """A proposition row as the command wrote it (its endpoints resolved), for an error message."""
+        return row.label if row.id is not None else self.plan.describe(Structural(row.subject, row.predicate, row.object))
 
     def wave_row(self, row: PropositionRow) -> dict[str, Any]:
         """The proposition write's row; every endpoint must be known by now."""
@@ -337,7 +341,7 @@ class _Upsert:
             "o": self.value(row.object) if row.object else None, "pid": row.id,
             "sc": is_concept(row.subject), "oc": is_concept(row.object),
             "btd": row.predicate in (None, storage.BELONGS_TO_DOMAIN),
-            "props": dict(row.props), "own": dict(row.own), "expect": row.expect,
+            "props": dict(row.props), "own": own_column(row.props, row.own), "expect": row.expect,
         }
         if self.plan.adopted_refs:
             out["sa"], out["oa"] = self.elements.get(row.subject), self.elements.get(row.object)

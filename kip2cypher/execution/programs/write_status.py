@@ -2,7 +2,7 @@
 and the other refusals of a write, as messages an LLM can act on."""
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional
 
 from ... import errors
 from ...errors import KipError
@@ -24,12 +24,14 @@ def version_conflict(element: str, expected: Any, found: Any, at: Optional[int] 
     return KipError(errors.VERSION_CONFLICT, message, errors.DEFAULT_HINTS[errors.VERSION_CONFLICT], offset=at)
 
 
-def check_status(row: Mapping[str, Any], label: str, expect: Optional[int], at: Optional[int] = None) -> None:
-    """Raise the KIP error a write's status row reports for the element ``label`` (``ok``:
-    nothing), positioned at ``at`` (where the command writes the element)."""
+def check_status(row: Mapping[str, Any], describe: Callable[[], str], expect: Optional[int], at: Optional[int] = None) -> None:
+    """Raise the KIP error a write's status row reports for the element ``describe()`` names
+    (``ok``: nothing), positioned at ``at`` (where the command writes the element). The name is
+    built only for an error: a 100-block capsule's labels cost more than its status checks."""
     status = row["status"]
     if status == "ok":
         return
+    label = describe()
     if status == "version":
         raise version_conflict(label, expect, None if row.get("created") else row["version"], at)
     if status == "protected":
