@@ -162,7 +162,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     if not args.skip_ingest and not reuse and not args.reuse_graph:
         log("\n[2/4] capsule ingest (1,000 concepts + 2,000 propositions, wiped database each run) …")
         model = None if args.no_embed_ingest else embedding.resolve(Settings(embedder="minilm"))
-        report["ingest"] = ingest.run(nexus, database, 2 if args.quick else 3, log, embedder=model)
+        report["ingest"] = ingest.run(nexus, database, 2 if args.quick else 5, log, embedder=model)
         i = report["ingest"]
         log(f"  KIP {i['kip_s']:.2f}s (execution only {i['kip_exec_s']:.2f}s, parse {i['parse_s']:.2f}s) vs UNWIND+MERGE {i['cypher_s']:.2f}s: "
             f"ratio {i['ratio']:.2f} (execution {i['exec_ratio']:.2f})"

@@ -240,3 +240,17 @@ def test_output_snapshots():
     if os.environ.get("KIP2CYPHER_REGEN_GOLDEN") == "1":
         SNAPSHOT.write_text(text, encoding="utf-8")
     assert text == SNAPSHOT.read_text(encoding="utf-8")
+
+
+# ---------------------------------------------------------------- a reader that goes away
+def test_compile_into_a_closed_pipe_stops_quietly_not_as_internal_error():
+    """`kip2cypher compile … | head` reported "KIP_4003 Internal error: BrokenPipeError" when head
+    exited first; a widowed pipe now ends the command like a Unix tool: status 141, nothing on stderr."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the first byte is written
+    try:
+        done = subprocess.run([sys.executable, "-m", "kip2cypher.cli", "compile", FIND_DRUG], stdout=write_end,
+                              stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stderr) == (141, "")

@@ -121,6 +121,8 @@ class _Group(click.Group):
             return super().invoke(ctx)
         except errors.KipError as exc:
             _fail(exc.to_dict(), err=True)
+        except BrokenPipeError:
+            _reader_gone()
         except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit, KeyboardInterrupt):
             raise
         except Exception as exc:  # noqa: BLE001
@@ -131,6 +133,16 @@ class _Group(click.Group):
             if os.environ.get("KIP2CYPHER_DEBUG") == "1":
                 raise
             _fail(errors.KipError(errors.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}", "Set KIP2CYPHER_DEBUG=1 to see the traceback.").to_dict(), err=True)
+
+
+def _reader_gone() -> None:
+    """The reader of stdout went away (``kip2cypher compile … | head``): stop quietly with the
+    SIGPIPE status (141) as Unix tools do — no error object to a pipe nobody reads, no
+    "Internal error". stdout is pointed at /dev/null first so the exit flush cannot fail again
+    (the Python docs' recipe). The driver reports a broken Neo4j socket as its own exceptions."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    sys.exit(141)
 
 
 class _EnvOption(click.Option):
