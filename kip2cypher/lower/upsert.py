@@ -552,8 +552,7 @@ class Analyzer:
         self.concepts: list[ConceptRow] = []
         self.props: list[PropositionRow] = []
         self.order: list[Handle] = []
-        self.schema_checks: list[SchemaCheck] = []
-        self.checked: set[tuple[str, str]] = set()
+        self.schema_checks: dict[tuple[str, str], SchemaCheck] = {}  # (meta, name) -> its first use
         self.targets: list[Target] = []
         self.defined_types: list[str] = []
         self.defined_predicates: list[str] = []
@@ -579,7 +578,7 @@ class Analyzer:
         lookup = adopted_cy.lookup_statement([(self.adoption.type(r.type), r.name, r.value) for r in adopted_refs]) if adopted_refs else None
         return UpsertPlan(
             strict=strict, blocks=len(capsule.upserts), concepts=tuple(self.concepts), propositions=tuple(self.props),
-            order=tuple(self.order), schema_checks=tuple(self.schema_checks), targets=tuple(self.targets),
+            order=tuple(self.order), schema_checks=tuple(self.schema_checks.values()), targets=tuple(self.targets),
             defined_types=tuple(self.defined_types), defined_predicates=tuple(self.defined_predicates), typed=tuple(self.typed),
             adopted_refs=adopted_refs, adopted_lookup=Compiled.of(lookup, "UPSERT: find the adopted endpoints (link_memory)") if lookup is not None else None,
         )
@@ -781,9 +780,8 @@ class Analyzer:
     def check_defined(self, meta: str, name: str, at: int) -> None:
         """One check per name: its first use in textual order is the one an error names (a
         100-block capsule of one type checks that type once)."""
-        if (meta, name) not in self.checked:
-            self.checked.add((meta, name))
-            self.schema_checks.append(SchemaCheck(self.seq, meta, name, at))
+        if (meta, name) not in self.schema_checks:
+            self.schema_checks[(meta, name)] = SchemaCheck(self.seq, meta, name, at)
 
 
 def _named_at(predicate: ast.PredicatePattern) -> int:
