@@ -13,6 +13,7 @@ NS's vocabulary (bench/namespaced.py); report files are suffixed ``-ns``. WIPES 
 it runs against (its own local server by default: bench/server.py). Timings never gate the
 test suite.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,7 +26,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from . import compile_bench, ingest, namespaced, plots
 from .graph import MemoryGraph
@@ -66,14 +67,20 @@ def log(*args: Any) -> None:
     print(*args, flush=True)
 
 
-def _marker(driver: Any, database: Optional[str]) -> Optional[dict[str, Any]]:
+def _marker(driver: Any, database: str | None) -> dict[str, Any] | None:
     records, _, _ = driver.execute_query("MATCH (m:BenchMarker) RETURN m {.*} AS m", database_=database)
     return records[0]["m"] if records else None
 
 
-def _set_marker(driver: Any, database: Optional[str], n: int, namespace: str, load: dict[str, Any]) -> None:
-    driver.execute_query("MERGE (m:BenchMarker) SET m.concepts = $n, m.version = $v, m.namespace = $ns, m.load = $load",
-                         n=n, v=GRAPH_VERSION, ns=namespace, load=json.dumps(load), database_=database)
+def _set_marker(driver: Any, database: str | None, n: int, namespace: str, load: dict[str, Any]) -> None:
+    driver.execute_query(
+        "MERGE (m:BenchMarker) SET m.concepts = $n, m.version = $v, m.namespace = $ns, m.load = $load",
+        n=n,
+        v=GRAPH_VERSION,
+        ns=namespace,
+        load=json.dumps(load),
+        database_=database,
+    )
 
 
 def _namespaced(queries: list[Any]) -> list[Any]:
@@ -91,7 +98,7 @@ def cursor_token(nexus: Any) -> str:
     return second["next_cursor"]
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     options = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     options.add_argument("--scale", default="10k", help="concepts in the synthetic graph: 10k (default), 100k, or any N / Nk")
     options.add_argument("--quick", action="store_true", help="10k scale and fewer repetitions (under 3 minutes on the dev machine)")
@@ -100,11 +107,11 @@ def main(argv: Optional[list[str]] = None) -> int:
     options.add_argument("--only", help="comma-separated query names (the rest is skipped)")
     options.add_argument("--skip-ingest", action="store_true", help="skip the capsule ingest benchmark")
     options.add_argument("--skip-compile", action="store_true", help="skip the compile micro-benchmarks")
-    options.add_argument("--reuse-graph", action="store_true",
-                         help="keep the loaded graph when it matches (implies --skip-ingest, which would wipe it)")
+    options.add_argument("--reuse-graph", action="store_true", help="keep the loaded graph when it matches (implies --skip-ingest, which would wipe it)")
     options.add_argument("--no-embed-ingest", action="store_true", help="skip the ingest with the bundled embedding model on")
-    options.add_argument("--namespace", default="",
-                         help="run the query mix in this namespace, with a same-size graph in NS_beside (implies --skip-ingest --skip-compile)")
+    options.add_argument(
+        "--namespace", default="", help="run the query mix in this namespace, with a same-size graph in NS_beside (implies --skip-ingest --skip-compile)"
+    )
     args = options.parse_args(argv)
 
     n = 10_000 if args.quick else parse_scale(args.scale)
@@ -132,8 +139,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     vector_model = HashEmbedder()
     semantic = Nexus(uri, database=database, settings=settings.replace(embedder=vector_model))
     version = nexus.server_version()
-    log(f"kip2cypher bench — scale {label} ({n} concepts), Neo4j {version} at {uri}, {os.cpu_count()} cores, "
-        f"load average {os.getloadavg()[0]:.1f}, {reps} timed pairs per query{' (quick)' if args.quick else ''}")
+    log(
+        f"kip2cypher bench — scale {label} ({n} concepts), Neo4j {version} at {uri}, {os.cpu_count()} cores, "
+        f"load average {os.getloadavg()[0]:.1f}, {reps} timed pairs per query{' (quick)' if args.quick else ''}"
+    )
     report: dict[str, Any] = {
         "scale": label,
         "namespace": args.namespace,
@@ -149,8 +158,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     if compiled is not None:
         log("\n[1/4] compile micro-benchmarks over the spec examples (measured before the server started) …")
         report["compile"] = c = compiled
-        log(f"  {c['spec_entries']} spec examples: cold parse {c['parse_cold_median_ms']:.3f} ms, cold compile {c['cold_median_ms']:.3f} ms "
-            f"(p90 {c['cold_p90_ms']:.2f} ms), cached {c['cached_median_us']:.2f} µs; {len(c['skipped'])} entries need parameters (skipped)")
+        log(
+            f"  {c['spec_entries']} spec examples: cold parse {c['parse_cold_median_ms']:.3f} ms, cold compile {c['cold_median_ms']:.3f} ms "
+            f"(p90 {c['cold_p90_ms']:.2f} ms), cached {c['cached_median_us']:.2f} µs; {len(c['skipped'])} entries need parameters (skipped)"
+        )
 
     # ---------------------------------------------------------------- ingest + load
     graph = MemoryGraph(n)
@@ -171,9 +182,15 @@ def main(argv: Optional[list[str]] = None) -> int:
         model = None if args.no_embed_ingest else embedding.resolve(Settings(embedder="minilm"))
         report["ingest"] = ingest.run(nexus, database, 2 if args.quick else 5, log, embedder=model)
         i = report["ingest"]
-        log(f"  KIP {i['kip_s']:.2f}s (execution only {i['kip_exec_s']:.2f}s, parse {i['parse_s']:.2f}s) vs UNWIND+MERGE {i['cypher_s']:.2f}s: "
+        log(
+            f"  KIP {i['kip_s']:.2f}s (execution only {i['kip_exec_s']:.2f}s, parse {i['parse_s']:.2f}s) vs UNWIND+MERGE {i['cypher_s']:.2f}s: "
             f"ratio {i['ratio']:.2f} (execution {i['exec_ratio']:.2f})"
-            + (f"; with the model on {i['kip_embed_s']:.2f}s ({i['embed_ratio']:.2f}× off) + {i['embed_drain_s']:.2f}s of background embedding" if "kip_embed_s" in i else ""))
+            + (
+                f"; with the model on {i['kip_embed_s']:.2f}s ({i['embed_ratio']:.2f}× off) + {i['embed_drain_s']:.2f}s of background embedding"
+                if "kip_embed_s" in i
+                else ""
+            )
+        )
     if not reuse:
         log(f"\n[3/4] loading the {label} graph through KIP UPSERT capsules ({len(graph.concepts)} concepts, {len(graph.links)} propositions) …")
         wipe(nexus.driver, database)
@@ -207,8 +224,10 @@ def main(argv: Optional[list[str]] = None) -> int:
         d = m.as_dict()
         if m.error:
             continue
-        log(f"  {q.name:<20} kip {d['kip_ms']:>9.2f} ms  cypher {d['cypher_ms']:>9.2f} ms  ratio {d['ratio']:>5.2f}  "
-            f"(min-ratio {d['ratio_of_minima']:.2f}, {d['samples']} pairs)  db hits {d['kip_db_hits']}/{d['cypher_db_hits']}  rows {d['rows']}")
+        log(
+            f"  {q.name:<20} kip {d['kip_ms']:>9.2f} ms  cypher {d['cypher_ms']:>9.2f} ms  ratio {d['ratio']:>5.2f}  "
+            f"(min-ratio {d['ratio_of_minima']:.2f}, {d['samples']} pairs)  db hits {d['kip_db_hits']}/{d['cypher_db_hits']}  rows {d['rows']}"
+        )
     report["queries"] = [m.as_dict() for m in measurements]
     report["summary"] = summarize(report)
     report["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
@@ -229,7 +248,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     return 1 if any(m.error for m in measurements) else 0
 
 
-def load_beside(uri: str, database: Optional[str], settings: Any, graph: MemoryGraph, model: Any, namespace: str) -> dict[str, Any]:
+def load_beside(uri: str, database: str | None, settings: Any, graph: MemoryGraph, model: Any, namespace: str) -> dict[str, Any]:
     """The same graph, with its vectors, in ``namespace``: the neighbour the measured namespace shares the database with."""
     from kip2cypher import Nexus
 
@@ -284,18 +303,28 @@ def print_table(report: dict[str, Any]) -> None:
         if q.get("error"):
             print(f"{q['name']:<20} FAILED: {q['error'].splitlines()[0]}")
             continue
-        print(f"{q['name']:<20} {q['kind']:<6} {q['kip_ms']:>9.2f} {q['cypher_ms']:>10.2f} {q['ratio']:>6.2f} "
-              f"{q['kip_db_hits']:>10} {q['cypher_db_hits']:>10} {q['compile_cold_ms']:>8.2f} {q['compile_cached_us']:>9.1f}")
+        print(
+            f"{q['name']:<20} {q['kind']:<6} {q['kip_ms']:>9.2f} {q['cypher_ms']:>10.2f} {q['ratio']:>6.2f} "
+            f"{q['kip_db_hits']:>10} {q['cypher_db_hits']:>10} {q['compile_cold_ms']:>8.2f} {q['compile_cached_us']:>9.1f}"
+        )
     s = report["summary"]
-    print(f"\nmedian ratio {s['median_ratio']} (reads {s['read_median_ratio']}), max {s['max_ratio']} ({s['max_ratio_query']}), "
-          f"above {TARGETS['max_ratio']}: {', '.join(s['over_max']) or 'none'}")
+    print(
+        f"\nmedian ratio {s['median_ratio']} (reads {s['read_median_ratio']}), max {s['max_ratio']} ({s['max_ratio_query']}), "
+        f"above {TARGETS['max_ratio']}: {', '.join(s['over_max']) or 'none'}"
+    )
     if "compile" in report:
         c = report["compile"]
         print(f"compile: cold {c['cold_median_ms']:.3f} ms median, cached {c['cached_median_us']:.2f} µs median ({c['spec_entries']} spec examples)")
     if "ingest" in report:
         i = report["ingest"]
-        print(f"ingest (1k concepts + 2k propositions): KIP {i['kip_s']:.2f}s (exec {i['kip_exec_s']:.2f}s) vs Cypher {i['cypher_s']:.2f}s → {i['ratio']:.2f}×"
-              + (f"; model on: {i['kip_embed_s']:.2f}s → {i['embed_ratio']:.2f}× off, + {i['embed_drain_s']:.2f}s background embedding" if "kip_embed_s" in i else ""))
+        print(
+            f"ingest (1k concepts + 2k propositions): KIP {i['kip_s']:.2f}s (exec {i['kip_exec_s']:.2f}s) vs Cypher {i['cypher_s']:.2f}s → {i['ratio']:.2f}×"
+            + (
+                f"; model on: {i['kip_embed_s']:.2f}s → {i['embed_ratio']:.2f}× off, + {i['embed_drain_s']:.2f}s background embedding"
+                if "kip_embed_s" in i
+                else ""
+            )
+        )
     if "load" in report:
         print(f"graph load through KIP: {report['load'].get('total_s')}s")
     print(f"peak RSS {report['peak_rss_mb']} MB")

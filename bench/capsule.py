@@ -5,6 +5,7 @@ blocks with local handles, each linked to its Domain through SET PROPOSITIONS, t
 PROPOSITION blocks between handles with attributes and metadata — together with the rows
 ``bench.writer`` needs to write exactly the same nodes and relationships by UNWIND + MERGE.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -31,7 +32,7 @@ def handle_capsule(concepts: list[tuple[str, str, dict[str, Any]]], links: list[
     Domains are referenced through handles of CONCEPT blocks that only match the existing
     Domain (no attributes: nothing is written to it), as an agent writing a compact capsule would."""
     domains = sorted({DOMAIN_OF.get(type_, "Unsorted") for type_, _, _ in concepts})
-    blocks = [f"  CONCEPT ?d{j} {{ {{type: \"Domain\", name: {kip_value(d)}}} }}" for j, d in enumerate(domains)]
+    blocks = [f'  CONCEPT ?d{j} {{ {{type: "Domain", name: {kip_value(d)}}} }}' for j, d in enumerate(domains)]
     handle = {d: f"?d{j}" for j, d in enumerate(domains)}
     concept_rows = []
     link_rows = []
@@ -46,7 +47,7 @@ def handle_capsule(concepts: list[tuple[str, str, dict[str, Any]]], links: list[
             blocks_after.append((s, predicate, o, attrs, meta))
     for i, (type_, name, attrs) in enumerate(concepts):
         domain = DOMAIN_OF.get(type_, "Unsorted")
-        entries = [f"(\"belongs_to_domain\", {handle[domain]})"] + [f"({kip_value(p)}, ?c{o})" for p, o in inline.get(i, [])]
+        entries = [f'("belongs_to_domain", {handle[domain]})'] + [f"({kip_value(p)}, ?c{o})" for p, o in inline.get(i, [])]
         blocks.append(
             f"  CONCEPT ?c{i} {{ {{type: {kip_value(type_)}, name: {kip_value(name)}}} SET ATTRIBUTES {kip_map(attrs)} "
             f"SET PROPOSITIONS {{ {' '.join(entries)} }} }}"

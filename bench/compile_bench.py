@@ -5,6 +5,7 @@ cleared) and median cached compile (``compile_plan`` on a warm cache: the cost e
 repeated command pays before it reaches Neo4j). Entries that do not compile offline
 (e.g. placeholders without parameters) are counted and skipped.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -13,9 +14,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kip2cypher.syntax import parser as kparser
-from kip2cypher.lower.compile import _compile_cached, compile_plan
 from kip2cypher.errors import KipError
+from kip2cypher.lower.compile import _compile_cached, compile_plan
+from kip2cypher.syntax import parser as kparser
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
@@ -55,13 +56,15 @@ def run(repeat_cold: int = 15, repeat_cached: int = 400, settings: Any = None) -
             t0 = time.perf_counter()
             compile_plan(entry.text, None, settings)
             cached_samples.append(time.perf_counter() - t0)
-        rows.append({
-            "name": entry.name,
-            "chars": len(entry.text),
-            "parse_cold_ms": statistics.median(parse_samples) * 1e3,
-            "compile_cold_ms": statistics.median(cold_samples) * 1e3,
-            "compile_cached_us": statistics.median(cached_samples) * 1e6,
-        })
+        rows.append(
+            {
+                "name": entry.name,
+                "chars": len(entry.text),
+                "parse_cold_ms": statistics.median(parse_samples) * 1e3,
+                "compile_cold_ms": statistics.median(cold_samples) * 1e3,
+                "compile_cached_us": statistics.median(cached_samples) * 1e6,
+            }
+        )
     spec = [r for r in rows if not r["name"].startswith("extra:")]
     pick = spec or rows
     return {
@@ -77,6 +80,5 @@ def run(repeat_cold: int = 15, repeat_cached: int = 400, settings: Any = None) -
             "cold_median_ms": round(statistics.median(r["compile_cold_ms"] for r in rows), 4),
             "cached_median_us": round(statistics.median(r["compile_cached_us"] for r in rows), 3),
         },
-        "slowest": sorted(({k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()} for r in pick),
-                          key=lambda r: -r["compile_cold_ms"])[:5],
+        "slowest": sorted(({k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()} for r in pick), key=lambda r: -r["compile_cold_ms"])[:5],
     }

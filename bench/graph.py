@@ -22,12 +22,14 @@ Attributes mix integers, floats, strings, ISO timestamps and string arrays; Even
 ``start_time``, ``event_class`` and a unique ``salience`` (so ORDER BY has no ties).
 Everything is a pure function of ``n``: the query mix can name concepts that exist.
 """
+
 from __future__ import annotations
 
 import json
 import random
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Optional
+from typing import Any
 
 SEED = 20260704
 
@@ -54,15 +56,104 @@ PREDICATES = {  # predicate -> (subject types, object types, description)
 DOMAINS = ["Social", "Work", "Research", "Episodes", "Geography"]
 DOMAIN_OF = {"Person": "Social", "Organization": "Work", "Document": "Research", "Topic": "Research", "Event": "Episodes", "Place": "Geography"}
 
-FIRST = ["Ada", "Alan", "Barbara", "Claude", "Donald", "Edsger", "Frances", "Grace", "John", "Ken", "Leslie", "Margaret",
-         "Niklaus", "Radia", "Shafi", "Tim", "Vint", "Whitfield", "Xiaoyun", "Yukihiro"]
-LAST = ["Lovelace", "Turing", "Liskov", "Shannon", "Knuth", "Dijkstra", "Allen", "Hopper", "McCarthy", "Thompson",
-        "Lamport", "Hamilton", "Wirth", "Perlman", "Goldwasser", "Berners", "Cerf", "Diffie", "Wang", "Matsumoto"]
-WORDS = ["quantum", "graph", "memory", "neural", "protein", "climate", "market", "language", "vision", "robotics",
-         "cipher", "orbit", "enzyme", "lattice", "sparse", "entropy", "kernel", "galaxy", "tensor", "vaccine",
-         "fusion", "ledger", "genome", "harbor", "glacier", "symphony", "canyon", "volcano", "pixel", "compiler"]
-CITIES = ["Amsterdam", "Berlin", "Cairo", "Dublin", "Edinburgh", "Florence", "Geneva", "Helsinki", "Istanbul", "Jakarta",
-          "Kyoto", "Lisbon", "Madrid", "Nairobi", "Oslo", "Prague", "Quito", "Rome", "Seoul", "Toronto"]
+FIRST = [
+    "Ada",
+    "Alan",
+    "Barbara",
+    "Claude",
+    "Donald",
+    "Edsger",
+    "Frances",
+    "Grace",
+    "John",
+    "Ken",
+    "Leslie",
+    "Margaret",
+    "Niklaus",
+    "Radia",
+    "Shafi",
+    "Tim",
+    "Vint",
+    "Whitfield",
+    "Xiaoyun",
+    "Yukihiro",
+]
+LAST = [
+    "Lovelace",
+    "Turing",
+    "Liskov",
+    "Shannon",
+    "Knuth",
+    "Dijkstra",
+    "Allen",
+    "Hopper",
+    "McCarthy",
+    "Thompson",
+    "Lamport",
+    "Hamilton",
+    "Wirth",
+    "Perlman",
+    "Goldwasser",
+    "Berners",
+    "Cerf",
+    "Diffie",
+    "Wang",
+    "Matsumoto",
+]
+WORDS = [
+    "quantum",
+    "graph",
+    "memory",
+    "neural",
+    "protein",
+    "climate",
+    "market",
+    "language",
+    "vision",
+    "robotics",
+    "cipher",
+    "orbit",
+    "enzyme",
+    "lattice",
+    "sparse",
+    "entropy",
+    "kernel",
+    "galaxy",
+    "tensor",
+    "vaccine",
+    "fusion",
+    "ledger",
+    "genome",
+    "harbor",
+    "glacier",
+    "symphony",
+    "canyon",
+    "volcano",
+    "pixel",
+    "compiler",
+]
+CITIES = [
+    "Amsterdam",
+    "Berlin",
+    "Cairo",
+    "Dublin",
+    "Edinburgh",
+    "Florence",
+    "Geneva",
+    "Helsinki",
+    "Istanbul",
+    "Jakarta",
+    "Kyoto",
+    "Lisbon",
+    "Madrid",
+    "Nairobi",
+    "Oslo",
+    "Prague",
+    "Quito",
+    "Rome",
+    "Seoul",
+    "Toronto",
+]
 EVENT_CLASSES = ["Conversation", "Meeting", "SelfReflection", "Observation", "Task"]
 INDUSTRIES = ["software", "biotech", "energy", "finance", "media", "logistics"]
 TAGS = ["mentor", "friend", "colleague", "expert", "student", "author", "speaker", "reviewer"]
@@ -164,12 +255,16 @@ class MemoryGraph:
         elif type_ == "Organization":
             attrs = {"founded": 1900 + rnd.randrange(125), "size": rnd.randrange(5, 50000), "industry": INDUSTRIES[rnd.randrange(len(INDUSTRIES))]}
         else:
-            attrs = {"country": CITIES[i % len(CITIES)][:2].upper(), "population": rnd.randrange(1000, 5_000_000),
-                     "lat": round(rnd.uniform(-60, 60), 5), "lon": round(rnd.uniform(-180, 180), 5)}
+            attrs = {
+                "country": CITIES[i % len(CITIES)][:2].upper(),
+                "population": rnd.randrange(1000, 5_000_000),
+                "lat": round(rnd.uniform(-60, 60), 5),
+                "lon": round(rnd.uniform(-180, 180), 5),
+            }
         return Concept(type_, name, attrs)
 
     # ------------------------------------------------------------------ propositions
-    def _pick(self, rnd: random.Random, type_: str, k: int, exclude: Optional[int] = None, below: Optional[int] = None) -> list[int]:
+    def _pick(self, rnd: random.Random, type_: str, k: int, exclude: int | None = None, below: int | None = None) -> list[int]:
         size = below if below is not None else self.counts[type_]
         out: list[int] = []
         while len(out) < min(k, size - (1 if exclude is not None and exclude < size else 0)):
@@ -180,7 +275,10 @@ class MemoryGraph:
 
     def _link(self, s: tuple, p: str, o: tuple, rnd: random.Random, **attributes: Any) -> int:
         day = rnd.randrange(3 * 365)
-        meta = {"confidence": round(0.3 + 0.7 * rnd.random(), 4), "created_at": f"{2023 + day // 365}-{1 + (day % 365) // 31:02d}-{1 + (day % 365) % 28:02d}T00:00:00Z"}
+        meta = {
+            "confidence": round(0.3 + 0.7 * rnd.random(), 4),
+            "created_at": f"{2023 + day // 365}-{1 + (day % 365) // 31:02d}-{1 + (day % 365) % 28:02d}T00:00:00Z",
+        }
         self.links.append(Link(s, p, o, attributes, meta))
         return len(self.links) - 1
 
@@ -191,9 +289,13 @@ class MemoryGraph:
             self.links.append(Link(c.key, "belongs_to_domain", ("Domain", DOMAIN_OF[c.type])))
         for i in range(self.counts["Person"]):
             for j in self._pick(rnd, "Person", 2, exclude=i):
-                self.knows_index[(bt["Person"][i].name, bt["Person"][j].name)] = self._link(key("Person", i), "knows", key("Person", j), rnd, since=1990 + rnd.randrange(35))
+                self.knows_index[(bt["Person"][i].name, bt["Person"][j].name)] = self._link(
+                    key("Person", i), "knows", key("Person", j), rnd, since=1990 + rnd.randrange(35)
+                )
             if i % 5 != 4:
-                self._link(key("Person", i), "works_at", key("Organization", rnd.randrange(self.counts["Organization"])), rnd, role=TAGS[rnd.randrange(len(TAGS))])
+                self._link(
+                    key("Person", i), "works_at", key("Organization", rnd.randrange(self.counts["Organization"])), rnd, role=TAGS[rnd.randrange(len(TAGS))]
+                )
             for j in self._pick(rnd, "Event", 2):
                 self._link(key("Person", i), "attended", key("Event", j), rnd)
         for i in range(self.counts["Organization"]):
@@ -279,7 +381,7 @@ def schema_capsule() -> str:
     {{type: "Domain", name: "{domain}"}}
     SET ATTRIBUTES {{ description: "The {domain} part of the benchmark memory." }}
   }}""")
-    return "UPSERT {\n" + "\n".join(blocks) + "\n}\nWITH METADATA { source: \"bench\", author: \"$system\", confidence: 1.0 }"
+    return "UPSERT {\n" + "\n".join(blocks) + '\n}\nWITH METADATA { source: "bench", author: "$system", confidence: 1.0 }'
 
 
 def concept_capsule(concepts: list[Concept]) -> str:
@@ -288,9 +390,9 @@ def concept_capsule(concepts: list[Concept]) -> str:
     for c in concepts:
         blocks.append(
             f"  CONCEPT {{\n    {concept_clause(c.key)}\n    SET ATTRIBUTES {kip_map(c.attributes)}\n"
-            f"    SET PROPOSITIONS {{ (\"belongs_to_domain\", {concept_clause(('Domain', DOMAIN_OF[c.type]))}) }}\n  }}"
+            f'    SET PROPOSITIONS {{ ("belongs_to_domain", {concept_clause(("Domain", DOMAIN_OF[c.type]))}) }}\n  }}'
         )
-    return "UPSERT {\n" + "\n".join(blocks) + "\n}\nWITH METADATA { source: \"bench\", confidence: 0.9 }"
+    return "UPSERT {\n" + "\n".join(blocks) + '\n}\nWITH METADATA { source: "bench", confidence: 0.9 }'
 
 
 def endpoint_text(graph_links: list[Link], ref: tuple) -> str:
@@ -308,12 +410,12 @@ def proposition_capsule(graph_links: list[Link], links: list[Link]) -> str:
         attrs = f"\n    SET ATTRIBUTES {kip_map(link.attributes)}" if link.attributes else ""
         meta = f"\n  WITH METADATA {kip_map(link.metadata)}" if link.metadata else ""
         blocks.append(f"  PROPOSITION {{\n    {body}{attrs}\n  }}{meta}")
-    return "UPSERT {\n" + "\n".join(blocks) + "\n}\nWITH METADATA { source: \"bench\" }"
+    return "UPSERT {\n" + "\n".join(blocks) + '\n}\nWITH METADATA { source: "bench" }'
 
 
 def batches(items: list, size: int) -> Iterator[list]:
     for start in range(0, len(items), size):
-        yield items[start:start + size]
+        yield items[start : start + size]
 
 
 def load_capsules(graph: MemoryGraph, concept_batch: int = 500, link_batch: int = 1000) -> Iterator[tuple[str, str, int]]:

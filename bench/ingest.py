@@ -13,16 +13,17 @@ untimed). Three timings, alternated:
                   model on, until the write answers; ``embed_drain_s`` is how long its background
                   refresh then needs until every element has its vector (``wait_for_embeddings``).
 """
+
 from __future__ import annotations
 
 import statistics
 import time
-from typing import Any, Optional
+from typing import Any
 
 import neo4j
 
-from kip2cypher.syntax import parser as kparser
 from kip2cypher.lower.compile import _compile_cached, compile_plan
+from kip2cypher.syntax import parser as kparser
 
 from . import writer
 from .capsule import ingest_capsule
@@ -33,19 +34,19 @@ COUNT_NODES = "MATCH (n) RETURN count(n) AS n"
 COUNT_RELS = "MATCH ()-[r]->() RETURN count(r) AS n"
 
 
-def _fresh(nexus: Any, database: Optional[str]) -> None:
+def _fresh(nexus: Any, database: str | None) -> None:
     wipe(nexus.driver, database)
     nexus.bootstrap()
     _check(nexus.execute_kip(schema_capsule()), "schema capsule")
 
 
-def _counts(nexus: Any, database: Optional[str]) -> tuple[int, int]:
+def _counts(nexus: Any, database: str | None) -> tuple[int, int]:
     nodes = nexus.driver.execute_query(COUNT_NODES, database_=database).records[0]["n"]
     rels = nexus.driver.execute_query(COUNT_RELS, database_=database).records[0]["n"]
     return nodes, rels
 
 
-def run(nexus: Any, database: Optional[str], reps: int, log=print, embedder: Any = None) -> dict[str, Any]:
+def run(nexus: Any, database: str | None, reps: int, log=print, embedder: Any = None) -> dict[str, Any]:
     capsule = ingest_capsule()
     embed_s: list[float] = []
     drain_s: list[float] = []
@@ -109,23 +110,30 @@ def run(nexus: Any, database: Optional[str], reps: int, log=print, embedder: Any
         samples.clear()
     for rep in range(reps):
         order = [lambda: kip(True), lambda: kip(False), cypher] + ([kip_embedded] if embedded is not None else [])
-        for step in (order if rep % 2 == 0 else order[::-1]):
+        for step in order if rep % 2 == 0 else order[::-1]:
             step()
-        log(f"  ingest rep {rep + 1}/{reps}: kip {kip_s[-1]:.2f}s (exec {exec_s[-1]:.2f}s), cypher {cypher_s[-1]:.2f}s"
-            + (f", kip with embeddings {embed_s[-1]:.2f}s (+{drain_s[-1]:.2f}s background)" if embed_s else ""))
+        log(
+            f"  ingest rep {rep + 1}/{reps}: kip {kip_s[-1]:.2f}s (exec {exec_s[-1]:.2f}s), cypher {cypher_s[-1]:.2f}s"
+            + (f", kip with embeddings {embed_s[-1]:.2f}s (+{drain_s[-1]:.2f}s background)" if embed_s else "")
+        )
     if embedded is not None:
         embedded.close()
     if len(set(shapes.values())) != 1:
         raise AssertionError(f"ingest: KIP and the hand-written MERGE wrote different (nodes, relationships): {shapes}")
     kip_med, exec_med, cy_med = statistics.median(kip_s), statistics.median(exec_s), statistics.median(cypher_s)
-    embedding = {} if not embed_s else {
-        "embedder": embedder.name,
-        "kip_embed_s": round(statistics.median(embed_s), 3),
-        "embed_drain_s": round(statistics.median(drain_s), 3),
-        "embed_ratio": round(statistics.median(embed_s) / kip_med, 3),
-        "embed_total_ratio": round(statistics.median([a + b for a, b in zip(embed_s, drain_s)]) / kip_med, 3),
-    }
-    return {**embedding,
+    embedding = (
+        {}
+        if not embed_s
+        else {
+            "embedder": embedder.name,
+            "kip_embed_s": round(statistics.median(embed_s), 3),
+            "embed_drain_s": round(statistics.median(drain_s), 3),
+            "embed_ratio": round(statistics.median(embed_s) / kip_med, 3),
+            "embed_total_ratio": round(statistics.median([a + b for a, b in zip(embed_s, drain_s)]) / kip_med, 3),
+        }
+    )
+    return {
+        **embedding,
         "concepts": capsule.concepts,
         "propositions": capsule.propositions,
         "capsule_chars": len(capsule.text),

@@ -6,11 +6,13 @@ a ``:placeholder``. The text of each shape is parsed once (the parser's cache) a
 batch after the first only binds new parameters — how an application streams knowledge
 into KIP. ``bench.ingest`` separately measures literal capsules (what an agent writes).
 """
+
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 from .graph import DOMAIN_OF, Concept, Link, MemoryGraph, kip_value, schema_capsule
 
@@ -23,7 +25,7 @@ def _chunks(items: list, top: int) -> Iterator[tuple[list, int]]:
     size = min(top, len(items))
     for start in range(0, len(items), size):
         if start + size <= len(items):
-            yield items[start:start + size], size
+            yield items[start : start + size], size
         else:
             yield items[-size:], len(items) - start
 
@@ -33,10 +35,9 @@ def concept_template(keys: tuple[str, ...], count: int) -> str:
     for i in range(count):
         attrs = ", ".join(f"{k}: :a{i}_{j}" for j, k in enumerate(keys))
         blocks.append(
-            f"CONCEPT {{ {{type: :t, name: :n{i}}} SET ATTRIBUTES {{ {attrs} }} "
-            f"SET PROPOSITIONS {{ (\"belongs_to_domain\", {{type: \"Domain\", name: :d}}) }} }}"
+            f'CONCEPT {{ {{type: :t, name: :n{i}}} SET ATTRIBUTES {{ {attrs} }} SET PROPOSITIONS {{ ("belongs_to_domain", {{type: "Domain", name: :d}}) }} }}'
         )
-    return "UPSERT {\n" + "\n".join(blocks) + "\n}\nWITH METADATA { source: \"bench\", confidence: 0.9 }"
+    return "UPSERT {\n" + "\n".join(blocks) + '\n}\nWITH METADATA { source: "bench", confidence: 0.9 }'
 
 
 def concept_params(chunk: list[Concept], keys: tuple[str, ...]) -> dict[str, Any]:
@@ -50,7 +51,7 @@ def concept_params(chunk: list[Concept], keys: tuple[str, ...]) -> dict[str, Any
 
 def _endpoint(tag: str, nested: bool) -> str:
     if nested:
-        return (f"({{type: :{tag}st, name: :{tag}sn}}, \"knows\", {{type: :{tag}ot, name: :{tag}on}})")
+        return f'({{type: :{tag}st, name: :{tag}sn}}, "knows", {{type: :{tag}ot, name: :{tag}on}})'
     return f"{{type: :{tag}t, name: :{tag}n}}"
 
 
@@ -61,7 +62,7 @@ def link_template(predicate: str, attr_keys: tuple[str, ...], meta_keys: tuple[s
         attrs = (" SET ATTRIBUTES { " + ", ".join(f"{k}: :a{i}_{j}" for j, k in enumerate(attr_keys)) + " }") if attr_keys else ""
         meta = (" WITH METADATA { " + ", ".join(f"{k}: :m{i}_{j}" for j, k in enumerate(meta_keys)) + " }") if meta_keys else ""
         blocks.append(f"PROPOSITION {{ {body}{attrs} }}{meta}")
-    return "UPSERT {\n" + "\n".join(blocks) + "\n}\nWITH METADATA { source: \"bench\" }"
+    return "UPSERT {\n" + "\n".join(blocks) + '\n}\nWITH METADATA { source: "bench" }'
 
 
 def link_params(graph: MemoryGraph, chunk: list[Link], attr_keys: tuple[str, ...], meta_keys: tuple[str, ...]) -> dict[str, Any]:
@@ -109,8 +110,12 @@ def plan_batches(graph: MemoryGraph, top: int = BATCH) -> Iterator[Batch]:
                 continue
             for chunk, new in _chunks(items, top):
                 size = len(chunk)
-                yield Batch("higher-order" if nested else "propositions", link_template(predicate, attr_keys, meta_keys, nested, size),
-                            link_params(graph, chunk, attr_keys, meta_keys), new)
+                yield Batch(
+                    "higher-order" if nested else "propositions",
+                    link_template(predicate, attr_keys, meta_keys, nested, size),
+                    link_params(graph, chunk, attr_keys, meta_keys),
+                    new,
+                )
 
 
 @dataclass
@@ -130,8 +135,9 @@ class LoadStats:
             "total_s": round(total, 2),
             "batches": self.batches,
             "compile_s": round(self.compile_s, 2),
-            "phases": {p: {"s": round(s, 2), "elements": self.elements[p], "per_s": round(self.elements[p] / s) if s else None}
-                       for p, s in self.seconds.items()},
+            "phases": {
+                p: {"s": round(s, 2), "elements": self.elements[p], "per_s": round(self.elements[p] / s) if s else None} for p, s in self.seconds.items()
+            },
         }
 
 

@@ -1,7 +1,8 @@
 """Render benchmark reports as the Markdown tables of docs/performance.md.
 
-    python -m bench.markdown bench/results/report-100k.json [bench/results/report-10k.json …]
+python -m bench.markdown bench/results/report-100k.json [bench/results/report-10k.json …]
 """
+
 from __future__ import annotations
 
 import json
@@ -34,8 +35,12 @@ def queries_table(reports: list[dict[str, Any]]) -> str:
             ratio = match.get("ratio")
             mark = "" if ratio is None or ratio <= r.get("targets", {}).get("max_ratio", 1.3) else " ✗"
             row += [_f(match.get("kip_ms")), _f(match.get("cypher_ms")), _f(ratio) + mark]
-        row += [f"{_f(q.get('kip_db_hits'))} / {_f(q.get('cypher_db_hits'))}", _f(q.get("rows")),
-                _f(q.get("compile_cold_ms")), _f(q.get("compile_cached_us"), 1)]
+        row += [
+            f"{_f(q.get('kip_db_hits'))} / {_f(q.get('cypher_db_hits'))}",
+            _f(q.get("rows")),
+            _f(q.get("compile_cold_ms")),
+            _f(q.get("compile_cached_us"), 1),
+        ]
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
 

@@ -12,6 +12,7 @@ The bench's Cypher is written once for the default namespace; ``cypher`` rewrite
 bench's own statements pass through here (no user text), and the rewrite is checked by the
 runner like any hand-written statement: both sides must give the same answer.
 """
+
 from __future__ import annotations
 
 import re

@@ -13,6 +13,7 @@ end-to-end import budget.
 
     python bench/parse_bench.py [--repeat N] [--spec-only] [--large-only] [--cpu] [--profile]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,13 +27,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import parser_fixtures  # noqa: E402
-from kip2cypher.syntax.parser import clear_cache, parse  # noqa: E402
+
 from kip2cypher.resources import capsule_text  # noqa: E402
+from kip2cypher.syntax.parser import clear_cache, parse  # noqa: E402
 
 _TYPES = ("Drug", "Symptom", "Person", "Event", "Topic")
 _PREDICATES = ("treats", "has_side_effect", "knows", "mentions", "related_to")
-_WORDS = ("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau "
-          "upsilon phi chi psi omega headache fever aspirin relief dose daily acute chronic mild severe").split()
+_WORDS = (
+    "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau "
+    "upsilon phi chi psi omega headache fever aspirin relief dose daily acute chronic mild severe"
+).split()
 
 
 def large_capsule(concepts: int = 1000, propositions: int = 2000, seed: int = 7) -> str:
@@ -149,8 +153,10 @@ def main() -> None:
         print(f"{name[:62]:<62} {chars:>6} {cold_s * 1e3:>8.3f} {cached_s * 1e6:>10.2f}")
     cold_median = statistics.median(r[2] for r in rows) * 1e3
     cached_median = statistics.median(r[3] for r in rows) * 1e6
-    print(f"\n{len(rows)} entries: median cold {cold_median:.3f} ms (target ≤ 1 ms), "
-          f"median cached {cached_median:.2f} µs (target ≤ 20 µs), slowest cold {max(r[2] for r in rows) * 1e3:.2f} ms\n")
+    print(
+        f"\n{len(rows)} entries: median cold {cold_median:.3f} ms (target ≤ 1 ms), "
+        f"median cached {cached_median:.2f} µs (target ≤ 20 µs), slowest cold {max(r[2] for r in rows) * 1e3:.2f} ms\n"
+    )
     large(args.repeat)
 
 

@@ -6,6 +6,7 @@
   write) the median over its queries of the KIP and the hand-written median ms, their ratio,
   and the graph load and capsule ingest times.
 """
+
 from __future__ import annotations
 
 import json
@@ -38,8 +39,13 @@ def draw(report: dict[str, Any], out: Path) -> list[Path]:
         ax.set_xlabel("KIP end-to-end / hand-written Cypher (median ms)")
         ax.set_title(f"kip2cypher vs hand-written Cypher — {report['scale']} concepts, Neo4j {report['neo4j_version']}")
         handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in COLORS.values()]
-        ax.legend(handles + ax.get_legend_handles_labels()[0], list(COLORS) + ax.get_legend_handles_labels()[1], fontsize=7,
-                  loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        ax.legend(
+            handles + ax.get_legend_handles_labels()[0],
+            list(COLORS) + ax.get_legend_handles_labels()[1],
+            fontsize=7,
+            loc="upper left",
+            bbox_to_anchor=(1.01, 1.0),
+        )
         fig.tight_layout()
         path = out / f"ratio-{report['scale']}.png"
         fig.savefig(path, dpi=110)
@@ -67,8 +73,7 @@ def _class_medians(report: dict[str, Any], kind: str) -> tuple[float, float, flo
     qs = [q for q in report["queries"] if q.get("ratio") is not None and q["kind"] == kind]
     if not qs:
         return float("nan"), float("nan"), float("nan")
-    return (statistics.median(q["kip_ms"] for q in qs), statistics.median(q["cypher_ms"] for q in qs),
-            statistics.median(q["ratio"] for q in qs))
+    return (statistics.median(q["kip_ms"] for q in qs), statistics.median(q["cypher_ms"] for q in qs), statistics.median(q["ratio"] for q in qs))
 
 
 def draw_scale(plt: Any, reports: list[dict[str, Any]], path: Path) -> None:
@@ -81,8 +86,11 @@ def draw_scale(plt: Any, reports: list[dict[str, Any]], path: Path) -> None:
         ax2.plot(xs, [m[2] for m in medians], "o-", color=color, label=kind)
     load = [r.get("load", {}).get("total_s") for r in reports]
     ax3.plot(xs, load, "o-", color="black", label="graph load through KIP (s)")
-    for key, style, name in (("kip_s", "o-", "ingest KIP (s)"), ("cypher_s", "x:", "ingest hand-written (s)"),
-                             ("kip_embed_s", "s-", "ingest KIP, model on (s)")):
+    for key, style, name in (
+        ("kip_s", "o-", "ingest KIP (s)"),
+        ("cypher_s", "x:", "ingest hand-written (s)"),
+        ("kip_embed_s", "s-", "ingest KIP, model on (s)"),
+    ):
         ys = [r.get("ingest", {}).get(key) for r in reports]
         if any(y is not None for y in ys):
             ax3.plot(xs, ys, style, label=name)

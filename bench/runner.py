@@ -9,25 +9,26 @@ driver with the same access mode. PROFILE db hits are taken in transactions that
 rolled back: for KIP every statement the plan runs (``compile_plan`` + a profiling
 transaction wrapper), for Cypher the hand-written statement(s).
 """
+
 from __future__ import annotations
 
 import statistics
 import time
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 import neo4j
 
-from kip2cypher.syntax import parser as kparser
-from kip2cypher.lower.compile import _compile_cached, compile_plan
 from kip2cypher.execute import new_context
 from kip2cypher.execution import programs
 from kip2cypher.execution.loop import drive_sync
+from kip2cypher.lower.compile import _compile_cached, compile_plan
+from kip2cypher.syntax import parser as kparser
 
 from .queries import Query
 
 
-def db_hits(profile: Optional[dict[str, Any]]) -> int:
+def db_hits(profile: dict[str, Any] | None) -> int:
     if not profile:
         return 0
     return int(profile.get("dbHits", 0)) + sum(db_hits(child) for child in profile.get("children", []))
@@ -41,7 +42,7 @@ class _ProfilingTx:
         self.hits = 0
         self.statements = 0
 
-    def run(self, text: str, parameters: Optional[dict[str, Any]] = None, **kwargs: Any) -> list[Any]:
+    def run(self, text: str, parameters: dict[str, Any] | None = None, **kwargs: Any) -> list[Any]:
         params = dict(parameters or {})
         params.update(kwargs)
         result = self.tx.run("PROFILE " + text, params)
@@ -58,30 +59,30 @@ class Measurement:
     kip_samples: list[float] = field(default_factory=list)
     cypher_samples: list[float] = field(default_factory=list)
     alt_samples: list[float] = field(default_factory=list)
-    kip_db_hits: Optional[int] = None
-    cypher_db_hits: Optional[int] = None
-    kip_statements: Optional[int] = None
-    compile_cold_ms: Optional[float] = None
-    compile_cached_us: Optional[float] = None
+    kip_db_hits: int | None = None
+    cypher_db_hits: int | None = None
+    kip_statements: int | None = None
+    compile_cold_ms: float | None = None
+    compile_cached_us: float | None = None
     rows: int = 0
-    error: Optional[str] = None
+    error: str | None = None
 
     @property
-    def kip_ms(self) -> Optional[float]:
+    def kip_ms(self) -> float | None:
         return statistics.median(self.kip_samples) * 1e3 if self.kip_samples else None
 
     @property
-    def cypher_ms(self) -> Optional[float]:
+    def cypher_ms(self) -> float | None:
         return statistics.median(self.cypher_samples) * 1e3 if self.cypher_samples else None
 
     @property
-    def ratio_min(self) -> Optional[float]:
+    def ratio_min(self) -> float | None:
         if not self.kip_samples or not self.cypher_samples:
             return None
         return min(self.kip_samples) / min(self.cypher_samples)
 
     @property
-    def ratio(self) -> Optional[float]:
+    def ratio(self) -> float | None:
         if not self.kip_samples or not self.cypher_samples:
             return None
         return self.kip_ms / self.cypher_ms
@@ -115,7 +116,7 @@ class Measurement:
 
 
 class Runner:
-    def __init__(self, nexus: Any, database: Optional[str], log=print, semantic_nexus: Any = None) -> None:
+    def __init__(self, nexus: Any, database: str | None, log=print, semantic_nexus: Any = None) -> None:
         self.nexus = nexus
         self.semantic_nexus = semantic_nexus  # the same server, with the bench embedder (semantic / hybrid SEARCH)
         self.driver = nexus.driver
@@ -126,7 +127,7 @@ class Runner:
         return self.semantic_nexus if q.semantic else self.nexus
 
     # ------------------------------------------------------------------ one side
-    def run_kip(self, text: str, params: dict[str, Any], q: Optional[Query] = None) -> dict[str, Any]:
+    def run_kip(self, text: str, params: dict[str, Any], q: Query | None = None) -> dict[str, Any]:
         return (self.nexus_for(q) if q is not None else self.nexus).execute_kip(text, parameters=params or None)
 
     def run_cypher(self, q: Query, text: str, params: dict[str, Any], post: bool = True) -> list[Any]:
@@ -152,7 +153,8 @@ class Runner:
         if not q.same(kip, cypher):
             raise AssertionError(
                 f"{q.name}: KIP and hand-written Cypher disagree ({len(kip)} vs {len(cypher)} rows)\n"
-                f"  KIP   : {sorted(kip, key=repr)[:5]}\n  Cypher: {sorted(cypher, key=repr)[:5]}")
+                f"  KIP   : {sorted(kip, key=repr)[:5]}\n  Cypher: {sorted(cypher, key=repr)[:5]}"
+            )
         if q.check is not None:
             q.check(self.driver, self.database)
         return len(kip)
@@ -178,7 +180,7 @@ class Runner:
         self.compile_times(q, m)
         return m
 
-    def _timed_pair(self, q: Query, i: int, kip_first: bool, record: Optional[Measurement]) -> None:
+    def _timed_pair(self, q: Query, i: int, kip_first: bool, record: Measurement | None) -> None:
         kip_text, kip_params, cypher_text, cypher_params = q.command(i)
 
         def kip() -> None:

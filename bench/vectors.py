@@ -8,10 +8,12 @@ not as cost. Both sides of a semantic query use the same query vector. Only conc
 embedded (the propositions' index stays empty: 1.4M vectors at 300k would not fit the page
 cache of the bench server). What the real model costs is measured by the ingest benchmark.
 """
+
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from kip2cypher.text import words
 

@@ -6,10 +6,12 @@ They produce the same nodes, labels, properties and relationships as a KIP UPSER
 ``KIP_OBJECT`` relationships, and the native predicate relationship carrying ``kip_id``.
 Values go through ``storage.encode`` exactly as KIP stores them.
 """
+
 from __future__ import annotations
 
-from datetime import datetime, timezone
-from typing import Any, Iterable
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
 
 from kip2cypher.cypher import storage
 
@@ -36,7 +38,7 @@ RETURN count(l) AS links"""
 
 
 def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def props(attributes: dict[str, Any], metadata: dict[str, Any]) -> dict[str, Any]:

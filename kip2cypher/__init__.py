@@ -1,7 +1,8 @@
 """kip2cypher: KIP v1.0-RC10 compiled to parameterized Cypher and executed on Neo4j."""
-from .errors import KipError
 
+from .errors import KipError
 from .version import __version__
+
 __all__ = ["KipError", "parse", "compile", "connect", "connect_async", "Nexus", "AsyncNexus", "__version__"]
 
 

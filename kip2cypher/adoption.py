@@ -23,6 +23,7 @@ key, its line and the fix (the defined name it probably meant, when there is one
     [options]
     link_memory = false               # may memory propositions point at adopted concepts? (docs/adopt.md)
 """
+
 from __future__ import annotations
 
 import json
@@ -31,7 +32,7 @@ import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -62,11 +63,11 @@ class AdoptedType:
     #: (KIP attribute key, node property), in the file's order.
     attributes: tuple[tuple[str, str], ...]
     description: str
-    key: Optional[str] = None
+    key: str | None = None
     #: Properties of the adopted full-text index (keyword SEARCH); the name property first.
     text: tuple[str, ...] = ()
 
-    def property_of(self, key: str) -> Optional[str]:
+    def property_of(self, key: str) -> str | None:
         """The node property behind attribute ``key`` (None: not exposed)."""
         return dict(self.attributes).get(key)
 
@@ -84,7 +85,7 @@ class AdoptedPredicate:
     #: Relationship properties of the adopted relationship full-text index (keyword SEARCH PROPOSITION).
     text: tuple[str, ...] = ()
 
-    def property_of(self, key: str) -> Optional[str]:
+    def property_of(self, key: str) -> str | None:
         return dict(self.attributes).get(key)
 
 
@@ -109,10 +110,10 @@ class Adoption:
     #: semantic and hybrid SEARCH PROPOSITION then also query their shadow vector index.
     relationships_embedded: bool = False
 
-    def type(self, name: str) -> Optional[AdoptedType]:
+    def type(self, name: str) -> AdoptedType | None:
         return next((t for t in self.types if t.name == name), None)
 
-    def predicate(self, name: str) -> Optional[AdoptedPredicate]:
+    def predicate(self, name: str) -> AdoptedPredicate | None:
         return next((p for p in self.predicates if p.name == name), None)
 
     @property
@@ -137,19 +138,27 @@ class Adoption:
                 "relationships_indexed": self.relationships_indexed,
                 "relationships_embedded": self.relationships_embedded,
             },
-            ensure_ascii=False, sort_keys=True, separators=(",", ":"),
+            ensure_ascii=False,
+            sort_keys=True,
+            separators=(",", ":"),
         )
 
     @classmethod
-    def from_json(cls, text: str) -> "Adoption":
+    def from_json(cls, text: str) -> Adoption:
         """The stored form back; KIP_4003 when it was written by an incompatible version."""
         try:
             data = json.loads(text)
             if data.get("format") != FORMAT:
                 raise ValueError(f"format {data.get('format')!r}")
             return cls(
-                types=tuple(AdoptedType(t["name"], t["label"], t["name_property"], _pairs(t["attributes"]), t["description"], t.get("key"), tuple(t["text"])) for t in data["types"]),
-                predicates=tuple(AdoptedPredicate(p["name"], p["rel_type"], p["subject"], p["object"], _pairs(p["attributes"]), p["description"], tuple(p.get("text", ()))) for p in data["predicates"]),
+                types=tuple(
+                    AdoptedType(t["name"], t["label"], t["name_property"], _pairs(t["attributes"]), t["description"], t.get("key"), tuple(t["text"]))
+                    for t in data["types"]
+                ),
+                predicates=tuple(
+                    AdoptedPredicate(p["name"], p["rel_type"], p["subject"], p["object"], _pairs(p["attributes"]), p["description"], tuple(p.get("text", ())))
+                    for p in data["predicates"]
+                ),
                 link_memory=bool(data["options"]["link_memory"]),
                 text_indexed=bool(data.get("text_indexed", False)),
                 embedded=bool(data.get("embedded", False)),
@@ -165,13 +174,27 @@ class Adoption:
 
 
 def _type_json(t: AdoptedType) -> dict[str, Any]:
-    return {"name": t.name, "label": t.label, "name_property": t.name_property, "attributes": [list(a) for a in t.attributes],
-            "description": t.description, "key": t.key, "text": list(t.text)}
+    return {
+        "name": t.name,
+        "label": t.label,
+        "name_property": t.name_property,
+        "attributes": [list(a) for a in t.attributes],
+        "description": t.description,
+        "key": t.key,
+        "text": list(t.text),
+    }
 
 
 def _predicate_json(p: AdoptedPredicate) -> dict[str, Any]:
-    return {"name": p.name, "rel_type": p.rel_type, "subject": p.subject, "object": p.object,
-            "attributes": [list(a) for a in p.attributes], "description": p.description, "text": list(p.text)}
+    return {
+        "name": p.name,
+        "rel_type": p.rel_type,
+        "subject": p.subject,
+        "object": p.object,
+        "attributes": [list(a) for a in p.attributes],
+        "description": p.description,
+        "text": list(p.text),
+    }
 
 
 def _pairs(items: list) -> tuple[tuple[str, str], ...]:
@@ -191,11 +214,11 @@ def id_prefix(name: str) -> str:
     return f"{ID_PREFIX}{name}:"
 
 
-def split_id(value: Any) -> Optional[tuple[str, str]]:
+def split_id(value: Any) -> tuple[str, str] | None:
     """``"A:Drug:D001"`` → ``("Drug", "D001")``; None for anything that is not an adopted id."""
     if not isinstance(value, str) or not value.startswith(ID_PREFIX):
         return None
-    name, sep, rest = value[len(ID_PREFIX):].partition(":")
+    name, sep, rest = value[len(ID_PREFIX) :].partition(":")
     return (name, rest) if sep and IDENTIFIER.match(name) else None
 
 
@@ -251,9 +274,9 @@ class _TypeEntry(_Entry):
     label: str = Field(min_length=1)
     name: str = Field(default="name", min_length=1)
     attributes: Attributes = Field(default_factory=list)
-    description: Optional[str] = None
-    key: Optional[str] = Field(default=None, min_length=1)
-    text: Optional[list[str]] = None
+    description: str | None = None
+    key: str | None = Field(default=None, min_length=1)
+    text: list[str] | None = None
 
 
 class _PredicateEntry(_Entry):
@@ -261,8 +284,8 @@ class _PredicateEntry(_Entry):
     subject: str
     object: str
     attributes: Attributes = Field(default_factory=list)
-    text: Optional[list[str]] = None
-    description: Optional[str] = None
+    text: list[str] | None = None
+    description: str | None = None
 
 
 class _Options(_Entry):
@@ -275,12 +298,14 @@ class _File(_Entry):
     options: _Options = Field(default_factory=_Options)
 
 
-def load(path: Union[str, Path]) -> Adoption:
+def load(path: str | Path) -> Adoption:
     """Read and validate a mapping file (KipError naming the key and line of the first mistake)."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
-        raise KipError(errors.NOT_FOUND, f"Cannot read the mapping file {str(path)!r}: {exc.strerror or exc}.", "Give the path of a TOML mapping file (docs/adopt.md).") from None
+        raise KipError(
+            errors.NOT_FOUND, f"Cannot read the mapping file {str(path)!r}: {exc.strerror or exc}.", "Give the path of a TOML mapping file (docs/adopt.md)."
+        ) from None
     return parse(text, str(path))
 
 
@@ -289,7 +314,9 @@ def parse(text: str, source: str = "the mapping") -> Adoption:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise KipError(errors.INVALID_SYNTAX, f"{source} is not valid TOML: {exc}.", "Fix the TOML syntax (https://toml.io); docs/adopt.md shows a complete mapping.") from None
+        raise KipError(
+            errors.INVALID_SYNTAX, f"{source} is not valid TOML: {exc}.", "Fix the TOML syntax (https://toml.io); docs/adopt.md shows a complete mapping."
+        ) from None
     where = _Locator(text, source)
     try:
         file = _File.model_validate(data)
@@ -309,7 +336,7 @@ def _pydantic_message(error: dict[str, Any]) -> str:
     if error["type"] == "extra_forbidden":
         return "unknown key"
     if any(str(part).startswith(("list[", "dict[")) for part in error["loc"]):
-        return f"attributes must be a list of property names or a table of KIP key = \"property\" (got {error.get('input')!r})"
+        return f'attributes must be a list of property names or a table of KIP key = "property" (got {error.get("input")!r})'
     if error["type"] == "model_type":
         return f"must be a table (got {error.get('input')!r})"
     if error["type"] == "missing":
@@ -330,9 +357,9 @@ def _pydantic_hint(loc: tuple[str, ...], error: dict[str, Any]) -> str:
     if any(str(part).startswith(("list[", "dict[")) for part in error["loc"]):
         return 'Write attributes = ["risk", "approved"] or attributes = { risk = "risk_level" }.'
     if error["type"] == "missing":
-        return f"Add {key} = \"…\" to the [{'.'.join(loc[:-1])}] table (docs/adopt.md)."
+        return f'Add {key} = "…" to the [{".".join(loc[:-1])}] table (docs/adopt.md).'
     if error["type"] in ("string_type", "string_too_short"):
-        return f"Write {key} = \"…\": a non-empty quoted string (docs/adopt.md)."
+        return f'Write {key} = "…": a non-empty quoted string (docs/adopt.md).'
     if error["type"] == "bool_type":
         return f"Write {key} = true or {key} = false."
     if error["type"] == "model_type":
@@ -353,7 +380,7 @@ class _Locator:
         line = self.line(loc)
         return f"{self.source}, key {dotted}" + (f" (line {line})" if line else "")
 
-    def line(self, loc: tuple[str, ...]) -> Optional[int]:
+    def line(self, loc: tuple[str, ...]) -> int | None:
         if not loc:
             return None
         table = loc[:2] if loc[0] in ("types", "predicates") else loc[:1]
@@ -362,7 +389,7 @@ class _Locator:
         if start is None:  # a key outside any table
             top = re.compile(r"\s*\"?" + re.escape(loc[0]) + r"\"?\s*=")
             return next((i + 1 for i, line in enumerate(self.lines) if top.match(line)), None)
-        rest = loc[len(table):]
+        rest = loc[len(table) :]
         if not rest:
             return start + 1
         key = re.compile(r"\s*\"?" + re.escape(rest[0]) + r"\"?\s*=")
@@ -388,32 +415,55 @@ class _Checker:
         types = tuple(self.type_entry(name, entry) for name, entry in self.file.types.items())
         predicates = tuple(self.predicate_entry(name, entry) for name, entry in self.file.predicates.items())
         if not types:
-            raise self.fail(("types",), "the mapping adopts no type.", "Add at least one [types.<Name>] table with a label (docs/adopt.md).", errors.CONSTRAINT_VIOLATION)
+            raise self.fail(
+                ("types",), "the mapping adopts no type.", "Add at least one [types.<Name>] table with a label (docs/adopt.md).", errors.CONSTRAINT_VIOLATION
+            )
         labels: dict[str, str] = {}
         for t in types:
             if t.label in labels:
-                raise self.fail(("types", t.name, "label"), f"the label {t.label!r} is already mapped by type {labels[t.label]!r}.",
-                                "Map each label to one concept type.", errors.CONSTRAINT_VIOLATION)
+                raise self.fail(
+                    ("types", t.name, "label"),
+                    f"the label {t.label!r} is already mapped by type {labels[t.label]!r}.",
+                    "Map each label to one concept type.",
+                    errors.CONSTRAINT_VIOLATION,
+                )
             labels[t.label] = t.name
         seen: dict[tuple[str, str, str], str] = {}
         for p in predicates:
             same = seen.setdefault((p.rel_type, p.subject, p.object), p.name)
             if same != p.name:
-                raise self.fail(("predicates", p.name), f"it reads the same relationships as predicate {same!r} (({p.subject})-[:{p.rel_type}]->({p.object})).",
-                                "Map each relationship type between two types to one predicate.", errors.CONSTRAINT_VIOLATION)
+                raise self.fail(
+                    ("predicates", p.name),
+                    f"it reads the same relationships as predicate {same!r} (({p.subject})-[:{p.rel_type}]->({p.object})).",
+                    "Map each relationship type between two types to one predicate.",
+                    errors.CONSTRAINT_VIOLATION,
+                )
             if p.name in self.file.types:
-                raise self.fail(("predicates", p.name), f"{p.name!r} names both a type and a predicate of this mapping.",
-                                "Give the predicate another name (adopted ids \"A:<name>:…\" must say which one they belong to).", errors.CONSTRAINT_VIOLATION)
+                raise self.fail(
+                    ("predicates", p.name),
+                    f"{p.name!r} names both a type and a predicate of this mapping.",
+                    'Give the predicate another name (adopted ids "A:<name>:…" must say which one they belong to).',
+                    errors.CONSTRAINT_VIOLATION,
+                )
         return Adoption(types, predicates, self.file.options.link_memory)
 
     def identifier(self, loc: tuple[str, ...], name: str, what: str) -> None:
         if not IDENTIFIER.match(name):
-            raise self.fail(loc, f"{name!r} is not a valid {what}: KIP names match [A-Za-z_][A-Za-z0-9_]*.",
-                            f"Rename it, e.g. {re.sub(r'[^A-Za-z0-9_]', '_', name) or 'x'!r}" + (" (use a table `attributes = { kip_key = \"property\" }` to expose a property under another key)." if what == "attribute key" else "."))
+            raise self.fail(
+                loc,
+                f"{name!r} is not a valid {what}: KIP names match [A-Za-z_][A-Za-z0-9_]*.",
+                f"Rename it, e.g. {re.sub(r'[^A-Za-z0-9_]', '_', name) or 'x'!r}"
+                + (' (use a table `attributes = { kip_key = "property" }` to expose a property under another key).' if what == "attribute key" else "."),
+            )
 
     def engine_name(self, loc: tuple[str, ...], name: str, what: str) -> None:
         if any(name == stem or name.startswith(stem + "__") for stem in ENGINE_STEMS):
-            raise self.fail(loc, f"{name!r} is a {what} the engine owns.", f"Adopt only the team's own labels and relationship types; {', '.join(ENGINE_STEMS)} (and those names with a __namespace suffix) are the engine's.", errors.IMMUTABLE_TARGET)
+            raise self.fail(
+                loc,
+                f"{name!r} is a {what} the engine owns.",
+                f"Adopt only the team's own labels and relationship types; {', '.join(ENGINE_STEMS)} (and those names with a __namespace suffix) are the engine's.",
+                errors.IMMUTABLE_TARGET,
+            )
 
     def attributes(self, loc: tuple[str, ...], attributes: Attributes) -> tuple[tuple[str, str], ...]:
         pairs = [(a, a) for a in attributes] if isinstance(attributes, list) else list(attributes.items())
@@ -421,7 +471,9 @@ class _Checker:
         for key, prop in pairs:
             self.identifier(loc + ("attributes",), key, "attribute key")
             if not prop:
-                raise self.fail(loc + ("attributes", key), "the property name is empty.", "Name the node or relationship property to expose.", errors.INVALID_SYNTAX)
+                raise self.fail(
+                    loc + ("attributes", key), "the property name is empty.", "Name the node or relationship property to expose.", errors.INVALID_SYNTAX
+                )
             if key in seen:
                 raise self.fail(loc + ("attributes",), f"the attribute {key!r} is listed twice.", "List each attribute once.", errors.CONSTRAINT_VIOLATION)
             seen.add(key)
@@ -459,11 +511,15 @@ class _Checker:
             if ref not in self.file.types:
                 guess = errors.closest(ref, list(self.file.types))
                 raise self.fail(
-                    loc + (role,), f"{ref!r} is not a type of this mapping.",
-                    (f"Did you mean {guess!r}? " if guess else "") + f"A predicate's {role} must be one of the [types.…] tables: {', '.join(self.file.types) or '(none)'}.",
+                    loc + (role,),
+                    f"{ref!r} is not a type of this mapping.",
+                    (f"Did you mean {guess!r}? " if guess else "")
+                    + f"A predicate's {role} must be one of the [types.…] tables: {', '.join(self.file.types) or '(none)'}.",
                     errors.TYPE_MISMATCH,
                 )
         attributes = self.attributes(loc, entry.attributes)
-        description = entry.description or f"Adopted from the Neo4j relationship type {entry.type!r}, ({entry.subject})-[:{entry.type}]->({entry.object}) (read-only)."
+        description = (
+            entry.description or f"Adopted from the Neo4j relationship type {entry.type!r}, ({entry.subject})-[:{entry.type}]->({entry.object}) (read-only)."
+        )
         text = self.text_properties(loc, entry.text or [], "relationship properties keyword SEARCH PROPOSITION reads")
         return AdoptedPredicate(name, entry.type, entry.subject, entry.object, attributes, description, text)

@@ -9,11 +9,12 @@ worker thread, so a command never blocks the event loop on the model::
         await nexus.bootstrap()
         response = await nexus.execute_kip('FIND(?t.name) WHERE { ?t {type: "$ConceptType"} }')
 """
+
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Optional
+from typing import Any
 
 import neo4j
 
@@ -21,7 +22,22 @@ from . import connection, errors, resources
 from .config import Settings
 from .cypher import catalog, storage
 from .errors import KipError
-from .execute import APPLICATION_DRIVER, base_options, new_secret, nexus_settings, default_database, default_uri, env_auth, explain_entries, metadata, new_context, plan_text, bootstrap_capsules, stale_vectors, with_namespace
+from .execute import (
+    APPLICATION_DRIVER,
+    base_options,
+    bootstrap_capsules,
+    default_database,
+    default_uri,
+    env_auth,
+    explain_entries,
+    metadata,
+    new_context,
+    new_secret,
+    nexus_settings,
+    plan_text,
+    stale_vectors,
+    with_namespace,
+)
 from .execution import background, loop, programs
 from .execution.neo4j_errors import DRIVER_ERRORS, from_neo4j
 from .execution.request import Outcome, command_program, request_program
@@ -40,7 +56,17 @@ class AsyncNexus:
     it is used as is and never closed by the nexus.
     """
 
-    def __init__(self, uri: Optional[str] = None, *, auth: Any = None, database: Optional[str] = None, driver: Any = None, settings: Optional[Settings] = None, namespace: Optional[str] = None, **driver_options: Any) -> None:
+    def __init__(
+        self,
+        uri: str | None = None,
+        *,
+        auth: Any = None,
+        database: str | None = None,
+        driver: Any = None,
+        settings: Settings | None = None,
+        namespace: str | None = None,
+        **driver_options: Any,
+    ) -> None:
         """``Nexus.__init__``: a driver of its own or the application's, one namespace."""
         self.settings = with_namespace(settings or Settings(), namespace)
         self.database = database or default_database()
@@ -69,11 +95,11 @@ class AsyncNexus:
         if self._owns_driver:
             await self._driver.close()
 
-    async def wait_for_embeddings(self, timeout: Optional[float] = None) -> bool:
+    async def wait_for_embeddings(self, timeout: float | None = None) -> bool:
         """``Nexus.wait_for_embeddings``."""
         return await self._refresher.wait(timeout)
 
-    async def __aenter__(self) -> "AsyncNexus":
+    async def __aenter__(self) -> AsyncNexus:
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
@@ -89,7 +115,7 @@ class AsyncNexus:
         mode = neo4j.READ_ACCESS if access == "READ" else neo4j.WRITE_ACCESS
         return self._driver.session(database=self.database, default_access_mode=mode, bookmark_manager=self._bookmarks, notifications_min_severity="OFF")
 
-    def in_namespace(self, namespace: str) -> "AsyncNexus":
+    def in_namespace(self, namespace: str) -> AsyncNexus:
         """The nexus of another namespace of the same database, on this one's driver (which it
         never closes): one connection pool for many namespaces (the MCP server's token bindings).
         A cursor secret read from this namespace's nexus node is not carried over: each namespace
@@ -137,11 +163,15 @@ class AsyncNexus:
         return applied
 
     # ------------------------------------------------------------------ §6 interface
-    async def execute_kip(self, command: Optional[str] = None, *, commands: Optional[list[Any]] = None, parameters: Optional[dict[str, Any]] = None, dry_run: bool = False) -> dict[str, Any]:
+    async def execute_kip(
+        self, command: str | None = None, *, commands: list[Any] | None = None, parameters: dict[str, Any] | None = None, dry_run: bool = False
+    ) -> dict[str, Any]:
         """Execute KIP with read-write capability; returns the §6 response dict, never raises."""
         return await self.execute({"command": command, "commands": commands, "parameters": parameters, "dry_run": dry_run})
 
-    async def execute_kip_readonly(self, command: Optional[str] = None, *, commands: Optional[list[Any]] = None, parameters: Optional[dict[str, Any]] = None, dry_run: bool = False) -> dict[str, Any]:
+    async def execute_kip_readonly(
+        self, command: str | None = None, *, commands: list[Any] | None = None, parameters: dict[str, Any] | None = None, dry_run: bool = False
+    ) -> dict[str, Any]:
         """Execute read-only KIP (FIND, DESCRIBE, SEARCH, EXPORT) in READ transactions; any KML rejects the request."""
         return await self.execute({"command": command, "commands": commands, "parameters": parameters, "dry_run": dry_run}, readonly=True)
 
@@ -154,16 +184,18 @@ class AsyncNexus:
         deadline = Deadline.start(settings)
         return await self._drive(request_program(arguments, readonly=readonly, settings=settings, deadline=deadline), deadline)
 
-    async def execute_command(self, text: str, parameters: Optional[dict[str, Any]] = None, *, dry_run: bool = False, readonly: bool = False) -> Outcome:
+    async def execute_command(self, text: str, parameters: dict[str, Any] | None = None, *, dry_run: bool = False, readonly: bool = False) -> Outcome:
         """One command text → ``Outcome`` (its response, its kind, whether it stops a batch); never raises."""
         try:
             settings = await self._request_settings()
         except KipError as exc:
             return Outcome({"error": exc.to_dict()}, None)
         deadline = Deadline.start(settings)
-        return await self._drive(command_program(text, dict(parameters or {}), dry_run=dry_run, readonly=readonly, settings=settings, deadline=deadline), deadline)
+        return await self._drive(
+            command_program(text, dict(parameters or {}), dry_run=dry_run, readonly=readonly, settings=settings, deadline=deadline), deadline
+        )
 
-    async def _drive(self, program: Any, deadline: Optional[Deadline] = None) -> Any:
+    async def _drive(self, program: Any, deadline: Deadline | None = None) -> Any:
         """Step a request program; its steps (parsing, compiling) run in a worker thread so a
         large command never blocks the event loop that serves other requests."""
         reply: Any = None
@@ -179,7 +211,9 @@ class AsyncNexus:
             except KipError as exc:
                 reply = exc
 
-    async def run_plan(self, plan: Plan, *, dry_run: bool = False, readonly: bool = False, engine: bool = False, deadline: Optional[Deadline] = None) -> dict[str, Any]:
+    async def run_plan(
+        self, plan: Plan, *, dry_run: bool = False, readonly: bool = False, engine: bool = False, deadline: Deadline | None = None
+    ) -> dict[str, Any]:
         """Run a plan in one managed transaction (READ for reads, dry runs and readonly); failures are KipErrors."""
         access = "READ" if (readonly or dry_run or plan.access == "READ") else "WRITE"
         ctx = new_context(self.settings, plan, dry_run, engine, deadline)
@@ -189,7 +223,7 @@ class AsyncNexus:
             self._refresher.submit(ctx)
         return response if fresh else stale_vectors(response, self.settings.embedding_wait_s)
 
-    async def _run_program(self, access: str, start: Any, ctx: Any, tx_metadata: Optional[dict[str, Any]] = None) -> Any:
+    async def _run_program(self, access: str, start: Any, ctx: Any, tx_metadata: dict[str, Any] | None = None) -> Any:
         """``Nexus.run_program``: one managed transaction of ``access``; every failure becomes a KipError."""
         try:
             async with await self.session(access) as session:
@@ -198,10 +232,12 @@ class AsyncNexus:
             raise
         except Exception as exc:  # noqa: BLE001
             log.error("execution failure: %r", exc, exc_info=True)
-            raise KipError(errors.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}", "This is an engine bug; report it with the debug field.") from None
+            raise KipError(
+                errors.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}", "This is an engine bug; report it with the debug field."
+            ) from None
 
     # ------------------------------------------------------------------ explain
-    async def explain(self, text: str, parameters: Optional[dict[str, Any]] = None) -> list[dict[str, Any]]:
+    async def explain(self, text: str, parameters: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         """Compile one command and EXPLAIN each of its statements (nothing runs); raises KipError."""
         plan = compile_plan(text, parameters or {}, await self._request_settings())
         out = explain_entries(plan)
@@ -234,7 +270,7 @@ class _Connecting:
 
     def __init__(self, kwargs: dict[str, Any]) -> None:
         self._kwargs = kwargs
-        self._nexus: Optional[AsyncNexus] = None
+        self._nexus: AsyncNexus | None = None
 
     async def _open(self) -> AsyncNexus:
         self._nexus = AsyncNexus(**self._kwargs)
@@ -251,6 +287,15 @@ class _Connecting:
             await self._nexus.close()
 
 
-def connect_async(uri: Optional[str] = None, *, auth: Any = None, database: Optional[str] = None, driver: Any = None, settings: Optional[Settings] = None, namespace: Optional[str] = None, **driver_options: Any) -> _Connecting:
+def connect_async(
+    uri: str | None = None,
+    *,
+    auth: Any = None,
+    database: str | None = None,
+    driver: Any = None,
+    settings: Settings | None = None,
+    namespace: str | None = None,
+    **driver_options: Any,
+) -> _Connecting:
     """``await connect_async(…)`` → an ``AsyncNexus``; ``async with connect_async(…) as nexus`` closes it after."""
     return _Connecting({"uri": uri, "auth": auth, "database": database, "driver": driver, "settings": settings, "namespace": namespace, **driver_options})

@@ -6,12 +6,14 @@ client chooses the texts (issue 18). ``text_cache`` evicts the least recently us
 until the total length of the cached texts is within ``max_chars``; an entry larger than the
 whole bound is computed and not kept. docs/limits.md lists each cache with its bound.
 """
+
 from __future__ import annotations
 
 import functools
 import threading
 from collections import OrderedDict
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 
 class CacheInfo(NamedTuple):

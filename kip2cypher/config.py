@@ -7,9 +7,10 @@ file in the working directory, a ``kip2cypher.toml`` file in the working directo
 message names the variable and the expected type — instead of a bare ``ValueError`` deep in a
 request. ``Settings`` is immutable and hashable: it is part of the compile-cache key.
 """
+
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from pydantic import Field, NonNegativeFloat, PositiveInt, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
@@ -130,7 +131,7 @@ class Settings(BaseSettings):
         """The namespace's ``adoption.Adoption`` (None: nothing adopted)."""
         return self._adoption
 
-    def replace(self, **changes: Any) -> "Settings":
+    def replace(self, **changes: Any) -> Settings:
         """A copy with some fields (or the embedder, or the adoption) changed, validated like a new object."""
         embedder = changes.pop("embedder", self._embedder)
         adoption = changes.pop("adoption", self._adoption)
@@ -207,7 +208,7 @@ def _describe(exc: ValidationError) -> str:
     return "Invalid kip2cypher setting: " + " ".join(parts)
 
 
-def _constraint(field: Optional[Any]) -> str:
+def _constraint(field: Any | None) -> str:
     """' > 0' / ' ≥ 0' / ' between 1 and 256' from a field's annotated-types metadata."""
     bounds = {}
     for item in getattr(field, "metadata", ()):

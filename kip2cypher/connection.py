@@ -10,11 +10,12 @@ Credentials never leave this module inside a URI: ``split_credentials`` moves ``
 out of the URI into the auth tuple (the driver itself refuses such URIs, quoting them whole in
 its error), and every message names ``redact(uri)``.
 """
+
 from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Any, Optional
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from neo4j import AsyncGraphDatabase, GraphDatabase
@@ -29,7 +30,7 @@ CHECK_TIMEOUT_S = 3.0
 SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
 
 
-def split_credentials(uri: str) -> tuple[str, Optional[tuple[str, str]]]:
+def split_credentials(uri: str) -> tuple[str, tuple[str, str] | None]:
     """``bolt://user:pw@host:7687`` → (``bolt://host:7687``, ("user", "pw")); other URIs unchanged.
 
     The user information is everything between ``://`` and the last ``@``, not what a URL
@@ -45,7 +46,11 @@ def split_credentials(uri: str) -> tuple[str, Optional[tuple[str, str]]]:
     try:
         urlsplit(bare)
     except ValueError as exc:
-        raise KipError(errors.INTERNAL_ERROR, f"The Neo4j URI {scheme}://…@{location[:80]!s} cannot be parsed ({exc}).", "Fix NEO4J_URI / --uri; percent-encode special characters of the password (or pass it as NEO4J_PASSWORD).") from None
+        raise KipError(
+            errors.INTERNAL_ERROR,
+            f"The Neo4j URI {scheme}://…@{location[:80]!s} cannot be parsed ({exc}).",
+            "Fix NEO4J_URI / --uri; percent-encode special characters of the password (or pass it as NEO4J_PASSWORD).",
+        ) from None
     return bare, (unquote(user), unquote(password))
 
 
@@ -60,7 +65,11 @@ def check_uri(uri: str) -> None:
         parts = urlsplit(redact(uri))
         hostname, _ = parts.hostname, parts.port  # .port: ValueError for a port that is no number 0–65535
     except ValueError as exc:
-        raise KipError(errors.INTERNAL_ERROR, f"The Neo4j URI {redact(uri)[:120]!r} cannot be parsed ({exc}).", "Fix NEO4J_URI / --uri (e.g. bolt://host:7687, neo4j://[::1]:7687).") from None
+        raise KipError(
+            errors.INTERNAL_ERROR,
+            f"The Neo4j URI {redact(uri)[:120]!r} cannot be parsed ({exc}).",
+            "Fix NEO4J_URI / --uri (e.g. bolt://host:7687, neo4j://[::1]:7687).",
+        ) from None
     if parts.scheme.lower() not in SCHEMES or not hostname:
         raise KipError(
             errors.INTERNAL_ERROR,
@@ -76,7 +85,9 @@ def open_driver(uri: str, auth: Any, options: dict[str, Any]) -> Any:
     try:
         return GraphDatabase.driver(uri, auth=auth, **options)
     except (DriverError, ValueError, TypeError) as exc:
-        raise KipError(errors.INTERNAL_ERROR, f"Cannot open a Neo4j driver for {redact(uri)}: {_scrub(str(exc), uri)}", "Fix NEO4J_URI / --uri or the driver options.") from None
+        raise KipError(
+            errors.INTERNAL_ERROR, f"Cannot open a Neo4j driver for {redact(uri)}: {_scrub(str(exc), uri)}", "Fix NEO4J_URI / --uri or the driver options."
+        ) from None
 
 
 class ReachabilityCheck:
@@ -143,7 +154,9 @@ def open_async_driver(uri: str, auth: Any, options: dict[str, Any]) -> Any:
     try:
         return AsyncGraphDatabase.driver(uri, auth=auth, **options)
     except (DriverError, ValueError, TypeError) as exc:
-        raise KipError(errors.INTERNAL_ERROR, f"Cannot open a Neo4j driver for {redact(uri)}: {_scrub(str(exc), uri)}", "Fix NEO4J_URI / --uri or the driver options.") from None
+        raise KipError(
+            errors.INTERNAL_ERROR, f"Cannot open a Neo4j driver for {redact(uri)}: {_scrub(str(exc), uri)}", "Fix NEO4J_URI / --uri or the driver options."
+        ) from None
 
 
 class AsyncReachabilityCheck:

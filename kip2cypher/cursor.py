@@ -16,6 +16,7 @@ Usage (FIND, DESCRIBE … TYPES, EXPORT)::
 The fingerprint must exclude the paging itself (LIMIT, SKIP and the cursor) so
 that page N+1 of the same query matches page N's fingerprint.
 """
+
 from __future__ import annotations
 
 import base64
@@ -56,7 +57,7 @@ def signing_key(settings: Settings) -> bytes:
 
 
 def _mac(settings: Settings, fp: str, payload: str) -> bytes:
-    return hmac.new(signing_key(settings), f"{_VERSION}|{fp}|{payload}".encode("utf-8"), hashlib.sha256).digest()[:18]
+    return hmac.new(signing_key(settings), f"{_VERSION}|{fp}|{payload}".encode(), hashlib.sha256).digest()[:18]
 
 
 def encode(settings: Settings, fp: str, position: Any) -> str:
@@ -69,8 +70,7 @@ def _invalid(reason: str) -> KipError:
     return KipError(
         INVALID_SYNTAX,
         f"Invalid CURSOR token: {reason}.",
-        "Pass the next_cursor value of the previous page unchanged, with the same command and parameters; "
-        "omit CURSOR to start from the first page.",
+        "Pass the next_cursor value of the previous page unchanged, with the same command and parameters; omit CURSOR to start from the first page.",
     )
 
 

@@ -27,6 +27,7 @@ spec string), else the process default from ``KIP2CYPHER_EMBEDDER``:
 - ``minilm``: the bundled MiniLM, failing loudly when it is not installed;
 - ``package.module:attr``: a user embedder (an instance, a class or a factory).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -35,8 +36,9 @@ import os
 import threading
 import unicodedata
 from collections import OrderedDict
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Optional, Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from .cypher import storage
 from .text import cjk_spaced, identifier_words
@@ -75,7 +77,7 @@ def concept_text(type_name: str, name: str, attributes: dict[str, Any]) -> str:
     return " ".join(parts)
 
 
-def proposition_text(subject: Optional[str], predicate: str, object_: Optional[str], attributes: dict[str, Any]) -> str:
+def proposition_text(subject: str | None, predicate: str, object_: str | None, attributes: dict[str, Any]) -> str:
     """The grounding text embedded for a proposition: the statement plus its text attributes."""
     parts = [" ".join(p for p in (subject or "", identifier_words(predicate), object_ or "") if p) + "."]
     for key in GROUNDING_ATTRIBUTES:
@@ -89,18 +91,19 @@ def adopted_text(type_name: str, name: Any, texts: Sequence[Any]) -> str:
     return " ".join([concept_text(type_name, name if isinstance(name, str) else "", {}), *storage.text_values(list(texts))])
 
 
-
 def adopted_relationship_text(predicate: str, subject: Any, object_: Any, texts: Sequence[Any]) -> str:
     """The grounding text embedded for an adopted relationship (docs/adopt.md): as for a memory
     proposition, the statement (its endpoints' names and the predicate), then its mapped text
     properties (non-text values are left out)."""
-    def name(value: Any) -> Optional[str]:
+
+    def name(value: Any) -> str | None:
         return value if isinstance(value, str) else None
 
     return " ".join([proposition_text(name(subject), predicate, name(object_), {}), *storage.text_values(list(texts))])
 
+
 def text_hash(model: str, text: str) -> str:
-    return hashlib.sha1(f"{model}\n{text}".encode("utf-8")).hexdigest()[:20]
+    return hashlib.sha1(f"{model}\n{text}".encode()).hexdigest()[:20]
 
 
 # ------------------------------------------------------------------ BERT WordPiece tokenizer
@@ -194,7 +197,7 @@ class MiniLMEmbedder:
     name = "all-MiniLM-L6-v2-onnx-int8"
     dimensions = 384
 
-    def __init__(self, model_path: Optional[str] = None, threads: int = 1, cache_size: int = 4096) -> None:
+    def __init__(self, model_path: str | None = None, threads: int = 1, cache_size: int = 4096) -> None:
         import numpy  # noqa: F401 - fail early with ImportError when the extra is missing
         import onnxruntime
 
@@ -209,7 +212,7 @@ class MiniLMEmbedder:
         self._session = onnxruntime.InferenceSession(model_path, options, providers=["CPUExecutionProvider"])
         self._inputs = {i.name for i in self._session.get_inputs()}
         self._tokenizer = WordPieceTokenizer(Path(__file__).parent / "data" / "minilm-vocab.txt")
-        self._cache: "OrderedDict[str, list[float]]" = OrderedDict()
+        self._cache: OrderedDict[str, list[float]] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
 
@@ -233,7 +236,7 @@ class MiniLMEmbedder:
         return [[float(x) for x in row] for row in pooled]
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        out: list[Optional[list[float]]] = [None] * len(texts)
+        out: list[list[float] | None] = [None] * len(texts)
         missing: dict[str, list[int]] = {}
         with self._lock:
             for index, text in enumerate(texts):
@@ -263,7 +266,7 @@ _default: dict[str, Any] = {}
 _unavailable_reason: dict[str, str] = {}
 
 
-def load(spec: str) -> Optional[Embedder]:
+def load(spec: str) -> Embedder | None:
     """An embedder from a spec string (see the module docstring)."""
     spec = (spec or "auto").strip()
     lowered = spec.lower()
@@ -292,7 +295,7 @@ def load(spec: str) -> Optional[Embedder]:
     return target
 
 
-def default_embedder() -> Optional[Embedder]:
+def default_embedder() -> Embedder | None:
     """The process-wide embedder (``configure`` or ``KIP2CYPHER_EMBEDDER``), loaded once."""
     with _lock:
         if "value" not in _default:
@@ -318,10 +321,10 @@ def reset() -> None:
         _by_spec.clear()
 
 
-_by_spec: dict[str, Optional[Embedder]] = {}
+_by_spec: dict[str, Embedder | None] = {}
 
 
-def resolve(settings: Any = None) -> Optional[Embedder]:
+def resolve(settings: Any = None) -> Embedder | None:
     """The embedder in force for these settings (``Settings.embedder`` first, then the default).
 
     A spec string is loaded once per process and kept warm: loading the model per command cost
@@ -344,7 +347,7 @@ def unavailable_reason() -> str:
 
 
 # ------------------------------------------------------------------ keeping vectors fresh
-def sync_embeddings(nexus: Any, *, embedder: Optional[Embedder] = None, batch: int = 256, force: bool = False) -> dict[str, int]:
+def sync_embeddings(nexus: Any, *, embedder: Embedder | None = None, batch: int = 256, force: bool = False) -> dict[str, int]:
     """Embed every element of the nexus whose vector is missing, stale or from another model.
 
     ``Nexus.sync_embeddings``: batches of ``batch`` elements, each in its own write

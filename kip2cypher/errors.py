@@ -4,9 +4,10 @@ Every failure that reaches a caller is a ``KipError`` rendered as
 ``{"code", "message", "hint"}``. Neo4j driver errors are mapped to KIP errors in
 exactly one place: ``kip2cypher.execution.neo4j_errors``.
 """
+
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 INVALID_SYNTAX = "KIP_1001"
 INVALID_IDENTIFIER = "KIP_1002"
@@ -72,12 +73,12 @@ class KipError(Exception):
         self,
         code: str,
         message: str,
-        hint: Optional[str] = None,
+        hint: str | None = None,
         *,
-        line: Optional[int] = None,
-        column: Optional[int] = None,
-        debug: Optional[dict[str, Any]] = None,
-        offset: Optional[int] = None,
+        line: int | None = None,
+        column: int | None = None,
+        debug: dict[str, Any] | None = None,
+        offset: int | None = None,
     ) -> None:
         super().__init__(message)
         self.code = code
@@ -90,7 +91,7 @@ class KipError(Exception):
         #: it into line/column and an excerpt with a caret.
         self.offset = offset
 
-    def locate(self, text: str) -> "KipError":
+    def locate(self, text: str) -> KipError:
         """Give a semantic error raised with an ``offset`` its line, column and source excerpt."""
         if self.line is None and self.offset is not None and text:
             self.line, self.column = line_column(text, self.offset)
@@ -133,7 +134,7 @@ def snippet(text: str, offset: int) -> str:
     return f"{source_line}\n{' ' * (column - 1)}^"
 
 
-def closest(name: str, candidates: list[str]) -> Optional[str]:
+def closest(name: str, candidates: list[str]) -> str | None:
     """The defined name an LLM most likely meant: a case slip first, then a small edit."""
     for candidate in candidates:
         if candidate.lower() == name.lower():
@@ -149,10 +150,10 @@ def did_you_mean(kind: str, name: str, candidates: list[str]) -> str:
     guess = closest(name, candidates)
     describe = "DESCRIBE CONCEPT TYPES" if kind == "concept type" else "DESCRIBE PROPOSITION TYPES"
     if guess is not None and guess.lower() == name.lower():
-        return f"Names are case-sensitive: use \"{guess}\", not \"{name}\"."
+        return f'Names are case-sensitive: use "{guess}", not "{name}".'
     if guess is not None:
-        return f"Did you mean \"{guess}\"? Run {describe} to list the defined names."
-    return f"Run {describe} to list the defined names, or define \"{name}\" first with an UPSERT of a {'$ConceptType' if kind == 'concept type' else '$PropositionType'} node."
+        return f'Did you mean "{guess}"? Run {describe} to list the defined names.'
+    return f'Run {describe} to list the defined names, or define "{name}" first with an UPSERT of a {"$ConceptType" if kind == "concept type" else "$PropositionType"} node.'
 
 
 def too_many_rows(cap: int) -> KipError:

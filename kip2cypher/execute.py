@@ -5,21 +5,21 @@ Each command runs in one managed transaction (``execute_read`` for KQL/META,
 deadlocks, routes reads and writes on clusters, and one KML statement is
 atomic. A caller only ever receives the response dict — never an exception.
 """
+
 from __future__ import annotations
 
 import hashlib
 import logging
 import os
 import secrets
-from datetime import datetime, timezone
-from typing import Any, Optional
+from datetime import UTC, datetime
+from typing import Any
 
 import neo4j
 from neo4j import GraphDatabase
 from neo4j.exceptions import DriverError, Neo4jError
 
 from . import connection, embedding, errors
-from .version import __version__
 from .config import Settings
 from .cypher import catalog, storage
 from .errors import KipError
@@ -31,11 +31,12 @@ from .execution.requests import Context, Deadline, Run, within
 from .lower import embeddings
 from .lower.compile import compile_plan
 from .lower.plan import Plan
+from .version import __version__
 
 log = logging.getLogger("kip2cypher")
 
 
-def env_auth() -> Optional[tuple[str, str]]:
+def env_auth() -> tuple[str, str] | None:
     user = os.environ.get("NEO4J_USERNAME") or os.environ.get("NEO4J_USER")
     password = os.environ.get("NEO4J_PASSWORD")
     if user and password is not None:
@@ -47,7 +48,7 @@ def default_uri() -> str:
     return os.environ.get("NEO4J_URI") or f"bolt://127.0.0.1:{os.environ.get('KIP2CYPHER_NEO4J_PORT', '7687')}"
 
 
-def default_database() -> Optional[str]:
+def default_database() -> str | None:
     return os.environ.get("NEO4J_DATABASE") or None
 
 
@@ -62,7 +63,7 @@ def base_options(settings: Settings, options: dict[str, Any]) -> dict[str, Any]:
     return options
 
 
-def metadata(settings: Settings, kind: str, readonly: bool, dry_run: bool, *, interface: Optional[str] = None) -> dict[str, Any]:
+def metadata(settings: Settings, kind: str, readonly: bool, dry_run: bool, *, interface: str | None = None) -> dict[str, Any]:
     """Transaction metadata (visible in SHOW TRANSACTIONS and the query log)."""
     return {
         "app": settings.app_name,
@@ -73,7 +74,7 @@ def metadata(settings: Settings, kind: str, readonly: bool, dry_run: bool, *, in
     }
 
 
-def new_context(settings: Settings, plan: Plan, dry_run: bool, engine: bool = False, deadline: Optional[Deadline] = None) -> Context:
+def new_context(settings: Settings, plan: Plan, dry_run: bool, engine: bool = False, deadline: Deadline | None = None) -> Context:
     """What a plan's program is told: the settings, the command's timestamp, the embedder for
     META/KML, whether the engine itself writes (bootstrap upgrade), the request's deadline."""
     return Context(settings, now(), dry_run=dry_run, embedder=embedding.resolve(settings) if plan.kind != "KQL" else None, engine=engine, deadline=deadline)
@@ -86,7 +87,17 @@ APPLICATION_DRIVER = "(the application's driver)"
 class Nexus:
     """A Cognitive Nexus stored in one Neo4j database."""
 
-    def __init__(self, uri: Optional[str] = None, *, auth: Any = None, database: Optional[str] = None, settings: Optional[Settings] = None, driver: Optional[neo4j.Driver] = None, namespace: Optional[str] = None, **driver_options: Any) -> None:
+    def __init__(
+        self,
+        uri: str | None = None,
+        *,
+        auth: Any = None,
+        database: str | None = None,
+        settings: Settings | None = None,
+        driver: neo4j.Driver | None = None,
+        namespace: str | None = None,
+        **driver_options: Any,
+    ) -> None:
         """Open a driver on ``uri`` (credentials from ``auth``, the URI's ``user:password@`` or
         NEO4J_USERNAME/PASSWORD), or use the application's own ``driver`` — its auth, TLS, pool and
         routing — which this Nexus never closes. ``namespace`` selects one of the database's
@@ -121,12 +132,12 @@ class Nexus:
         if self._owns_driver:
             self._driver.close()
 
-    def wait_for_embeddings(self, timeout: Optional[float] = None) -> bool:
+    def wait_for_embeddings(self, timeout: float | None = None) -> bool:
         """Block until the SEARCH embeddings of every write this Nexus committed are written
         (what a semantic SEARCH does first); False if ``timeout`` seconds passed first."""
         return self._refresher.wait(timeout)
 
-    def __enter__(self) -> "Nexus":
+    def __enter__(self) -> Nexus:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -149,10 +160,12 @@ class Nexus:
 
     def server_version(self) -> str:
         self.check_reachable()
-        records, _, _ = self._driver.execute_query("CALL dbms.components() YIELD versions, edition RETURN versions[0] AS v, edition AS e", database_=self.database)
+        records, _, _ = self._driver.execute_query(
+            "CALL dbms.components() YIELD versions, edition RETURN versions[0] AS v, edition AS e", database_=self.database
+        )
         return f"{records[0]['v']} {records[0]['e']}"
 
-    def in_namespace(self, namespace: str) -> "Nexus":
+    def in_namespace(self, namespace: str) -> Nexus:
         """The nexus of another namespace of the same database, on this one's driver (which it
         never closes): one connection pool for many namespaces (the MCP server's token bindings).
         A cursor secret read from this namespace's nexus node is not carried over: each namespace
@@ -213,11 +226,15 @@ class Nexus:
         return applied
 
     # ------------------------------------------------------------------ §6 interface
-    def execute_kip(self, command: Optional[str] = None, *, commands: Optional[list[Any]] = None, parameters: Optional[dict[str, Any]] = None, dry_run: bool = False) -> dict[str, Any]:
+    def execute_kip(
+        self, command: str | None = None, *, commands: list[Any] | None = None, parameters: dict[str, Any] | None = None, dry_run: bool = False
+    ) -> dict[str, Any]:
         """Execute KIP with read-write capability; returns the §6 response dict, never raises."""
         return self.execute({"command": command, "commands": commands, "parameters": parameters, "dry_run": dry_run})
 
-    def execute_kip_readonly(self, command: Optional[str] = None, *, commands: Optional[list[Any]] = None, parameters: Optional[dict[str, Any]] = None, dry_run: bool = False) -> dict[str, Any]:
+    def execute_kip_readonly(
+        self, command: str | None = None, *, commands: list[Any] | None = None, parameters: dict[str, Any] | None = None, dry_run: bool = False
+    ) -> dict[str, Any]:
         """Execute read-only KIP (FIND, DESCRIBE, SEARCH, EXPORT) in READ transactions; any KML rejects the request."""
         return self.execute({"command": command, "commands": commands, "parameters": parameters, "dry_run": dry_run}, readonly=True)
 
@@ -230,7 +247,7 @@ class Nexus:
         deadline = Deadline.start(settings)
         return self._drive(request_program(arguments, readonly=readonly, settings=settings, deadline=deadline), deadline)
 
-    def _drive(self, program: Any, deadline: Optional[Deadline] = None) -> Any:
+    def _drive(self, program: Any, deadline: Deadline | None = None) -> Any:
         """Step a request program: run each plan it asks for, hand back its response or its error."""
         reply: Any = None
         while True:
@@ -246,7 +263,7 @@ class Nexus:
             except KipError as exc:
                 reply = exc
 
-    def run_plan(self, plan: Plan, *, dry_run: bool = False, readonly: bool = False, engine: bool = False, deadline: Optional[Deadline] = None) -> dict[str, Any]:
+    def run_plan(self, plan: Plan, *, dry_run: bool = False, readonly: bool = False, engine: bool = False, deadline: Deadline | None = None) -> dict[str, Any]:
         """Run a plan in one managed transaction; every failure becomes a KipError.
 
         Reads (KQL, META, every dry run, everything under readonly) run in a READ-access
@@ -263,7 +280,7 @@ class Nexus:
             self._refresher.submit(ctx)
         return response if fresh else stale_vectors(response, self.settings.embedding_wait_s)
 
-    def run_program(self, access: str, start: Any, ctx: Context, metadata: Optional[dict[str, Any]] = None) -> Any:
+    def run_program(self, access: str, start: Any, ctx: Context, metadata: dict[str, Any] | None = None) -> Any:
         """Run the program ``start()`` builds in one managed transaction of ``access``; every failure becomes a KipError."""
         try:
             with self.session(access) as session:
@@ -272,7 +289,9 @@ class Nexus:
             raise
         except Exception as exc:  # noqa: BLE001
             log.error("execution failure: %r", exc, exc_info=True)
-            raise KipError(errors.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}", "This is an engine bug; report it with the debug field.") from None
+            raise KipError(
+                errors.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}", "This is an engine bug; report it with the debug field."
+            ) from None
 
     def sync_embeddings(self, *, embedder: Any = None, batch: int = 256, force: bool = False, kinds: tuple[str, ...] = embeddings.KINDS) -> dict[str, int]:
         """Embed every element whose vector is missing, stale or from another model (``embedding.sync_embeddings``);
@@ -293,7 +312,7 @@ class Nexus:
                 counts[kind + "s"] += self.run_program("WRITE", lambda: refresh_program.refresh(kind, ids, force, ctx), ctx)
         return counts
 
-    def execute_command(self, text: str, parameters: Optional[dict[str, Any]] = None, *, dry_run: bool = False, readonly: bool = False) -> Outcome:
+    def execute_command(self, text: str, parameters: dict[str, Any] | None = None, *, dry_run: bool = False, readonly: bool = False) -> Outcome:
         """One command text → ``Outcome`` (its §6.2.1 response, its kind, whether it stops a batch).
 
         For callers that drive their own loop (``kip2cypher run``, the shell); never raises.
@@ -306,7 +325,7 @@ class Nexus:
         return self._drive(command_program(text, dict(parameters or {}), dry_run=dry_run, readonly=readonly, settings=settings, deadline=deadline), deadline)
 
     # ------------------------------------------------------------------ explain
-    def explain(self, text: str, parameters: Optional[dict[str, Any]] = None) -> list[dict[str, Any]]:
+    def explain(self, text: str, parameters: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         """Compile one command and EXPLAIN each of its statements (READ transaction, nothing runs).
 
         Returns ``[{"cypher", "parameters", "label"?, "plan": <operator tree text>}]``; raises KipError.
@@ -329,7 +348,7 @@ class Nexus:
         return out
 
 
-def with_namespace(settings: Settings, namespace: Optional[str]) -> Settings:
+def with_namespace(settings: Settings, namespace: str | None) -> Settings:
     """``settings`` for ``namespace`` (unchanged when it is None), validated like any setting."""
     return settings if namespace is None else settings.replace(namespace=namespace)
 
@@ -350,8 +369,10 @@ def nexus_settings(settings: Settings, record: Any, configured_secret: bool) -> 
 
 def stale_vectors(response: dict[str, Any], waited_s: float) -> dict[str, Any]:
     """A semantic SEARCH answered before the background refresh caught up: say so (``warnings``)."""
-    warning = (f"The embeddings of this nexus's latest writes were still being computed after {waited_s:g} s; "
-               "semantic results may miss or misrank those elements. Repeat the SEARCH later for them.")
+    warning = (
+        f"The embeddings of this nexus's latest writes were still being computed after {waited_s:g} s; "
+        "semantic results may miss or misrank those elements. Repeat the SEARCH later for them."
+    )
     return {**response, "warnings": [*response.get("warnings", []), warning]}
 
 
@@ -380,7 +401,7 @@ def _rows_of(statement: Any, params: dict[str, Any]) -> Any:
 
 def now() -> str:
     """ISO-8601 UTC with milliseconds and a Z, e.g. 2026-07-04T10:11:12.345Z."""
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def plan_text(plan: Any, depth: int = 0) -> str:

@@ -14,27 +14,29 @@ tokens checked here in constant time): an ``rw`` token may use both tools, an ``
 and may call only execute_kip_readonly. docs/interfaces.md ("MCP over HTTP") has the whole
 security model and its limits.
 """
+
 from __future__ import annotations
 
+import contextlib
 import hmac
+import inspect
 import ipaddress
 import json
 import logging
 import socket
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any
 
 import anyio
-import contextlib
-import inspect
 import mcp_types as types
 from mcp.server.lowlevel import Server
 
 from .cypher import storage
 from .errors import EXECUTION_TIMEOUT, IMMUTABLE_TARGET, INTERNAL_ERROR, INVALID_SYNTAX, RESOURCE_EXHAUSTED, KipError
-from .version import __version__
 from .models import tool_input_schema, tool_output_schema
+from .version import __version__
 
 log = logging.getLogger("kip2cypher.mcp")
 
@@ -43,14 +45,14 @@ EXECUTE_KIP_READONLY = "execute_kip_readonly"
 
 _PROTOCOL = (
     "KIP is a graph language for your long-term memory (a Cognitive Nexus of concept nodes {type, name} and "
-    "proposition links (subject, \"predicate\", object)). Ground yourself first: DESCRIBE PRIMER, DESCRIBE CONCEPT TYPES, "
-    "DESCRIBE CONCEPT TYPE \"Drug\", SEARCH CONCEPT \"aspirin\" LIMIT 5. Query with "
-    "FIND(?d.name) WHERE { ?d {type: \"Drug\"} (?d, \"treats\", {type: \"Symptom\", name: :s}) } LIMIT 20 — "
+    'proposition links (subject, "predicate", object)). Ground yourself first: DESCRIBE PRIMER, DESCRIBE CONCEPT TYPES, '
+    'DESCRIBE CONCEPT TYPE "Drug", SEARCH CONCEPT "aspirin" LIMIT 5. Query with '
+    'FIND(?d.name) WHERE { ?d {type: "Drug"} (?d, "treats", {type: "Symptom", name: :s}) } LIMIT 20 — '
     "type names are UpperCamelCase, predicates snake_case, both case-sensitive. "
     "Pass values as :placeholders in `parameters` (whole value positions only, never inside quotes). "
     "Send one `command` or a `commands` array (≤256) to save round trips. "
     "Errors come back as {code, message, hint}: follow the hint and retry. "
-    "Results with next_cursor continue with CURSOR \"<token>\"."
+    'Results with next_cursor continue with CURSOR "<token>".'
 )
 
 DESCRIPTIONS = {
@@ -64,14 +66,13 @@ DESCRIPTIONS = {
     EXECUTE_KIP_READONLY: (
         "Execute read-only KIP commands — KQL FIND and META DESCRIBE / SEARCH / EXPORT — against the Cognitive Nexus. "
         "Prefer this tool whenever you only need to retrieve knowledge; any UPSERT/UPDATE/MERGE/DELETE is rejected "
-        "(KIP_3004) before anything runs. "
-        + _PROTOCOL
+        "(KIP_3004) before anything runs. " + _PROTOCOL
     ),
 }
 
 INSTRUCTIONS = (
     "This server is a KIP (Knowledge Interaction Protocol v1.0-RC10) Cognitive Nexus backed by Neo4j. "
-    "Start a session with execute_kip_readonly {\"command\": \"DESCRIBE PRIMER\"} to learn who you are and which "
+    'Start a session with execute_kip_readonly {"command": "DESCRIBE PRIMER"} to learn who you are and which '
     "knowledge domains exist; explore with DESCRIBE/SEARCH, read with FIND, and write confirmed new knowledge with "
     "execute_kip UPSERT."
 )
@@ -100,7 +101,9 @@ def tools(readonly: bool = False) -> list[types.Tool]:
                 description=DESCRIPTIONS[EXECUTE_KIP],
                 input_schema=schema,
                 output_schema=output,
-                annotations=types.ToolAnnotations(title="Execute KIP", read_only_hint=False, destructive_hint=True, open_world_hint=False, idempotent_hint=False),
+                annotations=types.ToolAnnotations(
+                    title="Execute KIP", read_only_hint=False, destructive_hint=True, open_world_hint=False, idempotent_hint=False
+                ),
             ),
         )
     return out
@@ -162,11 +165,11 @@ def _may_write(ctx: Any, tokens_required: bool) -> bool:
     return not tokens_required
 
 
-def namespace_of(ctx: Any) -> Optional[str]:
+def namespace_of(ctx: Any) -> str | None:
     """The namespace this request's bearer token is bound to (None: the server's own)."""
     for scope in _request_scopes(ctx):
         if scope.startswith(NAMESPACE_SCOPE):
-            return scope[len(NAMESPACE_SCOPE):]
+            return scope[len(NAMESPACE_SCOPE) :]
     return None
 
 
@@ -256,7 +259,7 @@ class Token:
     label: str
     #: The namespace this token is bound to (``token:rw:alice``); None: the server's own
     #: (``--namespace``, default the default namespace).
-    namespace: Optional[str] = None
+    namespace: str | None = None
 
     @property
     def scopes(self) -> list[str]:
@@ -273,7 +276,7 @@ NAMESPACE_SCOPE = "kip:namespace:"
 MIN_TOKEN_CHARS = 16
 
 
-def parse_tokens(env_value: Optional[str] = None, file_path: Optional[str] = None) -> list[Token]:
+def parse_tokens(env_value: str | None = None, file_path: str | None = None) -> list[Token]:
     """Tokens from ``KIP2CYPHER_MCP_TOKENS`` (``token:rw,token:ro``) and/or a tokens file
     (``token rw|ro`` a line, ``#`` comments). An optional third field binds the token to a
     namespace (``token:rw:alice``, ``token rw alice``): its requests reach that namespace's
@@ -400,7 +403,7 @@ def transport_security(options: HttpOptions) -> Any:
     )
 
 
-def http_app(server: Server, options: HttpOptions, nexus: Any = None, ready: Optional[Callable[[], None]] = None) -> Any:
+def http_app(server: Server, options: HttpOptions, nexus: Any = None, ready: Callable[[], None] | None = None) -> Any:
     """The Starlette app: the SDK's streamable-HTTP session manager behind the SDK's bearer-token
     middleware (when tokens are configured) and a request-size check that answers KIP_4002."""
     from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
@@ -411,9 +414,7 @@ def http_app(server: Server, options: HttpOptions, nexus: Any = None, ready: Opt
     from starlette.middleware.authentication import AuthenticationMiddleware
     from starlette.routing import Route
 
-    manager = StreamableHTTPSessionManager(
-        app=server, security_settings=transport_security(options), max_request_body_size=options.max_request_bytes
-    )
+    manager = StreamableHTTPSessionManager(app=server, security_settings=transport_security(options), max_request_body_size=options.max_request_bytes)
     endpoint: Any = _BodySizeLimit(StreamableHTTPASGIApp(manager), options.max_request_bytes)
     middleware = []
     if options.tokens:
@@ -445,7 +446,7 @@ def _health(manager: Any) -> Callable[[Any], Any]:
 
 
 @contextlib.asynccontextmanager
-async def _lifespan(manager: Any, nexus: Any, ready: Optional[Callable[[], None]] = None) -> Any:
+async def _lifespan(manager: Any, nexus: Any, ready: Callable[[], None] | None = None) -> Any:
     """The session manager's task group, and the nexus opened in uvicorn's own loop; ``ready``
     is called once both are up (the "listening on" line: a client that waits for it is served
     at once, not queued behind the server's start-up)."""
@@ -477,8 +478,16 @@ class _BodySizeLimit:
                 f"The request body is {int(declared)} bytes; this server accepts at most {self.limit} (a command may be 256 KiB of text, plus its parameters).",
                 "Split the batch into several requests, or pass large values as parameters of separate commands.",
             )
-            body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": f"{error.code}: {error.message}", "data": error.to_dict()}}).encode()
-            await send({"type": "http.response.start", "status": 413, "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+            body = json.dumps(
+                {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": f"{error.code}: {error.message}", "data": error.to_dict()}}
+            ).encode()
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 413,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+                }
+            )
             await send({"type": "http.response.body", "body": body})
             return
         await self.app(scope, receive, send)
@@ -508,7 +517,11 @@ def serve_http(server: Server, options: HttpOptions, *, announce: Callable[[str]
     sock = bind(options.host, options.port)
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
-    access = f"{len(options.tokens)} bearer token(s): {sum(t.access == 'rw' for t in options.tokens)} rw, {sum(t.access == 'ro' for t in options.tokens)} ro" if options.tokens else "NO AUTHENTICATION (--no-auth, loopback only)"
+    access = (
+        f"{len(options.tokens)} bearer token(s): {sum(t.access == 'rw' for t in options.tokens)} rw, {sum(t.access == 'ro' for t in options.tokens)} ro"
+        if options.tokens
+        else "NO AUTHENTICATION (--no-auth, loopback only)"
+    )
     if options.host in ("0.0.0.0", "::") and not options.allowed_hosts:
         announce("warning: bound to every interface, but only loopback Host headers are accepted; name this server's public host:port in --allowed-hosts.")
     listening = f"kip2cypher MCP (streamable HTTP) listening on http://{shown}:{port}{options.path} — {access}"
@@ -628,7 +641,7 @@ def run(
     readonly: bool = False,
     bootstrap: bool = False,
     capsules: bool = False,
-    http: Optional[HttpOptions] = None,
+    http: HttpOptions | None = None,
     request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S,
 ) -> None:
     """Entry point of ``kip2cypher mcp``: open the (async) nexus in the serving loop, optionally
@@ -637,6 +650,7 @@ def run(
         http.check()
     nexus = LoopNexus(nexus_factory, bootstrap=bootstrap, capsules=capsules)
     if http is None:
+
         async def stdio() -> None:
             await nexus.start()
             try:
@@ -650,7 +664,7 @@ def run(
         serve_http(server, http, announce=lambda line: print(line, file=sys.stderr, flush=True), nexus=nexus)
 
 
-async def _bootstrap_quietly(nexus: Any, capsules: bool = False) -> Optional[str]:
+async def _bootstrap_quietly(nexus: Any, capsules: bool = False) -> str | None:
     """Apply schema + Genesis (+ the standard capsules); a failure is logged to stderr and the server still starts."""
     try:
         await nexus.bootstrap(capsules=capsules)

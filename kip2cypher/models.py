@@ -5,11 +5,12 @@
 tools publish from the same model, so the two can never drift apart. A malformed
 request becomes a KIP_1001 error object, never a ``ValidationError``.
 """
+
 from __future__ import annotations
 
 import copy
 import json
-from typing import Any, Optional, Union
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -30,7 +31,7 @@ class CommandItem(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     command: str = Field(description="A complete KIP command text.")
-    parameters: Optional[dict[str, Any]] = Field(
+    parameters: dict[str, Any] | None = Field(
         default=None, description="Placeholder values for this command only; they override the shared `parameters` key by key."
     )
 
@@ -39,8 +40,8 @@ class ExecuteArguments(BaseModel):
     """The arguments of execute_kip / execute_kip_readonly (spec §6.1)."""
 
     model_config = ConfigDict(extra="forbid")
-    command: Optional[str] = Field(default=None, description="A complete KIP command text. Mutually exclusive with `commands`.")
-    commands: Optional[list[Union[str, CommandItem]]] = Field(
+    command: str | None = Field(default=None, description="A complete KIP command text. Mutually exclusive with `commands`.")
+    commands: list[str | CommandItem] | None = Field(
         default=None,
         description=(
             "An array of KIP commands for batch execution. Mutually exclusive with `command`. Each element is a string "
@@ -50,19 +51,19 @@ class ExecuteArguments(BaseModel):
         ),
         json_schema_extra={"maxItems": MAX_BATCH},
     )
-    parameters: Optional[dict[str, Any]] = Field(
+    parameters: dict[str, Any] | None = Field(
         default=None,
         description=(
             "Key-value object for placeholder substitution. A placeholder such as :name occupies a whole KIP value "
             "position (name: :name, LIMIT :limit, SEARCH CONCEPT :term) and is never written inside a quoted string."
         ),
     )
-    dry_run: Optional[bool] = Field(
+    dry_run: bool | None = Field(
         default=False, description="If true, only validate the command(s) — syntax and the live schema — and report what would run, without executing."
     )
 
     @model_validator(mode="after")
-    def _exactly_one(self) -> "ExecuteArguments":
+    def _exactly_one(self) -> ExecuteArguments:
         if (self.command is None) == (self.commands is None):
             raise ValueError("exactly one of `command` or `commands` must be provided")
         return self
@@ -72,18 +73,18 @@ class BatchItem(BaseModel):
     """A normalized batch element: command text plus its own parameters (if any)."""
 
     text: str
-    parameters: Optional[dict[str, Any]] = None
+    parameters: dict[str, Any] | None = None
 
-    def text_and_parameters(self, shared: Optional[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
+    def text_and_parameters(self, shared: dict[str, Any] | None) -> tuple[str, dict[str, Any]]:
         return self.text, {**(shared or {}), **(self.parameters or {})}
 
 
 class ExecuteRequest(BaseModel):
     """A validated request: either ``command`` or ``commands`` is set, never both."""
 
-    command: Optional[str] = None
-    commands: Optional[list[BatchItem]] = None
-    parameters: Optional[dict[str, Any]] = None
+    command: str | None = None
+    commands: list[BatchItem] | None = None
+    parameters: dict[str, Any] | None = None
     dry_run: bool = False
 
     @property
@@ -105,12 +106,12 @@ class ExecuteRequest(BaseModel):
         parameters: Any = None,
         dry_run: Any = False,
         max_batch: int = MAX_BATCH,
-    ) -> "ExecuteRequest":
+    ) -> ExecuteRequest:
         """Validate keyword arguments (``None`` = absent) — the Python API's entry point."""
         return cls.parse({"command": command, "commands": commands, "parameters": parameters, "dry_run": dry_run}, max_batch=max_batch)
 
     @classmethod
-    def parse(cls, arguments: Any, *, max_batch: int = MAX_BATCH) -> "ExecuteRequest":
+    def parse(cls, arguments: Any, *, max_batch: int = MAX_BATCH) -> ExecuteRequest:
         """Validate a raw function-call arguments object (JSON-decoded). Raises ``KipError`` only.
 
         ``null`` values count as absent: agents often send every key, the unused ones as null.
@@ -147,7 +148,9 @@ def loads(text: str, what: str = "The request") -> Any:
     except ValueError as exc:
         raise KipError(errors.INVALID_SYNTAX, f"{what} is not JSON: {exc}", 'Send {"command": "<KIP>"}.') from None
     except RecursionError:
-        raise KipError(errors.INVALID_SYNTAX, f"{what} nests arrays/objects too deeply to be read.", "Flatten the values (parameters nest at most 64 levels).") from None
+        raise KipError(
+            errors.INVALID_SYNTAX, f"{what} nests arrays/objects too deeply to be read.", "Flatten the values (parameters nest at most 64 levels)."
+        ) from None
 
 
 def _json_type(value: Any) -> str:
@@ -185,9 +188,9 @@ class ErrorObject(BaseModel):
     code: str = Field(pattern=r"^KIP_[1-4]\d{3}$", description="KIP error code, e.g. KIP_2001.")
     message: str = Field(description="What went wrong.")
     hint: str = Field(description="How to fix the command (recovery hint for the agent).")
-    line: Optional[int] = Field(default=None, ge=1, description="1-based line of a syntax error.")
-    column: Optional[int] = Field(default=None, ge=1, description="1-based column of a syntax error.")
-    debug: Optional[dict[str, Any]] = Field(default=None, description="Engine diagnostics (e.g. the generated Cypher) for bug reports.")
+    line: int | None = Field(default=None, ge=1, description="1-based line of a syntax error.")
+    column: int | None = Field(default=None, ge=1, description="1-based column of a syntax error.")
+    debug: dict[str, Any] | None = Field(default=None, description="Engine diagnostics (e.g. the generated Cypher) for bug reports.")
 
 
 class ExecuteResponse(BaseModel):
@@ -198,12 +201,15 @@ class ExecuteResponse(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     result: Any = Field(default=None, description="The command's result (shape per command, §6.2.2), or for a batch the array of per-command responses.")
-    error: Optional[ErrorObject] = Field(default=None, description="Present when the command (or the whole request) failed.")
-    next_cursor: Optional[str] = Field(default=None, description="More results are available: repeat the command with CURSOR \"<token>\".")
-    warnings: Optional[list[str]] = Field(default=None, description="Not part of the spec (additive): things the command names that look mistaken although it ran, e.g. an attribute no element of that type carries.")
+    error: ErrorObject | None = Field(default=None, description="Present when the command (or the whole request) failed.")
+    next_cursor: str | None = Field(default=None, description='More results are available: repeat the command with CURSOR "<token>".')
+    warnings: list[str] | None = Field(
+        default=None,
+        description="Not part of the spec (additive): things the command names that look mistaken although it ran, e.g. an attribute no element of that type carries.",
+    )
 
     @model_validator(mode="after")
-    def _result_xor_error(self) -> "ExecuteResponse":
+    def _result_xor_error(self) -> ExecuteResponse:
         if self.error is not None and "result" in self.model_fields_set:
             raise ValueError("a response carries either result or error, never both")
         if self.error is None and "result" not in self.model_fields_set:
@@ -241,9 +247,7 @@ def tool_input_schema() -> dict[str, Any]:
     raw = ExecuteArguments.model_json_schema()
     defs = raw.pop("$defs", {})
     schema = _clean(raw, defs)
-    schema["description"] = (
-        "Arguments of execute_kip / execute_kip_readonly (KIP v1.0-RC10 §6.1). Provide exactly one of `command` or `commands`."
-    )
+    schema["description"] = "Arguments of execute_kip / execute_kip_readonly (KIP v1.0-RC10 §6.1). Provide exactly one of `command` or `commands`."
     return schema
 
 

@@ -5,6 +5,7 @@ elements carry its labels. Dropping one deletes exactly what carries that namesp
 its concepts and propositions (with their relationships), the shadow nodes of its adopted
 concepts' and relationships' vectors, its constraints and indexes, its nexus node — and nothing else: other namespaces and non-KIP data cannot carry those names.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -69,13 +70,30 @@ def drop_namespace(driver: Any, database: Any, namespace: str) -> dict[str, Any]
     if not namespace:
         raise KipError(INVALID_IDENTIFIER, "The default namespace cannot be dropped.", "Name a namespace (see `kip2cypher namespaces list`).")
     if not storage.NAMESPACE_RE.match(namespace):
-        raise KipError(INVALID_IDENTIFIER, f"{namespace!r} is not a namespace name.", "Namespaces are lower-case letters, digits and '_', starting with a letter, at most 32 characters.")
+        raise KipError(
+            INVALID_IDENTIFIER,
+            f"{namespace!r} is not a namespace name.",
+            "Namespaces are lower-case letters, digits and '_', starting with a letter, at most 32 characters.",
+        )
     if namespace not in {info.namespace for info in list_namespaces(driver, database)}:
         raise KipError(NOT_FOUND, f"The namespace {namespace!r} does not exist in this database.", "See `kip2cypher namespaces list`.")
     names = storage.names(namespace)
-    removed = {"namespace": namespace, "concepts": 0, "propositions": 0, "adopted_vectors": 0, "adopted_relationship_vectors": 0, "relationships": 0, "schema_objects": [], "nexus_node": False}
-    for label, key in ((names.proposition, "propositions"), (names.concept, "concepts"), (names.adopted_vector, "adopted_vectors"),
-                       (names.adopted_relationship_vector, "adopted_relationship_vectors")):
+    removed = {
+        "namespace": namespace,
+        "concepts": 0,
+        "propositions": 0,
+        "adopted_vectors": 0,
+        "adopted_relationship_vectors": 0,
+        "relationships": 0,
+        "schema_objects": [],
+        "nexus_node": False,
+    }
+    for label, key in (
+        (names.proposition, "propositions"),
+        (names.concept, "concepts"),
+        (names.adopted_vector, "adopted_vectors"),
+        (names.adopted_relationship_vector, "adopted_relationship_vectors"),
+    ):
         statement = f"MATCH (n:{quote(label)}) WITH n LIMIT {DROP_BATCH} DETACH DELETE n"
         while True:
             summary = driver.execute_query(statement, database_=database).summary
@@ -86,7 +104,9 @@ def drop_namespace(driver: Any, database: Any, namespace: str) -> dict[str, Any]
     labels = [names.concept, names.proposition, names.adopted_vector, names.adopted_relationship_vector]
     for query, kind in ((_SCHEMA_OBJECTS, "CONSTRAINT"), (_INDEXES, "INDEX")):
         # the adopted full-text indexes (docs/adopt.md) are on the team's labels / types: found by name
-        records, _, _ = driver.execute_query(query, labels=labels, adopted=[catalog.adopted_text_index(names), catalog.adopted_relationship_text_index(names)], database_=database)
+        records, _, _ = driver.execute_query(
+            query, labels=labels, adopted=[catalog.adopted_text_index(names), catalog.adopted_relationship_text_index(names)], database_=database
+        )
         for name in records[0]["names"]:
             driver.execute_query(f"DROP {kind} {quote(name)} IF EXISTS", database_=database)
             removed["schema_objects"].append(name)

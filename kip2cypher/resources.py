@@ -5,6 +5,7 @@ into the package as ``kip2cypher.grammar`` / ``kip2cypher.capsules`` by
 pyproject.toml, so they load the same way from a checkout, an editable install
 and a wheel.
 """
+
 from __future__ import annotations
 
 from importlib import resources

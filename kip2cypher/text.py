@@ -4,6 +4,7 @@ Both treat CJK ideographs the same way — each one a word of its own (Chinese a
 text has no spaces) — and read identifiers as words (``belongs_to_domain`` → ``belongs to
 domain``, ``MedicalDevice`` → ``Medical Device``).
 """
+
 from __future__ import annotations
 
 import re
@@ -12,8 +13,14 @@ import unicodedata
 from .caching import text_cache
 
 _CJK_RANGES = (
-    (0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F),
-    (0x2B740, 0x2B81F), (0x2B820, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F),
+    (0x4E00, 0x9FFF),
+    (0x3400, 0x4DBF),
+    (0x20000, 0x2A6DF),
+    (0x2A700, 0x2B73F),
+    (0x2B740, 0x2B81F),
+    (0x2B820, 0x2CEAF),
+    (0xF900, 0xFAFF),
+    (0x2F800, 0x2FA1F),
 )
 _WORD = re.compile(r"\w+", re.UNICODE)
 _ASCII_WORD = re.compile(r"[a-z0-9]+")

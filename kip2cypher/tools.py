@@ -15,10 +15,12 @@ are here, on one ``Nexus``::
 The descriptions are the MCP server's (they teach the model KIP in a few lines); every answer
 is the §6 response as JSON text — what the model should read — and never an exception.
 """
+
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Optional, Union
+from collections.abc import Callable
+from typing import Any, Union
 
 from .errors import KipError
 from .mcp_server import DESCRIPTIONS, EXECUTE_KIP, EXECUTE_KIP_READONLY, unknown_tool
@@ -30,10 +32,12 @@ Command = Union[str, dict[str, Any]]
 def memory_tools(nexus: Any, *, readonly: bool = False) -> list[Callable[..., str]]:
     """``[execute_kip, execute_kip_readonly]`` bound to ``nexus`` (only the second with ``readonly``)."""
 
-    def execute_kip(command: Optional[str] = None, commands: Optional[list[Command]] = None, parameters: Optional[dict[str, Any]] = None, dry_run: bool = False) -> str:
+    def execute_kip(command: str | None = None, commands: list[Command] | None = None, parameters: dict[str, Any] | None = None, dry_run: bool = False) -> str:
         return _answer(nexus, {"command": command, "commands": commands, "parameters": parameters, "dry_run": dry_run}, readonly=False)
 
-    def execute_kip_readonly(command: Optional[str] = None, commands: Optional[list[Command]] = None, parameters: Optional[dict[str, Any]] = None, dry_run: bool = False) -> str:
+    def execute_kip_readonly(
+        command: str | None = None, commands: list[Command] | None = None, parameters: dict[str, Any] | None = None, dry_run: bool = False
+    ) -> str:
         return _answer(nexus, {"command": command, "commands": commands, "parameters": parameters, "dry_run": dry_run}, readonly=True)
 
     execute_kip.__doc__ = DESCRIPTIONS[EXECUTE_KIP]
@@ -47,7 +51,7 @@ def tool_specs(*, readonly: bool = False) -> list[dict[str, Any]]:
     return [{"type": "function", "function": {"name": name, "description": DESCRIPTIONS[name], "parameters": tool_input_schema()}} for name in names]
 
 
-def dispatch(nexus: Any, name: str, arguments: Union[str, dict[str, Any], None], *, readonly: bool = False) -> str:
+def dispatch(nexus: Any, name: str, arguments: str | dict[str, Any] | None, *, readonly: bool = False) -> str:
     """Answer one tool call as the model sent it (``arguments`` may be the raw JSON string)."""
     if name not in (EXECUTE_KIP, EXECUTE_KIP_READONLY) or (readonly and name == EXECUTE_KIP):
         return _json(unknown_tool(name, readonly))

@@ -12,11 +12,12 @@ launcher slot, marked by a file in its data directory, or a fresh container) is
 its own; a NEO4J_URI database must be empty or carry the marker node the suite
 leaves behind at the end of a run, unless KIP2CYPHER_TEST_ALLOW_WIPE=1.
 """
+
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator, Optional
 
 import pytest
 
@@ -35,14 +36,14 @@ SLOT_MARKER = ".kip2cypher-test-slot"
 @dataclass
 class Neo4jServer:
     uri: str
-    auth: Optional[tuple[str, str]]
-    database: Optional[str]
+    auth: tuple[str, str] | None
+    database: str | None
     version: str
     source: str
     own: bool = False  # started by the suite for itself: nothing of anyone else's can be in it
 
 
-def _from_env() -> Optional[Neo4jServer]:
+def _from_env() -> Neo4jServer | None:
     uri = os.environ.get("NEO4J_URI")
     if not uri:
         return None
@@ -88,7 +89,7 @@ def _claim_slot():
     raise RuntimeError("all local Neo4j test slots are busy")
 
 
-def _from_launcher() -> tuple[Optional[Neo4jServer], str]:
+def _from_launcher() -> tuple[Neo4jServer | None, str]:
     from kip2cypher import localneo4j
 
     slot, handle = _claim_slot()
@@ -125,7 +126,7 @@ def _driver(server: Neo4jServer):
     return GraphDatabase.driver(server.uri, auth=server.auth)
 
 
-def guard_against_foreign_data(server: Neo4jServer) -> Optional[str]:
+def guard_against_foreign_data(server: Neo4jServer) -> str | None:
     """Why the suite must not wipe this server (None when it may): a NEO4J_URI database that holds
     nodes and no marker of an earlier run of this suite."""
     if server.own or ALLOW_WIPE:
@@ -150,7 +151,9 @@ def _leave_marker(server: Neo4jServer) -> None:
     if server.own:
         return
     with _driver(server) as driver:
-        driver.execute_query(f"MERGE (m:{MARKER_LABEL}) SET m.note = 'left by the kip2cypher test suite, which may wipe this database'", database_=server.database)
+        driver.execute_query(
+            f"MERGE (m:{MARKER_LABEL}) SET m.note = 'left by the kip2cypher test suite, which may wipe this database'", database_=server.database
+        )
 
 
 @pytest.fixture(scope="session")
@@ -182,9 +185,7 @@ def neo4j_server() -> Iterator[Neo4jServer]:
 def wipe(driver, database=None) -> None:
     """Remove every node and relationship (batched), keeping schema objects."""
     while True:
-        summary = driver.execute_query(
-            "MATCH (n) WITH n LIMIT 10000 DETACH DELETE n RETURN count(*) AS c", database_=database
-        )
+        summary = driver.execute_query("MATCH (n) WITH n LIMIT 10000 DETACH DELETE n RETURN count(*) AS c", database_=database)
         if summary.records[0]["c"] == 0:
             return
 
@@ -208,6 +209,7 @@ def private(neo4j_server, tmp_path_factory):
     import time
 
     import private_neo4j
+
     from kip2cypher import localneo4j
 
     cfg = localneo4j.LocalConfig(
@@ -232,7 +234,6 @@ def genesis(nexus):
     return nexus
 
 
-
 def pytest_terminal_summary(terminalreporter):
     if _TESTED_AGAINST:
         terminalreporter.write_line(f"Neo4j tested against: {_TESTED_AGAINST[-1]}")
@@ -249,9 +250,12 @@ def pytest_sessionfinish(session, exitstatus):
     root = Path(__file__).resolve().parent.parent
     data_packages = {"kip2cypher.grammar", "kip2cypher.capsules"}  # folders mapped into the package (pyproject)
     strays = sorted(
-        name for name, module in list(sys.modules.items())
-        if (name == "kip2cypher" or name.startswith("kip2cypher.")) and name not in data_packages
-        and getattr(module, "__file__", None) and root not in Path(module.__file__).resolve().parents
+        name
+        for name, module in list(sys.modules.items())
+        if (name == "kip2cypher" or name.startswith("kip2cypher."))
+        and name not in data_packages
+        and getattr(module, "__file__", None)
+        and root not in Path(module.__file__).resolve().parents
     )
     if strays:
         session.config.get_terminal_writer().line(f"kip2cypher modules imported from outside {root}: {strays}", red=True)

@@ -11,6 +11,7 @@ labels or relationship types at all (empty, NUL) and must be refused cleanly.
 ``fingerprint`` hashes every node and relationship with all its properties, so a
 test can prove that a request changed nothing, or exactly what it meant to.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -55,7 +56,7 @@ _RAW: list[tuple[str, str]] = [
     # --- breaking out of patterns, maps, strings, statements
     ("close-node-subject", "})<-[:KIP_SUBJECT]-(p) DETACH DELETE p //"),
     ("squote-close", "'}) DETACH DELETE n //"),
-    ("dquote-close", "\"}) DETACH DELETE n //"),
+    ("dquote-close", '"}) DETACH DELETE n //'),
     ("semicolon", "; MATCH (n) DETACH DELETE n"),
     ("block-comment", "/* */ DETACH DELETE"),
     ("line-comment", "// comment"),
@@ -96,10 +97,10 @@ _RAW: list[tuple[str, str]] = [
     ("kip-placeholder", ":p"),
     ("kip-var", "?x"),
     ("kip-dotpath", "?x.attributes.name"),
-    ("kip-find", "FIND(?x) WHERE { ?x {type: \"Drug\"} }"),
-    ("kip-upsert", "UPSERT { CONCEPT ?a { {type: \"Drug\", name: \"x\"} } }"),
-    ("kip-delete", "DELETE CONCEPT ?d DETACH WHERE { ?d {type: \"Drug\"} }"),
-    ("kip-breakout", "\" } } DELETE CONCEPT ?x DETACH WHERE { ?x {type: \"$ConceptType\"} } //"),
+    ("kip-find", 'FIND(?x) WHERE { ?x {type: "Drug"} }'),
+    ("kip-upsert", 'UPSERT { CONCEPT ?a { {type: "Drug", name: "x"} } }'),
+    ("kip-delete", 'DELETE CONCEPT ?d DETACH WHERE { ?d {type: "Drug"} }'),
+    ("kip-breakout", '" } } DELETE CONCEPT ?x DETACH WHERE { ?x {type: "$ConceptType"} } //'),
     ("lbrace", "{"),
     ("rbrace", "}"),
     ("close-both", "})"),
@@ -112,13 +113,13 @@ _RAW: list[tuple[str, str]] = [
     ("json-huge", "-1e309"),
     ("json-nan", "NaN"),
     ("json-inf", "Infinity"),
-    ("json-obj-text", "{\"a\": 1}"),
-    ("json-mixed-text", "[1, \"2\", null]"),
+    ("json-obj-text", '{"a": 1}'),
+    ("json-mixed-text", '[1, "2", null]'),
     # --- quotes
     ("squote", "'"),
     ("squote-two", "''"),
-    ("dquote", "\""),
-    ("escaped-dquote", "\\\""),
+    ("dquote", '"'),
+    ("escaped-dquote", '\\"'),
     # --- whitespace and control characters
     ("space", " "),
     ("padded", "  leading and trailing  "),
@@ -131,7 +132,7 @@ _RAW: list[tuple[str, str]] = [
     ("c0-controls", "\x01\x02\x1f"),
     ("del", "\x7f"),
     ("ansi", "\x1b[31mred\x1b[0m"),
-    ("marker-json", "\u001eKIPJSON\u001e{\"a\":1}"),
+    ("marker-json", '\u001eKIPJSON\u001e{"a":1}'),
     ("marker-bare", "\u001eKIPJSON\u001e"),
     ("record-separator", "\u001e"),
     # --- Unicode
@@ -146,9 +147,9 @@ _RAW: list[tuple[str, str]] = [
     ("emoji", "😀"),
     ("zwj-family", "👨‍👩‍👧‍👦"),
     ("astral-fraktur", "𝔘𝔫𝔦𝔠𝔬𝔡𝔢"),
-    ("max-codepoint", "\U0010FFFF"),
-    ("replacement", "\uFFFD"),
-    ("noncharacter", "\uFFFF"),
+    ("max-codepoint", "\U0010ffff"),
+    ("replacement", "\ufffd"),
+    ("noncharacter", "\uffff"),
     ("fullwidth-backtick", "Ｄｒｕｇ｀"),
     ("modifier-apostrophe", "ʼ"),
     ("dotted-i", "İstanbul"),

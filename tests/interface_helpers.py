@@ -5,14 +5,15 @@ machinery (batch rules, READ/WRITE access, timeouts, caps, metadata, error
 mapping) is tested against the real Neo4j with Cypher we control — including
 Cypher no correct compiler would ever emit for that command.
 """
+
 from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Callable, Optional
-
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any
 
 from kip2cypher.errors import KipError
 from kip2cypher.execution.background import wait_all
@@ -34,7 +35,7 @@ def meta_text(tag: str) -> str:
     return f'DESCRIBE CONCEPT TYPE "Probe{tag}"'
 
 
-def compiled(cypher: str, params: Optional[dict[str, Any]] = None) -> Compiled:
+def compiled(cypher: str, params: dict[str, Any] | None = None) -> Compiled:
     return Compiled(cypher, MappingProxyType(dict(params or {})), "probe")
 
 
@@ -47,7 +48,7 @@ class ProbePlan(Plan):
     probe_access: str = "READ"
     statements: tuple[Compiled, ...] = ()
     body: Callable[[], Any] = field(default=None, compare=False)  # generator function: the program
-    dry: Optional[Callable[[], Any]] = field(default=None, compare=False)  # generator function: the dry run
+    dry: Callable[[], Any] | None = field(default=None, compare=False)  # generator function: the dry run
 
     @property
     def kind(self) -> str:
@@ -72,7 +73,15 @@ def probe_program(plan: ProbePlan, ctx: Any):
     return (yield from plan.body())
 
 
-def cypher_plan(kind: str, access: str, cypher: str, params: Optional[dict[str, Any]] = None, *, shape: Callable[[list], Any] = lambda rows: rows, dry: Optional[Callable[[], Any]] = None) -> ProbePlan:
+def cypher_plan(
+    kind: str,
+    access: str,
+    cypher: str,
+    params: dict[str, Any] | None = None,
+    *,
+    shape: Callable[[list], Any] = lambda rows: rows,
+    dry: Callable[[], Any] | None = None,
+) -> ProbePlan:
     stmt = compiled(cypher, params)
 
     def body():
@@ -87,7 +96,7 @@ def program_plan(kind: str, access: str, body: Callable[[], Any]) -> ProbePlan:
     return ProbePlan(probe_kind=kind, probe_access=access, body=body)
 
 
-def failing_plan(kind: str, access: str, code: str, *, write_first: Optional[str] = None) -> ProbePlan:
+def failing_plan(kind: str, access: str, code: str, *, write_first: str | None = None) -> ProbePlan:
     """A plan that (optionally) writes, then fails with a KIP error — the write must roll back."""
     stmt = compiled(write_first or "RETURN 1 AS one")
 
@@ -106,14 +115,14 @@ class FakePlans(dict):
         self.real = real
         self.compiled: list[str] = []
 
-    def compile_plan(self, text: str, parameters: Optional[dict[str, Any]] = None, settings: Any = None, **options: Any) -> Plan:
+    def compile_plan(self, text: str, parameters: dict[str, Any] | None = None, settings: Any = None, **options: Any) -> Plan:
         self.compiled.append(text)
         if text in self:
             entry = self[text]
             return entry if isinstance(entry, Plan) else entry(dict(parameters or {}))
         return self.real(text, parameters, settings, **options)
 
-    def install(self, monkeypatch) -> "FakePlans":
+    def install(self, monkeypatch) -> FakePlans:
         """Serve these plans to the executor (and their program to the program table)."""
         import kip2cypher.execute as execute_module
         import kip2cypher.execution.request as request_module
@@ -125,13 +134,11 @@ class FakePlans(dict):
         return self
 
 
-def fingerprint(driver, database: Optional[str] = None) -> str:
+def fingerprint(driver, database: str | None = None) -> str:
     """A hash of every node (labels, properties) and relationship (type, endpoints, properties)."""
     # vectors are derived data written after a commit (execution.background): settle them first
     assert wait_all(120), "the background embedding refresh did not settle"
-    nodes = driver.execute_query(
-        "MATCH (n) RETURN elementId(n) AS eid, labels(n) AS labels, properties(n) AS props", database_=database
-    ).records
+    nodes = driver.execute_query("MATCH (n) RETURN elementId(n) AS eid, labels(n) AS labels, properties(n) AS props", database_=database).records
     rels = driver.execute_query(
         "MATCH (a)-[r]->(b) RETURN elementId(a) AS a, type(r) AS t, elementId(b) AS b, properties(r) AS props", database_=database
     ).records
@@ -143,7 +150,7 @@ def fingerprint(driver, database: Optional[str] = None) -> str:
     return hashlib.sha256(json.dumps(canon, sort_keys=True).encode()).hexdigest()
 
 
-def count(driver, label: str, database: Optional[str] = None) -> int:
+def count(driver, label: str, database: str | None = None) -> int:
     return driver.execute_query(f"MATCH (n:`{label}`) RETURN count(n) AS c", database_=database).records[0]["c"]
 
 

@@ -1,7 +1,8 @@
 """Helpers for the KML tests: read the stored graph back directly (independent of KQL)."""
+
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from kip2cypher.execution import results
 
@@ -79,27 +80,26 @@ def err(response: dict[str, Any], code: str) -> dict[str, Any]:
     return response["error"]
 
 
-def concept(nexus, type_: str, name: str) -> Optional[dict[str, Any]]:
-    records = nexus.driver.execute_query(
-        "MATCH (n:KipConcept {type: $t, name: $n}) RETURN n", {"t": type_, "n": name}, database_=nexus.database
-    ).records
+def concept(nexus, type_: str, name: str) -> dict[str, Any] | None:
+    records = nexus.driver.execute_query("MATCH (n:KipConcept {type: $t, name: $n}) RETURN n", {"t": type_, "n": name}, database_=nexus.database).records
     return results.concept_object(records[0]["n"]) if records else None
 
 
-def concept_by_id(nexus, cid: str) -> Optional[dict[str, Any]]:
+def concept_by_id(nexus, cid: str) -> dict[str, Any] | None:
     records = nexus.driver.execute_query("MATCH (n:KipConcept {id: $id}) RETURN n", {"id": cid}, database_=nexus.database).records
     return results.concept_object(records[0]["n"]) if records else None
 
 
-def proposition(nexus, pid: str) -> Optional[dict[str, Any]]:
+def proposition(nexus, pid: str) -> dict[str, Any] | None:
     records = nexus.driver.execute_query("MATCH (p:KipProposition {id: $id}) RETURN p", {"id": pid}, database_=nexus.database).records
     return results.proposition_object(records[0]["p"]) if records else None
 
 
-def link(nexus, subject_id: str, predicate: str, object_id: str) -> Optional[dict[str, Any]]:
+def link(nexus, subject_id: str, predicate: str, object_id: str) -> dict[str, Any] | None:
     records = nexus.driver.execute_query(
         "MATCH (p:KipProposition {subject: $s, predicate: $p, object: $o}) RETURN p",
-        {"s": subject_id, "p": predicate, "o": object_id}, database_=nexus.database,
+        {"s": subject_id, "p": predicate, "o": object_id},
+        database_=nexus.database,
     ).records
     return results.proposition_object(records[0]["p"]) if records else None
 
@@ -112,9 +112,7 @@ def snapshot(nexus) -> dict[str, Any]:
     """Every node and relationship with its properties, minus ids' randomness — for no-trace checks
     (after the background embedding refresh of the nexus's earlier writes settled)."""
     assert nexus.wait_for_embeddings(120), "the background embedding refresh did not settle"
-    nodes = nexus.driver.execute_query(
-        "MATCH (n) RETURN labels(n) AS l, properties(n) AS p ORDER BY n.id", database_=nexus.database
-    ).records
+    nodes = nexus.driver.execute_query("MATCH (n) RETURN labels(n) AS l, properties(n) AS p ORDER BY n.id", database_=nexus.database).records
     rels = nexus.driver.execute_query(
         "MATCH (a)-[r]->(b) RETURN a.id AS a, type(r) AS t, properties(r) AS p, b.id AS b ORDER BY a, t, b", database_=nexus.database
     ).records

@@ -9,9 +9,10 @@ propositions are ``:KipProposition`` nodes with ``-[:KIP_SUBJECT]->`` /
 Ids are readable (``C:aspirin``, ``P:treats:aspirin:headache``) so tests can
 assert whole responses.
 """
+
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from kip2cypher.cypher import storage
 from kip2cypher.cypher.builder import quote
@@ -25,42 +26,73 @@ EVIL_PREDICATE = "rel`]->() DETACH DELETE (n"
 EVIL_KEY = "k`}) SET n.pwned = true //"
 
 TYPES = [
-    "$ConceptType", "$PropositionType", "Domain", "Drug", "Symptom", "DrugClass", "Person",
-    "Event", "Product", "Company", "Category", EVIL_TYPE,
+    "$ConceptType",
+    "$PropositionType",
+    "Domain",
+    "Drug",
+    "Symptom",
+    "DrugClass",
+    "Person",
+    "Event",
+    "Product",
+    "Company",
+    "Category",
+    EVIL_TYPE,
 ]
 PREDICATES = [
-    "belongs_to_domain", "treats", "has_side_effect", "belongs_to_class", "stated", "mentions",
-    "manufactured_by", "is_subclass_of", "knows", "follows", EVIL_PREDICATE,
+    "belongs_to_domain",
+    "treats",
+    "has_side_effect",
+    "belongs_to_class",
+    "stated",
+    "mentions",
+    "manufactured_by",
+    "is_subclass_of",
+    "knows",
+    "follows",
+    EVIL_PREDICATE,
 ]
 
 
-def _meta(extra: Optional[dict[str, Any]] = None, version: int = 1) -> dict[str, Any]:
+def _meta(extra: dict[str, Any] | None = None, version: int = 1) -> dict[str, Any]:
     meta = {"_version": version, "_updated_at": UPDATED}
     meta.update(extra or {})
     return meta
 
 
 class Concept:
-    def __init__(self, cid: str, type_: str, name: str, attributes: Optional[dict[str, Any]] = None, metadata: Optional[dict[str, Any]] = None) -> None:
+    def __init__(self, cid: str, type_: str, name: str, attributes: dict[str, Any] | None = None, metadata: dict[str, Any] | None = None) -> None:
         self.id, self.type, self.name = cid, type_, name
         self.attributes = dict(attributes or {})
         self.metadata = _meta(metadata)
 
     def obj(self) -> dict[str, Any]:
         """The KIP object FIND returns for this concept."""
-        return {"id": self.id, "type": self.type, "name": self.name, "attributes": dict(sorted(self.attributes.items())), "metadata": dict(sorted(self.metadata.items()))}
+        return {
+            "id": self.id,
+            "type": self.type,
+            "name": self.name,
+            "attributes": dict(sorted(self.attributes.items())),
+            "metadata": dict(sorted(self.metadata.items())),
+        }
 
 
 class Prop:
-    def __init__(self, pid: str, subject: str, predicate: str, object_: str, attributes: Optional[dict[str, Any]] = None, metadata: Optional[dict[str, Any]] = None) -> None:
+    def __init__(
+        self, pid: str, subject: str, predicate: str, object_: str, attributes: dict[str, Any] | None = None, metadata: dict[str, Any] | None = None
+    ) -> None:
         self.id, self.subject, self.predicate, self.object = pid, subject, predicate, object_
         self.attributes = dict(attributes or {})
         self.metadata = _meta(metadata)
 
     def obj(self) -> dict[str, Any]:
         return {
-            "id": self.id, "subject": self.subject, "predicate": self.predicate, "object": self.object,
-            "attributes": dict(sorted(self.attributes.items())), "metadata": dict(sorted(self.metadata.items())),
+            "id": self.id,
+            "subject": self.subject,
+            "predicate": self.predicate,
+            "object": self.object,
+            "attributes": dict(sorted(self.attributes.items())),
+            "metadata": dict(sorted(self.metadata.items())),
         }
 
 
@@ -95,9 +127,13 @@ for _p in PREDICATES:
 
 # ------------------------------------------------------------------ domain knowledge
 concept("medical", "Domain", "Medical")
-concept("aspirin", "Drug", "Aspirin",
-        {"risk_level": 2, "tags": ["nsaid", "otc"], "dosage": {"mg": 500, "form": "tablet"}, "aliases": ["ASA"], "approved": True, "note": None},
-        {"source": "WHO list", "confidence": 0.95})
+concept(
+    "aspirin",
+    "Drug",
+    "Aspirin",
+    {"risk_level": 2, "tags": ["nsaid", "otc"], "dosage": {"mg": 500, "form": "tablet"}, "aliases": ["ASA"], "approved": True, "note": None},
+    {"source": "WHO list", "confidence": 0.95},
+)
 concept("ibuprofen", "Drug", "Ibuprofen", {"risk_level": 2, "tags": ["nsaid"], "price": 4.5}, {"source": "FDA", "confidence": 0.9})
 concept("naproxen", "Drug", "Naproxen", {"risk_level": 3, "price": 6}, {"confidence": 0.8})
 concept("acetaminophen", "Drug", "Acetaminophen", {"risk_level": 1, "price": 3}, {"source": "FDA", "expires_at": "2030-01-01T00:00:00Z"})
@@ -115,7 +151,12 @@ concept("alice", "Person", "Alice", {"age": 34, "email": "alice@example.org"})
 concept("bob", "Person", "Bob", {"age": 41})
 concept("carol", "Person", "Carol")
 concept("john", "Person", "John Doe")
-concept("ev1", "Event", "Checkup chat", {"event_class": "Conversation", "start_time": "2025-07-01T10:00:00Z", "participants": ["Alice", "Bob"], "salience_score": 0.7})
+concept(
+    "ev1",
+    "Event",
+    "Checkup chat",
+    {"event_class": "Conversation", "start_time": "2025-07-01T10:00:00Z", "participants": ["Alice", "Bob"], "salience_score": 0.7},
+)
 concept("ev2", "Event", "Old chat", {"event_class": "Conversation", "start_time": "2025-05-01T10:00:00Z", "participants": ["Alice"], "salience_score": 0.9})
 concept("ev3", "Event", "Evening reflection", {"event_class": "SelfReflection", "start_time": "2025-08-01T21:00:00Z", "participants": ["Alice"]})
 concept("ev4", "Event", "Hallway chat", {"event_class": "Conversation", "start_time": "2025-09-01T09:00:00Z"})
@@ -125,7 +166,15 @@ concept("p_advil", "Product", "Advil")
 concept("bayer", "Company", "Bayer")
 concept("pfizer", "Company", "Pfizer")
 # Category hierarchy: a diamond (animal reaches living_thing via two paths) and a longer chain.
-for _k, _n in [("dog", "Dog"), ("mammal", "Mammal"), ("pet", "Pet"), ("animal", "Animal"), ("living", "Living Thing"), ("entity", "Entity"), ("thing", "Thing")]:
+for _k, _n in [
+    ("dog", "Dog"),
+    ("mammal", "Mammal"),
+    ("pet", "Pet"),
+    ("animal", "Animal"),
+    ("living", "Living Thing"),
+    ("entity", "Entity"),
+    ("thing", "Thing"),
+]:
     concept(f"cat_{_k}", "Category", _n)
 concept("evil", EVIL_TYPE, EVIL_NAME, {EVIL_KEY: "kept verbatim"})
 
@@ -175,7 +224,7 @@ def _props(attributes: dict[str, Any], metadata: dict[str, Any]) -> dict[str, An
     return {**storage.encode_map(attributes, storage.ATTR_PREFIX), **storage.encode_map(metadata, storage.META_PREFIX)}
 
 
-def load(driver, database: Optional[str] = None, names: storage.Names = storage.DEFAULT) -> None:
+def load(driver, database: str | None = None, names: storage.Names = storage.DEFAULT) -> None:
     """Write the fixture graph into the namespace of ``names`` (which is expected to be empty)."""
     concept, proposition = names.concept, names.proposition
     with driver.session(database=database) as session:
@@ -183,7 +232,10 @@ def load(driver, database: Optional[str] = None, names: storage.Names = storage.
             labels = f":{concept}:{quote(c.type)}"
             session.run(
                 f"CREATE (n{labels}) SET n = $props, n.id = $id, n.type = $type, n.name = $name",
-                props=_props(c.attributes, c.metadata), id=c.id, type=c.type, name=c.name,
+                props=_props(c.attributes, c.metadata),
+                id=c.id,
+                type=c.type,
+                name=c.name,
             ).consume()
         for p in P.values():  # insertion order: endpoints of higher-order links exist first
             session.run(
@@ -192,11 +244,15 @@ def load(driver, database: Optional[str] = None, names: storage.Names = storage.
                 f"CREATE (p:{proposition}) SET p = $props, p.id = $id, p.predicate = $pred, p.subject = $s, p.object = $o "
                 f"CREATE (p)-[:{names.subject_rel}]->(s), (p)-[:{names.object_rel}]->(o) "
                 f"CREATE (s)-[:{quote(names.rel(p.predicate))} {{{names.link_id}: $id}}]->(o)",
-                props=_props(p.attributes, p.metadata), id=p.id, pred=p.predicate, s=p.subject, o=p.object,
+                props=_props(p.attributes, p.metadata),
+                id=p.id,
+                pred=p.predicate,
+                s=p.subject,
+                o=p.object,
             ).consume()
 
 
-def counts(driver, database: Optional[str] = None) -> tuple[int, int]:
+def counts(driver, database: str | None = None) -> tuple[int, int]:
     records = driver.execute_query("MATCH (n) RETURN count(n) AS n", database_=database).records
     rels = driver.execute_query("MATCH ()-[r]->() RETURN count(r) AS r", database_=database).records
     return records[0]["n"], rels[0]["r"]

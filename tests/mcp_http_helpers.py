@@ -1,5 +1,6 @@
 """Helpers for tests that serve `kip2cypher mcp --transport http` as a real process and talk to it
 with the official SDK client: start/stop the server, open sessions, and drive mixed traffic."""
+
 from __future__ import annotations
 
 import json
@@ -11,8 +12,9 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from contextlib import contextmanager
-from typing import Any, Callable, Optional
+from typing import Any
 
 import anyio
 import httpx2
@@ -24,7 +26,12 @@ RW2 = "rw-token-second-0123456789abc"
 RO = "ro-token-0123456789abcdefghij"
 TOKENS = f"{RW}:rw,{RW2}:rw,{RO}:ro"
 KIP_CODE = re.compile(r"^KIP_[1-4]\d{3}$")
-INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
+}
 ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 
 
@@ -65,7 +72,9 @@ def http_server(server, *args, tokens=TOKENS, env=None, flags=("--transport", "h
     ``database``); yield a ``Served`` once it announced its URL; terminate it after. ``flags``:
     the transport options on the command line (empty: they come from ``env``)."""
     command = [sys.executable, "-m", "kip2cypher.cli", "mcp", *flags, *args]
-    proc = subprocess.Popen(command, env={**server_env(server, tokens), **(env or {})}, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen(
+        command, env={**server_env(server, tokens), **(env or {})}, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL, text=True
+    )
     lines: queue.Queue = queue.Queue()
     log: list[str] = []
 
@@ -197,7 +206,12 @@ class MixedTraffic:
         rounds = 0
         while rounds == 0 or time.monotonic() < self._deadline:
             rounds += 1
-            self.check(payload(await session.call_tool("execute_kip_readonly", {"command": 'FIND(?x.name) WHERE { ?x {type: "SoakItem"} } ORDER BY ?x.name LIMIT 20'})), "find")
+            self.check(
+                payload(
+                    await session.call_tool("execute_kip_readonly", {"command": 'FIND(?x.name) WHERE { ?x {type: "SoakItem"} } ORDER BY ?x.name LIMIT 20'})
+                ),
+                "find",
+            )
             self.check(payload(await session.call_tool("execute_kip_readonly", {"command": "DESCRIBE PRIMER"})), "primer")
             self.counts["reads"] += 2
 
@@ -213,9 +227,10 @@ class MixedTraffic:
         """Move the deadline: every session stops its loop ``seconds`` from now."""
         self._deadline = time.monotonic() + seconds
 
-    def run(self, seconds: float, *, beside: Optional[Callable[[], None]] = None) -> float:
+    def run(self, seconds: float, *, beside: Callable[[], None] | None = None) -> float:
         """Drive the sessions for ``seconds``; ``beside`` runs in a thread meanwhile (e.g. a fault).
         Returns the elapsed time."""
+
         async def all_sessions():
             self._deadline = time.monotonic() + seconds
             async with anyio.create_task_group() as group:
@@ -241,5 +256,7 @@ class MixedTraffic:
         return [r["name"] for r in records]
 
     def summary(self, elapsed: float) -> str:
-        return (f"{self.sessions} sessions, {elapsed:.1f} s: {self.counts['calls']} calls ({self.counts['calls'] / max(elapsed, 1e-9):.0f}/s), "
-                f"{len(self.acknowledged)} writes acknowledged of {len(self.attempted)}, errors {dict(self.errors)}")
+        return (
+            f"{self.sessions} sessions, {elapsed:.1f} s: {self.counts['calls']} calls ({self.counts['calls'] / max(elapsed, 1e-9):.0f}/s), "
+            f"{len(self.acknowledged)} writes acknowledged of {len(self.attempted)}, errors {dict(self.errors)}"
+        )

@@ -1,8 +1,10 @@
 """Shared data and helpers for the META tests (DESCRIBE, SEARCH, EXPORT)."""
+
 from __future__ import annotations
 
 import re
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 MEDICAL = """
 UPSERT {

@@ -1,10 +1,11 @@
 """Helpers around the PRIVATE Neo4j of the fault tests (the ``private`` fixture in conftest.py:
 own free port, own data directory — never the shared test server): they SIGKILL it and restart it."""
+
 from __future__ import annotations
 
 import socket
 import time
-from typing import Any, Optional
+from typing import Any
 
 from kip2cypher import localneo4j
 
@@ -28,5 +29,5 @@ def restart(cfg) -> float:
 class Target:
     """What ``mcp_http_helpers.http_server`` needs of a server: its URI, no auth, default database."""
 
-    def __init__(self, cfg, database: Optional[str] = None) -> None:
+    def __init__(self, cfg, database: str | None = None) -> None:
         self.uri, self.auth, self.database = cfg.uri, None, database

@@ -26,12 +26,13 @@ must be one ``lower.compile.issued`` lists (what ``kip2cypher compile`` prints, 
 plan goldens EXPLAIN on Neo4j): the plan's steps and, after a KML write, the embedding refresh
 the executor composes after it (``programs.start``). Regenerate with ``KIP2CYPHER_REGEN_GOLDEN=1``.
 """
+
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 PROGRAM_DIR = Path(__file__).parent / "golden" / "programs"
 NOW = "2026-01-01T00:00:00.000Z"
@@ -41,8 +42,8 @@ NOW = "2026-01-01T00:00:00.000Z"
 class ProgramCase:
     name: str
     kip: str = ""
-    request: Optional[dict[str, Any]] = None
-    settings: Optional[dict[str, Any]] = None
+    request: dict[str, Any] | None = None
+    settings: dict[str, Any] | None = None
     dry_run: bool = False
     replies: list[Any] = field(default_factory=list)
     program: str = ""
@@ -64,7 +65,7 @@ SECTIONS = ("kip", "request parameters", "settings", "dry run", "replies", "prog
 
 def parse_text(text: str, filename: str) -> list[ProgramCase]:
     cases: list[ProgramCase] = []
-    section: Optional[str] = None
+    section: str | None = None
     buffer: list[str] = []
 
     def close() -> None:

@@ -10,6 +10,7 @@ a query joining memory and adopted concepts) and DESCRIBE. A fingerprint of ever
 and relationship (and every relationship touching one) proves KIP never changed the team's
 graph: after every write it refuses and after hostile mapping files.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -100,11 +101,14 @@ def team_fingerprint(driver, database=None) -> dict:
     touching one (type, properties, endpoints), hashed: what KIP must never change."""
     engine = "any(l IN labels(n) WHERE any(s IN $stems WHERE l = s OR l STARTS WITH s + '__'))"
     stems = list(storage.RESERVED_LABEL_STEMS)
-    nodes = driver.execute_query(f"MATCH (n) WHERE NOT {engine} RETURN elementId(n) AS e, labels(n) AS l, properties(n) AS p", stems=stems, database_=database).records
+    nodes = driver.execute_query(
+        f"MATCH (n) WHERE NOT {engine} RETURN elementId(n) AS e, labels(n) AS l, properties(n) AS p", stems=stems, database_=database
+    ).records
     rels = driver.execute_query(
         f"MATCH (a)-[r]->(b) WHERE NOT {engine.replace('(n)', '(a)')} OR NOT {engine.replace('(n)', '(b)')} "
         "RETURN elementId(a) AS a, type(r) AS t, properties(r) AS p, elementId(b) AS b, elementId(r) AS r",
-        stems=stems, database_=database,
+        stems=stems,
+        database_=database,
     ).records
     items = sorted(json.dumps([r["e"], sorted(r["l"]), {k: str(v) for k, v in dict(r["p"]).items()}], sort_keys=True) for r in nodes)
     items += ["--"] + sorted(json.dumps([r["a"], r["t"], {k: str(v) for k, v in dict(r["p"]).items()}, r["b"], r["r"]], sort_keys=True) for r in rels)
@@ -164,27 +168,46 @@ def world(neo4j_server):
 
 
 # ---------------------------------------------------------------- the mapping file (offline)
-@pytest.mark.parametrize("text, code_, words", [
-    ("[types.Drug]\nlabel = \"Drug\"\ncolour = 1\n", "KIP_1001", ["types.Drug.colour", "line 3", "label, name, attributes"]),
-    ("[types.Drug]\nname = \"n\"\n", "KIP_1001", ["types.Drug.label", "required"]),
-    ("[types.Drug]\nlabel = \"KipConcept\"\n", "KIP_3004", ["types.Drug.label", "engine"]),
-    ("[types.Drug]\nlabel = \"KipProposition__alice\"\n", "KIP_3004", ["engine"]),
-    ("[types.Drug]\nlabel = \"Drug\"\n[predicates.x]\ntype = \"KIP_SUBJECT\"\nsubject = \"Drug\"\nobject = \"Drug\"\n", "KIP_3004", ["predicates.x.type", "line 4"]),
-    ("[types.Drug]\nlabel = \"Drug\"\n[predicates.treats]\ntype = \"T\"\nsubject = \"Durg\"\nobject = \"Drug\"\n", "KIP_2001", ["predicates.treats.subject", "Did you mean 'Drug'"]),
-    ("[types.\"Bad Name\"]\nlabel = \"X\"\n", "KIP_1002", ["not a valid concept type name", "'Bad_Name'"]),
-    ("[types.Drug]\nlabel = \"Drug\"\nattributes = [\"a-b\"]\n", "KIP_1002", ["attribute key", "line 3"]),
-    ("[types.Drug]\nlabel = \"Drug\"\n[predicates.Drug]\ntype = \"T\"\nsubject = \"Drug\"\nobject = \"Drug\"\n", "KIP_2002", ["both a type and a predicate"]),
-    ("[types.Domain]\nlabel = \"Dom\"\n", "KIP_3004", ["Genesis"]),
-    ("[types.A]\nlabel = \"X\"\n[types.B]\nlabel = \"X\"\n", "KIP_2002", ["already mapped"]),
-    ("[types.A]\nlabel = \"X\"\n[predicates.p]\ntype = \"T\"\nsubject = \"A\"\nobject = \"A\"\n[predicates.q]\ntype = \"T\"\nsubject = \"A\"\nobject = \"A\"\n", "KIP_2002", ["predicates.q", "same relationships as predicate 'p'"]),
-    ("types = [", "KIP_1001", ["not valid TOML"]),
-    ("[types.Drug]\nlabel = 5\n", "KIP_1001", ["types.Drug.label", "line 2", 'label = "…"']),
-    ("[types.Drug]\nlabel = \"D\"\nattributes = [\"a\", 3]\n", "KIP_1001", ["types.Drug.attributes", "line 3", "attributes = [\"risk\""]),
-    ("[types.Drug]\nlabel = \"D\"\n[options]\nlink_memory = \"yes\"\n", "KIP_1001", ["options.link_memory", "link_memory = true or"]),
-    ("[types.Drug]\nlabel = \"D\"\n[predicates.t]\ntype = \"T\"\nsubject = \"Drug\"\n", "KIP_1001", ["predicates.t.object", "required", 'Add object = "…" to the [predicates.t] table']),
-    ("colour = 1\n", "KIP_1001", ["key colour (line 1)", "types, predicates, options"]),
-    ("", "KIP_2002", ["adopts no type"]),
-])
+@pytest.mark.parametrize(
+    "text, code_, words",
+    [
+        ('[types.Drug]\nlabel = "Drug"\ncolour = 1\n', "KIP_1001", ["types.Drug.colour", "line 3", "label, name, attributes"]),
+        ('[types.Drug]\nname = "n"\n', "KIP_1001", ["types.Drug.label", "required"]),
+        ('[types.Drug]\nlabel = "KipConcept"\n', "KIP_3004", ["types.Drug.label", "engine"]),
+        ('[types.Drug]\nlabel = "KipProposition__alice"\n', "KIP_3004", ["engine"]),
+        (
+            '[types.Drug]\nlabel = "Drug"\n[predicates.x]\ntype = "KIP_SUBJECT"\nsubject = "Drug"\nobject = "Drug"\n',
+            "KIP_3004",
+            ["predicates.x.type", "line 4"],
+        ),
+        (
+            '[types.Drug]\nlabel = "Drug"\n[predicates.treats]\ntype = "T"\nsubject = "Durg"\nobject = "Drug"\n',
+            "KIP_2001",
+            ["predicates.treats.subject", "Did you mean 'Drug'"],
+        ),
+        ('[types."Bad Name"]\nlabel = "X"\n', "KIP_1002", ["not a valid concept type name", "'Bad_Name'"]),
+        ('[types.Drug]\nlabel = "Drug"\nattributes = ["a-b"]\n', "KIP_1002", ["attribute key", "line 3"]),
+        ('[types.Drug]\nlabel = "Drug"\n[predicates.Drug]\ntype = "T"\nsubject = "Drug"\nobject = "Drug"\n', "KIP_2002", ["both a type and a predicate"]),
+        ('[types.Domain]\nlabel = "Dom"\n', "KIP_3004", ["Genesis"]),
+        ('[types.A]\nlabel = "X"\n[types.B]\nlabel = "X"\n', "KIP_2002", ["already mapped"]),
+        (
+            '[types.A]\nlabel = "X"\n[predicates.p]\ntype = "T"\nsubject = "A"\nobject = "A"\n[predicates.q]\ntype = "T"\nsubject = "A"\nobject = "A"\n',
+            "KIP_2002",
+            ["predicates.q", "same relationships as predicate 'p'"],
+        ),
+        ("types = [", "KIP_1001", ["not valid TOML"]),
+        ("[types.Drug]\nlabel = 5\n", "KIP_1001", ["types.Drug.label", "line 2", 'label = "…"']),
+        ('[types.Drug]\nlabel = "D"\nattributes = ["a", 3]\n', "KIP_1001", ["types.Drug.attributes", "line 3", 'attributes = ["risk"']),
+        ('[types.Drug]\nlabel = "D"\n[options]\nlink_memory = "yes"\n', "KIP_1001", ["options.link_memory", "link_memory = true or"]),
+        (
+            '[types.Drug]\nlabel = "D"\n[predicates.t]\ntype = "T"\nsubject = "Drug"\n',
+            "KIP_1001",
+            ["predicates.t.object", "required", 'Add object = "…" to the [predicates.t] table'],
+        ),
+        ("colour = 1\n", "KIP_1001", ["key colour (line 1)", "types, predicates, options"]),
+        ("", "KIP_2002", ["adopts no type"]),
+    ],
+)
 def test_every_mapping_mistake_names_key_line_and_fix(text, code_, words):
     with pytest.raises(KipError) as err:
         adoption.parse(text, "mapping.toml")
@@ -225,9 +248,7 @@ def test_compile_offline_with_a_mapping(tmp_path):
 
 
 def test_hostile_names_are_quoted_never_cypher():
-    hostile = adoption.parse(
-        '[types.Odd]\nlabel = "Odd`) DETACH DELETE n //"\nname = "na\\\\u0060me"\nattributes = { k = "x` RETURN 1 //" }\n'
-    )
+    hostile = adoption.parse('[types.Odd]\nlabel = "Odd`) DETACH DELETE n //"\nname = "na\\\\u0060me"\nattributes = { k = "x` RETURN 1 //" }\n')
     cypher = compile_command('FIND(?o, ?o.attributes.k) WHERE { ?o {type: "Odd", name: "v"} }', {}, Settings(adoption=hostile))[0]["cypher"]
     assert quote("Odd`) DETACH DELETE n //") in cypher and quote("na\\u0060me") in cypher and quote("x` RETURN 1 //") in cypher
     assert "DETACH DELETE n //`" in cypher.replace("``", "")  # only inside a quoted identifier
@@ -276,8 +297,13 @@ def test_find_an_adopted_type_returns_kip_objects_with_stable_ids(world):
     drugs = world.find('FIND(?d) WHERE { ?d {type: "Drug"} } ORDER BY ?d.attributes.risk')
     assert [d["id"] for d in drugs] == ["A:Drug:3", "A:Drug:D1", "A:Drug:D2"]
     first = drugs[1]
-    assert first == {"id": "A:Drug:D1", "type": "Drug", "name": "Aspirin", "attributes": {"approved": True, "risk": 2},
-                     "metadata": {"adopted": True, "label": "Drug"}}  # unmapped properties (internal, summary) stay hidden
+    assert first == {
+        "id": "A:Drug:D1",
+        "type": "Drug",
+        "name": "Aspirin",
+        "attributes": {"approved": True, "risk": 2},
+        "metadata": {"adopted": True, "label": "Drug"},
+    }  # unmapped properties (internal, summary) stay hidden
     assert drugs[0]["name"] is None  # a node without the name property
 
 
@@ -294,10 +320,10 @@ def test_duplicate_names_are_distinct_concepts(world):
 
 def test_lookup_by_adopted_id_key_integer_key_and_element_id(world):
     assert world.find('FIND(?d.attributes.risk) WHERE { ?d {id: "A:Drug:D2"} }') == [5]
-    assert world.find('FIND(?d.attributes.risk) WHERE { ?d {id: :id} }', id="A:Drug:3") == [1]
+    assert world.find("FIND(?d.attributes.risk) WHERE { ?d {id: :id} }", id="A:Drug:3") == [1]
     ann = world.find('FIND(?e) WHERE { ?e {type: "Employee", name: "Ann"} }')[0]
     assert ann["id"].startswith("A:Employee:@") and ann["attributes"] == {"hired": "2020-01-02", "role": "CEO"}
-    assert world.find('FIND(?e.name) WHERE { ?e {id: :id} }', id=ann["id"]) == ["Ann"]
+    assert world.find("FIND(?e.name) WHERE { ?e {id: :id} }", id=ann["id"]) == ["Ann"]
     assert world.find('FIND(?d.name) WHERE { ?d {id: "A:Drug:nope"} }') == []
 
 
@@ -310,7 +336,7 @@ def test_links_of_an_adopted_predicate(world):
     assert links[1]["metadata"] == {"adopted": True, "relationship_type": "TREATS"}
     headache = world.find('FIND(?x.id) WHERE { ?x {type: "Disease", name: "Headache"} }')[0]
     assert links[1]["object"] == headache
-    again = world.find('FIND(?l.subject) WHERE { ?l (id: :id) }', id=links[1]["id"])
+    again = world.find("FIND(?l.subject) WHERE { ?l (id: :id) }", id=links[1]["id"])
     assert again == ["A:Drug:D1"]
 
 
@@ -326,9 +352,14 @@ def test_filter_order_and_aggregation_read_the_mapped_properties(world):
 
 
 def test_optional_not_and_union_over_adopted_data(world):
-    rows = world.find('FIND(?d.id, ?l.attributes.evidence) WHERE { ?d {type: "Drug"} OPTIONAL { ?l (?d, "treats", ?x) FILTER(?x.name == "Headache") } } ORDER BY ?d.id')
+    rows = world.find(
+        'FIND(?d.id, ?l.attributes.evidence) WHERE { ?d {type: "Drug"} OPTIONAL { ?l (?d, "treats", ?x) FILTER(?x.name == "Headache") } } ORDER BY ?d.id'
+    )
     assert rows == [["A:Drug:3", "A:Drug:D1", "A:Drug:D2"], ["C", "A", None]]
-    assert world.find('FIND(?d.id) WHERE { ?d {type: "Drug"} NOT { (?d, "treats", {type: "Disease", name: "Fever"}) } } ORDER BY ?d.id') == ["A:Drug:3", "A:Drug:D1"]
+    assert world.find('FIND(?d.id) WHERE { ?d {type: "Drug"} NOT { (?d, "treats", {type: "Disease", name: "Fever"}) } } ORDER BY ?d.id') == [
+        "A:Drug:3",
+        "A:Drug:D1",
+    ]
     both = world.find('FIND(?x.name) WHERE { ?x {type: "Disease", name: "Fever"} UNION { ?x {type: "Disease", name: "Headache"} } }')
     assert sorted(both) == ["Fever", "Headache"]
 
@@ -348,7 +379,7 @@ def test_predicate_variables_range_over_adopted_predicates_from_an_adopted_endpo
     # (not the TREATS to a Person: not a proposition)
     assert world.find('FIND(?p, ?s.name) WHERE { (?s, ?p, {type: "Employee", name: "Ann"}) }') == [["reports_to"], ["Bob"]]
     assert world.find('FIND(?p) WHERE { ?d {type: "Drug"} (?d, ?p, {type: "Employee", name: "Cy"}) }') == []
-    response = world.nexus.execute_kip('FIND(?p) WHERE { (?s, ?p, ?o) }')
+    response = world.nexus.execute_kip("FIND(?p) WHERE { (?s, ?p, ?o) }")
     assert "treats" not in response["result"] and "ranges over memory predicates only" in response["warnings"][0]
 
 
@@ -382,8 +413,11 @@ def test_an_untyped_concept_clause_reads_memory_and_says_so(world):
 def test_alternatives_of_adopted_predicates(world):
     rows = world.find('FIND(?d.id, ?x.name) WHERE { (?d, "treats" | "contraindicated", ?x) }')
     assert sorted(zip(*rows)) == [("A:Drug:3", "Headache"), ("A:Drug:D1", "Headache"), ("A:Drug:D2", "Fever"), ("A:Drug:D2", "Headache")]
-    for command in ('FIND(?x) WHERE { (?d, "treats" | "reports_to", ?x) }', 'FIND(?x) WHERE { ?l (?d, "treats" | "contraindicated", ?x) }',
-                    'FIND(?x) WHERE { (?d, "treats" | "belongs_to_domain", ?x) }'):
+    for command in (
+        'FIND(?x) WHERE { (?d, "treats" | "reports_to", ?x) }',
+        'FIND(?x) WHERE { ?l (?d, "treats" | "contraindicated", ?x) }',
+        'FIND(?x) WHERE { (?d, "treats" | "belongs_to_domain", ?x) }',
+    ):
         response = world.nexus.execute_kip(command)
         assert code(response) == "KIP_1001" and "not supported over adopted predicates" in response["error"]["message"], response
 
@@ -499,6 +533,7 @@ def test_engine_labels_cannot_be_adopted(label):
 # ---------------------------------------------------------------- CLI
 def test_cli_adopt_dry_run_then_apply_then_idempotent(world, neo4j_server, tmp_path):
     from hostile_payloads import fingerprint
+
     from kip2cypher.cli import main
 
     path = tmp_path / "mapping.toml"
@@ -522,7 +557,7 @@ def test_cli_adopt_dry_run_then_apply_then_idempotent(world, neo4j_server, tmp_p
     found = runner.invoke(main, ["call", 'FIND(?d.id) WHERE { ?d {type: "Drug", name: "Aspirin"} } ORDER BY ?d.id'], env=env, catch_exceptions=False)
     assert json.loads(found.stdout)["result"] == ["A:Drug:D1", "A:Drug:D2"]
     bad = tmp_path / "bad.toml"
-    bad.write_text("[types.Drug]\nlabel = \"Drug\"\nlable = 1\n", encoding="utf-8")
+    bad.write_text('[types.Drug]\nlabel = "Drug"\nlable = 1\n', encoding="utf-8")
     refused = runner.invoke(main, ["adopt", str(bad)], env=env, catch_exceptions=False)
     assert refused.exit_code == 1 and "types.Drug.lable" in refused.output and "line 3" in refused.output
     world.assert_team_unchanged()

@@ -8,6 +8,7 @@ nodes (labels, properties, element ids) and the team's own relationships never c
 KIP-owned relationships (KIP_SUBJECT / KIP_OBJECT and native predicate relationships carrying
 ``kip_id``) are ever added at an adopted node.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -15,10 +16,10 @@ import json
 import re
 
 import pytest
+from test_adopt import MAPPING, NOTE_SCHEMA, _open, code, ok, world  # noqa: F401  (world: the module fixture)
 
 from kip2cypher import adopting, adoption
 from kip2cypher.cypher import storage
-from test_adopt import MAPPING, NOTE_SCHEMA, _open, code, ok, world  # noqa: F401  (world: the module fixture)
 
 LINKED = MAPPING + "\n[options]\nlink_memory = true\n"
 
@@ -37,12 +38,15 @@ def team_state(driver, database) -> dict:
     """The team's nodes (labels, properties, element id) and the team's own relationships — every
     relationship touching a team node except KIP's (KIP_SUBJECT / KIP_OBJECT of any namespace,
     native predicate relationships carrying a kip_id): hashed. Must never change."""
-    nodes = driver.execute_query(f"MATCH (n) WHERE NOT {ENGINE} RETURN elementId(n) AS e, labels(n) AS l, properties(n) AS p", stems=STEMS, database_=database).records
+    nodes = driver.execute_query(
+        f"MATCH (n) WHERE NOT {ENGINE} RETURN elementId(n) AS e, labels(n) AS l, properties(n) AS p", stems=STEMS, database_=database
+    ).records
     rels = driver.execute_query(
         f"MATCH (a)-[r]->(b) WHERE (NOT {ENGINE.replace('(n)', '(a)')} OR NOT {ENGINE.replace('(n)', '(b)')}) "
         "AND NOT type(r) STARTS WITH 'KIP_' AND none(k IN keys(r) WHERE k STARTS WITH 'kip_id') "
         "RETURN elementId(a) AS a, type(r) AS t, properties(r) AS p, elementId(b) AS b, elementId(r) AS r",
-        stems=STEMS, database_=database,
+        stems=STEMS,
+        database_=database,
     ).records
     items = sorted(json.dumps([r["e"], sorted(r["l"]), {k: str(v) for k, v in dict(r["p"]).items()}], sort_keys=True) for r in nodes)
     items += ["--"] + sorted(json.dumps([r["a"], r["t"], {k: str(v) for k, v in dict(r["p"]).items()}, r["b"], r["r"]], sort_keys=True) for r in rels)
@@ -54,7 +58,8 @@ def kip_links_at_team_nodes(driver, database) -> list:
     rows = driver.execute_query(
         f"MATCH (a)-[r]->(b) WHERE (NOT {ENGINE.replace('(n)', '(a)')} OR NOT {ENGINE.replace('(n)', '(b)')}) "
         "AND (type(r) STARTS WITH 'KIP_' OR any(k IN keys(r) WHERE k STARTS WITH 'kip_id')) RETURN type(r) AS t, keys(r) AS k",
-        stems=STEMS, database_=database,
+        stems=STEMS,
+        database_=database,
     ).records
     return sorted((r["t"], tuple(sorted(r["k"]))) for r in rows)
 
@@ -127,15 +132,27 @@ def test_upsert_writes_memory_propositions_ending_at_adopted_concepts(linked, no
     # (?x is bound after the clause: a free endpoint binds memory elements only, so this finds nothing)
     assert found == [[], [], []]
     response = linked.run('FIND(?l) WHERE { ?x {type: "Disease"} ?l ({id: "A:Drug:D1"}, "suspected_for", ?x) }')
-    assert _ids(response) == {"result": [{
-        "id": "P:…:suspected_for", "subject": "A:Drug:D1", "predicate": "suspected_for", "object": "A:Disease:@…",
-        "attributes": {}, "metadata": response["result"][0]["metadata"]}]}
+    assert _ids(response) == {
+        "result": [
+            {
+                "id": "P:…:suspected_for",
+                "subject": "A:Drug:D1",
+                "predicate": "suspected_for",
+                "object": "A:Disease:@…",
+                "attributes": {},
+                "metadata": response["result"][0]["metadata"],
+            }
+        ]
+    }
     assert set(response["result"][0]["metadata"]) == {"_version", "_updated_at"}
     # KIP's own relationships at the team's nodes, and nothing else: per link one KIP_SUBJECT or
     # KIP_OBJECT per adopted endpoint plus the native relationship carrying kip_id
     assert kip_links_at_team_nodes(linked.driver, linked.database) == sorted(
-        [("KIP_OBJECT__linked", ())] * 2 + [("KIP_SUBJECT__linked", ())] * 3
-        + [("linked/about", ("kip_id__linked",))] * 2 + [("linked/mentioned_in", ("kip_id__linked",))] + [("linked/suspected_for", ("kip_id__linked",))]
+        [("KIP_OBJECT__linked", ())] * 2
+        + [("KIP_SUBJECT__linked", ())] * 3
+        + [("linked/about", ("kip_id__linked",))] * 2
+        + [("linked/mentioned_in", ("kip_id__linked",))]
+        + [("linked/suspected_for", ("kip_id__linked",))]
     )
     assert _links(linked) == 4
     linked.assert_team_unchanged()
@@ -146,22 +163,25 @@ def test_upsert_is_idempotent_and_the_same_node_by_name_or_id_is_one_link(linked
     again = linked.find('UPSERT { PROPOSITION ?m { ({type: "Disease", name: "Headache"}, "mentioned_in", {type: "Note", name: "n1"}) } }')
     by_id = linked.find('FIND(?d.id) WHERE { ?d {type: "Disease", name: "Headache"} }')[0]
     same = linked.find('UPSERT { PROPOSITION ?m { ({id: :d}, "mentioned_in", {type: "Note", name: "n1"}) } }', d=by_id)
-    assert again["upsert_proposition_links"] == same["upsert_proposition_links"] == [
-        linked.find('FIND(?l.id) WHERE { ?l ({type: "Disease", name: "Headache"}, "mentioned_in", ?n) }')[0]]
+    assert (
+        again["upsert_proposition_links"]
+        == same["upsert_proposition_links"]
+        == [linked.find('FIND(?l.id) WHERE { ?l ({type: "Disease", name: "Headache"}, "mentioned_in", ?n) }')[0]]
+    )
     assert _links(linked) == before
     linked.assert_team_unchanged()
 
 
 def _count_memory(linked) -> tuple:
-    rows = linked.driver.execute_query("MATCH (c:KipConcept__linked) WITH count(c) AS c MATCH (p:KipProposition__linked) RETURN c, count(p) AS p",
-                                       database_=linked.database).records
+    rows = linked.driver.execute_query(
+        "MATCH (c:KipConcept__linked) WITH count(c) AS c MATCH (p:KipProposition__linked) RETURN c, count(p) AS p", database_=linked.database
+    ).records
     return rows[0]["c"], rows[0]["p"]
 
 
 def test_a_name_two_team_nodes_share_is_refused_naming_their_ids_and_nothing_is_written(linked, notes):
     before = _count_memory(linked), _links(linked)
-    command = ('UPSERT { CONCEPT ?n { {type: "Note", name: "n9"} }\n'
-               '  PROPOSITION ?p { (?n, "about", {type: "Drug", name: "Aspirin"}) } }')
+    command = 'UPSERT { CONCEPT ?n { {type: "Note", name: "n9"} }\n  PROPOSITION ?p { (?n, "about", {type: "Drug", name: "Aspirin"}) } }'
     for dry_run in (True, False):
         response = linked.nexus.execute_kip(command, dry_run=dry_run)
         error = response["error"]
@@ -169,11 +189,12 @@ def test_a_name_two_team_nodes_share_is_refused_naming_their_ids_and_nothing_is_
         assert error == {
             "code": "KIP_3003",
             "message": 'Concept {type: "Drug", name: "Aspirin"} matches several nodes of the team\'s graph ("A:Drug:D1", "A:Drug:D2"): '
-                       "linking one of them would be arbitrary. (line 2, column 34)\n"
-                       '  PROPOSITION ?p { (?n, "about", {type: "Drug", name: "Aspirin"}) } }\n'
-                       "                                 ^",
+            "linking one of them would be arbitrary. (line 2, column 34)\n"
+            '  PROPOSITION ?p { (?n, "about", {type: "Drug", name: "Aspirin"}) } }\n'
+            "                                 ^",
             "hint": 'Name the one you mean by its adopted id, e.g. {id: "A:Drug:D1"} (FIND the candidates with their ids first).',
-            "line": 2, "column": 34,
+            "line": 2,
+            "column": 34,
         }
     assert (_count_memory(linked), _links(linked)) == before
     linked.assert_team_unchanged()
@@ -184,28 +205,40 @@ def test_two_team_nodes_sharing_a_key_value_are_told_apart_by_element_id(linked,
     try:
         error = linked.run('UPSERT { PROPOSITION ?p { ({type: "Note", name: "n1"}, "about", {id: "A:Drug:DX"}) } }')["error"]
         assert error["code"] == "KIP_3003"
-        assert re.match(r'Concept \{id: "A:Drug:DX"\} matches several nodes of the team\'s graph \("A:Drug:@[^"]+", "A:Drug:@[^"]+"\): '
-                        r"linking one of them would be arbitrary\. \(line 1, column (\d+)\)\n", error["message"]), error["message"]
+        assert re.match(
+            r'Concept \{id: "A:Drug:DX"\} matches several nodes of the team\'s graph \("A:Drug:@[^"]+", "A:Drug:@[^"]+"\): '
+            r"linking one of them would be arbitrary\. \(line 1, column (\d+)\)\n",
+            error["message"],
+        ), error["message"]
         element = re.search(r'"(A:Drug:@[^"]+)"', error["message"]).group(1)
         linked_id = linked.find('UPSERT { PROPOSITION ?p { ({type: "Note", name: "n1"}, "about", {id: :d}) } }', d=element)["upsert_proposition_links"]
         # the stored endpoint is the node's canonical adopted id (its key value), whatever form named it
-        assert linked.find('FIND(?l.object) WHERE { ?l (id: :l) }', l=linked_id[0]) == ["A:Drug:DX"]
-        linked.find('DELETE PROPOSITIONS ?l WHERE { ?l (id: :l) }', l=linked_id[0])
+        assert linked.find("FIND(?l.object) WHERE { ?l (id: :l) }", l=linked_id[0]) == ["A:Drug:DX"]
+        linked.find("DELETE PROPOSITIONS ?l WHERE { ?l (id: :l) }", l=linked_id[0])
     finally:
         linked.driver.execute_query("MATCH (d:Drug {drug_id: 'DX'}) DETACH DELETE d", database_=linked.database)
     linked.assert_team_unchanged()
 
 
-@pytest.mark.parametrize("target, message", [
-    ('{type: "Drug", name: "Nopezine"}', 'Concept {type: "Drug", name: "Nopezine"} does not exist in the team\'s graph.'),
-    ('{id: "A:Drug:D9"}', 'Concept {id: "A:Drug:D9"} does not exist in the team\'s graph.'),
-    ('{id: "A:Drug:@4:00000000-0000-0000-0000-000000000000:999999"}', 'Concept {id: "A:Drug:@4:00000000-0000-0000-0000-000000000000:999999"} does not exist in the team\'s graph.'),
-])
+@pytest.mark.parametrize(
+    "target, message",
+    [
+        ('{type: "Drug", name: "Nopezine"}', 'Concept {type: "Drug", name: "Nopezine"} does not exist in the team\'s graph.'),
+        ('{id: "A:Drug:D9"}', 'Concept {id: "A:Drug:D9"} does not exist in the team\'s graph.'),
+        (
+            '{id: "A:Drug:@4:00000000-0000-0000-0000-000000000000:999999"}',
+            'Concept {id: "A:Drug:@4:00000000-0000-0000-0000-000000000000:999999"} does not exist in the team\'s graph.',
+        ),
+    ],
+)
 def test_an_adopted_endpoint_that_matches_no_node_is_not_found(linked, notes, target, message):
     before = _count_memory(linked)
     response = linked.run('UPSERT { CONCEPT ?n { {type: "Note", name: "n8"} SET PROPOSITIONS { ("about", %s) } } }' % target)
     assert response["error"]["code"] == "KIP_3002" and response["error"]["message"].split(" (line 1,")[0] == message
-    assert response["error"]["hint"] == 'Adopted concepts are the team\'s own nodes: FIND or SEARCH it to get its exact name or its "A:…" id; KIP cannot create it.'
+    assert (
+        response["error"]["hint"]
+        == 'Adopted concepts are the team\'s own nodes: FIND or SEARCH it to get its exact name or its "A:…" id; KIP cannot create it.'
+    )
     assert _count_memory(linked) == before
     linked.assert_team_unchanged()
 
@@ -214,18 +247,25 @@ def test_with_the_option_off_linking_is_refused_and_the_hint_names_the_option(li
     default = linked.default.nexus  # the default namespace adopted the same graph without link_memory
     response = default.execute_kip('UPSERT { CONCEPT ?n { {type: "Note", name: "pharmacy note"} SET PROPOSITIONS { ("about", {id: "A:Drug:D1"}) } } }')
     assert response["error"]["code"] == "KIP_3004"
-    assert response["error"]["message"].startswith("This UPSERT would change the concept type 'Drug' (Neo4j label 'Drug'), which is adopted from the team's own graph")
-    assert response["error"]["hint"].startswith("A memory proposition may have an adopted concept as subject or object only when the mapping sets [options] link_memory = true")
+    assert response["error"]["message"].startswith(
+        "This UPSERT would change the concept type 'Drug' (Neo4j label 'Drug'), which is adopted from the team's own graph"
+    )
+    assert response["error"]["hint"].startswith(
+        "A memory proposition may have an adopted concept as subject or object only when the mapping sets [options] link_memory = true"
+    )
     linked.assert_team_unchanged()
 
 
-@pytest.mark.parametrize("command", [
-    *__import__("test_adopt").WRITES,
-    'UPSERT { PROPOSITION ?p { ({id: "A:Drug:D1"}, "treats", {type: "Disease", name: "Fever"}) } }',
-    'UPSERT { CONCEPT ?d { {id: "A:Drug:D1"} SET PROPOSITIONS { ("about", {type: "Note", name: "n1"}) } } }',
-    'UPDATE ?d SET ATTRIBUTES { risk: 0 } WHERE { ?n {type: "Note", name: "n1"} (?n, "about", ?d) ?d {type: "Drug"} }',
-    'DELETE CONCEPT ?d DETACH WHERE { ?d {type: "Drug"} (?n, "about", ?d) }',
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        *__import__("test_adopt").WRITES,
+        'UPSERT { PROPOSITION ?p { ({id: "A:Drug:D1"}, "treats", {type: "Disease", name: "Fever"}) } }',
+        'UPSERT { CONCEPT ?d { {id: "A:Drug:D1"} SET PROPOSITIONS { ("about", {type: "Note", name: "n1"}) } } }',
+        'UPDATE ?d SET ATTRIBUTES { risk: 0 } WHERE { ?n {type: "Note", name: "n1"} (?n, "about", ?d) ?d {type: "Drug"} }',
+        'DELETE CONCEPT ?d DETACH WHERE { ?d {type: "Drug"} (?n, "about", ?d) }',
+    ],
+)
 def test_adopted_data_stays_read_only_with_the_option_on(linked, notes, command):
     before = _count_memory(linked), _links(linked)
     response = linked.run(command)
@@ -235,17 +275,24 @@ def test_adopted_data_stays_read_only_with_the_option_on(linked, notes, command)
     linked.assert_team_unchanged()
 
 
-MEMORY_END = ('?{v} binds memory concepts and propositions only: a memory proposition may also end at an adopted concept (link_memory); '
-              'bind ?{v} to an adopted type before this clause (e.g. ?{v} {{type: "Drug"}}) to read those (docs/adopt.md).')
+MEMORY_END = (
+    "?{v} binds memory concepts and propositions only: a memory proposition may also end at an adopted concept (link_memory); "
+    'bind ?{v} to an adopted type before this clause (e.g. ?{v} {{type: "Drug"}}) to read those (docs/adopt.md).'
+)
 
 
 def test_find_memory_predicates_with_adopted_endpoints(linked, notes):
     response = linked.run('FIND(?n.name) WHERE { ?d {type: "Drug", name: "Aspirin"} (?n, "about", ?d) }')
     assert response == {"result": ["n1"], "warnings": [MEMORY_END.format(v="n")]}
     response = linked.run('FIND(?d, ?n.name, ?l.attributes.page) WHERE { ?d {type: "Disease"} ?l (?d, "mentioned_in", ?n) }')
-    assert _ids(response) == {"result": [
-        [{"id": "A:Disease:@…", "type": "Disease", "name": "Headache", "attributes": {"icd": "R51"}, "metadata": {"adopted": True, "label": "Disease"}}],
-        ["n1"], [3]], "warnings": [MEMORY_END.format(v="n")]}
+    assert _ids(response) == {
+        "result": [
+            [{"id": "A:Disease:@…", "type": "Disease", "name": "Headache", "attributes": {"icd": "R51"}, "metadata": {"adopted": True, "label": "Disease"}}],
+            ["n1"],
+            [3],
+        ],
+        "warnings": [MEMORY_END.format(v="n")],
+    }
     # both endpoints adopted
     response = linked.run('FIND(?d.id, ?x.name) WHERE { ?d {type: "Drug"} ?x {type: "Disease"} (?d, "suspected_for", ?x) }')
     assert response == {"result": [["A:Drug:D1"], ["Fever"]]}
@@ -267,14 +314,20 @@ def test_predicate_variables_range_over_adopted_and_memory_predicates(linked, no
     into_adopted = linked.run('FIND(?p, ?s.name) WHERE { ?d {type: "Disease", name: "Fever"} ?s {type: "Drug"} (?s, ?p, ?d) } ORDER BY ?p')
     assert into_adopted == {"result": [["suspected_for", "treats"], ["Aspirin", "Aspirin"]]}  # D1 suspected_for, D2 treats
     free = linked.run('FIND(?p, ?x.name) WHERE { ?d {id: "A:Drug:D1"} (?d, ?p, ?x) }')
-    assert free == {"result": [["treats"], ["Headache"]], "warnings": [
-        "?p ranges over the adopted predicates here (treats, contraindicated): ?x is bound to nothing before this clause, and one variable "
-        "cannot hold both an adopted concept and a memory element. To read memory propositions here too, bind ?x first to a type "
-        '(a memory type, or an adopted one) or name the predicate (docs/adopt.md, "link_memory").']}
+    assert free == {
+        "result": [["treats"], ["Headache"]],
+        "warnings": [
+            "?p ranges over the adopted predicates here (treats, contraindicated): ?x is bound to nothing before this clause, and one variable "
+            "cannot hold both an adopted concept and a memory element. To read memory propositions here too, bind ?x first to a type "
+            '(a memory type, or an adopted one) or name the predicate (docs/adopt.md, "link_memory").'
+        ],
+    }
     refused = linked.run('FIND(?l) WHERE { ?d {id: "A:Drug:D1"} ?x {type: "Disease"} ?l (?d, ?p, ?x) }')
     assert refused["error"]["code"] == "KIP_1001"
-    assert refused["error"]["message"].startswith("A ?l link variable with a predicate variable that could be an adopted relationship or a memory "
-                                                  "proposition (link_memory) is not supported over adopted predicates.")
+    assert refused["error"]["message"].startswith(
+        "A ?l link variable with a predicate variable that could be an adopted relationship or a memory "
+        "proposition (link_memory) is not supported over adopted predicates."
+    )
     linked.assert_team_unchanged()
 
 
@@ -306,29 +359,35 @@ def test_update_and_delete_attributes_and_propositions_on_links(linked, notes):
     made = linked.find('UPSERT { PROPOSITION ?p { ({type: "Note", name: "n3"}, "about", {id: "A:Drug:D2"}) SET ATTRIBUTES { weight: 1 } } }')
     pid = made["upsert_proposition_links"][0]
     where = '?d {id: "A:Drug:D2"} ?l ({type: "Note", name: "n3"}, "about", ?d)'
-    assert linked.run(f'UPDATE ?l SET ATTRIBUTES {{ weight: 2, seen: true }} WHERE {{ {where} }}') == {"result": {"matched": 1, "updated": 1}}
-    assert linked.find(f'FIND(?l.attributes) WHERE {{ {where} }}') == [{"weight": 2, "seen": True}]
+    assert linked.run(f"UPDATE ?l SET ATTRIBUTES {{ weight: 2, seen: true }} WHERE {{ {where} }}") == {"result": {"matched": 1, "updated": 1}}
+    assert linked.find(f"FIND(?l.attributes) WHERE {{ {where} }}") == [{"weight": 2, "seen": True}]
     assert linked.run(f'DELETE ATTRIBUTES {{"seen"}} FROM ?l WHERE {{ {where} }}') == {"result": {"updated_concepts": 0, "updated_propositions": 1}}
-    assert linked.find('FIND(?l.attributes, ?l.metadata._version) WHERE { ?l (id: :p) }', p=pid) == [[{"weight": 2}], [3]]
+    assert linked.find("FIND(?l.attributes, ?l.metadata._version) WHERE { ?l (id: :p) }", p=pid) == [[{"weight": 2}], [3]]
     before = _links(linked)
-    assert linked.run(f'DELETE PROPOSITIONS ?l WHERE {{ {where} }}') == {"result": {"deleted_propositions": 1}}
+    assert linked.run(f"DELETE PROPOSITIONS ?l WHERE {{ {where} }}") == {"result": {"deleted_propositions": 1}}
     assert _links(linked) == before - 1
-    assert linked.find('FIND(?l) WHERE { ?l (id: :p) }', p=pid) == []
+    assert linked.find("FIND(?l) WHERE { ?l (id: :p) }", p=pid) == []
     # the native relationship went with it: no "about" link from n3 to D2 is left at the team's node
-    rest = linked.driver.execute_query("MATCH (:Drug {drug_id: 'D2'})-[r]-() WHERE type(r) STARTS WITH 'KIP_' OR r.kip_id__linked IS NOT NULL RETURN count(r) AS c",
-                                       database_=linked.database).records[0]["c"]
+    rest = linked.driver.execute_query(
+        "MATCH (:Drug {drug_id: 'D2'})-[r]-() WHERE type(r) STARTS WITH 'KIP_' OR r.kip_id__linked IS NOT NULL RETURN count(r) AS c", database_=linked.database
+    ).records[0]["c"]
     assert rest == 0
     linked.assert_team_unchanged()
 
 
 def test_deleting_a_linked_memory_concept_removes_its_links_at_the_team_nodes(linked, notes):
-    linked.find('UPSERT { CONCEPT ?n { {type: "Note", name: "short-lived"} SET PROPOSITIONS { ("about", {id: "A:Drug:D2"}) } }'
-                ' PROPOSITION ?m { ({id: "A:Drug:D2"}, "mentioned_in", ?n) } }')
+    linked.find(
+        'UPSERT { CONCEPT ?n { {type: "Note", name: "short-lived"} SET PROPOSITIONS { ("about", {id: "A:Drug:D2"}) } }'
+        ' PROPOSITION ?m { ({id: "A:Drug:D2"}, "mentioned_in", ?n) } }'
+    )
     before = _links(linked)
-    assert linked.run('DELETE CONCEPT ?n DETACH WHERE { ?n {type: "Note", name: "short-lived"} }') == {"result": {"deleted_concepts": 1, "deleted_propositions": 2}}
+    assert linked.run('DELETE CONCEPT ?n DETACH WHERE { ?n {type: "Note", name: "short-lived"} }') == {
+        "result": {"deleted_concepts": 1, "deleted_propositions": 2}
+    }
     assert _links(linked) == before - 2
-    rest = linked.driver.execute_query("MATCH (:Drug {drug_id: 'D2'})-[r]-() WHERE type(r) STARTS WITH 'KIP_' OR r.kip_id__linked IS NOT NULL RETURN count(r) AS c",
-                                       database_=linked.database).records[0]["c"]
+    rest = linked.driver.execute_query(
+        "MATCH (:Drug {drug_id: 'D2'})-[r]-() WHERE type(r) STARTS WITH 'KIP_' OR r.kip_id__linked IS NOT NULL RETURN count(r) AS c", database_=linked.database
+    ).records[0]["c"]
     assert rest == 0
     linked.assert_team_unchanged()
 
@@ -351,27 +410,30 @@ def test_a_link_whose_team_node_was_deleted_is_not_read_and_can_be_deleted(linke
     linked.driver.execute_query("CREATE (:Drug {drug_id: 'D7', name: 'Tempzine'})", database_=linked.database)
     made = linked.find('UPSERT { PROPOSITION ?p { ({id: "A:Drug:D7"}, "about", {type: "Note", name: "n3"}) } }')
     pid = made["upsert_proposition_links"][0]
-    assert linked.find('FIND(?l.subject) WHERE { ?l (id: :p) }', p=pid) == ["A:Drug:D7"]
+    assert linked.find("FIND(?l.subject) WHERE { ?l (id: :p) }", p=pid) == ["A:Drug:D7"]
     linked.driver.execute_query("MATCH (d:Drug {drug_id: 'D7'}) DETACH DELETE d", database_=linked.database)
     linked.assert_team_unchanged()  # the node came and went: the rest of the team's graph is as before
-    assert linked.run('FIND(?l) WHERE { ?l (id: :p) }', p=pid) == {"result": []}
+    assert linked.run("FIND(?l) WHERE { ?l (id: :p) }", p=pid) == {"result": []}
     assert pid not in json.dumps(linked.find('FIND(?l) WHERE { ?l (?s, "about", ?o) }'))
     whole, stored = linked.driver.execute_query(
         "MATCH (p:KipProposition__linked {predicate: 'about'}) "
         "RETURN count(CASE WHEN EXISTS { (p)-[:KIP_SUBJECT__linked]->() } AND EXISTS { (p)-[:KIP_OBJECT__linked]->() } THEN p END) AS whole, count(p) AS stored",
-        database_=linked.database).records[0]
+        database_=linked.database,
+    ).records[0]
     assert stored == whole + 1 and linked.find('FIND(COUNT(?l)) WHERE { ?l (?s, "about", ?o) }') == whole  # (?s, ?o unread: not expanded)
     assert adopting.link_counts(linked.nexus)["dangling"] == 1  # what `kip2cypher adopt` reports
-    assert linked.run('DELETE PROPOSITIONS ?l WHERE { ?l (id: :p) }', p=pid) == {"result": {"deleted_propositions": 0}}  # not read: not matched
+    assert linked.run("DELETE PROPOSITIONS ?l WHERE { ?l (id: :p) }", p=pid) == {"result": {"deleted_propositions": 0}}  # not read: not matched
     # the team recreates a node with the same key: the same UPSERT links the proposition again
     linked.driver.execute_query("CREATE (:Drug {drug_id: 'D7', name: 'Tempzine'})", database_=linked.database)
     again = linked.find('UPSERT { PROPOSITION ?p { ({id: "A:Drug:D7"}, "about", {type: "Note", name: "n3"}) } }')
     assert again["upsert_proposition_links"] == [pid]
     assert linked.find('FIND(?l.subject, ?d.name) WHERE { ?d {type: "Drug"} ?l (?d, "about", {type: "Note", name: "n3"}) } ORDER BY ?d.name') == [
-        ["A:Drug:D1", "A:Drug:D7"], ["Aspirin", "Tempzine"]]
+        ["A:Drug:D1", "A:Drug:D7"],
+        ["Aspirin", "Tempzine"],
+    ]
     native = linked.driver.execute_query("MATCH (:Drug {drug_id: 'D7'})-[r]->() RETURN type(r) AS t, r.kip_id__linked AS k", database_=linked.database).records
     assert [(r["t"], r["k"]) for r in native] == [("linked/about", pid)]
-    assert linked.run('DELETE PROPOSITIONS ?l WHERE { ?l (id: :p) }', p=pid) == {"result": {"deleted_propositions": 1}}
+    assert linked.run("DELETE PROPOSITIONS ?l WHERE { ?l (id: :p) }", p=pid) == {"result": {"deleted_propositions": 1}}
     linked.driver.execute_query("MATCH (d:Drug {drug_id: 'D7'}) DETACH DELETE d", database_=linked.database)
     linked.assert_team_unchanged()
 
@@ -404,8 +466,10 @@ def test_cli_adopt_says_what_link_memory_enables_and_refuses_turning_it_off_whil
     if neo4j_server.auth:
         env["NEO4J_USERNAME"], env["NEO4J_PASSWORD"] = neo4j_server.auth
     runner = CliRunner()
-    enables = ("memory propositions may have an adopted concept as subject or object — KIP then adds its own KIP_SUBJECT / KIP_OBJECT "
-               "and predicate relationships at the team's nodes (never a label or a property); 0 such proposition(s) now")
+    enables = (
+        "memory propositions may have an adopted concept as subject or object — KIP then adds its own KIP_SUBJECT / KIP_OBJECT "
+        "and predicate relationships at the team's nodes (never a label or a property); 0 such proposition(s) now"
+    )
     dry = runner.invoke(main, ["adopt", str(on), "--dry-run"], env=env, catch_exceptions=False)
     assert dry.exit_code == 0 and f"link_memory would enable: {enables}" in dry.output, dry.output
     applied = runner.invoke(main, ["adopt", str(on)], env=env, catch_exceptions=False)
@@ -417,8 +481,10 @@ def test_cli_adopt_says_what_link_memory_enables_and_refuses_turning_it_off_whil
         ok(nexus.execute_kip('UPSERT { CONCEPT ?n { {type: "Note", name: "cli"} SET PROPOSITIONS { ("about", {id: "A:Drug:D1"}) } } }'))
         refused = runner.invoke(main, ["adopt", str(off)], env=env, catch_exceptions=False)
         assert refused.exit_code == 1
-        assert ("link_memory cannot be turned off in namespace 'clilink': 1 memory proposition(s) link to adopted concepts, "
-                "and with the option off KIP would read their adopted endpoints as memory elements.") in refused.output, refused.output
+        assert (
+            "link_memory cannot be turned off in namespace 'clilink': 1 memory proposition(s) link to adopted concepts, "
+            "and with the option off KIP would read their adopted endpoints as memory elements."
+        ) in refused.output, refused.output
         assert adopting.stored(nexus).link_memory is True  # nothing changed
         ok(nexus.execute_kip('DELETE CONCEPT ?n DETACH WHERE { ?n {type: "Note", name: "cli"} }'))
         turned_off = runner.invoke(main, ["adopt", str(off)], env=env, catch_exceptions=False)
@@ -430,8 +496,9 @@ def test_cli_adopt_says_what_link_memory_enables_and_refuses_turning_it_off_whil
 
 
 def test_merging_a_linked_memory_concept_keeps_its_links_to_adopted_concepts(linked, notes):
-    linked.find('UPSERT { CONCEPT ?a { {type: "Note", name: "dup a"} SET PROPOSITIONS { ("about", {id: "A:Drug:D2"}) } }'
-                ' CONCEPT ?b { {type: "Note", name: "dup b"} } }')
+    linked.find(
+        'UPSERT { CONCEPT ?a { {type: "Note", name: "dup a"} SET PROPOSITIONS { ("about", {id: "A:Drug:D2"}) } } CONCEPT ?b { {type: "Note", name: "dup b"} } }'
+    )
     before = _links(linked)
     merged = linked.run('MERGE CONCEPT ?a INTO ?b WHERE { ?a {type: "Note", name: "dup a"} ?b {type: "Note", name: "dup b"} }')
     assert merged["result"]["links_repointed"] == 1 and merged["result"]["links_deduplicated"] == 0, merged
@@ -442,12 +509,18 @@ def test_merging_a_linked_memory_concept_keeps_its_links_to_adopted_concepts(lin
     linked.assert_team_unchanged()
 
 
-@pytest.mark.parametrize("command, result", [
-    ('UPDATE ?x SET ATTRIBUTES { risk: 0 } WHERE { ?n {type: "Note", name: "n1"} (?n, "about", ?x) }', {"matched": 0, "updated": 0}),
-    ('UPDATE ?x SET ATTRIBUTES { risk: 0 } WHERE { ?n {type: "Note", name: "n1"} (?n, "about"{1,3}, ?x) }', {"matched": 1, "updated": 1}),
-    ('DELETE ATTRIBUTES {"risk"} FROM ?x WHERE { ?n {type: "Note", name: "n1"} (?n, "about", ?x) }', {"updated_concepts": 0, "updated_propositions": 0}),
-    ('DELETE CONCEPT ?x DETACH WHERE { ({type: "Disease", name: "Headache"}, "mentioned_in", ?y) (?y, "about", ?x) }', {"deleted_concepts": 0, "deleted_propositions": 0}),
-])
+@pytest.mark.parametrize(
+    "command, result",
+    [
+        ('UPDATE ?x SET ATTRIBUTES { risk: 0 } WHERE { ?n {type: "Note", name: "n1"} (?n, "about", ?x) }', {"matched": 0, "updated": 0}),
+        ('UPDATE ?x SET ATTRIBUTES { risk: 0 } WHERE { ?n {type: "Note", name: "n1"} (?n, "about"{1,3}, ?x) }', {"matched": 1, "updated": 1}),
+        ('DELETE ATTRIBUTES {"risk"} FROM ?x WHERE { ?n {type: "Note", name: "n1"} (?n, "about", ?x) }', {"updated_concepts": 0, "updated_propositions": 0}),
+        (
+            'DELETE CONCEPT ?x DETACH WHERE { ({type: "Disease", name: "Headache"}, "mentioned_in", ?y) (?y, "about", ?x) }',
+            {"deleted_concepts": 0, "deleted_propositions": 0},
+        ),
+    ],
+)
 def test_a_write_through_a_link_never_reaches_the_team_node(linked, notes, command, result):
     """A variable bound first by a memory pattern binds memory elements only: a write whose target
     is reached over a link never lands on the team's node (the walk over "about"{1,3} reaches n3
@@ -456,12 +529,12 @@ def test_a_write_through_a_link_never_reaches_the_team_node(linked, notes, comma
     linked.assert_team_unchanged()
 
 
-
 def test_a_hostile_label_is_quoted_when_linking(linked, neo4j_server):
     """The mapping's names reach the endpoint lookup and the link only as quoted identifiers."""
+    from test_adopt import HOSTILE_LABEL, HOSTILE_PROP
+
     from kip2cypher.cypher.builder import quote
     from kip2cypher.namespaces import drop_namespace
-    from test_adopt import HOSTILE_LABEL, HOSTILE_PROP
 
     linked.driver.execute_query(f"CREATE (:{quote(HOSTILE_LABEL)} {{{quote(HOSTILE_PROP)}: 'odd one', k: 'K1'}})", database_=linked.database)
     nexus = _open(neo4j_server, "hostile_link")
@@ -487,8 +560,10 @@ def test_a_failure_while_writing_leaves_no_link_behind(linked, notes):
     """The link is written in the proposition wave; a later row of the same wave failing its
     EXPECT VERSION rolls the whole command back, KIP's relationships at the team's node included."""
     before = _count_memory(linked), _links(linked), kip_links_at_team_nodes(linked.driver, linked.database)
-    response = linked.run('UPSERT { PROPOSITION ?a { ({type: "Note", name: "n3"}, "about", {id: "A:Drug:D2"}) }'
-                          ' PROPOSITION ?b { ({type: "Disease", name: "Headache"}, "mentioned_in", {type: "Note", name: "n1"}) EXPECT VERSION 99 } }')
+    response = linked.run(
+        'UPSERT { PROPOSITION ?a { ({type: "Note", name: "n3"}, "about", {id: "A:Drug:D2"}) }'
+        ' PROPOSITION ?b { ({type: "Disease", name: "Headache"}, "mentioned_in", {type: "Note", name: "n1"}) EXPECT VERSION 99 } }'
+    )
     assert response["error"]["code"] == "KIP_3005", response
     assert (_count_memory(linked), _links(linked), kip_links_at_team_nodes(linked.driver, linked.database)) == before
     linked.assert_team_unchanged()
@@ -515,7 +590,8 @@ def team_mentions(linked, notes):
         linked.driver.execute_query(
             "MATCH (d1:Drug {drug_id: 'D1'}), (d2:Drug {drug_id: 'D2'}), (h:Disease {name: 'Headache'}), (f:Disease {name: 'Fever'}), (s:Supplier {name: 'Acme'}) "
             f"CREATE (d1)-[:{t} {{team_link: 1}}]->(h), (d1)-[:{t} {{team_link: 2}}]->(f), (d1)-[:{t} {{team_link: 3}}]->(d2), (s)-[:{t} {{team_link: 4}}]->(d1)",
-            database_=linked.database)
+            database_=linked.database,
+        )
     linked.team = team_state(linked.driver, linked.database)
     made = linked.find("""
 UPSERT {
@@ -528,7 +604,7 @@ UPSERT {
     linked.assert_team_unchanged()
     ok(linked.run('DELETE CONCEPT ?n DETACH WHERE { ?n {type: "Note"} FILTER(IN(?n.name, ["m1", "m2"])) }'))
     for pid in made["upsert_proposition_links"]:
-        ok(linked.run('DELETE PROPOSITIONS ?l WHERE { ?l (id: :p) }', p=pid))
+        ok(linked.run("DELETE PROPOSITIONS ?l WHERE { ?l (id: :p) }", p=pid))
     linked.driver.execute_query("MATCH ()-[r]->() WHERE r.team_link IS NOT NULL DELETE r", database_=linked.database)
     linked.team = team_state(linked.driver, linked.database)
 
@@ -573,11 +649,15 @@ def test_a_team_relationship_is_not_read_by_a_predicate_variable(linked, team_me
 def test_a_path_over_a_memory_predicate_does_not_walk_the_team_relationships(linked, team_mentions):
     # KIP's links: m1 → D1 → Fever; the team's D1 → D2 (→ m2 by a memory link) and D1 → Headache are no hops
     assert linked.run('FIND(?x.name) WHERE { ?n {type: "Note", name: "m1"} (?n, "mentions"{1,3}, ?x) }') == {
-        "result": [], "warnings": [MEMORY_END.format(v="x")]}
+        "result": [],
+        "warnings": [MEMORY_END.format(v="x")],
+    }
     assert linked.run('FIND(?x.id) WHERE { ?x {type: "Drug"} ?n {type: "Note", name: "m1"} (?n, "mentions"{1,3}, ?x) }') == {"result": ["A:Drug:D1"]}
     assert linked.run('FIND(?x.name) WHERE { ?x {type: "Disease"} ?n {type: "Note", name: "m1"} (?n, "mentions"{2,3}, ?x) }') == {"result": ["Fever"]}
     assert linked.run('FIND(?n.name) WHERE { ?x {type: "Note", name: "m2"} (?n, "mentions"{1,3}, ?x) }') == {
-        "result": [], "warnings": [MEMORY_END.format(v="n")]}
+        "result": [],
+        "warnings": [MEMORY_END.format(v="n")],
+    }
     assert linked.run('FIND(?b.id) WHERE { ?a {id: "A:Drug:D1"} ?b {id: "A:Drug:D2"} (?a, "mentions"{1,1}, ?b) }') == {"result": []}
     linked.assert_team_unchanged()
 
@@ -586,10 +666,12 @@ def test_with_the_option_off_a_team_relationship_at_an_adopted_node_is_not_a_pro
     """The default namespace adopts the graph without link_memory: no memory proposition touches an
     adopted concept, so a memory predicate at one matches nothing — not the team's ``mentions``."""
     default = linked.default.nexus
-    for command in ('FIND(?x) WHERE { ?d {id: "A:Drug:D1"} (?d, "mentions", ?x) }',
-                    'FIND(?x) WHERE { ?d {id: "A:Drug:D1"} (?x, "mentions", ?d) }',
-                    'FIND(?x) WHERE { ?d {id: "A:Drug:D1"} ?x {type: "Disease"} (?d, "mentions", ?x) }',
-                    'FIND(?x) WHERE { ?d {id: "A:Drug:D1"} (?d, "mentions"{1,3}, ?x) }'):
+    for command in (
+        'FIND(?x) WHERE { ?d {id: "A:Drug:D1"} (?d, "mentions", ?x) }',
+        'FIND(?x) WHERE { ?d {id: "A:Drug:D1"} (?x, "mentions", ?d) }',
+        'FIND(?x) WHERE { ?d {id: "A:Drug:D1"} ?x {type: "Disease"} (?d, "mentions", ?x) }',
+        'FIND(?x) WHERE { ?d {id: "A:Drug:D1"} (?d, "mentions"{1,3}, ?x) }',
+    ):
         assert default.execute_kip(command) == {"result": []}, command
     linked.assert_team_unchanged()
 
@@ -599,27 +681,39 @@ def test_writes_on_a_link_beside_a_team_relationship_of_its_type_leave_the_team_
     own ``mentions`` relationship: UPDATE, DELETE ATTRIBUTES and DELETE PROPOSITIONS change the
     proposition only — the team's relationship keeps its properties and stays (fingerprint)."""
     where = '?d {id: "A:Drug:D1"} ?x {type: "Disease", name: "Fever"} ?l (?d, "mentions", ?x)'
-    assert linked.run(f'UPDATE ?l SET ATTRIBUTES {{ weight: 2, seen: true }} WHERE {{ {where} }}') == {"result": {"matched": 1, "updated": 1}}
+    assert linked.run(f"UPDATE ?l SET ATTRIBUTES {{ weight: 2, seen: true }} WHERE {{ {where} }}") == {"result": {"matched": 1, "updated": 1}}
     assert linked.run(f'DELETE ATTRIBUTES {{"seen"}} FROM ?l WHERE {{ {where} }}') == {"result": {"updated_concepts": 0, "updated_propositions": 1}}
-    assert linked.run(f'FIND(?l.attributes) WHERE {{ {where} }}') == {"result": [{"weight": 2}]}
+    assert linked.run(f"FIND(?l.attributes) WHERE {{ {where} }}") == {"result": [{"weight": 2}]}
     linked.assert_team_unchanged()
-    assert linked.run(f'DELETE PROPOSITIONS ?l WHERE {{ {where} }}') == {"result": {"deleted_propositions": 1}}
-    rels = linked.driver.execute_query("MATCH (:Drug {drug_id: 'D1'})-[r:`linked/mentions`]->(:Disease {name: 'Fever'}) RETURN properties(r) AS p",
-                                       database_=linked.database).records
+    assert linked.run(f"DELETE PROPOSITIONS ?l WHERE {{ {where} }}") == {"result": {"deleted_propositions": 1}}
+    rels = linked.driver.execute_query(
+        "MATCH (:Drug {drug_id: 'D1'})-[r:`linked/mentions`]->(:Disease {name: 'Fever'}) RETURN properties(r) AS p", database_=linked.database
+    ).records
     assert [r["p"] for r in rels] == [{"team_link": 2}]  # KIP's relationship went with the proposition; the team's stayed
     linked.assert_team_unchanged()
 
 
-@pytest.mark.parametrize("command, result", [
-    ('DELETE PROPOSITIONS ?l WHERE { ?d {id: "A:Drug:D1"} (?d, "mentions", {type: "Disease", name: "Headache"}) ?l (?n, "mentions", ?d) }',
-     {"deleted_propositions": 0}),
-    ('UPDATE ?n SET ATTRIBUTES { flag: true } WHERE { ?n {type: "Note"} ?d {id: "A:Drug:D1"} ?y {type: "Drug"} (?n, "mentions", ?d) (?d, "mentions", ?y) }',
-     {"matched": 0, "updated": 0}),
-    ('DELETE CONCEPT ?n DETACH WHERE { ?n {type: "Note", name: "m2"} ?d {type: "Drug"} (?d, "mentions", ?n) ?e {id: "A:Drug:D1"} (?e, "mentions", ?d) }',
-     {"deleted_concepts": 0, "deleted_propositions": 0}),
-    ('DELETE PROPOSITIONS ?l WHERE { ?n {type: "Note", name: "m1"} ?x {type: "Drug"} (?n, "mentions"{2,3}, ?x) ?l (?x, "mentions", ?m) }',
-     {"deleted_propositions": 0}),
-])
+@pytest.mark.parametrize(
+    "command, result",
+    [
+        (
+            'DELETE PROPOSITIONS ?l WHERE { ?d {id: "A:Drug:D1"} (?d, "mentions", {type: "Disease", name: "Headache"}) ?l (?n, "mentions", ?d) }',
+            {"deleted_propositions": 0},
+        ),
+        (
+            'UPDATE ?n SET ATTRIBUTES { flag: true } WHERE { ?n {type: "Note"} ?d {id: "A:Drug:D1"} ?y {type: "Drug"} (?n, "mentions", ?d) (?d, "mentions", ?y) }',
+            {"matched": 0, "updated": 0},
+        ),
+        (
+            'DELETE CONCEPT ?n DETACH WHERE { ?n {type: "Note", name: "m2"} ?d {type: "Drug"} (?d, "mentions", ?n) ?e {id: "A:Drug:D1"} (?e, "mentions", ?d) }',
+            {"deleted_concepts": 0, "deleted_propositions": 0},
+        ),
+        (
+            'DELETE PROPOSITIONS ?l WHERE { ?n {type: "Note", name: "m1"} ?x {type: "Drug"} (?n, "mentions"{2,3}, ?x) ?l (?x, "mentions", ?m) }',
+            {"deleted_propositions": 0},
+        ),
+    ],
+)
 def test_a_write_is_not_selected_through_a_team_relationship_of_a_memory_predicates_type(linked, team_mentions, command, result):
     """Memory writes whose WHERE would hold only over the team's own ``mentions`` (D1 → Headache,
     D1 → D2, and the walk m1 → D1 → D2) select nothing: no memory element is changed because of
@@ -628,13 +722,16 @@ def test_a_write_is_not_selected_through_a_team_relationship_of_a_memory_predica
     linked.assert_team_unchanged()
 
 
-@pytest.mark.parametrize("command, option", [
-    ('FIND(?n.name, ?m.name) WHERE { ?n {type: "Note"} ?m {type: "Note"} (?n, "about", ?m) }', True),
-    ('FIND(?n.name) WHERE { ?n {type: "Note", name: "a"} ?m {type: "Note"} (?n, "about" | "mentions", ?m) NOT { (?m, "about", ?n) } }', True),
-    ('FIND(?l) WHERE { ?n {type: "Note"} ?l (?n, "about", {type: "Note", name: "b"}) }', True),
-    # a walk may pass through adopted nodes only with the option on (then every hop needs kip_id)
-    ('FIND(?n) WHERE { ?n {type: "Note", name: "a"} ?m {type: "Note", name: "b"} (?n, "about"{1,3}, ?m) }', False),
-])
+@pytest.mark.parametrize(
+    "command, option",
+    [
+        ('FIND(?n.name, ?m.name) WHERE { ?n {type: "Note"} ?m {type: "Note"} (?n, "about", ?m) }', True),
+        ('FIND(?n.name) WHERE { ?n {type: "Note", name: "a"} ?m {type: "Note"} (?n, "about" | "mentions", ?m) NOT { (?m, "about", ?n) } }', True),
+        ('FIND(?l) WHERE { ?n {type: "Note"} ?l (?n, "about", {type: "Note", name: "b"}) }', True),
+        # a walk may pass through adopted nodes only with the option on (then every hop needs kip_id)
+        ('FIND(?n) WHERE { ?n {type: "Note", name: "a"} ?m {type: "Note", name: "b"} (?n, "about"{1,3}, ?m) }', False),
+    ],
+)
 def test_memory_only_patterns_compile_as_without_an_adoption(command, option):
     """The kip_id test is added only where a memory predicate's relationship may touch an adopted
     node: between memory concepts the statement is the one compiled with nothing adopted."""

@@ -4,6 +4,7 @@ The world is tests/test_adopt.py's: the team's pharmacy / staff graph (duplicate
 drug without a name, a date property) adopted in the default namespace next to KIP memory.
 Every test ends by checking the team's graph fingerprint: KIP never changed it.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,7 +34,7 @@ def _pages(w: World, command: str, limit: int) -> list[dict]:
     """Every page of an EXPORT, following next_cursor."""
     pages, cursor = [], None
     while True:
-        suffix = f' LIMIT {limit}' + (f' CURSOR "{cursor}"' if cursor else "")
+        suffix = f" LIMIT {limit}" + (f' CURSOR "{cursor}"' if cursor else "")
         response = w.nexus.execute_kip(command + suffix)
         pages.append(ok(response))
         cursor = response.get("next_cursor")
@@ -214,12 +215,16 @@ def test_cli_adopt_embed_in_a_namespace(world, neo4j_server, tmp_path):
 @pytest.fixture(scope="module")
 def propositions(world, neo4j_server):
     """Namespace "relsearch" adopts the graph with text on ``treats`` and the relationship index."""
-    world.driver.execute_query("MATCH (:Drug {drug_id: 'D1'})-[t:TREATS]->(:Disease {name: 'Headache'}) SET t.note = 'first-line therapy for tension headaches'",
-                               database_=world.database)
+    world.driver.execute_query(
+        "MATCH (:Drug {drug_id: 'D1'})-[t:TREATS]->(:Disease {name: 'Headache'}) SET t.note = 'first-line therapy for tension headaches'",
+        database_=world.database,
+    )
     world.team = test_adopt.team_fingerprint(world.driver, world.database)  # the test's own change
     # Neo4j keeps one index per schema: the concept text properties differ from the default
     # namespace's, or its "IF NOT EXISTS" would skip this namespace's index (reported in the branch notes)
-    mapping = test_adopt.MAPPING.replace('attributes = ["evidence"]', 'attributes = ["evidence", "note"]\ntext = ["note"]').replace('text = ["name", "summary"]', 'text = ["name"]')
+    mapping = test_adopt.MAPPING.replace('attributes = ["evidence"]', 'attributes = ["evidence", "note"]\ntext = ["note"]').replace(
+        'text = ["name", "summary"]', 'text = ["name"]'
+    )
     nexus = _open(neo4j_server, "relsearch")
     report = adopting.apply(nexus, adoption.parse(mapping), create_index=True)
     assert report["relationship_text_index"]["state"] in ("created", "present") and adopting.stored(nexus).relationships_indexed
@@ -348,5 +353,7 @@ def test_shadows_of_relationships_gone_are_dropped(world, propositions, embedded
         assert report["dropped"] == 1 and {c["predicate"]: c["relationships"] for c in report["predicates"]}["contraindicated"] == 0
         assert "warnings" not in _search(propositions, query)
     finally:
-        world.driver.execute_query("MATCH (b:Drug {drug_id: 'D2'}), (h:Disease {name: 'Headache'}) CREATE (b)-[:CONTRAINDICATED]->(h)", database_=world.database)
+        world.driver.execute_query(
+            "MATCH (b:Drug {drug_id: 'D2'}), (h:Disease {name: 'Headache'}) CREATE (b)-[:CONTRAINDICATED]->(h)", database_=world.database
+        )
         world.team = test_adopt.team_fingerprint(world.driver, world.database)  # the test changed the team graph itself

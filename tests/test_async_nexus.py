@@ -1,4 +1,5 @@
 """AsyncNexus answers exactly what the sync Nexus answers: both drive the same programs."""
+
 from __future__ import annotations
 
 import asyncio
@@ -12,7 +13,9 @@ from kip2cypher.execute import Nexus
 READS = [
     {"command": "DESCRIBE PRIMER"},
     {"command": "DESCRIBE DOMAINS"},
-    {"command": "DESCRIBE CONCEPT TYPES", },
+    {
+        "command": "DESCRIBE CONCEPT TYPES",
+    },
     {"command": 'DESCRIBE CONCEPT TYPE "Drgu"'},
     {"command": 'FIND(?d.name, ?d.attributes.risk) WHERE { ?d {type: "Drug"} } ORDER BY ?d.name LIMIT 1'},
     {"command": 'FIND(?d.name) WHERE { ?d {type: "Drgu"} }'},

@@ -1,4 +1,5 @@
 """The `kip2cypher` CLI through click's CliRunner against the real Neo4j (the shell on a terminal: test_shell_terminal.py)."""
+
 from __future__ import annotations
 
 import json
@@ -9,17 +10,17 @@ import sys
 
 import pytest
 from click.testing import CliRunner
+from interface_helpers import fingerprint, shape_checked
+from kml_helpers import ok
 
 from kip2cypher.cli import main
 from kip2cypher.cli.demo import DEMO_DATA, DEMO_SCHEMA
-
-from interface_helpers import shape_checked, fingerprint
-from kml_helpers import ok
 
 
 @pytest.fixture(autouse=True)
 def _responses_have_the_spec_shape(monkeypatch):
     shape_checked(monkeypatch)
+
 
 FIND_DRUGS = 'FIND(?d.name, ?d.attributes.risk_level) WHERE { ?d {type: "Drug"} } ORDER BY ?d.name'
 
@@ -92,7 +93,16 @@ def test_call_arguments_envelope_and_exit_status(cli, medical, tmp_path):
     out = cli("call", input=json.dumps({"command": FIND_DRUGS}))
     assert out.exit_code == 0 and json.loads(out.stdout) == {"result": [["Aspirin", "Paracetamol"], [2, 1]]}
     request = tmp_path / "req.json"
-    request.write_text(json.dumps({"function": {"name": "execute_kip_readonly", "arguments": {"commands": ["DESCRIBE CONCEPT TYPES", 'UPSERT { CONCEPT ?x { {type: "Drug", name: "X"} } }']}}}))
+    request.write_text(
+        json.dumps(
+            {
+                "function": {
+                    "name": "execute_kip_readonly",
+                    "arguments": {"commands": ["DESCRIBE CONCEPT TYPES", 'UPSERT { CONCEPT ?x { {type: "Drug", name: "X"} } }']},
+                }
+            }
+        )
+    )
     out = cli("call", "--request", str(request))
     assert out.exit_code == 1 and json.loads(out.stdout)["error"]["code"] == "KIP_3004"
     out = cli("call", input=json.dumps({"function": {"name": "execute_kip", "arguments": json.dumps({"command": "DESCRIBE CONCEPT TYPES"})}}))
@@ -126,12 +136,16 @@ def test_connection_options_override_the_environment(cli, medical, neo4j_server)
 
 
 # ---------------------------------------------------------------- run
-SCRIPT = DEMO_SCHEMA + DEMO_DATA + """
+SCRIPT = (
+    DEMO_SCHEMA
+    + DEMO_DATA
+    + """
 // reads
 FIND(?d.name) WHERE { ?d {type: "Drug"} } ORDER BY ?d.name
 FIND(?d.name) WHERE { ?d {type: "drug"} }
 DESCRIBE CONCEPT TYPE "Drug"
 """
+)
 
 
 def test_run_executes_a_script_in_order_and_summarises(cli, genesis, tmp_path):
@@ -193,7 +207,7 @@ def test_shell_over_stdin_tables_cypher_switch_and_colon_commands(cli, medical):
             'WHERE { ?d {type: "Drug"} }',
             "",
             ":cypher off",
-            ":params {\"n\": \"Aspirin\"}",
+            ':params {"n": "Aspirin"}',
             'FIND(?d) WHERE { ?d {type: "Drug", name: :n} };',
             'UPSERT { CONCEPT ?x { {type: "Drug", name: "Ibuprofen"} } };',
             ":readonly on",
@@ -258,7 +272,7 @@ def test_run_handles_a_script_larger_than_the_parser_bound(cli, genesis, tmp_pat
     assert out.exit_code == 1 and json.loads(out.stdout)["error"]["line"] == text.count("\n") + 1
 
 
-@pytest.mark.parametrize("args", [["bootstrap"], ["demo"], ["compile", "-", "--explain"], ["export", "?n {type: \"Drug\"}"], ["call"], ["shell"]])
+@pytest.mark.parametrize("args", [["bootstrap"], ["demo"], ["compile", "-", "--explain"], ["export", '?n {type: "Drug"}'], ["call"], ["shell"]])
 def test_unreachable_neo4j_never_shows_a_traceback(args):
     runner = CliRunner()
     stdin = {"call": '{"command": "DESCRIBE PRIMER"}', "shell": 'FIND(?d) WHERE { ?d {type: "Drug"} };\n'}.get(args[0], 'FIND(?d) WHERE { ?d {type: "Drug"} }')
@@ -282,7 +296,9 @@ def test_run_summary_counts_set_propositions_links(cli, medical, tmp_path):
     out = cli("run", str(path))
     assert out.exit_code == 0, out.output
     assert "upserted 18 concepts and 72 propositions (72 via SET PROPOSITIONS) in 13 UPSERT blocks" in out.output
-    written = medical.driver.execute_query("MATCH (:KipConcept {type: 'Drug'})-[r:treats]->(s:KipConcept {type: 'Symptom'}) WHERE s.name STARTS WITH 'S' RETURN count(r) AS n").records[0]["n"]
+    written = medical.driver.execute_query(
+        "MATCH (:KipConcept {type: 'Drug'})-[r:treats]->(s:KipConcept {type: 'Symptom'}) WHERE s.name STARTS WITH 'S' RETURN count(r) AS n"
+    ).records[0]["n"]
     assert written == 72
     out = cli("run", str(path), "--dry-run")
     assert "validated (dry run, nothing written) 18 concepts and 72 propositions" in out.output
@@ -347,7 +363,7 @@ def test_explain_keeps_multiline_operator_details_indented(cli, genesis):
     """Regression: Neo4j's multi-line details (CASE … END) started at column 0, outside the operator tree."""
     out = cli("compile", "--explain", 'UPSERT { CONCEPT ?x { {type: "Person", name: "X"} } }')
     assert out.exit_code == 0, out.output
-    plan_lines = [line[len("//   "):] for line in out.stdout.splitlines() if line.startswith("//   ")]
+    plan_lines = [line[len("//   ") :] for line in out.stdout.splitlines() if line.startswith("//   ")]
     continuation = 0
     operator_indent = 0
     for line in plan_lines:

@@ -1,4 +1,5 @@
 """CLI pieces that need no Neo4j: argument resolution, lazy imports, the KIP lexer, tables, shell input rules, completion."""
+
 from __future__ import annotations
 
 import json
@@ -141,9 +142,9 @@ def test_write_counts_include_set_propositions_links():
         ("", True),
         (":json on", True),
         ("FIND(?d.name)", False),
-        ("FIND(?d.name)\nWHERE { ?d {type: \"Drug\"} }", False),
-        ("FIND(?d.name)\nWHERE { ?d {type: \"Drug\"} }\n", True),
-        ("FIND(?d.name) WHERE { ?d {type: \"Drug\"} };", True),
+        ('FIND(?d.name)\nWHERE { ?d {type: "Drug"} }', False),
+        ('FIND(?d.name)\nWHERE { ?d {type: "Drug"} }\n', True),
+        ('FIND(?d.name) WHERE { ?d {type: "Drug"} };', True),
         ('FIND(?d.name) WHERE { ?d {name: "a;"} }', False),
     ],
 )
@@ -192,7 +193,10 @@ def test_console_for_pipes_is_plain_and_wide():
 
 
 # ---------------------------------------------------------------- shell completion (click's built-in)
-@pytest.mark.parametrize("shell, marker", [("bash", "complete -o nosort -F _kip2cypher_completion kip2cypher"), ("zsh", "#compdef kip2cypher"), ("fish", "complete --no-files --command kip2cypher")])
+@pytest.mark.parametrize(
+    "shell, marker",
+    [("bash", "complete -o nosort -F _kip2cypher_completion kip2cypher"), ("zsh", "#compdef kip2cypher"), ("fish", "complete --no-files --command kip2cypher")],
+)
 def test_completion_scripts_for_bash_zsh_and_fish(shell, marker):
     out = CliRunner().invoke(main, [], env={"_KIP2CYPHER_COMPLETE": f"{shell}_source"}, prog_name="kip2cypher")
     assert out.exit_code == 0 and marker in out.output
@@ -210,14 +214,34 @@ def test_completion_answers_subcommands_and_options():
 # ---------------------------------------------------------------- output snapshots
 SNAPSHOT = ROOT / "tests" / "snapshots" / "cli_output.txt"
 SNAPSHOT_CASES = [
-    ("find columns with CJK and emoji", 'FIND(?d.name, ?d.attributes.risk_level) WHERE { ?d {type: "Drug"} }', {"result": [["Aspirin", "阿司匹林 💊", "Paracetamol"], [2, None, 1]]}),
-    ("find one column of nodes, paged", 'FIND(?d) WHERE { ?d {type: "Drug"} } LIMIT 1', {"result": [{"type": "Drug", "name": "Aspirin", "attributes": {}}], "next_cursor": "k1.abc"}),
+    (
+        "find columns with CJK and emoji",
+        'FIND(?d.name, ?d.attributes.risk_level) WHERE { ?d {type: "Drug"} }',
+        {"result": [["Aspirin", "阿司匹林 💊", "Paracetamol"], [2, None, 1]]},
+    ),
+    (
+        "find one column of nodes, paged",
+        'FIND(?d) WHERE { ?d {type: "Drug"} } LIMIT 1',
+        {"result": [{"type": "Drug", "name": "Aspirin", "attributes": {}}], "next_cursor": "k1.abc"},
+    ),
     ("find a scalar aggregate", 'FIND(COUNT(?d)) WHERE { ?d {type: "Drug"} }', {"result": 2}),
-    ("upsert result", 'UPSERT { CONCEPT ?x { {type: "Drug", name: "X"} } }', {"result": {"blocks": 1, "upsert_concept_nodes": ["C:1"], "upsert_proposition_links": []}}),
+    (
+        "upsert result",
+        'UPSERT { CONCEPT ?x { {type: "Drug", name: "X"} } }',
+        {"result": {"blocks": 1, "upsert_concept_nodes": ["C:1"], "upsert_proposition_links": []}},
+    ),
     ("describe types", "DESCRIBE CONCEPT TYPES", {"result": ["$ConceptType", "Drug", "症状"]}),
-    ("search results", 'SEARCH CONCEPT "asp"', {"result": [{"type": "Drug", "name": "Aspirin", "_score": 0.9}, {"subject": "C:1", "predicate": "treats", "object": "C:2"}]}),
+    (
+        "search results",
+        'SEARCH CONCEPT "asp"',
+        {"result": [{"type": "Drug", "name": "Aspirin", "_score": 0.9}, {"subject": "C:1", "predicate": "treats", "object": "C:2"}]},
+    ),
     ("markup-like values print as written", 'FIND(?d.attributes.aliases) WHERE { ?d {type: "Drug"} }', {"result": [["[bold]ASA[/bold]", ":pill:"]]}),
-    ("an error", "FIND(?d.name WHERE", {"error": {"code": "KIP_1001", "message": "Expected ')' at line 1, column 14.", "hint": "Close the projection list.", "line": 1, "column": 14}}),
+    (
+        "an error",
+        "FIND(?d.name WHERE",
+        {"error": {"code": "KIP_1001", "message": "Expected ')' at line 1, column 14.", "hint": "Close the projection list.", "line": 1, "column": 14}},
+    ),
 ]
 
 
@@ -226,7 +250,10 @@ def _snapshot_text() -> str:
 
     parts = []
     for name, command, response in SNAPSHOT_CASES:
-        for mode, console in (("pipe", make_console()), ("terminal", Console(force_terminal=True, width=100, color_system=None, markup=False, emoji=False, highlight=False))):
+        for mode, console in (
+            ("pipe", make_console()),
+            ("terminal", Console(force_terminal=True, width=100, color_system=None, markup=False, emoji=False, highlight=False)),
+        ):
             with console.capture() as captured:
                 console.print(render_response(command, response, console=console))
             parts.append(f"=== {name} ({mode})\n{captured.get()}")
@@ -249,8 +276,7 @@ def test_compile_into_a_closed_pipe_stops_quietly_not_as_internal_error():
     read_end, write_end = os.pipe()
     os.close(read_end)  # the reader is gone before the first byte is written
     try:
-        done = subprocess.run([sys.executable, "-m", "kip2cypher.cli", "compile", FIND_DRUG], stdout=write_end,
-                              stderr=subprocess.PIPE, text=True, timeout=120)
+        done = subprocess.run([sys.executable, "-m", "kip2cypher.cli", "compile", FIND_DRUG], stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=120)
     finally:
         os.close(write_end)
     assert (done.returncode, done.stderr) == (141, "")

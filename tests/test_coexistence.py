@@ -7,13 +7,13 @@ are both unpinned (``(?a, "mentions", ?b)``) read the team's relationships as pr
 returned the team's nodes as concepts (``id: null``); writes selected through such a pattern
 picked their targets there. Each test asserts the whole response and, for writes, that the
 team's nodes and relationships are unchanged (``team_fingerprint``, as tests/test_adopt.py)."""
+
 from __future__ import annotations
 
 import pytest
+from test_adopt import _open, _wipe, ok, team_fingerprint
 
 import kip2cypher
-
-from test_adopt import _open, _wipe, ok, team_fingerprint
 
 MEMORY = """
 UPSERT {
@@ -94,12 +94,14 @@ def test_predicate_variable_with_free_endpoints_reads_memory_only(both):
 
 def test_path_with_a_free_start_does_not_walk_the_teams_relationships(both):
     nexus, _ = both
-    assert run(nexus, 'FIND(?a.name, ?b.name) WHERE { (?a, "cites"{1,2}, ?b) } ORDER BY ?a.name, ?b.name') == \
-        {"result": [["Ann", "Ann", "Bob"], ["Bob", "Cy", "Cy"]]}
+    assert run(nexus, 'FIND(?a.name, ?b.name) WHERE { (?a, "cites"{1,2}, ?b) } ORDER BY ?a.name, ?b.name') == {
+        "result": [["Ann", "Ann", "Bob"], ["Bob", "Cy", "Cy"]]
+    }
     assert run(nexus, 'FIND(COUNT(?a)) WHERE { (?a, "knows"{1,3}, ?b) }') == {"result": 1}
     # a minimum of 0: every KIP element begins a walk of length 0 (the team's :Doc nodes do not)
-    assert run(nexus, 'FIND(?a.name, ?b.name) WHERE { (?a, "cites"{0,1}, ?b) FILTER(?a.type == "Person") } ORDER BY ?a.name, ?b.name') == \
-        {"result": [["Ann", "Ann", "Bob", "Bob", "Cy"], ["Ann", "Bob", "Bob", "Cy", "Cy"]]}
+    assert run(nexus, 'FIND(?a.name, ?b.name) WHERE { (?a, "cites"{0,1}, ?b) FILTER(?a.type == "Person") } ORDER BY ?a.name, ?b.name') == {
+        "result": [["Ann", "Ann", "Bob", "Bob", "Cy"], ["Ann", "Bob", "Bob", "Cy", "Cy"]]
+    }
     # the team's :likes (d3 → d2) would chain d2 → d3 → d2 if a walk left KIP's relationships
     assert run(nexus, 'FIND(COUNT(?a)) WHERE { (?a, "likes"{1,5}, ?b) }') == {"result": 0}
 

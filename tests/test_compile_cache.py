@@ -1,4 +1,5 @@
 """The compile and parse caches serve repeated small commands and never hold large payloads."""
+
 from __future__ import annotations
 
 from kip2cypher.lower import compile as compiler

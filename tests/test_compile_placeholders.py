@@ -3,6 +3,7 @@ placeholders at plain-value positions stay Cypher parameters (``:max_risk`` → 
 code that binds them at run time; a placeholder whose value shapes the statement is refused with
 its position (issue 15). The last test binds the kept parameters by hand on a real Neo4j and
 compares the rows with ``execute_kip``."""
+
 from __future__ import annotations
 
 import json
@@ -75,20 +76,23 @@ def test_an_equality_with_a_kept_placeholder_decides_the_null_test_at_run_time()
     assert "CASE WHEN $note IS NULL THEN" in find["cypher"]
 
 
-@pytest.mark.parametrize("text, name, line, column, becomes", [
-    ('FIND(?d.name) WHERE {\n  ?d {type: :kind}\n}', "kind", 2, 13, "concept type"),
-    ('FIND(?d.name) WHERE {\n  ?d {type: "Drug"}\n  (?d, :rel, ?x)\n}', "rel", 3, 8, "relationship type"),
-    ('FIND(?d.name) WHERE { ?d {type: "Drug"} }\nLIMIT :n', "n", 2, 7, "LIMIT"),
-    ('FIND(?d.name) WHERE { ?d {type: "Drug"} FILTER(REGEX(?d.name, :pattern)) }', "pattern", 1, 63, "REGEX pattern"),
-    ('FIND(?d.name) WHERE { ?d {type: "Drug"} FILTER(IN(?d.name, ["a", :other])) }', "other", 1, 66, "checked or written"),
-    ('UPSERT { CONCEPT ?d { {type: "Drug", name: :name} } }', "name", 1, 44, "checked and used"),
-])
+@pytest.mark.parametrize(
+    "text, name, line, column, becomes",
+    [
+        ("FIND(?d.name) WHERE {\n  ?d {type: :kind}\n}", "kind", 2, 13, "concept type"),
+        ('FIND(?d.name) WHERE {\n  ?d {type: "Drug"}\n  (?d, :rel, ?x)\n}', "rel", 3, 8, "relationship type"),
+        ('FIND(?d.name) WHERE { ?d {type: "Drug"} }\nLIMIT :n', "n", 2, 7, "LIMIT"),
+        ('FIND(?d.name) WHERE { ?d {type: "Drug"} FILTER(REGEX(?d.name, :pattern)) }', "pattern", 1, 63, "REGEX pattern"),
+        ('FIND(?d.name) WHERE { ?d {type: "Drug"} FILTER(IN(?d.name, ["a", :other])) }', "other", 1, 66, "checked or written"),
+        ('UPSERT { CONCEPT ?d { {type: "Drug", name: :name} } }', "name", 1, 44, "checked and used"),
+    ],
+)
 def test_a_placeholder_that_shapes_the_statement_needs_its_value(text, name, line, column, becomes):
     error = refusal(text)
     assert error["code"] == "KIP_1001"
     assert f"The placeholder :{name} shapes the compiled statement" in error["message"] and becomes in error["message"]
     assert (error["line"], error["column"]) == (line, column)
-    assert f'--params \'{{"{name}": …}}\'' in error["hint"]
+    assert f"--params '{{\"{name}\": …}}'" in error["hint"]
 
 
 def test_the_cli_prints_the_shapes_the_statement_error_with_its_position():

@@ -1,6 +1,7 @@
 """Deploying kip2cypher as teams run Neo4j tools: the application's own driver, fail-fast on a
 wrong URI, credentials never in messages, settings errors that name the variable, the demo's
 own server and its --yes guard, the test suite's wipe guard, and KIP memory as agent tools."""
+
 from __future__ import annotations
 
 import inspect
@@ -12,6 +13,7 @@ import sys
 import threading
 from urllib.parse import urlsplit
 
+import conftest
 import pytest
 from click.testing import CliRunner
 from neo4j import GraphDatabase
@@ -23,8 +25,6 @@ from kip2cypher.config import Settings, SettingsError
 from kip2cypher.connection import redact, split_credentials
 from kip2cypher.execute import APPLICATION_DRIVER, Nexus
 from kip2cypher.models import tool_input_schema
-
-import conftest
 
 
 def _count(nexus, cypher):
@@ -87,8 +87,17 @@ def test_unreachable_uri_answers_kip_4003_naming_the_uri_from_the_api():
         assert raised.value.code == "KIP_4003" and uri in raised.value.message
 
 
-CLI_COMMANDS = [["bootstrap"], ["demo"], ["compile", "-", "--explain"], ["export", '?n {type: "Drug"}'], ["call"], ["run", "-"], ["shell"],
-                ["namespaces", "list"], ["namespaces", "drop", "alice", "--yes"]]
+CLI_COMMANDS = [
+    ["bootstrap"],
+    ["demo"],
+    ["compile", "-", "--explain"],
+    ["export", '?n {type: "Drug"}'],
+    ["call"],
+    ["run", "-"],
+    ["shell"],
+    ["namespaces", "list"],
+    ["namespaces", "drop", "alice", "--yes"],
+]
 
 
 @pytest.mark.parametrize("args", CLI_COMMANDS, ids=lambda a: " ".join(a[:2]))
@@ -173,15 +182,31 @@ def test_settings_from_environment_toml_and_dotenv_keep_their_names_and_defaults
             monkeypatch.delenv(name)
     monkeypatch.chdir(tmp_path)
     defaults = Settings()
-    assert (defaults.max_input_bytes, defaults.max_nesting_depth, defaults.max_hops, defaults.query_timeout_s, defaults.max_result_rows,
-            defaults.max_batch, defaults.strict_schema, defaults.cypher_prefix, defaults.max_retry_s, defaults.app_name, defaults.embedder) == (
-        262144, 64, 10, 30.0, 10000, 256, False, "", 30.0, "kip2cypher", None)
+    assert (
+        defaults.max_input_bytes,
+        defaults.max_nesting_depth,
+        defaults.max_hops,
+        defaults.query_timeout_s,
+        defaults.max_result_rows,
+        defaults.max_batch,
+        defaults.strict_schema,
+        defaults.cypher_prefix,
+        defaults.max_retry_s,
+        defaults.app_name,
+        defaults.embedder,
+    ) == (262144, 64, 10, 30.0, 10000, 256, False, "", 30.0, "kip2cypher", None)
     (tmp_path / "kip2cypher.toml").write_text('max_hops = 4\ncypher_prefix = "CYPHER runtime=slotted"\nquery_timeout_s = 9\n')
     (tmp_path / ".env").write_text("KIP2CYPHER_QUERY_TIMEOUT_S=7\nNEO4J_URI=bolt://ignored:1\n")
     monkeypatch.setenv("KIP2CYPHER_STRICT_SCHEMA", "1")
     monkeypatch.setenv("KIP2CYPHER_CURSOR_SECRET", "shared-secret")
     settings = Settings(max_result_rows=5)
-    assert (settings.max_hops, settings.cypher_prefix, settings.query_timeout_s, settings.strict_schema, settings.max_result_rows) == (4, "CYPHER runtime=slotted", 7.0, True, 5)
+    assert (settings.max_hops, settings.cypher_prefix, settings.query_timeout_s, settings.strict_schema, settings.max_result_rows) == (
+        4,
+        "CYPHER runtime=slotted",
+        7.0,
+        True,
+        5,
+    )
     assert settings.cursor_secret == b"shared-secret"
     # Immutable, hashable, and the embedder stays out of equality/hash (compile-cache keys).
     with pytest.raises(Exception):
@@ -276,7 +301,7 @@ def test_tool_specs_and_dispatch_answer_a_chat_completions_tool_call(genesis):
     assert [s["function"]["name"] for s in specs] == ["execute_kip", "execute_kip_readonly"]
     assert all(s["type"] == "function" and s["function"]["parameters"] == tool_input_schema() for s in specs)
     # The model's tool call, as the API returns it: a name and a JSON string of arguments.
-    answer = json.loads(tools.dispatch(genesis, "execute_kip", json.dumps({"commands": ["DESCRIBE PRIMER", 'FIND(?x WHERE {']})))
+    answer = json.loads(tools.dispatch(genesis, "execute_kip", json.dumps({"commands": ["DESCRIBE PRIMER", "FIND(?x WHERE {"]})))
     assert "result" in answer["result"][0] and answer["result"][1]["error"]["code"] == "KIP_1001"
     assert json.loads(tools.dispatch(genesis, "execute_kip", "{not json"))["error"]["code"] == "KIP_1001"
     assert json.loads(tools.dispatch(genesis, "drop_everything", "{}"))["error"]["code"] == "KIP_1001"

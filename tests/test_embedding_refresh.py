@@ -7,22 +7,23 @@ when it had to answer without them. A vector is only written for the element ver
 was embedded. The gated embedder below blocks inside ``embed`` until the test lets it go, so
 each test decides the interleaving — nothing here depends on timing.
 """
+
 from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Sequence
+from collections.abc import Sequence
+
+from meta_data import MEDICAL, TopicEmbedder, load, names, ok
 
 import kip2cypher
 from kip2cypher import embedding
 from kip2cypher.config import Settings
+from kip2cypher.cypher import storage
 from kip2cypher.execute import _rows_of
 from kip2cypher.execution.programs.embeddings import refresh_touched
 from kip2cypher.execution.requests import Context, Embed, Run
-from kip2cypher.cypher import storage
 from kip2cypher.lower.embeddings import statements
-
-from meta_data import MEDICAL, TopicEmbedder, load, names, ok
 
 NAUSEA = '{type: "Symptom", name: "Nausea"}'
 
@@ -50,7 +51,9 @@ class GatedEmbedder(TopicEmbedder):
 def stored(nexus, name: str = "Nausea") -> dict:
     records, _, _ = nexus.driver.execute_query(
         "MATCH (n:KipConcept {type: 'Symptom', name: $name}) RETURN n.kip_embedding_hash AS hash, n.`meta._version` AS version, n.`attr.description` AS description",
-        name=name, database_=nexus.database)
+        name=name,
+        database_=nexus.database,
+    )
     return records[0].data()
 
 
@@ -170,10 +173,12 @@ def test_refresh_program_embeds_only_changed_texts_with_their_version():
     request = program.send([{"id": "C:a"}, {"id": "C:b"}])
     assert request.statement is statements(storage.DEFAULT, "concept").grounding and request.params == {"ids": ["C:a", "C:b"]}
     unchanged = embedding.text_hash(ctx.embedder.name, "B (Symptom).")
-    request = program.send([
-        {"id": "C:a", "type": "Symptom", "name": "A", "vals": [None] * 7, "hash": "old", "version": 3},
-        {"id": "C:b", "type": "Symptom", "name": "B", "vals": [None] * 7, "hash": unchanged, "version": 5},
-    ])
+    request = program.send(
+        [
+            {"id": "C:a", "type": "Symptom", "name": "A", "vals": [None] * 7, "hash": "old", "version": 3},
+            {"id": "C:b", "type": "Symptom", "name": "B", "vals": [None] * 7, "hash": unchanged, "version": 5},
+        ]
+    )
     assert request == Embed(("A (Symptom).",))
     request = program.send([[0.5, 0.5]])
     assert request.statement is statements(storage.DEFAULT, "concept").write

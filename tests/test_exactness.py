@@ -1,6 +1,7 @@
 """Exactness (issue 13): answers that used to be silently wrong, each with a regression test
 named after what broke. Run on a real Neo4j through ``Nexus.execute_kip``; every test asserts
 the whole response. Rules: docs/kql.md ("Grounding", "Paths", "Solutions and ORDER BY")."""
+
 from __future__ import annotations
 
 import pytest
@@ -93,7 +94,9 @@ def test_open_ended_path_is_not_cut_at_ten_hops(nexus13):
 
 
 def test_update_over_an_open_ended_path_updates_every_target(nexus13):
-    response = nexus13.execute_kip('UPDATE ?x SET ATTRIBUTES { visits: ADD(?x.attributes.visits, 1) } WHERE { ({type: "Step", name: "s00"}, "precedes"{0,}, ?x) }')
+    response = nexus13.execute_kip(
+        'UPDATE ?x SET ATTRIBUTES { visits: ADD(?x.attributes.visits, 1) } WHERE { ({type: "Step", name: "s00"}, "precedes"{0,}, ?x) }'
+    )
     assert ok(response) == {"updated": 13, "matched": 13}
     visits = ok(nexus13.execute_kip('FIND(?x.attributes.visits) WHERE { ?x {type: "Step"} FILTER(STARTS_WITH(?x.name, "s")) }'))
     assert visits == [1] * 13
@@ -130,7 +133,9 @@ def test_limit_counts_collapsed_solutions(nexus13):
     assert ok(r) == ["Aspirin", "Ibuprofen", "Naproxen"] and "next_cursor" not in r
     first = nexus13.execute_kip('FIND(?d.name) WHERE { ?d {type: "Drug"} (?d, "treats", ?s) } ORDER BY ?s.name LIMIT 2')
     assert ok(first) == ["Aspirin", "Ibuprofen"]
-    rest = nexus13.execute_kip('FIND(?d.name) WHERE { ?d {type: "Drug"} (?d, "treats", ?s) } ORDER BY ?s.name LIMIT 2 CURSOR :c', parameters={"c": first["next_cursor"]})
+    rest = nexus13.execute_kip(
+        'FIND(?d.name) WHERE { ?d {type: "Drug"} (?d, "treats", ?s) } ORDER BY ?s.name LIMIT 2 CURSOR :c', parameters={"c": first["next_cursor"]}
+    )
     assert ok(rest) == ["Naproxen"]
 
 
@@ -154,7 +159,11 @@ def test_next_cursor_of_one_process_is_honoured_by_another_of_the_same_nexus(nex
         assert ok(following) == ["s03", "s04", "s05", "s06", "s07"]
         refused = error(foreign.execute_kip_readonly(query + " CURSOR :c", parameters={"c": page["next_cursor"]}))
         assert refused["code"] == "KIP_1001" and "another nexus" in refused["message"]
-        other_query = error(second.execute_kip_readonly(query.replace("LIMIT 5", "LIMIT 5 ") .replace("?x.name)", "?x.id)", 1) + " CURSOR :c", parameters={"c": page["next_cursor"]}))
+        other_query = error(
+            second.execute_kip_readonly(
+                query.replace("LIMIT 5", "LIMIT 5 ").replace("?x.name)", "?x.id)", 1) + " CURSOR :c", parameters={"c": page["next_cursor"]}
+            )
+        )
         assert other_query["code"] == "KIP_1001"
 
 
@@ -173,9 +182,17 @@ def _newer_genesis(monkeypatch):
     from kip2cypher import resources
 
     shipped = resources.capsule_text
-    original = "description: \"Defines a high-level container for organizing knowledge."
+    original = 'description: "Defines a high-level container for organizing knowledge.'
     assert original in shipped("Genesis")
-    monkeypatch.setattr(resources, "capsule_text", lambda name: shipped(name).replace(original, f"description: \"{NEWER} Defines a high-level container for organizing knowledge.") if name == "Genesis" else shipped(name))
+    monkeypatch.setattr(
+        resources,
+        "capsule_text",
+        lambda name: (
+            shipped(name).replace(original, f'description: "{NEWER} Defines a high-level container for organizing knowledge.')
+            if name == "Genesis"
+            else shipped(name)
+        ),
+    )
 
 
 def _domain_type(nexus):
@@ -203,10 +220,13 @@ def test_bootstrap_upgrade_applies_a_newer_genesis_as_the_engine(genesis, monkey
 # ---------------------------------------------------------------- warnings for keys no element carries
 def test_empty_answer_warns_about_a_key_no_element_of_the_type_carries(nexus13):
     r = nexus13.execute_kip('FIND(?d.name) WHERE { ?d {type: "Drug"} FILTER(?d.attributes.scroe > 0) } ORDER BY ?d.metadata.confidense')
-    assert r == {"result": [], "warnings": [
-        '?d: attribute "scroe" is not present on any Drug; did you mean "score"?',
-        '?d: metadata key "confidense" is not present on any Drug.',
-    ]}
+    assert r == {
+        "result": [],
+        "warnings": [
+            '?d: attribute "scroe" is not present on any Drug; did you mean "score"?',
+            '?d: metadata key "confidense" is not present on any Drug.',
+        ],
+    }
     # a key some element carries is not warned about, and a non-empty answer costs no check
     assert nexus13.execute_kip('FIND(?d.name) WHERE { ?d {type: "Drug"} FILTER(?d.attributes.score > 5) }') == {"result": []}
     assert ok(nexus13.execute_kip('FIND(?d.attributes.scroe) WHERE { ?d {type: "Drug", name: "Aspirin"} }')) == [None]

@@ -1,10 +1,10 @@
 """Exactness of KML and of placeholders (issue 13): each test is named after what broke and runs
 on a real Neo4j through ``Nexus.execute_kip``. Rules: docs/kml.md ("Placeholders in names",
 "UPDATE", "Strict instance_schema", "Dry runs", "Errors with positions") and docs/kql.md."""
+
 from __future__ import annotations
 
 import pytest
-
 from test_exactness import DATA, SCHEMA, error, ok
 
 
@@ -42,9 +42,9 @@ def test_predicate_placeholder_with_path_operators_and_in_alternatives(drugs):
 def test_placeholder_bound_to_a_misspelled_predicate_is_kip_2001_at_the_placeholder(drugs):
     for command in (
         "FIND(?s.name) WHERE { (?d, :p, ?s) }",
-        "FIND(?s.name) WHERE { ({type: \"Drug\", name: \"Aspirin\"}, :p{0,3}, ?s) }",
+        'FIND(?s.name) WHERE { ({type: "Drug", name: "Aspirin"}, :p{0,3}, ?s) }',
         'FIND(?s.name) WHERE { (?d, "treats" | :p, ?s) }',
-        "UPDATE ?d SET ATTRIBUTES { score: 2 } WHERE { ?d {type: \"Drug\"} OPTIONAL { (?d, :p, ?s) } }",
+        'UPDATE ?d SET ATTRIBUTES { score: 2 } WHERE { ?d {type: "Drug"} OPTIONAL { (?d, :p, ?s) } }',
     ):
         e = error(drugs.execute_kip(command, parameters={"p": "treatz"}))
         assert e["code"] == "KIP_2001" and '"treatz"' in e["message"] and '"treats"' in e["hint"], command
@@ -85,7 +85,10 @@ def test_upsert_predicate_placeholders_in_set_propositions_and_proposition_block
     params = {"s_type": "Drug", "s_name": "Naproxen", "o_type": "Symptom", "predicate": "treats"}
     result = ok(drugs.execute_kip(capsule, parameters=params))
     assert len(result["upsert_proposition_links"]) == 1
-    assert pairs(drugs, 'FIND(?d.name, ?s.name) WHERE { ?s {type: "Symptom", name: "Cough"} (?d, "treats", ?s) }') == [("Ibuprofen", "Cough"), ("Naproxen", "Cough")]
+    assert pairs(drugs, 'FIND(?d.name, ?s.name) WHERE { ?s {type: "Symptom", name: "Cough"} (?d, "treats", ?s) }') == [
+        ("Ibuprofen", "Cough"),
+        ("Naproxen", "Cough"),
+    ]
     # the substituted value is checked as a literal is: undefined, not a string, unstorable
     e = error(drugs.execute_kip(capsule, parameters={**params, "predicate": "treatz"}))
     assert e["code"] == "KIP_2001" and '"treats"' in e["hint"] and "line" in e
@@ -109,10 +112,12 @@ def test_value_placeholders_already_accepted_keep_working(drugs):
     assert ok(drugs.execute_kip("FIND(?d.name) WHERE { ?d {type: :t, name: :n} }", parameters={"t": "Drug", "n": "Naproxen"})) == ["Naproxen"]
     assert ok(drugs.execute_kip("DESCRIBE CONCEPT TYPE :t", parameters={"t": "Drug"}))["name"] == "Drug"
     assert ok(drugs.execute_kip("DESCRIBE PROPOSITION TYPE :p", parameters={"p": "treats"}))["name"] == "treats"
-    hits = ok(drugs.execute_kip(
-        "SEARCH CONCEPT :term WITH TYPE :t MODE :mode THRESHOLD :th LIMIT :n",
-        parameters={"term": "aspirin", "t": "Drug", "mode": "keyword", "th": 0.5, "n": 2},
-    ))
+    hits = ok(
+        drugs.execute_kip(
+            "SEARCH CONCEPT :term WITH TYPE :t MODE :mode THRESHOLD :th LIMIT :n",
+            parameters={"term": "aspirin", "t": "Drug", "mode": "keyword", "th": 0.5, "n": 2},
+        )
+    )
     assert [h["name"] for h in hits] == ["Aspirin"]
     first = drugs.execute_kip('FIND(?d.name) WHERE { ?d {type: "Drug"} } ORDER BY ?d.name LIMIT :n', parameters={"n": 2})
     assert ok(first) == ["Aspirin", "Ibuprofen"]
@@ -123,7 +128,7 @@ def test_value_placeholders_already_accepted_keep_working(drugs):
 # ---------------------------------------------------------------- numbers: never non-finite, never silently skipped
 def attributes(nexus, name):
     """``[attributes, _version]`` of the drug ``name``."""
-    [[attrs], [version]] = ok(nexus.execute_kip("FIND(?d.attributes, ?d.metadata._version) WHERE { ?d {type: \"Drug\", name: :n} }", parameters={"n": name}))
+    [[attrs], [version]] = ok(nexus.execute_kip('FIND(?d.attributes, ?d.metadata._version) WHERE { ?d {type: "Drug", name: :n} }', parameters={"n": name}))
     return attrs, version
 
 
@@ -141,7 +146,11 @@ def test_update_arithmetic_stored_infinity_now_skips_the_key_and_reports_it(drug
     assert attributes(drugs, "Aspirin") == ({**before, "score": 2}, version + 1)  # x kept, score written
     assert attributes(drugs, "Ibuprofen")[0]["x"] == 20
     # NaN (∞ − ∞) is skipped too; an element whose only key is skipped is matched, not updated
-    r = ok(drugs.execute_kip('UPDATE ?d SET ATTRIBUTES { x: ADD(MUL(?d.attributes.x, 10), MUL(?d.attributes.x, -10)) } WHERE { ?d {type: "Drug", name: "Aspirin"} }'))
+    r = ok(
+        drugs.execute_kip(
+            'UPDATE ?d SET ATTRIBUTES { x: ADD(MUL(?d.attributes.x, 10), MUL(?d.attributes.x, -10)) } WHERE { ?d {type: "Drug", name: "Aspirin"} }'
+        )
+    )
     assert r == {"updated": 0, "matched": 1, "skipped_non_finite": 1}
     # a CLAMP brings an overflowing intermediate back into range: IEEE order is exact there
     r = ok(drugs.execute_kip('UPDATE ?d SET ATTRIBUTES { y: CLAMP(MUL(?d.attributes.x, 10), 0, 1) } WHERE { ?d {type: "Drug", name: "Aspirin"} }'))
@@ -209,7 +218,7 @@ def gadget(nexus):
 
 def test_strict_update_wrote_wrong_typed_values(strict):
     before = gadget(strict)
-    for body, column in (('kind: 5', 28), ('count: MUL(?g.attributes.count, 1.5)', 28), ('kind: "b", level: "mid"', 39)):
+    for body, column in (("kind: 5", 28), ("count: MUL(?g.attributes.count, 1.5)", 28), ('kind: "b", level: "mid"', 39)):
         e = error(strict.execute_kip(f'UPDATE ?g SET ATTRIBUTES {{ {body} }} WHERE {{ ?g {{type: "Gadget"}} }}'))
         assert e["code"] == "KIP_2003" and (e["line"], e["column"]) == (1, column), (body, e)
     assert gadget(strict) == before  # rolled back
@@ -241,14 +250,17 @@ UPSERT {
 }"""
 
 
-@pytest.mark.parametrize("command", [
-    'UPDATE ?d SET ATTRIBUTES { score: ADD(?d.attributes.score, 1) } WHERE { ?d {type: "Drug"} (?d, "treats", ?s) }',
-    'UPDATE ?d SET ATTRIBUTES { score: 1 } WHERE { ?d {type: "Drug"} }',
-    'DELETE ATTRIBUTES { score } FROM ?d WHERE { ?d {type: "Drug", name: "Aspirin"} }',
-    'DELETE METADATA { note } FROM ?d WHERE { ?d {type: "Drug"} }',
-    'DELETE PROPOSITIONS ?l WHERE { ?l ({type: "Drug", name: "Aspirin"}, "treats", ?s) }',
-    'DELETE CONCEPT ?s DETACH WHERE { ?s {type: "Symptom", name: "Headache"} }',
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        'UPDATE ?d SET ATTRIBUTES { score: ADD(?d.attributes.score, 1) } WHERE { ?d {type: "Drug"} (?d, "treats", ?s) }',
+        'UPDATE ?d SET ATTRIBUTES { score: 1 } WHERE { ?d {type: "Drug"} }',
+        'DELETE ATTRIBUTES { score } FROM ?d WHERE { ?d {type: "Drug", name: "Aspirin"} }',
+        'DELETE METADATA { note } FROM ?d WHERE { ?d {type: "Drug"} }',
+        'DELETE PROPOSITIONS ?l WHERE { ?l ({type: "Drug", name: "Aspirin"}, "treats", ?s) }',
+        'DELETE CONCEPT ?s DETACH WHERE { ?s {type: "Symptom", name: "Headache"} }',
+    ],
+)
 def test_dry_run_of_a_bulk_write_answered_zero_counts(drugs, command):
     # Regression: DELETE dry runs answered zeros and UPDATE's `updated` 0 whatever they matched.
     assert "error" not in drugs.execute_kip(HIGHER_ORDER)

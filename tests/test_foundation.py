@@ -1,4 +1,5 @@
 """Foundation: the real Neo4j, schema objects, value storage, the §6 request envelope, the builder."""
+
 from __future__ import annotations
 
 import json
@@ -26,7 +27,7 @@ TRICKY_VALUES = [
     "plain",
     "",
     "unicode ✓ 深色模式 🧠",
-    "line\nbreak and `backtick` and \"quotes\" and }) DETACH DELETE n",
+    'line\nbreak and `backtick` and "quotes" and }) DETACH DELETE n',
     storage.JSON_MARKER + "looks encoded",
     0,
     -7,
@@ -55,9 +56,7 @@ TRICKY_VALUES = [
 @pytest.mark.parametrize("value", TRICKY_VALUES, ids=lambda v: repr(v)[:40])
 def test_values_read_back_exactly_as_written(nexus, value):
     stored = storage.encode(value)
-    records = nexus.driver.execute_query(
-        "CREATE (n:KipTestValue) SET n.v = $v RETURN n.v AS v", {"v": stored}
-    ).records
+    records = nexus.driver.execute_query("CREATE (n:KipTestValue) SET n.v = $v RETURN n.v AS v", {"v": stored}).records
     back = storage.decode(records[0]["v"])
     assert back == value and type(back) is type(value)
     if isinstance(value, list) and value:

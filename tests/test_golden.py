@@ -19,6 +19,7 @@ Every expected statement is also run under EXPLAIN on the test Neo4j, so a Cyphe
 syntax error cannot hide in a golden file. Regenerate after an intended change with
 ``KIP2CYPHER_REGEN_GOLDEN=1 python -m pytest tests/test_golden.py`` and review the diff.
 """
+
 from __future__ import annotations
 
 import json
@@ -27,7 +28,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import pytest
 
@@ -41,9 +42,9 @@ logging.getLogger("neo4j").setLevel(logging.ERROR)
 class Case:
     name: str
     kip: str
-    request: Optional[dict[str, Any]] = None
+    request: dict[str, Any] | None = None
     statements: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)  # (label, cypher, params)
-    error: Optional[str] = None
+    error: str | None = None
 
 
 def parse_file(path: Path) -> list[Case]:
@@ -52,7 +53,7 @@ def parse_file(path: Path) -> list[Case]:
 
 def parse_text(text: str, filename: str) -> list[Case]:
     cases: list[Case] = []
-    section: Optional[str] = None
+    section: str | None = None
     buffer: list[str] = []
 
     def close() -> None:
@@ -132,8 +133,8 @@ def golden_settings():
 
 
 def compile_case(case: Case) -> Case:
-    from kip2cypher.lower.compile import compile_command
     from kip2cypher.errors import KipError
+    from kip2cypher.lower.compile import compile_command
 
     actual = Case(case.name, case.kip, case.request)
     try:

@@ -5,6 +5,7 @@ Executor machinery is driven with injected plans (``interface_helpers.FakePlans`
 rule is tested with Cypher we control; end-to-end tests with the real compiler live in
 ``test_interfaces_e2e.py``.
 """
+
 from __future__ import annotations
 
 import logging
@@ -12,15 +13,14 @@ import threading
 import time
 
 import pytest
+from interface_helpers import FakePlans, compiled, count, cypher_plan, failing_plan, fingerprint, kml_text, kql_text, meta_text, program_plan, shape_checked
 
 import kip2cypher.lower.compile as compiler_module
 from kip2cypher.config import Settings, SettingsError
 from kip2cypher.errors import KipError
 from kip2cypher.execute import Nexus
-from kip2cypher.models import ExecuteArguments, ExecuteRequest, tool_input_schema
 from kip2cypher.execution.requests import Run
-
-from interface_helpers import shape_checked, FakePlans, compiled, count, cypher_plan, failing_plan, fingerprint, kml_text, kql_text, meta_text, program_plan
+from kip2cypher.models import ExecuteArguments, ExecuteRequest, tool_input_schema
 
 
 @pytest.fixture(autouse=True)
@@ -140,10 +140,10 @@ def test_batch_mixing_syntax_error_failing_find_and_failing_upsert_follows_6_2_3
     fake[kml_text("bad")] = failing_plan("KML", "WRITE", "KIP_2001", write_first="CREATE (:ProbeWritten {by: 'failing upsert'})")
     fake[kql_text("after")] = cypher_plan("KQL", "READ", "CREATE (:ProbeAfter) RETURN 1 AS one")
     commands = [
-        "FIND(?x WHERE { ?x {type: \"Drug\"} }",  # syntax error: inline, continue
+        'FIND(?x WHERE { ?x {type: "Drug"} }',  # syntax error: inline, continue
         kql_text("bad"),  # failing FIND: inline, continue
         meta_text("bad"),  # failing META: inline, continue
-        "UPSERT { CONCEPT ?x { {type: \"Drug\" name: \"A\"} } }",  # KML with a syntax error: never ran, continue
+        'UPSERT { CONCEPT ?x { {type: "Drug" name: "A"} } }',  # KML with a syntax error: never ran, continue
         kql_text("ok"),
         kml_text("bad"),  # failing UPSERT: stops the batch
         kql_text("after"),  # never executed
@@ -229,6 +229,7 @@ def test_a_write_forced_through_the_read_path_is_refused_by_neo4j(nexus, fake):
 def test_readonly_fingerprint_unchanged_after_every_kml_example(genesis):
     """Every KML example of the spec (and the parser's extra KML fixtures) thrown at execute_kip_readonly."""
     import parser_fixtures
+
     from kip2cypher.syntax import ast
     from kip2cypher.syntax.parser import parse
 
@@ -421,7 +422,7 @@ def test_python_exceptions_in_plans_and_compilers_become_kip_4003(nexus, fake):
         raise RuntimeError("compiler exploded")
 
     fake[kql_text("cbug")] = compiler_bug
-    response = nexus.execute_kip(commands=[kql_text("boom"), kql_text("cbug"), "FIND(?x) WHERE { ?x {type: \"Drug\"} } LIMIT 0"])
+    response = nexus.execute_kip(commands=[kql_text("boom"), kql_text("cbug"), 'FIND(?x) WHERE { ?x {type: "Drug"} } LIMIT 0'])
     first, second = response["result"][:2]
     assert first["error"]["code"] == "KIP_4003" and "ZeroDivisionError" in first["error"]["message"]
     assert second["error"]["code"] == "KIP_4003" and "compiler exploded" in second["error"]["message"]
@@ -447,7 +448,12 @@ def test_response_model_accepts_spec_shapes_and_rejects_others():
     check_response({"result": [["Aspirin"], [2]], "next_cursor": "abc"})
     check_response({"result": None})
     check_response({"result": [{"result": {}}, {"error": {"code": "KIP_2001", "message": "m", "hint": "h"}}]}, batch=True)
-    for bad in ({}, {"result": 1, "error": {"code": "KIP_1001", "message": "m", "hint": "h"}}, {"error": {"code": "E1", "message": "m", "hint": "h"}}, {"result": 1, "_kind": "KML"}):
+    for bad in (
+        {},
+        {"result": 1, "error": {"code": "KIP_1001", "message": "m", "hint": "h"}},
+        {"error": {"code": "E1", "message": "m", "hint": "h"}},
+        {"result": 1, "_kind": "KML"},
+    ):
         with pytest.raises(ValueError):
             check_response(bad)
     schema = tool_output_schema()

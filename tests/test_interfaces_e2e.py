@@ -1,14 +1,13 @@
 """§6 end to end: the real parser, compiler and Neo4j behind execute_kip / execute_kip_readonly."""
+
 from __future__ import annotations
 
-
 import pytest
+from interface_helpers import fingerprint, shape_checked
 
-from kip2cypher.config import Settings
 from kip2cypher.cli.demo import DEMO_DATA, DEMO_SCHEMA
+from kip2cypher.config import Settings
 from kip2cypher.execute import Nexus
-
-from interface_helpers import shape_checked, fingerprint
 
 
 @pytest.fixture(autouse=True)
@@ -32,7 +31,7 @@ def test_spec_6_2_3_batch_syntax_error_failing_find_failing_upsert(medical):
     response = medical.execute_kip(
         commands=[
             "DESCRIBE PRIMER",
-            "FIND(?d.name WHERE { ?d {type: \"Drug\"} }",  # syntax error → inline, continue
+            'FIND(?d.name WHERE { ?d {type: "Drug"} }',  # syntax error → inline, continue
             'FIND(?d.name) WHERE { ?d {type: "drug"} }',  # failing FIND (KIP_2001) → inline, continue
             {"command": 'FIND(?d.name) WHERE { ?d {type: "Drug", name: :n} }', "parameters": {"n": "Aspirin"}},
             'UPSERT { CONCEPT ?x { {type: "Drugg", name: "Ibuprofen"} } }',  # failing UPSERT (KIP_2001) → stop
@@ -47,7 +46,7 @@ def test_spec_6_2_3_batch_syntax_error_failing_find_failing_upsert(medical):
     assert items[1]["error"]["code"] == "KIP_1001" and (items[1]["error"]["line"], items[1]["error"]["column"]) == (1, 14)
     assert items[2]["error"]["code"] == "KIP_2001" and "Drug" in items[2]["error"]["hint"]
     assert items[3] == {"result": ["Aspirin"]}
-    assert items[4]["error"]["code"] == "KIP_2001" and "Did you mean \"Drug\"" in items[4]["error"]["hint"]
+    assert items[4]["error"]["code"] == "KIP_2001" and 'Did you mean "Drug"' in items[4]["error"]["hint"]
     assert "NeverWritten" not in _names(medical, "Drug")
     assert all(set(item) <= {"result", "error", "next_cursor"} for item in items)
 
@@ -77,7 +76,9 @@ def test_spec_6_1_examples(medical):
 def test_next_cursor_is_carried_per_batch_item_and_pages_through(medical):
     first = medical.execute_kip_readonly(commands=['FIND(?d.name) WHERE { ?d {type: "Drug"} } ORDER BY ?d.name LIMIT 1'])["result"][0]
     assert first["result"] == ["Aspirin"] and first["next_cursor"]
-    second = medical.execute_kip_readonly('FIND(?d.name) WHERE { ?d {type: "Drug"} } ORDER BY ?d.name LIMIT 1 CURSOR :c', parameters={"c": first["next_cursor"]})
+    second = medical.execute_kip_readonly(
+        'FIND(?d.name) WHERE { ?d {type: "Drug"} } ORDER BY ?d.name LIMIT 1 CURSOR :c', parameters={"c": first["next_cursor"]}
+    )
     assert second == {"result": ["Paracetamol"]}
 
 
@@ -100,6 +101,7 @@ def test_readonly_runs_every_read_command(medical):
 
 def test_readonly_fingerprint_unchanged_with_data_loaded(medical):
     import parser_fixtures
+
     from kip2cypher.syntax import ast
     from kip2cypher.syntax.parser import parse
 
@@ -119,9 +121,7 @@ def test_dry_run_validates_against_the_live_schema_and_writes_nothing(medical):
     assert undefined["error"]["code"] == "KIP_2001"
     protected = medical.execute_kip('DELETE CONCEPT ?t DETACH WHERE { ?t {type: "$ConceptType", name: "$ConceptType"} }', dry_run=True)
     assert protected["error"]["code"] == "KIP_3004"
-    batch = medical.execute_kip(
-        commands=['DELETE CONCEPT ?d DETACH WHERE { ?d {type: "Drug"} }', 'FIND(?d.name) WHERE { ?d {type: "Drug"} }'], dry_run=True
-    )
+    batch = medical.execute_kip(commands=['DELETE CONCEPT ?d DETACH WHERE { ?d {type: "Drug"} }', 'FIND(?d.name) WHERE { ?d {type: "Drug"} }'], dry_run=True)
     assert len(batch["result"]) == 2 and all("result" in item for item in batch["result"])
     assert batch["result"][1]["result"]["dry_run"] is True  # the FIND is a dry run too: its Cypher, not its rows
     assert sorted(medical.execute_kip('FIND(?d.name) WHERE { ?d {type: "Drug"} }')["result"]) == ["Aspirin", "Paracetamol"]
@@ -162,6 +162,7 @@ def test_explain_returns_a_plan_per_statement(medical):
 def test_dry_run_of_every_read_example_compiles_in_neo4j_and_writes_nothing(medical):
     """Every KQL/META fixture: a dry run has Neo4j EXPLAIN its Cypher (or runs the plan's own check)."""
     import parser_fixtures
+
     from kip2cypher.syntax import ast
     from kip2cypher.syntax.parser import parse
 

@@ -1,8 +1,8 @@
 """The standard capsules (Appendix 3) and Nexus.bootstrap(capsules=True) on the real Neo4j."""
+
 from __future__ import annotations
 
 import pytest
-
 from kml_helpers import concept, count, err, integrity, ok, snapshot
 
 TYPES = {"Person", "Event", "Preference", "Insight", "Commitment", "SleepTask"}
@@ -61,7 +61,8 @@ def test_capsules_are_valid_under_strict_schema(nexus):
 
 def test_capsule_types_in_use(full):
     """The memory types work together: an Event, a Preference reinforced from it, an Insight, a Commitment, a SleepTask."""
-    ok(full.execute_kip("""
+    ok(
+        full.execute_kip("""
         UPSERT {
           CONCEPT ?alice { {type: "Person", name: "Alice"} SET ATTRIBUTES { person_class: "Human" } }
           CONCEPT ?event {
@@ -93,10 +94,13 @@ def test_capsule_types_in_use(full):
             SET PROPOSITIONS { ("assigned_to", {type: "Person", name: "$system"}) ("belongs_to_domain", {type: "Domain", name: "System"}) }
           }
         }
-        WITH METADATA { source: "test", confidence: 0.9 }"""))
-    ok(full.execute_kip("""
+        WITH METADATA { source: "test", confidence: 0.9 }""")
+    )
+    ok(
+        full.execute_kip("""
         UPSERT { CONCEPT ?e { {type: "Event", name: "Conversation:2026-07-04T10:00:00Z:dark mode"}
-          SET PROPOSITIONS { ("consolidated_to", {type: "Preference", name: "Alice:dark_mode"}) ("mentions", {type: "Preference", name: "Alice:dark_mode"}) } } }"""))
+          SET PROPOSITIONS { ("consolidated_to", {type: "Preference", name: "Alice:dark_mode"}) ("mentions", {type: "Preference", name: "Alice:dark_mode"}) } } }""")
+    )
     assert count(full, "MATCH (:Person {name: 'Alice'})-[:prefers]->(:Preference)<-[:derived_from]-() RETURN count(*)") == 0
     assert count(full, "MATCH (:Person {name: 'Alice'})-[:prefers]->(p:Preference)-[:derived_from]->(:Event) RETURN count(p)") == 1
     assert count(full, "MATCH (:SleepTask)-[:assigned_to]->(:Person {name: '$system'}) RETURN count(*)") == 1
@@ -129,9 +133,12 @@ def test_spec_2_11_2_guarded_self_preferences(full):
 
 
 def test_spec_6_1_batch_upsert_event(full):
-    res = full.execute_kip(commands=[
-        {"command": 'UPSERT { CONCEPT ?e { {type:"Event", name: :name} } }', "parameters": {"name": "MyEvent"}},
-    ], parameters={"limit": 10})
+    res = full.execute_kip(
+        commands=[
+            {"command": 'UPSERT { CONCEPT ?e { {type:"Event", name: :name} } }', "parameters": {"name": "MyEvent"}},
+        ],
+        parameters={"limit": 10},
+    )
     assert "result" in res and "result" in res["result"][0], res
     assert res["result"][0]["result"]["blocks"] == 1
     assert concept(full, "Event", "MyEvent") is not None

@@ -1,8 +1,8 @@
 """MERGE CONCEPT (§4.4) on the real Neo4j."""
+
 from __future__ import annotations
 
 import pytest
-
 from kml_helpers import SCHEMA, concept, count, err, integrity, link, ok, proposition, snapshot
 
 SPEC = """
@@ -18,7 +18,8 @@ WHERE {
 @pytest.fixture()
 def skills(genesis):
     ok(genesis.execute_kip(SCHEMA))
-    ok(genesis.execute_kip("""
+    ok(
+        genesis.execute_kip("""
         UPSERT {
           CONCEPT ?x { {type: "Drug", name: "X"} }
           CONCEPT ?ann { {type: "Person", name: "Ann"} }
@@ -37,7 +38,8 @@ def skills(genesis):
           PROPOSITION ?claim_tgt { (?ann, "stated", (?jv, "related_to", ?x)) } WITH METADATA { c: "tgt" }
           PROPOSITION ?ann_js { (?ann, "related_to", ?js) }
           PROPOSITION ?only_src_claim { (?x, "related_to", (?ann, "related_to", ?js)) }
-        }"""))
+        }""")
+    )
     return genesis
 
 
@@ -129,12 +131,14 @@ def test_merge_dry_run(skills):
 
 def test_merge_self_referencing_links(genesis):
     ok(genesis.execute_kip(SCHEMA))
-    ok(genesis.execute_kip("""
+    ok(
+        genesis.execute_kip("""
         UPSERT {
           CONCEPT ?a { {type: "Drug", name: "A"} }
           CONCEPT ?b { {type: "Drug", name: "B"} SET PROPOSITIONS { ("related_to", ?a) } }
           CONCEPT ?a2 { {type: "Drug", name: "A"} SET PROPOSITIONS { ("related_to", {type: "Drug", name: "A"}) ("related_to", ?b) } }
-        }"""))
+        }""")
+    )
     # A→A, A→B, B→A : merging A into B turns all three into B→B
     res = ok(genesis.execute_kip('MERGE CONCEPT ?s INTO ?t WHERE { ?s {type: "Drug", name: "A"} ?t {type: "Drug", name: "B"} }'))
     assert res["links_repointed"] + res["links_deduplicated"] == 3 and res["links_deduplicated"] == 2

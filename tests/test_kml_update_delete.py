@@ -1,10 +1,10 @@
 """UPDATE (§4.3) and DELETE (§4.2) on the real Neo4j."""
+
 from __future__ import annotations
 
 import threading
 
 import pytest
-
 from kml_helpers import COGNIZINE, SCHEMA, concept, count, err, integrity, link, ok, proposition, snapshot
 
 
@@ -18,7 +18,8 @@ def med(genesis):
 # ------------------------------------------------------------------ UPDATE
 def test_update_spec_example_confidence_decay(med):
     """§4.3 first example: decay across all predicates except belongs_to_domain."""
-    ok(med.execute_kip("""
+    ok(
+        med.execute_kip("""
         UPSERT {
           CONCEPT ?a { {type: "Drug", name: "Aspirin"}
             SET PROPOSITIONS {
@@ -27,8 +28,11 @@ def test_update_spec_example_confidence_decay(med):
               ("has_side_effect", {type: "Symptom", name: "Neural Bloom"}) WITH METADATA { confidence: 0.6, created_at: "2020-01-01T00:00:00Z", superseded: true }
             }
           }
-        }"""))
-    res = ok(med.execute_kip("""
+        }""")
+    )
+    res = ok(
+        med.execute_kip(
+            """
         UPDATE ?link
         SET METADATA {
           confidence: CLAMP(MUL(?link.metadata.confidence, :decay_factor), 0.0, 1.0),
@@ -41,7 +45,10 @@ def test_update_spec_example_confidence_decay(med):
           FILTER(?link.metadata.created_at < :decay_threshold)
           FILTER(?link.metadata.confidence > 0.3 && ?link.metadata.confidence < 1.0)
         }
-        LIMIT 500""", parameters={"decay_factor": 0.5, "timestamp": "2026-07-04T00:00:00Z", "decay_threshold": "2021-01-01T00:00:00Z"}))
+        LIMIT 500""",
+            parameters={"decay_factor": 0.5, "timestamp": "2026-07-04T00:00:00Z", "decay_threshold": "2021-01-01T00:00:00Z"},
+        )
+    )
     assert res == {"updated": 1, "matched": 1}
     a = concept(med, "Drug", "Aspirin")
     t = link(med, a["id"], "treats", concept(med, "Symptom", "Brain Fog")["id"])
@@ -52,11 +59,13 @@ def test_update_spec_example_confidence_decay(med):
 
 
 def test_update_spec_example_reinforcement(med):
-    ok(med.execute_kip("""
+    ok(
+        med.execute_kip("""
         UPSERT {
           CONCEPT ?t { {type: "$ConceptType", name: "Preference"} SET ATTRIBUTES { description: "p" } }
           CONCEPT ?p { {type: "Preference", name: "dark_mode"} }
-        }"""))
+        }""")
+    )
     q = """
         UPDATE ?pref
         SET ATTRIBUTES {
@@ -75,13 +84,15 @@ def test_update_spec_example_reinforcement(med):
 
 
 def test_update_null_and_non_number_operands_skip_key_per_element(med):
-    ok(med.execute_kip("""
+    ok(
+        med.execute_kip("""
         UPSERT {
           CONCEPT ?a { {type: "Drug", name: "N1"} SET ATTRIBUTES { score: 2, label: "x" } }
           CONCEPT ?b { {type: "Drug", name: "N2"} SET ATTRIBUTES { score: "high", label: "y" } }
           CONCEPT ?c { {type: "Drug", name: "N3"} SET ATTRIBUTES { label: "z" } }
           CONCEPT ?d { {type: "Drug", name: "N4"} SET ATTRIBUTES { score: null } }
-        }"""))
+        }""")
+    )
     res = ok(med.execute_kip('UPDATE ?d SET ATTRIBUTES { score: MUL(?d.attributes.score, 10) } WHERE { ?d {type: "Drug"} FILTER(STARTS_WITH(?d.name, "N")) }'))
     assert res == {"updated": 1, "matched": 4}
     assert concept(med, "Drug", "N1")["attributes"]["score"] == 20
@@ -89,7 +100,11 @@ def test_update_null_and_non_number_operands_skip_key_per_element(med):
     assert "score" not in concept(med, "Drug", "N3")["attributes"]
     assert concept(med, "Drug", "N4")["metadata"]["_version"] == 1
     # other keys of the same element still update; COALESCE treats a stored null as null
-    res = ok(med.execute_kip('UPDATE ?d SET ATTRIBUTES { score: ADD(?d.attributes.score, 1), seen: true, s2: COALESCE(?d.attributes.score, 7) } WHERE { ?d {type: "Drug"} FILTER(STARTS_WITH(?d.name, "N")) }'))
+    res = ok(
+        med.execute_kip(
+            'UPDATE ?d SET ATTRIBUTES { score: ADD(?d.attributes.score, 1), seen: true, s2: COALESCE(?d.attributes.score, 7) } WHERE { ?d {type: "Drug"} FILTER(STARTS_WITH(?d.name, "N")) }'
+        )
+    )
     assert res == {"updated": 4, "matched": 4}
     n2, n4 = concept(med, "Drug", "N2")["attributes"], concept(med, "Drug", "N4")["attributes"]
     assert n2["score"] == "high" and n2["seen"] is True and "s2" not in n2
@@ -99,7 +114,11 @@ def test_update_null_and_non_number_operands_skip_key_per_element(med):
 
 def test_update_clamp_and_limit(med):
     ok(med.execute_kip("UPSERT { " + " ".join(f'CONCEPT ?c{i} {{ {{type: "Symptom", name: "S{i}"}} SET ATTRIBUTES {{ v: {i} }} }}' for i in range(6)) + " }"))
-    res = ok(med.execute_kip('UPDATE ?s SET ATTRIBUTES { v: CLAMP(ADD(?s.attributes.v, 2), 3, 6) } WHERE { ?s {type: "Symptom"} FILTER(STARTS_WITH(?s.name, "S")) } LIMIT 100'))
+    res = ok(
+        med.execute_kip(
+            'UPDATE ?s SET ATTRIBUTES { v: CLAMP(ADD(?s.attributes.v, 2), 3, 6) } WHERE { ?s {type: "Symptom"} FILTER(STARTS_WITH(?s.name, "S")) } LIMIT 100'
+        )
+    )
     assert res == {"updated": 6, "matched": 6}
     values = sorted(concept(med, "Symptom", f"S{i}")["attributes"]["v"] for i in range(6))
     assert values == [3, 3, 4, 5, 6, 6]
@@ -107,7 +126,11 @@ def test_update_clamp_and_limit(med):
     res = ok(med.execute_kip('UPDATE ?s SET ATTRIBUTES { v: CLAMP(?s.attributes.v, 3, 6) } WHERE { ?s {type: "Symptom"} FILTER(STARTS_WITH(?s.name, "S")) }'))
     assert res == {"updated": 0, "matched": 6}
     assert concept(med, "Symptom", "S0")["metadata"]["_version"] == 2
-    res = ok(med.execute_kip('UPDATE ?s SET ATTRIBUTES { tagged: true } WHERE { ?s {type: "Symptom"} FILTER(STARTS_WITH(?s.name, "S")) } LIMIT :n', parameters={"n": 2}))
+    res = ok(
+        med.execute_kip(
+            'UPDATE ?s SET ATTRIBUTES { tagged: true } WHERE { ?s {type: "Symptom"} FILTER(STARTS_WITH(?s.name, "S")) } LIMIT :n', parameters={"n": 2}
+        )
+    )
     assert res == {"updated": 2, "matched": 2}
     assert count(med, "MATCH (n:KipConcept) WHERE n.`attr.tagged` = true RETURN count(n)") == 2
 
@@ -137,7 +160,10 @@ def test_update_self_ordinary_attributes_but_not_core_directives(med):
     assert ok(med.execute_kip('UPDATE ?s SET ATTRIBUTES { mood: ADD(?s.attributes.mood, 1) } WHERE { ?s {type: "Person", name: "$self"} }'))["updated"] == 1
     err(med.execute_kip('UPDATE ?s SET ATTRIBUTES { core_directives: [] } WHERE { ?s {type: "Person", name: "$self"} }'), "KIP_3004")
     err(med.execute_kip('DELETE ATTRIBUTES { "core_directives" } FROM ?s WHERE { ?s {type: "Person", name: "$self"} }'), "KIP_3004")
-    assert ok(med.execute_kip('DELETE ATTRIBUTES { "mood" } FROM ?s WHERE { ?s {type: "Person", name: "$self"} }')) == {"updated_concepts": 1, "updated_propositions": 0}
+    assert ok(med.execute_kip('DELETE ATTRIBUTES { "mood" } FROM ?s WHERE { ?s {type: "Person", name: "$self"} }')) == {
+        "updated_concepts": 1,
+        "updated_propositions": 0,
+    }
     err(med.execute_kip('DELETE CONCEPT ?s DETACH WHERE { ?s {type: "Person", name: "$self"} }'), "KIP_3004")
     assert concept(med, "Person", "$self")["attributes"] == {"core_directives": ["be kind"]}
 
@@ -177,20 +203,36 @@ def test_update_dry_run(med):
 # ------------------------------------------------------------------ DELETE ATTRIBUTES / METADATA
 def test_delete_attributes_spec_examples(med):
     ok(med.execute_kip('UPSERT { CONCEPT ?a { {type: "Drug", name: "Aspirin"} SET ATTRIBUTES { risk_category: "low", old_id: 7, keep: 1 } } }'))
-    assert ok(med.execute_kip('DELETE ATTRIBUTES {"risk_category", "old_id"} FROM ?drug WHERE { ?drug {type: "Drug", name: "Aspirin"} }')) == {"updated_concepts": 1, "updated_propositions": 0}
+    assert ok(med.execute_kip('DELETE ATTRIBUTES {"risk_category", "old_id"} FROM ?drug WHERE { ?drug {type: "Drug", name: "Aspirin"} }')) == {
+        "updated_concepts": 1,
+        "updated_propositions": 0,
+    }
     a = concept(med, "Drug", "Aspirin")
     assert a["attributes"] == {"keep": 1} and a["metadata"]["_version"] == 2
     # second example: only elements that had the key are mutated
-    assert ok(med.execute_kip('DELETE ATTRIBUTES { "risk_category" } FROM ?drug WHERE { ?drug { type: "Drug" } }')) == {"updated_concepts": 0, "updated_propositions": 0}
+    assert ok(med.execute_kip('DELETE ATTRIBUTES { "risk_category" } FROM ?drug WHERE { ?drug { type: "Drug" } }')) == {
+        "updated_concepts": 0,
+        "updated_propositions": 0,
+    }
     # third example: on propositions
-    ok(med.execute_kip('UPSERT { PROPOSITION ?l { ({type: "Drug", name: "Aspirin"}, "treats", {type: "Symptom", name: "Brain Fog"}) SET ATTRIBUTES { category: "x" } } }'))
-    assert ok(med.execute_kip('DELETE ATTRIBUTES { "category" } FROM ?links WHERE { ?links (?s, "treats", ?o) }')) == {"updated_concepts": 0, "updated_propositions": 1}
+    ok(
+        med.execute_kip(
+            'UPSERT { PROPOSITION ?l { ({type: "Drug", name: "Aspirin"}, "treats", {type: "Symptom", name: "Brain Fog"}) SET ATTRIBUTES { category: "x" } } }'
+        )
+    )
+    assert ok(med.execute_kip('DELETE ATTRIBUTES { "category" } FROM ?links WHERE { ?links (?s, "treats", ?o) }')) == {
+        "updated_concepts": 0,
+        "updated_propositions": 1,
+    }
     integrity(med)
 
 
 def test_delete_metadata(med):
     ok(med.execute_kip('UPSERT { CONCEPT ?a { {type: "Drug", name: "Aspirin"} } WITH METADATA { old_source: "x", source: "y" } }'))
-    assert ok(med.execute_kip('DELETE METADATA {"old_source"} FROM ?drug WHERE { ?drug {type: "Drug", name: "Aspirin"} }')) == {"updated_concepts": 1, "updated_propositions": 0}
+    assert ok(med.execute_kip('DELETE METADATA {"old_source"} FROM ?drug WHERE { ?drug {type: "Drug", name: "Aspirin"} }')) == {
+        "updated_concepts": 1,
+        "updated_propositions": 0,
+    }
     m = concept(med, "Drug", "Aspirin")["metadata"]
     assert "old_source" not in m and m["source"] == "y" and m["_version"] == 2
     err(med.execute_kip('DELETE METADATA {"_version"} FROM ?drug WHERE { ?drug {type: "Drug", name: "Aspirin"} }'), "KIP_2002")
@@ -199,19 +241,23 @@ def test_delete_metadata(med):
 
 # ------------------------------------------------------------------ DELETE PROPOSITIONS
 def test_delete_propositions_spec_example(med):
-    ok(med.execute_kip("""
+    ok(
+        med.execute_kip("""
         UPSERT {
           CONCEPT ?a { {type: "Drug", name: "Aspirin"} SET PROPOSITIONS {
             ("treats", {type: "Symptom", name: "Brain Fog"}) WITH METADATA { source: "untrusted_source_v1" }
             ("treats", {type: "Symptom", name: "Neural Bloom"}) WITH METADATA { source: "trusted" }
           } }
-        }"""))
-    res = ok(med.execute_kip("""
+        }""")
+    )
+    res = ok(
+        med.execute_kip("""
         DELETE PROPOSITIONS ?link
         WHERE {
           ?link (?s, "treats", ?o)
           FILTER(?link.metadata.source == "untrusted_source_v1")
-        }"""))
+        }""")
+    )
     assert res == {"deleted_propositions": 1}
     a = concept(med, "Drug", "Aspirin")
     assert link(med, a["id"], "treats", concept(med, "Symptom", "Brain Fog")["id"]) is None
@@ -220,15 +266,17 @@ def test_delete_propositions_spec_example(med):
 
 
 def test_delete_propositions_cascades_to_higher_order(med):
-    res = ok(med.execute_kip("""
+    res = ok(
+        med.execute_kip("""
         UPSERT {
           CONCEPT ?john { {type: "Person", name: "John"} }
           PROPOSITION ?fact { ({type: "Drug", name: "Cognizine"}, "treats", {type: "Symptom", name: "Neural Bloom"}) }
           PROPOSITION ?claim { (?john, "stated", ?fact) }
           PROPOSITION ?meta { (?john, "related_to", ?claim) }
-        }"""))
+        }""")
+    )
     fact, claim, meta = res["upsert_proposition_links"]
-    assert ok(med.execute_kip('DELETE PROPOSITIONS ?l WHERE { ?l (id: :id) }', parameters={"id": fact})) == {"deleted_propositions": 3}
+    assert ok(med.execute_kip("DELETE PROPOSITIONS ?l WHERE { ?l (id: :id) }", parameters={"id": fact})) == {"deleted_propositions": 3}
     assert proposition(med, claim) is None and proposition(med, meta) is None
     integrity(med)
     err(med.execute_kip('DELETE PROPOSITIONS ?l WHERE { ?l (?s, "belongs_to_domain", ?o) }'), "KIP_3004")
@@ -236,18 +284,22 @@ def test_delete_propositions_cascades_to_higher_order(med):
 
 # ------------------------------------------------------------------ DELETE CONCEPT
 def test_delete_concept_spec_example_and_cascade(med):
-    ok(med.execute_kip("""
+    ok(
+        med.execute_kip("""
         UPSERT {
           CONCEPT ?d { {type: "Drug", name: "OutdatedDrug"} SET PROPOSITIONS { ("treats", {type: "Symptom", name: "Brain Fog"}) } }
           CONCEPT ?j { {type: "Person", name: "John"} SET PROPOSITIONS { ("stated", (?d, "treats", {type: "Symptom", name: "Brain Fog"})) ("related_to", ?d) } }
           PROPOSITION ?x { ({type: "Person", name: "John"}, "related_to", ({type: "Person", name: "John"}, "stated", (?d, "treats", {type: "Symptom", name: "Brain Fog"}))) }
-        }"""))
+        }""")
+    )
     before_props = count(med, "MATCH (p:KipProposition) RETURN count(p)")
-    res = ok(med.execute_kip("""
+    res = ok(
+        med.execute_kip("""
         DELETE CONCEPT ?drug DETACH
         WHERE {
           ?drug {type: "Drug", name: "OutdatedDrug"}
-        }"""))
+        }""")
+    )
     assert res == {"deleted_concepts": 1, "deleted_propositions": 4}
     assert concept(med, "Drug", "OutdatedDrug") is None
     assert count(med, "MATCH (p:KipProposition) RETURN count(p)") == before_props - 4
@@ -257,9 +309,11 @@ def test_delete_concept_spec_example_and_cascade(med):
 
 def test_delete_concept_protected_and_empty(med):
     before = snapshot(med)
-    for q in ('DELETE CONCEPT ?t DETACH WHERE { ?t {type: "$ConceptType", name: "Domain"} }',
-              'DELETE CONCEPT ?t DETACH WHERE { ?t {type: "Domain"} }',
-              'DELETE CONCEPT ?t DETACH WHERE { ?t {type: "$PropositionType", name: "belongs_to_domain"} }'):
+    for q in (
+        'DELETE CONCEPT ?t DETACH WHERE { ?t {type: "$ConceptType", name: "Domain"} }',
+        'DELETE CONCEPT ?t DETACH WHERE { ?t {type: "Domain"} }',
+        'DELETE CONCEPT ?t DETACH WHERE { ?t {type: "$PropositionType", name: "belongs_to_domain"} }',
+    ):
         err(med.execute_kip(q), "KIP_3004")
     assert snapshot(med) == before
     assert ok(med.execute_kip('DELETE CONCEPT ?d DETACH WHERE { ?d {type: "Drug", name: "Ghost"} }')) == {"deleted_concepts": 0, "deleted_propositions": 0}

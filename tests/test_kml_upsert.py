@@ -1,11 +1,11 @@
 """UPSERT (spec §4.1, §2.10, §2.11, Appendix 2) on the real Neo4j."""
+
 from __future__ import annotations
 
 import re
 import threading
 
 import pytest
-
 from kml_helpers import COGNIZINE, SCHEMA, concept, concept_by_id, count, err, integrity, link, ok, proposition, snapshot
 
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
@@ -92,62 +92,80 @@ def test_case_slip_type_is_2001_with_hint(med):
 
 
 def test_undefined_predicate_is_2001_did_you_mean(med):
-    e = err(med.execute_kip('UPSERT { CONCEPT ?d { {type: "Drug", name: "A"} SET PROPOSITIONS { ("treat", {type: "Symptom", name: "Brain Fog"}) } } }'), "KIP_2001")
+    e = err(
+        med.execute_kip('UPSERT { CONCEPT ?d { {type: "Drug", name: "A"} SET PROPOSITIONS { ("treat", {type: "Symptom", name: "Brain Fog"}) } } }'), "KIP_2001"
+    )
     assert "treat" in e["message"] and '"treats"' in e["hint"]
     assert concept(med, "Drug", "A") is None
 
 
 def test_type_defined_earlier_in_same_capsule(med):
-    ok(med.execute_kip("""
+    ok(
+        med.execute_kip("""
         UPSERT {
           CONCEPT ?t { {type: "$ConceptType", name: "Gene"} SET ATTRIBUTES { description: "A gene." } }
           CONCEPT ?p { {type: "$PropositionType", name: "encodes"} SET ATTRIBUTES { description: "x", subject_types: ["Gene"], object_types: ["*"] } }
           CONCEPT ?g { {type: "Gene", name: "BRCA1"} SET PROPOSITIONS { ("encodes", {type: "Symptom", name: "Brain Fog"}) } }
-        }"""))
+        }""")
+    )
     assert concept(med, "Gene", "BRCA1") is not None
 
 
 def test_type_defined_later_is_2001(med):
-    err(med.execute_kip("""
+    err(
+        med.execute_kip("""
         UPSERT {
           CONCEPT ?g { {type: "Gene", name: "BRCA1"} }
           CONCEPT ?t { {type: "$ConceptType", name: "Gene"} SET ATTRIBUTES { description: "A gene." } }
-        }"""), "KIP_2001")
+        }"""),
+        "KIP_2001",
+    )
     assert concept(med, "$ConceptType", "Gene") is None
 
 
 def test_handle_used_before_definition_is_3001(med):
-    e = err(med.execute_kip("""
+    e = err(
+        med.execute_kip("""
         UPSERT {
           CONCEPT ?a { {type: "Drug", name: "A"} SET PROPOSITIONS { ("has_side_effect", ?b) } }
           CONCEPT ?b { {type: "Symptom", name: "B"} }
-        }"""), "KIP_3001")
+        }"""),
+        "KIP_3001",
+    )
     assert "?b" in e["message"]
     assert concept(med, "Drug", "A") is None
 
 
 def test_handles_are_local_to_one_upsert_statement(med):
-    err(med.execute_kip("""
+    err(
+        med.execute_kip("""
         UPSERT { CONCEPT ?b { {type: "Symptom", name: "B"} } }
         UPSERT { CONCEPT ?a { {type: "Drug", name: "A"} SET PROPOSITIONS { ("has_side_effect", ?b) } } }
-        """), "KIP_3001")
+        """),
+        "KIP_3001",
+    )
 
 
 def test_target_created_by_later_block_is_3002(med):
-    err(med.execute_kip("""
+    err(
+        med.execute_kip("""
         UPSERT {
           CONCEPT ?a { {type: "Drug", name: "A"} SET PROPOSITIONS { ("has_side_effect", {type: "Symptom", name: "Later"}) } }
           CONCEPT ?b { {type: "Symptom", name: "Later"} }
-        }"""), "KIP_3002")
+        }"""),
+        "KIP_3002",
+    )
     assert concept(med, "Symptom", "Later") is None
 
 
 def test_target_created_by_earlier_block_by_type_name(med):
-    ok(med.execute_kip("""
+    ok(
+        med.execute_kip("""
         UPSERT {
           CONCEPT ?b { {type: "Symptom", name: "Earlier"} }
           CONCEPT ?a { {type: "Drug", name: "A"} SET PROPOSITIONS { ("has_side_effect", {type: "Symptom", name: "Earlier"}) } }
-        }"""))
+        }""")
+    )
     a, b = concept(med, "Drug", "A"), concept(med, "Symptom", "Earlier")
     assert link(med, a["id"], "has_side_effect", b["id"]) is not None
 
@@ -177,11 +195,23 @@ def test_values_round_trip(med):
     values = '{ s: "t", i: 42, f: 1.5, b: false, n: null, big: 123456789012345678901, mixed: [1, "a", null], nested: [[1], {"k": [true]}], empty: [], eo: {} }'
     ok(med.execute_kip(f'UPSERT {{ CONCEPT ?a {{ {{type: "Drug", name: "V"}} SET ATTRIBUTES {values} }} }}'))
     a = concept(med, "Drug", "V")["attributes"]
-    assert a == {"s": "t", "i": 42, "f": 1.5, "b": False, "n": None, "big": 123456789012345678901, "mixed": [1, "a", None], "nested": [[1], {"k": [True]}], "empty": [], "eo": {}}
+    assert a == {
+        "s": "t",
+        "i": 42,
+        "f": 1.5,
+        "b": False,
+        "n": None,
+        "big": 123456789012345678901,
+        "mixed": [1, "a", None],
+        "nested": [[1], {"k": [True]}],
+        "empty": [],
+        "eo": {},
+    }
 
 
 def test_metadata_precedence_inner_wins_key_by_key_including_null(med):
-    ok(med.execute_kip("""
+    ok(
+        med.execute_kip("""
         UPSERT {
           CONCEPT ?a {
             {type: "Drug", name: "A"}
@@ -193,7 +223,8 @@ def test_metadata_precedence_inner_wins_key_by_key_including_null(med):
           WITH METADATA { author: "block", confidence: 0.8 }
           CONCEPT ?b { {type: "Symptom", name: "B"} }
         }
-        WITH METADATA { source: "outer", author: "outer", status: "reviewed" }"""))
+        WITH METADATA { source: "outer", author: "outer", status: "reviewed" }""")
+    )
     a, b = concept(med, "Drug", "A"), concept(med, "Symptom", "B")
     strip = lambda m: {k: v for k, v in m.items() if not k.startswith("_")}  # noqa: E731
     assert strip(a["metadata"]) == {"source": "outer", "author": "block", "status": "reviewed", "confidence": 0.8}
@@ -205,13 +236,21 @@ def test_metadata_precedence_inner_wins_key_by_key_including_null(med):
 
 
 def test_set_propositions_is_additive_and_updates_existing_link(med):
-    ok(med.execute_kip('UPSERT { CONCEPT ?a { {type: "Drug", name: "A"} SET PROPOSITIONS { ("treats", {type: "Symptom", name: "Brain Fog"}) WITH METADATA { confidence: 0.5 } } } }'))
+    ok(
+        med.execute_kip(
+            'UPSERT { CONCEPT ?a { {type: "Drug", name: "A"} SET PROPOSITIONS { ("treats", {type: "Symptom", name: "Brain Fog"}) WITH METADATA { confidence: 0.5 } } } }'
+        )
+    )
     ok(med.execute_kip('UPSERT { CONCEPT ?a { {type: "Drug", name: "A"} SET PROPOSITIONS { ("belongs_to_class", {type: "DrugClass", name: "Nootropic"}) } } }'))
     a = concept(med, "Drug", "A")
     fog = concept(med, "Symptom", "Brain Fog")
     t = link(med, a["id"], "treats", fog["id"])
     assert t is not None and count(med, "MATCH (p:KipProposition {subject: $s}) RETURN count(p)", s=a["id"]) == 2
-    ok(med.execute_kip('UPSERT { CONCEPT ?a { {type: "Drug", name: "A"} SET PROPOSITIONS { ("treats", {type: "Symptom", name: "Brain Fog"}) WITH METADATA { confidence: 0.9, note: "x" } } } }'))
+    ok(
+        med.execute_kip(
+            'UPSERT { CONCEPT ?a { {type: "Drug", name: "A"} SET PROPOSITIONS { ("treats", {type: "Symptom", name: "Brain Fog"}) WITH METADATA { confidence: 0.9, note: "x" } } } }'
+        )
+    )
     t2 = link(med, a["id"], "treats", fog["id"])
     assert t2["id"] == t["id"] and t2["metadata"]["confidence"] == 0.9 and t2["metadata"]["note"] == "x"
     assert t2["metadata"]["_version"] == 2
@@ -220,20 +259,24 @@ def test_set_propositions_is_additive_and_updates_existing_link(med):
 
 
 def test_all_target_forms_and_higher_order(med):
-    res = ok(med.execute_kip("""
+    res = ok(
+        med.execute_kip("""
         UPSERT {
           CONCEPT ?john { {type: "Person", name: "John"} }
           CONCEPT ?asp { {type: "Drug", name: "Aspirin"} }
           CONCEPT ?ha { {type: "Symptom", name: "Headache"} }
           PROPOSITION ?fact { (?asp, "treats", ?ha) SET ATTRIBUTES { mechanism: "COX" } }
           PROPOSITION ?claim { (?john, "stated", ?fact) } WITH METADATA { confidence: 0.7 }
-        }"""))
+        }""")
+    )
     fact_id, claim_id = res["upsert_proposition_links"]
     fact, claim = proposition(med, fact_id), proposition(med, claim_id)
     assert fact["attributes"] == {"mechanism": "COX"} and claim["object"] == fact_id
     john, asp = concept(med, "Person", "John"), concept(med, "Drug", "Aspirin")
     # every target form in SET PROPOSITIONS
-    ok(med.execute_kip("""
+    ok(
+        med.execute_kip(
+            """
         UPSERT {
           CONCEPT ?j {
             {type: "Person", name: "John"}
@@ -245,7 +288,10 @@ def test_all_target_forms_and_higher_order(med):
               ("related_to", ({type: "Person", name: "John"}, "stated", ({type: "Drug", name: "Aspirin"}, "treats", {type: "Symptom", name: "Headache"})))
             }
           }
-        }""", parameters={"asp": asp["id"], "fact": fact_id}))
+        }""",
+            parameters={"asp": asp["id"], "fact": fact_id},
+        )
+    )
     assert link(med, john["id"], "related_to", asp["id"]) is not None
     assert link(med, john["id"], "related_to", fact_id) is not None
     assert link(med, john["id"], "related_to", claim_id) is not None
@@ -254,7 +300,8 @@ def test_all_target_forms_and_higher_order(med):
 
 
 def test_structural_target_created_earlier_in_same_capsule(med):
-    ok(med.execute_kip("""
+    ok(
+        med.execute_kip("""
         UPSERT {
           CONCEPT ?asp { {type: "Drug", name: "Aspirin"} }
           CONCEPT ?ha { {type: "Symptom", name: "Headache"} SET PROPOSITIONS { ("related_to", ?asp) } }
@@ -264,7 +311,8 @@ def test_structural_target_created_earlier_in_same_capsule(med):
             SET PROPOSITIONS { ("stated", ({type: "Drug", name: "Aspirin"}, "treats", {type: "Symptom", name: "Headache"})) }
           }
           PROPOSITION ?q { (?john, "related_to", ({type: "Symptom", name: "Headache"}, "related_to", ?asp)) }
-        }"""))
+        }""")
+    )
     john = concept(med, "Person", "John")
     assert count(med, "MATCH (p:KipProposition {subject: $s}) RETURN count(p)", s=john["id"]) == 2
     integrity(med)
@@ -272,8 +320,11 @@ def test_structural_target_created_earlier_in_same_capsule(med):
 
 def test_structural_target_missing_is_3002(med):
     ok(med.execute_kip('UPSERT { CONCEPT ?a { {type: "Drug", name: "Aspirin"} } CONCEPT ?h { {type: "Symptom", name: "Headache"} } }'))
-    e = err(med.execute_kip("""
-        UPSERT { CONCEPT ?j { {type: "Person", name: "John"} SET PROPOSITIONS { ("stated", ({type: "Drug", name: "Aspirin"}, "treats", {type: "Symptom", name: "Headache"})) } } }"""), "KIP_3002")
+    e = err(
+        med.execute_kip("""
+        UPSERT { CONCEPT ?j { {type: "Person", name: "John"} SET PROPOSITIONS { ("stated", ({type: "Drug", name: "Aspirin"}, "treats", {type: "Symptom", name: "Headache"})) } } }"""),
+        "KIP_3002",
+    )
     assert "treats" in e["message"]
     assert concept(med, "Person", "John") is None
 
@@ -284,22 +335,32 @@ def test_id_forms_match_only(med):
     err(med.execute_kip('UPSERT { CONCEPT ?a { {type: "Drug", name: "A"} SET PROPOSITIONS { ("treats", (id: "P:nope:treats")) } } }'), "KIP_3002")
     err(med.execute_kip('UPSERT { CONCEPT ?a { {type: "Drug", name: "A"} SET PROPOSITIONS { ("treats", {id: "C:nope"}) } } }'), "KIP_3002")
     fog = concept(med, "Symptom", "Brain Fog")
-    res = ok(med.execute_kip('UPSERT { CONCEPT ?x { {id: :id} SET ATTRIBUTES { severity: 3 } } }', parameters={"id": fog["id"]}))
+    res = ok(med.execute_kip("UPSERT { CONCEPT ?x { {id: :id} SET ATTRIBUTES { severity: 3 } } }", parameters={"id": fog["id"]}))
     assert res["upsert_concept_nodes"] == [fog["id"]]
     assert concept(med, "Symptom", "Brain Fog")["attributes"]["severity"] == 3
-    p = ok(med.execute_kip('UPSERT { PROPOSITION ?p { ({type: "Drug", name: "Aspirin2"}, "treats", ?x) } }'.replace("?x", '{type: "Symptom", name: "Brain Fog"}').replace('{type: "Drug", name: "Aspirin2"}', '{type: "DrugClass", name: "Nootropic"}')))
+    p = ok(
+        med.execute_kip(
+            'UPSERT { PROPOSITION ?p { ({type: "Drug", name: "Aspirin2"}, "treats", ?x) } }'.replace("?x", '{type: "Symptom", name: "Brain Fog"}').replace(
+                '{type: "Drug", name: "Aspirin2"}', '{type: "DrugClass", name: "Nootropic"}'
+            )
+        )
+    )
     pid = p["upsert_proposition_links"][0]
-    res = ok(med.execute_kip('UPSERT { PROPOSITION ?p { (id: :pid) SET ATTRIBUTES { weight: 1 } } WITH METADATA { confidence: 0.3 } }', parameters={"pid": pid}))
+    res = ok(
+        med.execute_kip("UPSERT { PROPOSITION ?p { (id: :pid) SET ATTRIBUTES { weight: 1 } } WITH METADATA { confidence: 0.3 } }", parameters={"pid": pid})
+    )
     assert res["upsert_proposition_links"] == [pid]
     got = proposition(med, pid)
     assert got["attributes"] == {"weight": 1} and got["metadata"]["confidence"] == 0.3 and got["metadata"]["_version"] == 2
 
 
 def test_several_upserts_in_one_command(med):
-    res = ok(med.execute_kip("""
+    res = ok(
+        med.execute_kip("""
         UPSERT { CONCEPT ?a { {type: "Drug", name: "A"} } }
         UPSERT { CONCEPT ?b { {type: "Drug", name: "B"} } PROPOSITION ?l { ({type: "Drug", name: "A"}, "related_to", ?b) } }
-        """))
+        """)
+    )
     assert res["blocks"] == 2 and len(res["upsert_concept_nodes"]) == 2 and len(res["upsert_proposition_links"]) == 1
 
 
@@ -327,21 +388,28 @@ def test_expect_version(med):
     err(med.execute_kip('UPSERT { CONCEPT ?a { {type: "Drug", name: "A"} EXPECT VERSION :v SET ATTRIBUTES { n: 2 } } }', parameters={"v": 1}), "KIP_3005")
     # a mismatch anywhere aborts the whole command
     before = snapshot(med)
-    err(med.execute_kip("""
+    err(
+        med.execute_kip("""
         UPSERT {
           CONCEPT ?b { {type: "Drug", name: "B"} SET ATTRIBUTES { n: 1 } }
           CONCEPT ?a { {type: "Drug", name: "A"} EXPECT VERSION 7 SET ATTRIBUTES { n: 3 } }
-        }"""), "KIP_3005")
+        }"""),
+        "KIP_3005",
+    )
     assert snapshot(med) == before
     err(med.execute_kip('UPSERT { CONCEPT ?z { {type: "Drug", name: "Z"} EXPECT VERSION 1 } }'), "KIP_3005")
     assert concept(med, "Drug", "Z") is None
 
 
 def test_expect_version_on_proposition(med):
-    res = ok(med.execute_kip('UPSERT { PROPOSITION ?p { ({type: "DrugClass", name: "Nootropic"}, "related_to", {type: "Symptom", name: "Brain Fog"}) EXPECT VERSION 0 SET ATTRIBUTES { w: 1 } } }'))
+    res = ok(
+        med.execute_kip(
+            'UPSERT { PROPOSITION ?p { ({type: "DrugClass", name: "Nootropic"}, "related_to", {type: "Symptom", name: "Brain Fog"}) EXPECT VERSION 0 SET ATTRIBUTES { w: 1 } } }'
+        )
+    )
     pid = res["upsert_proposition_links"][0]
-    err(med.execute_kip('UPSERT { PROPOSITION ?p { (id: :p) EXPECT VERSION 2 SET ATTRIBUTES { w: 2 } } }', parameters={"p": pid}), "KIP_3005")
-    ok(med.execute_kip('UPSERT { PROPOSITION ?p { (id: :p) EXPECT VERSION 1 SET ATTRIBUTES { w: 2 } } }', parameters={"p": pid}))
+    err(med.execute_kip("UPSERT { PROPOSITION ?p { (id: :p) EXPECT VERSION 2 SET ATTRIBUTES { w: 2 } } }", parameters={"p": pid}), "KIP_3005")
+    ok(med.execute_kip("UPSERT { PROPOSITION ?p { (id: :p) EXPECT VERSION 1 SET ATTRIBUTES { w: 2 } } }", parameters={"p": pid}))
     assert proposition(med, pid)["attributes"]["w"] == 2
 
 
@@ -384,23 +452,29 @@ def test_concurrent_expect_version_increments(med):
 # ------------------------------------------------------------------ atomicity
 def test_third_block_failure_leaves_no_trace(med):
     before = snapshot(med)
-    e = err(med.execute_kip("""
+    e = err(
+        med.execute_kip("""
         UPSERT {
           CONCEPT ?a { {type: "Drug", name: "First"} SET ATTRIBUTES { x: 1 } SET PROPOSITIONS { ("treats", {type: "Symptom", name: "Brain Fog"}) } }
           CONCEPT ?b { {type: "Symptom", name: "Second"} SET PROPOSITIONS { ("related_to", ?a) } }
           CONCEPT ?c { {type: "Drug", name: "Third"} SET PROPOSITIONS { ("treats", {type: "Symptom", name: "Nowhere"}) } }
-        }"""), "KIP_3002")
+        }"""),
+        "KIP_3002",
+    )
     assert "Nowhere" in e["message"]
     assert snapshot(med) == before
     # failure discovered while writing (after the first two blocks were written in the transaction)
     ok(med.execute_kip('UPSERT { CONCEPT ?v { {type: "Drug", name: "Versioned"} } }'))
     before = snapshot(med)
-    err(med.execute_kip("""
+    err(
+        med.execute_kip("""
         UPSERT {
           CONCEPT ?a { {type: "Drug", name: "First"} SET ATTRIBUTES { x: 1 } }
           PROPOSITION ?l { (?a, "treats", {type: "Symptom", name: "Brain Fog"}) }
           CONCEPT ?c { {type: "Drug", name: "Versioned"} EXPECT VERSION 5 }
-        }"""), "KIP_3005")
+        }"""),
+        "KIP_3005",
+    )
     assert snapshot(med) == before
 
 
@@ -411,11 +485,13 @@ def test_protected_schema_nodes(med):
     err(med.execute_kip('UPSERT { CONCEPT ?t { {type: "Domain", name: "CoreSchema"} SET ATTRIBUTES { description: "x" } } }'), "KIP_3004")
     err(med.execute_kip('UPSERT { CONCEPT ?t { {type: "$PropositionType", name: "belongs_to_domain"} } WITH METADATA { confidence: 0.1 } }'), "KIP_3004")
     # referencing a protected node as a bare block (Genesis housekeeping pattern) under UPSERT-level metadata is fine
-    ok(med.execute_kip("""
+    ok(
+        med.execute_kip("""
         UPSERT {
           CONCEPT ?core { {type: "Domain", name: "CoreSchema"} }
           CONCEPT ?t { {type: "$ConceptType", name: "Drug"} SET PROPOSITIONS { ("belongs_to_domain", ?core) } }
-        } WITH METADATA { source: "agent", confidence: 0.5 }"""))
+        } WITH METADATA { source: "agent", confidence: 0.5 }""")
+    )
     assert concept(med, "Domain", "CoreSchema")["metadata"]["source"] == "SystemBootstrap"
     # user types stay evolvable
     ok(med.execute_kip('UPSERT { CONCEPT ?t { {type: "$ConceptType", name: "Drug"} SET ATTRIBUTES { description: "better" } } }'))
@@ -435,7 +511,10 @@ def test_dry_run_validates_and_writes_nothing(med):
     assert res == {"blocks": 1, "upsert_concept_nodes": [], "upsert_proposition_links": []}
     assert snapshot(med) == before
     err(med.execute_kip('UPSERT { CONCEPT ?a { {type: "Drugg", name: "A"} } }', dry_run=True), "KIP_2001")
-    err(med.execute_kip('UPSERT { CONCEPT ?a { {type: "Drug", name: "A"} SET PROPOSITIONS { ("treats", {type: "Symptom", name: "Nope"}) } } }', dry_run=True), "KIP_3002")
+    err(
+        med.execute_kip('UPSERT { CONCEPT ?a { {type: "Drug", name: "A"} SET PROPOSITIONS { ("treats", {type: "Symptom", name: "Nope"}) } } }', dry_run=True),
+        "KIP_3002",
+    )
     err(med.execute_kip('UPSERT { CONCEPT ?a { {type: "Drug", name: "A"} SET PROPOSITIONS { ("treats", ?nope) } } }', dry_run=True), "KIP_3001")
     err(med.execute_kip('UPSERT { CONCEPT ?t { {type: "Domain", name: "CoreSchema"} SET ATTRIBUTES { description: "x" } } }', dry_run=True), "KIP_3004")
     err(med.execute_kip('UPSERT { CONCEPT ?t { {type: "Domain", name: "CoreSchema"} EXPECT VERSION 0 } }', dry_run=True), "KIP_3005")
@@ -447,9 +526,11 @@ def test_strict_instance_schema(genesis):
     from kip2cypher.config import Settings
     from kip2cypher.execute import Nexus
 
-    ok(genesis.execute_kip("""
+    ok(
+        genesis.execute_kip("""
         UPSERT { CONCEPT ?t { {type: "$ConceptType", name: "Gadget"} SET ATTRIBUTES { description: "x",
-          instance_schema: { weight: { type: "number", is_required: true }, tags: { type: "array", item_type: "string" }, kind: { type: "string", enum: ["a", "b"] } } } } }"""))
+          instance_schema: { weight: { type: "number", is_required: true }, tags: { type: "array", item_type: "string" }, kind: { type: "string", enum: ["a", "b"] } } } } }""")
+    )
     ok(genesis.execute_kip('UPSERT { CONCEPT ?g { {type: "Gadget", name: "loose"} } }'))  # default: guidance only
     with Nexus(genesis.uri, database=genesis.database, settings=Settings(strict_schema=True)) as strict:
         err(strict.execute_kip('UPSERT { CONCEPT ?g { {type: "Gadget", name: "g1"} } }'), "KIP_2002")
@@ -480,7 +561,7 @@ def test_capsule_is_batched_into_a_handful_of_statements(med, monkeypatch):
     for i in range(200):
         links = " ".join(x for x in (f'("related_to", ?c{i - 1})' if i else "", '("treats", {type: "Symptom", name: "Brain Fog"})') if x)
         blocks.append(f'CONCEPT ?c{i} {{ {{type: "Drug", name: "B{i}"}} SET ATTRIBUTES {{ i: {i} }} SET PROPOSITIONS {{ {links} }} }}')
-    res = ok(med.execute_kip("UPSERT { " + "\n".join(blocks) + " } WITH METADATA { source: \"batch\" }"))
+    res = ok(med.execute_kip("UPSERT { " + "\n".join(blocks) + ' } WITH METADATA { source: "batch" }'))
     assert len(res["upsert_concept_nodes"]) == 200
     from kip2cypher.lower import upsert
 

@@ -1,13 +1,13 @@
 """KQL behaviour on a real Neo4j: every FIND construct of spec §3 (and result shapes §6.2.2),
 run through ``Nexus.execute_kip`` against the fixture graph of ``tests/kql_graph.py``.
 Every test asserts the whole response."""
+
 from __future__ import annotations
 
 import logging
 
-import pytest
-
 import kql_graph as g
+import pytest
 from kql_graph import C, P
 
 logging.getLogger("neo4j").setLevel(logging.ERROR)
@@ -17,6 +17,7 @@ logging.getLogger("neo4j").setLevel(logging.ERROR)
 def kg(neo4j_server):
     """A Nexus holding the fixture graph; the tests here only read it."""
     from conftest import wipe
+
     from kip2cypher.config import Settings
     from kip2cypher.execute import Nexus
 
@@ -39,7 +40,9 @@ def err(response):
 
 # ----------------------------------------------------------------------------- spec §3.6 examples
 def test_example1_non_nsaid_headache_drugs(kg):
-    r = run(kg, """
+    r = run(
+        kg,
+        """
         FIND(?drug.name, ?drug.attributes.risk_level)
         WHERE {
           ?drug {type: "Drug"}
@@ -49,33 +52,42 @@ def test_example1_non_nsaid_headache_drugs(kg):
           FILTER(?drug.attributes.risk_level < 4)
         }
         ORDER BY ?drug.attributes.risk_level ASC
-        LIMIT 20""")
+        LIMIT 20""",
+    )
     assert r == {"result": [["Acetaminophen"], [1]]}
 
 
 def test_example2_nsaids_with_optional_side_effects(kg):
-    r = run(kg, """
+    r = run(
+        kg,
+        """
         FIND(?drug.name, ?side_effect.name, ?link.metadata.source)
         WHERE {
           (?drug, "belongs_to_class", {name: "NSAID"})
           OPTIONAL { ?link (?drug, "has_side_effect", ?side_effect) }
         }
-        ORDER BY ?drug.name""")
+        ORDER BY ?drug.name""",
+    )
     assert r == {"result": [["Aspirin", "Ibuprofen", "Naproxen"], ["Stomach Upset", "Stomach Upset", None], ["FDA label", "EMA label", None]]}
 
 
 def test_example3_higher_order_deconstruction(kg):
-    r = run(kg, """
+    r = run(
+        kg,
+        """
         FIND(?statement.metadata.confidence)
         WHERE {
           ?fact ({type: "Drug", name: "Aspirin"}, "treats", {type: "Symptom", name: "Headache"})
           ?statement ({type: "Person", name: "John Doe"}, "stated", ?fact)
-        }""")
+        }""",
+    )
     assert r == {"result": [0.75]}
 
 
 def test_example4_recent_conversations_with_concepts(kg):
-    r = run(kg, """
+    r = run(
+        kg,
+        """
         FIND(?event, ?concept)
         WHERE {
           ?event {type: "Event"}
@@ -85,7 +97,8 @@ def test_example4_recent_conversations_with_concepts(kg):
           OPTIONAL { (?event, "mentions", ?concept) }
         }
         ORDER BY ?event.attributes.start_time DESC
-        LIMIT 20""")
+        LIMIT 20""",
+    )
     # ev5 (2025-06-15, no mentions) sorts after ev1 (2025-07-01, two mentions) in DESC order.
     ev1_rows = sorted([C["aspirin"].obj(), C["headache"].obj()], key=lambda o: o["id"])
     assert r["result"][0] == [C["ev1"].obj(), C["ev1"].obj(), C["ev5"].obj()]
@@ -95,7 +108,9 @@ def test_example4_recent_conversations_with_concepts(kg):
 
 
 def test_example5_associative_recall(kg):
-    r = run(kg, """
+    r = run(
+        kg,
+        """
         FIND(?pred, ?neighbor, ?link.metadata.confidence)
         WHERE {
           ?person {type: "Person", name: "Alice"}
@@ -103,7 +118,8 @@ def test_example5_associative_recall(kg):
           FILTER(?pred != "belongs_to_domain")
         }
         ORDER BY ?link.metadata.confidence DESC, ?link.metadata.created_at DESC
-        LIMIT 50""")
+        LIMIT 50""",
+    )
     assert r == {"result": [["knows", "follows", "stated"], [C["bob"].obj(), C["carol"].obj(), P["ibu_head"].obj()], [0.7, 0.4, None]]}
 
 
@@ -111,14 +127,19 @@ def test_example5_associative_recall(kg):
 def test_dot_notation_find_examples(kg):
     r = run(kg, 'FIND(?drug.name, ?drug.attributes.risk_level) WHERE { ?drug {type: "Drug"} } ORDER BY ?drug.name')
     assert r == {"result": [["Acetaminophen", "Aspirin", "Ibuprofen", "Morphine", "Naproxen", "Vitamin C"], [1, 2, 2, 5, 3, None]]}
-    r = run(kg, 'FIND(?link) WHERE { ?link ({type: "Drug", name: "Aspirin"}, "treats", {type: "Symptom", name: "Headache"}) FILTER(?link.metadata.confidence > 0.8) }')
+    r = run(
+        kg,
+        'FIND(?link) WHERE { ?link ({type: "Drug", name: "Aspirin"}, "treats", {type: "Symptom", name: "Headache"}) FILTER(?link.metadata.confidence > 0.8) }',
+    )
     assert r == {"result": [P["asp_head"].obj()]}
 
 
 def test_whole_attributes_and_metadata_objects_decoded(kg):
     r = run(kg, 'FIND(?d.attributes, ?d.metadata, ?d.attributes.dosage, ?d.attributes.tags, ?d.attributes.note) WHERE { ?d {type: "Drug", name: "Aspirin"} }')
     a = C["aspirin"]
-    assert r == {"result": [[dict(sorted(a.attributes.items()))], [dict(sorted(a.metadata.items()))], [{"mg": 500, "form": "tablet"}], [["nsaid", "otc"]], [None]]}
+    assert r == {
+        "result": [[dict(sorted(a.attributes.items()))], [dict(sorted(a.metadata.items()))], [{"mg": 500, "form": "tablet"}], [["nsaid", "otc"]], [None]]
+    }
 
 
 def test_top_level_fields_of_links_and_engine_metadata(kg):
@@ -136,13 +157,18 @@ def test_concept_by_id_type_name_type_and_name(kg):
 
 
 def test_placeholders_in_clauses_limit_and_filters(kg):
-    r = run(kg, "FIND(?drug.name) WHERE { ?symptom {name: :symptom_name} (?drug, \"treats\", ?symptom) FILTER(?drug.attributes.risk_level >= :min) } ORDER BY ?drug.name LIMIT :limit",
-            symptom_name="Headache", min=2, limit=10)
+    r = run(
+        kg,
+        'FIND(?drug.name) WHERE { ?symptom {name: :symptom_name} (?drug, "treats", ?symptom) FILTER(?drug.attributes.risk_level >= :min) } ORDER BY ?drug.name LIMIT :limit',
+        symptom_name="Headache",
+        min=2,
+        limit=10,
+    )
     assert r == {"result": ["Aspirin", "Ibuprofen"]}
 
 
 def test_missing_placeholder_is_syntax_error(kg):
-    assert err(run(kg, 'FIND(?n) WHERE { ?n {name: :nope} }')) == "KIP_1001"
+    assert err(run(kg, "FIND(?n) WHERE { ?n {name: :nope} }")) == "KIP_1001"
 
 
 def test_proposition_by_id_and_structure(kg):
@@ -152,7 +178,10 @@ def test_proposition_by_id_and_structure(kg):
 
 
 def test_variables_unify_across_clauses(kg):
-    r = run(kg, 'FIND(?d.name) WHERE { (?d, "treats", {name: "Headache"}) (?d, "treats", {name: "Fever"}) (?d, "belongs_to_class", ?c) ?c {name: "NSAID"} } ORDER BY ?d.name')
+    r = run(
+        kg,
+        'FIND(?d.name) WHERE { (?d, "treats", {name: "Headache"}) (?d, "treats", {name: "Fever"}) (?d, "belongs_to_class", ?c) ?c {name: "NSAID"} } ORDER BY ?d.name',
+    )
     assert r == {"result": ["Aspirin", "Ibuprofen"]}
 
 
@@ -254,22 +283,22 @@ def test_link_variable_on_quantified_path_rejected(kg):
 @pytest.mark.parametrize(
     "condition, expected",
     [
-        ('?d.attributes.risk_level == 2', ["Aspirin", "Ibuprofen"]),
-        ('?d.attributes.risk_level != 2', ["Acetaminophen", "Morphine", "Naproxen"]),
-        ('?d.attributes.risk_level < 2', ["Acetaminophen"]),
-        ('?d.attributes.risk_level > 3', ["Morphine"]),
-        ('?d.attributes.risk_level <= 2', ["Acetaminophen", "Aspirin", "Ibuprofen"]),
-        ('?d.attributes.risk_level >= 3', ["Morphine", "Naproxen"]),
-        ('?d.attributes.risk_level >= 2 && ?d.attributes.risk_level < 5', ["Aspirin", "Ibuprofen", "Naproxen"]),
+        ("?d.attributes.risk_level == 2", ["Aspirin", "Ibuprofen"]),
+        ("?d.attributes.risk_level != 2", ["Acetaminophen", "Morphine", "Naproxen"]),
+        ("?d.attributes.risk_level < 2", ["Acetaminophen"]),
+        ("?d.attributes.risk_level > 3", ["Morphine"]),
+        ("?d.attributes.risk_level <= 2", ["Acetaminophen", "Aspirin", "Ibuprofen"]),
+        ("?d.attributes.risk_level >= 3", ["Morphine", "Naproxen"]),
+        ("?d.attributes.risk_level >= 2 && ?d.attributes.risk_level < 5", ["Aspirin", "Ibuprofen", "Naproxen"]),
         ('?d.attributes.risk_level == 1 || ?d.name == "Morphine"', ["Acetaminophen", "Morphine"]),
-        ('!(?d.attributes.risk_level > 1)', ["Acetaminophen"]),  # missing risk_level: unknown, dropped
-        ('!(?d.attributes.risk_level > 1) && !IS_NULL(?d.attributes.risk_level)', ["Acetaminophen"]),
-        ('(?d.attributes.risk_level == 1 || ?d.attributes.risk_level == 5) && ?d.attributes.controlled == true', ["Morphine"]),
+        ("!(?d.attributes.risk_level > 1)", ["Acetaminophen"]),  # missing risk_level: unknown, dropped
+        ("!(?d.attributes.risk_level > 1) && !IS_NULL(?d.attributes.risk_level)", ["Acetaminophen"]),
+        ("(?d.attributes.risk_level == 1 || ?d.attributes.risk_level == 5) && ?d.attributes.controlled == true", ["Morphine"]),
         ('IN(?d.name, ["Aspirin", "Morphine", "Nope"])', ["Aspirin", "Morphine"]),
-        ('IS_NULL(?d.attributes.risk_level)', ["Vitamin C"]),
-        ('IS_NOT_NULL(?d.attributes.price)', ["Acetaminophen", "Ibuprofen", "Naproxen"]),
-        ('IS_NULL(?d.attributes.note)', ["Acetaminophen", "Aspirin", "Ibuprofen", "Morphine", "Naproxen", "Vitamin C"]),
-        ('IS_NOT_NULL(?d.attributes.dosage)', ["Aspirin"]),
+        ("IS_NULL(?d.attributes.risk_level)", ["Vitamin C"]),
+        ("IS_NOT_NULL(?d.attributes.price)", ["Acetaminophen", "Ibuprofen", "Naproxen"]),
+        ("IS_NULL(?d.attributes.note)", ["Acetaminophen", "Aspirin", "Ibuprofen", "Morphine", "Naproxen", "Vitamin C"]),
+        ("IS_NOT_NULL(?d.attributes.dosage)", ["Aspirin"]),
         ('CONTAINS(?d.name, "pro")', ["Ibuprofen", "Naproxen"]),
         ('STARTS_WITH(?d.name, "A")', ["Acetaminophen", "Aspirin"]),
         ('ENDS_WITH(?d.name, "en")', ["Acetaminophen", "Ibuprofen", "Naproxen"]),
@@ -279,19 +308,19 @@ def test_link_variable_on_quantified_path_rejected(kg):
         ('REGEX(?d.attributes.description, "vitamin.supplement")', ["Vitamin C"]),
         ('?d.attributes.risk_level > "1"', []),
         ('?d.attributes.dosage == "x" || ?d.attributes.dosage != "x"', []),
-        ('?d.attributes.note != 1', []),
-        ('?d.attributes.note == null', ["Acetaminophen", "Aspirin", "Ibuprofen", "Morphine", "Naproxen", "Vitamin C"]),
-        ('?d.attributes.price != null', ["Acetaminophen", "Ibuprofen", "Naproxen"]),
-        ('?d.attributes.dosage != null && null != ?d.attributes.tags', ["Aspirin"]),
-        ('?d.attributes.risk_level > null || ?d.attributes.risk_level <= null', []),
-        ('?d.attributes.approved', ["Aspirin"]),
-        ('!?d.attributes.approved', []),  # only Aspirin has `approved` (true); missing is unknown
-        ('IS_NULL(?d.attributes.approved) || !?d.attributes.approved', ["Acetaminophen", "Ibuprofen", "Morphine", "Naproxen", "Vitamin C"]),
-        ('IN(?d.attributes.risk_level, [1, 5])', ["Acetaminophen", "Morphine"]),
+        ("?d.attributes.note != 1", []),
+        ("?d.attributes.note == null", ["Acetaminophen", "Aspirin", "Ibuprofen", "Morphine", "Naproxen", "Vitamin C"]),
+        ("?d.attributes.price != null", ["Acetaminophen", "Ibuprofen", "Naproxen"]),
+        ("?d.attributes.dosage != null && null != ?d.attributes.tags", ["Aspirin"]),
+        ("?d.attributes.risk_level > null || ?d.attributes.risk_level <= null", []),
+        ("?d.attributes.approved", ["Aspirin"]),
+        ("!?d.attributes.approved", []),  # only Aspirin has `approved` (true); missing is unknown
+        ("IS_NULL(?d.attributes.approved) || !?d.attributes.approved", ["Acetaminophen", "Ibuprofen", "Morphine", "Naproxen", "Vitamin C"]),
+        ("IN(?d.attributes.risk_level, [1, 5])", ["Acetaminophen", "Morphine"]),
         ('CONTAINS(?d.attributes.tags, "nsaid")', []),
         ('?d.metadata.source == "FDA"', ["Acetaminophen", "Ibuprofen"]),
         ('IS_NOT_NULL(?d.metadata.expires_at) && ?d.metadata.expires_at > "2026"', ["Acetaminophen"]),
-        ('?d.metadata._version == 1 && ?d.attributes.risk_level == 5', ["Morphine"]),
+        ("?d.metadata._version == 1 && ?d.attributes.risk_level == 5", ["Morphine"]),
     ],
 )
 def test_filter_operators_and_functions(kg, condition, expected):
@@ -305,7 +334,10 @@ def test_filter_sees_every_variable_of_its_scope_wherever_written(kg):
 
 
 def test_filter_comparing_two_variables(kg):
-    r = run(kg, 'FIND(?a.name, ?b.name) WHERE { ?a {type: "Drug"} ?b {type: "Drug"} FILTER(?a.attributes.risk_level == ?b.attributes.risk_level && ?a.name < ?b.name) }')
+    r = run(
+        kg,
+        'FIND(?a.name, ?b.name) WHERE { ?a {type: "Drug"} ?b {type: "Drug"} FILTER(?a.attributes.risk_level == ?b.attributes.risk_level && ?a.name < ?b.name) }',
+    )
     assert r == {"result": [["Aspirin"], ["Ibuprofen"]]}
     r = run(kg, 'FIND(?a.name) WHERE { (?a, "treats", ?s) (?b, "treats", ?s) ?b {name: "Naproxen"} FILTER(?a != ?b) }')
     assert r == {"result": ["Morphine"]}
@@ -321,10 +353,13 @@ def test_whole_object_is_not_comparable(kg):
 
 # ----------------------------------------------------------------------------- NOT / OPTIONAL / UNION
 def test_not_is_anti_join_with_internal_variables(kg):
-    r = run(kg, """FIND(?drug.name) WHERE {
+    r = run(
+        kg,
+        """FIND(?drug.name) WHERE {
         ?drug {type: "Drug"}
         NOT { ?nsaid_class {name: "NSAID"} (?drug, "belongs_to_class", ?nsaid_class) }
-    } ORDER BY ?drug.name""")
+    } ORDER BY ?drug.name""",
+    )
     assert r == {"result": ["Acetaminophen", "Morphine", "Vitamin C"]}
     # ?nsaid_class is not visible outside NOT.
     assert err(run(kg, 'FIND(?c) WHERE { ?d {type: "Drug"} NOT { (?d, "belongs_to_class", ?c) } }')) == "KIP_3001"
@@ -338,86 +373,117 @@ def test_not_with_filter_inside(kg):
 
 
 def test_optional_miss_projects_nulls_and_is_null_is_true(kg):
-    r = run(kg, """FIND(?d.name, ?se) WHERE {
+    r = run(
+        kg,
+        """FIND(?d.name, ?se) WHERE {
         ?d {type: "Drug"}
         OPTIONAL { (?d, "has_side_effect", ?se) }
         FILTER(IS_NULL(?se))
-    } ORDER BY ?d.name""")
+    } ORDER BY ?d.name""",
+    )
     assert r == {"result": [["Acetaminophen", "Naproxen", "Vitamin C"], [None, None, None]]}
 
 
 def test_optional_with_filter_inside_keeps_the_outer_row(kg):
-    r = run(kg, """FIND(?d.name, ?s.name) WHERE {
+    r = run(
+        kg,
+        """FIND(?d.name, ?s.name) WHERE {
         ?d {type: "Drug"}
         OPTIONAL { (?d, "treats", ?s) FILTER(?s.attributes.severity == "high") }
-    } ORDER BY ?d.name""")
+    } ORDER BY ?d.name""",
+    )
     assert r == {"result": [["Acetaminophen", "Aspirin", "Ibuprofen", "Morphine", "Naproxen", "Vitamin C"], ["Fever", "Fever", "Fever", None, None, None]]}
 
 
 def test_optional_with_several_clauses_is_all_or_nothing(kg):
-    r = run(kg, """FIND(?d.name, ?c.name, ?s.name) WHERE {
+    r = run(
+        kg,
+        """FIND(?d.name, ?c.name, ?s.name) WHERE {
         ?d {type: "Drug"}
         OPTIONAL { (?d, "belongs_to_class", ?c) (?d, "has_side_effect", ?s) }
-    } ORDER BY ?d.name""")
-    assert r == {"result": [
-        ["Acetaminophen", "Aspirin", "Ibuprofen", "Morphine", "Naproxen", "Vitamin C"],
-        [None, "NSAID", "NSAID", "Opioid", None, None],
-        [None, "Stomach Upset", "Stomach Upset", "Headache", None, None],
-    ]}
+    } ORDER BY ?d.name""",
+    )
+    assert r == {
+        "result": [
+            ["Acetaminophen", "Aspirin", "Ibuprofen", "Morphine", "Naproxen", "Vitamin C"],
+            [None, "NSAID", "NSAID", "Opioid", None, None],
+            [None, "Stomach Upset", "Stomach Upset", "Headache", None, None],
+        ]
+    }
 
 
 def test_nested_optional_and_not(kg):
-    r = run(kg, """FIND(?d.name, ?s.name) WHERE {
+    r = run(
+        kg,
+        """FIND(?d.name, ?s.name) WHERE {
         ?d {type: "Drug"}
         OPTIONAL { (?d, "treats", ?s) NOT { (?d, "belongs_to_class", {name: "NSAID"}) } OPTIONAL { (?s, "mentions", ?z) } }
-    } ORDER BY ?d.name, ?s.name""")
-    assert r == {"result": [
-        ["Acetaminophen", "Acetaminophen", "Aspirin", "Ibuprofen", "Morphine", "Naproxen", "Vitamin C"],
-        ["Fever", "Headache", None, None, "Pain", None, "Cold"],
-    ]}
+    } ORDER BY ?d.name, ?s.name""",
+    )
+    assert r == {
+        "result": [
+            ["Acetaminophen", "Acetaminophen", "Aspirin", "Ibuprofen", "Morphine", "Naproxen", "Vitamin C"],
+            ["Fever", "Headache", None, None, "Pain", None, "Cold"],
+        ]
+    }
 
 
 def test_union_same_variable_logical_or_deduplicated(kg):
-    r = run(kg, """FIND(?drug.name) WHERE {
+    r = run(
+        kg,
+        """FIND(?drug.name) WHERE {
         ?drug {type: "Drug"} (?drug, "treats", {name: "Headache"})
         UNION { ?drug {type: "Drug"} (?drug, "treats", {name: "Fever"}) }
-    } ORDER BY ?drug.name""")
+    } ORDER BY ?drug.name""",
+    )
     assert r == {"result": ["Acetaminophen", "Aspirin", "Ibuprofen"]}
 
 
 def test_union_independent_variables_project_null(kg):
-    r = run(kg, """FIND(?drug.name, ?product.name) WHERE {
+    r = run(
+        kg,
+        """FIND(?drug.name, ?product.name) WHERE {
         ?drug {type: "Drug"} (?drug, "treats", {name: "Pain"})
         UNION { ?product {type: "Product"} (?product, "manufactured_by", {name: "Bayer"}) }
-    } ORDER BY ?drug.name, ?product.name""")
+    } ORDER BY ?drug.name, ?product.name""",
+    )
     assert r == {"result": [["Morphine", "Naproxen", None], [None, None, "Aspirin"]]}
 
 
 def test_union_branch_does_not_see_outer_variables(kg):
     # Inside the OPTIONAL, the UNION branch's ?d is a fresh variable: it does not join on the outer ?d.
-    r = run(kg, """FIND(?d.name, ?x.name) WHERE {
+    r = run(
+        kg,
+        """FIND(?d.name, ?x.name) WHERE {
         ?d {type: "Drug", name: "Vitamin C"}
         OPTIONAL { (?d, "treats", ?x) UNION { ?d {type: "Drug", name: "Morphine"} (?d, "has_side_effect", ?x) } }
-    } ORDER BY ?x.name""")
+    } ORDER BY ?x.name""",
+    )
     assert r == {"result": [["Vitamin C", "Vitamin C"], ["Cold", "Headache"]]}
 
 
 def test_three_way_union_and_clause_after_union(kg):
-    r = run(kg, """FIND(?x.name) WHERE {
+    r = run(
+        kg,
+        """FIND(?x.name) WHERE {
         ?x {name: "Alice"}
         UNION { ?x {name: "Bob"} }
         UNION { ?x {name: "Carol"} }
         (?x, "knows", ?y)
-    } ORDER BY ?x.name""")
+    } ORDER BY ?x.name""",
+    )
     assert r == {"result": ["Alice", "Bob"]}
 
 
 def test_filter_after_union_applies_to_merged_rows(kg):
-    r = run(kg, """FIND(?d.name) WHERE {
+    r = run(
+        kg,
+        """FIND(?d.name) WHERE {
         (?d, "treats", {name: "Headache"})
         UNION { (?d, "treats", {name: "Pain"}) }
         FILTER(?d.attributes.risk_level >= 2)
-    } ORDER BY ?d.name""")
+    } ORDER BY ?d.name""",
+    )
     assert r == {"result": ["Aspirin", "Ibuprofen", "Morphine", "Naproxen"]}
 
 
@@ -445,7 +511,10 @@ def test_implicit_group_by_and_order_by_aggregate(kg):
 
 
 def test_aggregations_only_give_scalars(kg):
-    r = run(kg, 'FIND(COUNT(?d), COUNT(DISTINCT ?d.attributes.risk_level), SUM(?d.attributes.price), AVG(?d.attributes.risk_level), MIN(?d.name), MAX(?d.attributes.risk_level)) WHERE { ?d {type: "Drug"} }')
+    r = run(
+        kg,
+        'FIND(COUNT(?d), COUNT(DISTINCT ?d.attributes.risk_level), SUM(?d.attributes.price), AVG(?d.attributes.risk_level), MIN(?d.name), MAX(?d.attributes.risk_level)) WHERE { ?d {type: "Drug"} }',
+    )
     assert r == {"result": [6, 4, 13.5, 2.6, "Acetaminophen", 5]}
     assert run(kg, 'FIND(COUNT(?d)) WHERE { ?d {type: "Drug"} }') == {"result": 6}
 
@@ -538,17 +607,25 @@ def test_cursor_with_aggregation_groups(kg):
 def test_undefined_type_and_predicate_are_kip_2001_with_hint(kg):
     # Semantic errors carry line/column and the excerpt with a caret, like syntax errors (issue 13).
     r = run(kg, 'FIND(?d) WHERE { ?d {type: "drug"} }')
-    assert r == {"error": {
-        "code": "KIP_2001",
-        "message": 'Concept type "drug" is not defined in the schema. (line 1, column 28)\nFIND(?d) WHERE { ?d {type: "drug"} }\n                           ^',
-        "hint": 'Names are case-sensitive: use "Drug", not "drug".', "line": 1, "column": 28,
-    }}
+    assert r == {
+        "error": {
+            "code": "KIP_2001",
+            "message": 'Concept type "drug" is not defined in the schema. (line 1, column 28)\nFIND(?d) WHERE { ?d {type: "drug"} }\n                           ^',
+            "hint": 'Names are case-sensitive: use "Drug", not "drug".',
+            "line": 1,
+            "column": 28,
+        }
+    }
     r = run(kg, 'FIND(?d) WHERE { (?d, "treat", ?s) }')
-    assert r == {"error": {
-        "code": "KIP_2001",
-        "message": 'Predicate "treat" is not defined in the schema. (line 1, column 23)\nFIND(?d) WHERE { (?d, "treat", ?s) }\n                      ^',
-        "hint": 'Did you mean "treats"? Run DESCRIBE PROPOSITION TYPES to list the defined names.', "line": 1, "column": 23,
-    }}
+    assert r == {
+        "error": {
+            "code": "KIP_2001",
+            "message": 'Predicate "treat" is not defined in the schema. (line 1, column 23)\nFIND(?d) WHERE { (?d, "treat", ?s) }\n                      ^',
+            "hint": 'Did you mean "treats"? Run DESCRIBE PROPOSITION TYPES to list the defined names.',
+            "line": 1,
+            "column": 23,
+        }
+    }
 
 
 def test_undefined_name_in_optional_is_reported_even_with_results(kg):
@@ -585,7 +662,9 @@ def test_hostile_names_are_stored_and_queried_verbatim(kg):
     assert r == {"result": [[evil.obj()], [g.EVIL_PREDICATE], ["Alice"]]}
     r = kg.execute_kip("FIND(?o.name) WHERE { ({type: :t, name: :n}, " + predicate_literal + "{1,2}, ?o) }", parameters={"t": g.EVIL_TYPE, "n": g.EVIL_NAME})
     assert r == {"result": ["Alice"]}
-    r = kg.execute_kip("FIND(?x.name, ?x.attributes) WHERE { ?x {name: :n} FILTER(?x.name == :n && STARTS_WITH(?x.type, \"Evil`\")) }", parameters={"n": g.EVIL_NAME})
+    r = kg.execute_kip(
+        'FIND(?x.name, ?x.attributes) WHERE { ?x {name: :n} FILTER(?x.name == :n && STARTS_WITH(?x.type, "Evil`")) }', parameters={"n": g.EVIL_NAME}
+    )
     assert r == {"result": [[g.EVIL_NAME], [{g.EVIL_KEY: "kept verbatim"}]]}
     r = kg.execute_kip("FIND(?x.id) WHERE { ?x {type: :t, name: :n} }", parameters={"t": g.EVIL_TYPE, "n": g.EVIL_NAME})
     assert r == {"result": ["C:evil"]}
@@ -608,23 +687,29 @@ def test_optional_as_first_item(kg):
 
 def test_not_containing_union(kg):
     # Exclude drugs that treat Headache OR belong to the Opioid class.
-    r = run(kg, """FIND(?d.name) WHERE {
+    r = run(
+        kg,
+        """FIND(?d.name) WHERE {
         ?d {type: "Drug"}
         NOT { (?d, "treats", {name: "Headache"}) UNION { (?x, "belongs_to_class", {name: "Nothing"}) } }
         NOT { (?d, "belongs_to_class", {name: "Opioid"}) }
-    } ORDER BY ?d.name""")
+    } ORDER BY ?d.name""",
+    )
     assert r == {"result": ["Naproxen", "Vitamin C"]}
 
 
 def test_union_branch_with_not_and_optional(kg):
-    r = run(kg, """FIND(?d.name, ?se.name) WHERE {
+    r = run(
+        kg,
+        """FIND(?d.name, ?se.name) WHERE {
         ?d {type: "Drug", name: "Aspirin"}
         UNION {
             ?d {type: "Drug"}
             NOT { (?d, "belongs_to_class", ?c) }
             OPTIONAL { (?d, "has_side_effect", ?se) }
         }
-    } ORDER BY ?d.name""")
+    } ORDER BY ?d.name""",
+    )
     assert r == {"result": [["Aspirin", "Vitamin C"], [None, None]]}
 
 
@@ -670,7 +755,10 @@ def test_cursor_placeholder_with_other_parameter_values_is_rejected(kg):
     query = 'FIND(?d.name) WHERE { (?d, "treats", {name: :s}) } ORDER BY ?d.name LIMIT 1'
     token = run(kg, query, s="Headache")["next_cursor"]
     assert err(run(kg, query + " CURSOR :c", s="Fever", c=token)) == "KIP_1001"
-    assert run(kg, query + " CURSOR :c", s="Headache", c=token) == {"result": ["Aspirin"], "next_cursor": run(kg, query + " CURSOR :c", s="Headache", c=token)["next_cursor"]}
+    assert run(kg, query + " CURSOR :c", s="Headache", c=token) == {
+        "result": ["Aspirin"],
+        "next_cursor": run(kg, query + " CURSOR :c", s="Headache", c=token)["next_cursor"],
+    }
 
 
 def test_shared_pattern_api_for_kml(kg):
@@ -688,7 +776,9 @@ def test_shared_pattern_api_for_kml(kg):
     stmt.line("RETURN ", p.ref("l"), ".id AS id ORDER BY id")
     text, params = stmt.build()
     rows = kg.driver.execute_query(text, params, database_=kg.database).records
-    expected = sorted(x.id for x in P.values() if x.predicate != "belongs_to_domain" and isinstance(x.metadata.get("confidence"), float) and x.metadata["confidence"] > 0.8)
+    expected = sorted(
+        x.id for x in P.values() if x.predicate != "belongs_to_domain" and isinstance(x.metadata.get("confidence"), float) and x.metadata["confidence"] > 0.8
+    )
     assert [r["id"] for r in rows] == expected
     with pytest.raises(Exception) as info:
         p.require("nope")
@@ -705,25 +795,30 @@ def test_in_needs_a_list(kg):
 
 def test_aggregating_order_by_a_path_of_a_grouped_variable(kg):
     r = run(kg, 'FIND(?l.id, COUNT(?x)) WHERE { ?l ({name: "Alice"}, ?p, ?o) OPTIONAL { (?x, "stated", ?l) } } ORDER BY ?l.metadata.confidence DESC')
-    assert r == {"result": [
-        ["P:alice_knows_bob:knows", "P:alice_follows_carol:follows", "P:alice_med:belongs_to_domain", "P:alice_stated_ibu:stated"],
-        [0, 0, 0, 0],
-    ]}
+    assert r == {
+        "result": [
+            ["P:alice_knows_bob:knows", "P:alice_follows_carol:follows", "P:alice_med:belongs_to_domain", "P:alice_stated_ibu:stated"],
+            [0, 0, 0, 0],
+        ]
+    }
 
 
 def test_or_filter_next_to_other_filters_keeps_its_parentheses(kg):
     # Regression: two FILTERs are AND-ed; an OR chain must not bleed into its neighbour.
-    r = run(kg, """FIND(?d.name) WHERE {
+    r = run(
+        kg,
+        """FIND(?d.name) WHERE {
         ?d {type: "Drug"}
         FILTER(IS_NULL(?d.attributes.price) || ?d.attributes.price > 4)
         FILTER(?d.attributes.risk_level >= 2)
-    } ORDER BY ?d.name""")
+    } ORDER BY ?d.name""",
+    )
     assert r == {"result": ["Aspirin", "Ibuprofen", "Morphine", "Naproxen"]}
     r = run(kg, 'FIND(?d.name) WHERE { ?d {type: "Drug"} FILTER(!(?d.name == "Aspirin" || ?d.attributes.risk_level > 1)) } ORDER BY ?d.name')
     assert r == {"result": ["Acetaminophen"]}  # Vitamin C: false || unknown = unknown
 
 
-@pytest.mark.parametrize("negated", ['?d.attributes.risk_level != 2', '!(?d.attributes.risk_level == 2)'])
+@pytest.mark.parametrize("negated", ["?d.attributes.risk_level != 2", "!(?d.attributes.risk_level == 2)"])
 def test_not_equal_and_negated_equal_agree_on_missing_values(kg, negated):
     # Regression (issue 13): `x != v` dropped elements without x while `!(x == v)` kept them.
     # Both are unknown on a missing value (three-valued logic): the element is dropped by both.

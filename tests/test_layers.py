@@ -3,6 +3,7 @@
 Every import counts, at module level or inside a function: a lazy import hides a dependency
 from a reader as much as from Python's import machinery.
 """
+
 from __future__ import annotations
 
 import ast
@@ -45,18 +46,18 @@ MODULES = modules()
 INTERNAL = set(MODULES)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def imports(module: str, path: Path) -> frozenset[str]:
     """The ``kip2cypher`` modules and the third-party top-level packages ``module`` imports."""
     package = module.split(".")[:-1] if path.name != "__init__.py" else module.split(".")
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
-            found |= {alias.name if not alias.name.startswith("kip2cypher.") else alias.name[len("kip2cypher."):] for alias in node.names}
+            found |= {alias.name if not alias.name.startswith("kip2cypher.") else alias.name[len("kip2cypher.") :] for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
             if node.level == 0:
                 name = node.module or ""
-                found.add(name[len("kip2cypher."):] if name.startswith("kip2cypher.") else name)
+                found.add(name[len("kip2cypher.") :] if name.startswith("kip2cypher.") else name)
                 continue
             base = package[: len(package) - (node.level - 1)] if node.level > 1 else package
             target = ".".join([*base, node.module] if node.module else base)
@@ -65,8 +66,6 @@ def imports(module: str, path: Path) -> frozenset[str]:
             submodules = [f"{target}.{n}" if target else n for n in names if (f"{target}.{n}" if target else n) in MODULES]
             found |= set(submodules) or {target or "__init__"}
     return frozenset(found)
-
-
 
 
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if layer_of(m) != "interfaces"))
@@ -85,7 +84,9 @@ def test_nothing_below_the_executor_imports_the_driver(module):
 def test_no_import_cycle_between_modules():
     graph = {m: {i for i in imports(m, p) if i in INTERNAL and i != m and i != "__init__"} for m, p in MODULES.items()}
     # a package's __init__ re-exporting its submodules is not a cycle of the code
-    graph = {m: {i for i in deps if not m.startswith(i + ".") and not (MODULES[m].name == "__init__.py" and i.startswith(m + "."))} for m, deps in graph.items()}
+    graph = {
+        m: {i for i in deps if not m.startswith(i + ".") and not (MODULES[m].name == "__init__.py" and i.startswith(m + "."))} for m, deps in graph.items()
+    }
     state: dict[str, int] = {}
     cycles = []
 
@@ -93,7 +94,7 @@ def test_no_import_cycle_between_modules():
         state[node] = 1
         for nxt in sorted(graph[node]):
             if state.get(nxt) == 1:
-                cycles.append(stack[stack.index(nxt):] + [nxt] if nxt in stack else [node, nxt])
+                cycles.append(stack[stack.index(nxt) :] + [nxt] if nxt in stack else [node, nxt])
             elif nxt not in state:
                 visit(nxt, stack + [nxt])
         state[node] = 2

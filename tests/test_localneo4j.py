@@ -1,4 +1,5 @@
 """`kip2cypher neo4j start|stop|status` on a second, private server (own port and data directory)."""
+
 from __future__ import annotations
 
 import socket

@@ -1,4 +1,5 @@
 """`kip2cypher mcp` driven by the official MCP SDK client over stdio, against the real Neo4j."""
+
 from __future__ import annotations
 
 import json
@@ -59,19 +60,23 @@ def test_lists_both_tools_with_spec_schemas_and_calls_them(genesis, neo4j_server
         out = {}
         out["syntax"] = payload(await session.call_tool("execute_kip_readonly", {"command": "FIND(?x WHERE {"}))
         out["malformed"] = payload(await session.call_tool("execute_kip", {"command": "DESCRIBE PRIMER", "commands": ["DESCRIBE PRIMER"]}))
-        out["write_on_read"] = payload(
-            await session.call_tool("execute_kip_readonly", {"command": 'UPSERT { CONCEPT ?x { {type: "Domain", name: "Mcp"} } }'})
-        )
+        out["write_on_read"] = payload(await session.call_tool("execute_kip_readonly", {"command": 'UPSERT { CONCEPT ?x { {type: "Domain", name: "Mcp"} } }'}))
         out["upsert"] = payload(
             await session.call_tool(
                 "execute_kip",
-                {"command": "UPSERT { CONCEPT ?d { {type: \"Domain\", name: :name} SET ATTRIBUTES { description: \"via MCP\" } } }", "parameters": {"name": "McpDomain"}},
+                {
+                    "command": 'UPSERT { CONCEPT ?d { {type: "Domain", name: :name} SET ATTRIBUTES { description: "via MCP" } } }',
+                    "parameters": {"name": "McpDomain"},
+                },
             )
         )
         out["batch"] = payload(
             await session.call_tool(
                 "execute_kip",
-                {"commands": ["FIND(?x WHERE {", {"command": 'UPSERT { CONCEPT ?d { {type: "Domain", name: :n} } }', "parameters": {"n": "McpBatch"}}], "dry_run": True},
+                {
+                    "commands": ["FIND(?x WHERE {", {"command": 'UPSERT { CONCEPT ?d { {type: "Domain", name: :n} } }', "parameters": {"n": "McpBatch"}}],
+                    "dry_run": True,
+                },
             )
         )
         out["unknown_tool"] = payload(await session.call_tool("drop_database", {}))

@@ -5,6 +5,7 @@ size limit, the request timeout, and many concurrent sessions.
 The concurrency test runs for KIP2CYPHER_MCP_SOAK_S seconds (default 60: the issue's minute)
 with KIP2CYPHER_MCP_SOAK_SESSIONS sessions (default 16).
 """
+
 from __future__ import annotations
 
 import json
@@ -13,12 +14,12 @@ import os
 import anyio
 import httpx2
 import pytest
+from kml_helpers import ok
+from mcp_http_helpers import ACCEPT, INIT, RO, RW, RW2, SOAK_TYPE, TOKENS, MixedTraffic, count, http_server, in_session, leaves, payload, start_fails
 
 import kip2cypher
 from kip2cypher import mcp_server
 from kip2cypher.mcp_server import McpConfigError, parse_tokens
-from kml_helpers import ok
-from mcp_http_helpers import ACCEPT, INIT, RO, RW, RW2, SOAK_TYPE, TOKENS, MixedTraffic, count, http_server, start_fails, in_session, leaves, payload
 
 UPSERT = 'UPSERT { CONCEPT ?d { {type: "Domain", name: :name} } }'
 
@@ -27,7 +28,12 @@ UPSERT = 'UPSERT { CONCEPT ?d { {type: "Domain", name: :name} } }'
 def test_missing_or_unknown_token_gets_401_and_nothing_runs(genesis, neo4j_server):
     before = count(genesis, "MATCH (n) RETURN count(n)")
     with http_server(neo4j_server) as served:
-        call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "execute_kip", "arguments": {"command": UPSERT, "parameters": {"name": "Intruder"}}}}
+        call = {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "execute_kip", "arguments": {"command": UPSERT, "parameters": {"name": "Intruder"}}},
+        }
         for headers in ({}, {"Authorization": "Bearer not-a-configured-token-123"}, {"Authorization": f"Basic {RW}"}, {"Authorization": f"Bearer {RW[:-1]}"}):
             for body in (INIT, call):
                 response = httpx2.post(served.url, timeout=60, json=body, headers={**ACCEPT, **headers})
@@ -81,8 +87,13 @@ def test_transport_host_port_path_from_the_environment_and_tokens_from_a_file(ge
     a token of the environment's table is not added when the file is the only source."""
     tokens = tmp_path / "tokens"
     tokens.write_text(f"# the team's tokens\n{RW} rw\n\n{RO} ro\n")
-    env = {"KIP2CYPHER_MCP_TRANSPORT": "http", "KIP2CYPHER_MCP_HOST": "127.0.0.1", "KIP2CYPHER_MCP_PORT": "0",
-           "KIP2CYPHER_MCP_PATH": "/memory", "KIP2CYPHER_MCP_TOKENS_FILE": str(tokens)}
+    env = {
+        "KIP2CYPHER_MCP_TRANSPORT": "http",
+        "KIP2CYPHER_MCP_HOST": "127.0.0.1",
+        "KIP2CYPHER_MCP_PORT": "0",
+        "KIP2CYPHER_MCP_PATH": "/memory",
+        "KIP2CYPHER_MCP_TOKENS_FILE": str(tokens),
+    }
 
     async def write(session):
         return payload(await session.call_tool("execute_kip", {"command": UPSERT, "parameters": {"name": "FromFile"}}))
@@ -139,7 +150,7 @@ def test_foreign_host_or_origin_is_refused(genesis, neo4j_server):
 
 
 def test_oversized_request_is_refused_before_parsing_with_kip_4002(genesis, neo4j_server):
-    big = "FIND(?d.name) WHERE { ?d {type: \"Domain\"} } " + "// padding\n" * 2000
+    big = 'FIND(?d.name) WHERE { ?d {type: "Domain"} } ' + "// padding\n" * 2000
 
     async def body(session):
         try:
@@ -225,6 +236,7 @@ def test_a_token_bound_to_a_namespace_reaches_that_namespace_only(genesis, neo4j
         async def body(session):
             written = payload(await session.call_tool("execute_kip", {"command": UPSERT, "parameters": {"name": name}}))
             return written, payload(await session.call_tool("execute_kip_readonly", find))
+
         return body
 
     with http_server(neo4j_server, "--bootstrap", tokens=f"{RW}:rw:alpha,{RW2}:rw:beta,{RO}:ro") as served:
@@ -304,4 +316,7 @@ def test_write_permission_fails_closed_when_a_request_carries_no_token():
     read = anyio.run(call, NoRequest(), types.CallToolRequestParams(name="execute_kip_readonly", arguments={"command": "DESCRIBE PRIMER"}))
     assert json.loads(read.content[0].text) == {"result": "ran"} and nexus.calls == [True]
     open_server = mcp_server.build_server(Recorder(), tokens_required=False)  # stdio: no tokens at all
-    assert [t.name for t in anyio.run(open_server.get_request_handler("tools/list").handler, NoRequest(), None).tools] == ["execute_kip", "execute_kip_readonly"]
+    assert [t.name for t in anyio.run(open_server.get_request_handler("tools/list").handler, NoRequest(), None).tools] == [
+        "execute_kip",
+        "execute_kip_readonly",
+    ]

@@ -1,15 +1,14 @@
 """DESCRIBE PRIMER / DOMAINS / CONCEPT TYPES / PROPOSITION TYPES / … TYPE "X" on the real Neo4j."""
+
 from __future__ import annotations
 
-
 import pytest
+from meta_data import MEDICAL, PERSON_AND_SELF, TopicEmbedder, load, ok
 
 from kip2cypher import __version__
 from kip2cypher.execution.programs import describe as meta
 from kip2cypher.lower import search
 from kip2cypher.lower.describe import PRIMER_KEY_CONCEPTS
-
-from meta_data import MEDICAL, PERSON_AND_SELF, TopicEmbedder, load, ok
 
 
 @pytest.fixture()
@@ -101,10 +100,19 @@ def test_describe_domains(medical):
         assert domain.pop("id").startswith("C:")
     assert domains == [
         # CoreSchema: 4 Genesis definitions + 3 operational domains + 4 from MEDICAL.
-        {"name": "CoreSchema", "description": "The foundational domain containing the meta-definitions of the KIP system itself.", "display_hint": "🧩", "member_count": 11},
+        {
+            "name": "CoreSchema",
+            "description": "The foundational domain containing the meta-definitions of the KIP system itself.",
+            "display_hint": "🧩",
+            "member_count": 11,
+        },
         {"name": "Medical", "description": "Medicine: drugs, symptoms and treatments.", "display_hint": "💊", "member_count": 6},
         {"name": "Archived", "description": "Storage for deprecated, obsolete, or consolidated items preserved for audit trail.", "member_count": 0},
-        {"name": "System", "description": "Operational home for the memory system's own working nodes (e.g., SleepTask instances); not user knowledge.", "member_count": 0},
+        {
+            "name": "System",
+            "description": "Operational home for the memory system's own working nodes (e.g., SleepTask instances); not user knowledge.",
+            "member_count": 0,
+        },
         {"name": "Unsorted", "description": "Temporary inbox for items awaiting topic classification.", "member_count": 0},
     ]
 

@@ -1,4 +1,5 @@
 """Unit tests (no Neo4j) for the embedder plumbing, the tokenizer and the SEARCH scoring helpers."""
+
 from __future__ import annotations
 
 import math
@@ -7,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from kip2cypher import embedding
+from kip2cypher import embedding, text
 from kip2cypher.config import Settings
-from kip2cypher import text
 from kip2cypher.execution import scoring
 from kip2cypher.lower import search
 
@@ -81,7 +81,7 @@ def test_bundled_model_vectors():
     assert model.embed(["headache relief"])[0] == a  # cached, deterministic
 
 
-@pytest.mark.parametrize("term", ['a:b', "(x) OR y*", '"quoted"', "x~2 y^3", "[1 TO 5]", "a/b\\c", "AND", "-minus +plus"])
+@pytest.mark.parametrize("term", ["a:b", "(x) OR y*", '"quoted"', "x~2 y^3", "[1 TO 5]", "a/b\\c", "AND", "-minus +plus"])
 def test_lucene_query_only_contains_escaped_word_tokens(term):
     for expand in (False, True):
         query = search.lucene_query(term, expand=expand)

@@ -1,15 +1,15 @@
 """EXPORT → Knowledge Capsule on the real Neo4j: shape, references, pagination and round trip."""
+
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
+from conftest import wipe
+from meta_data import MEDICAL, PERSON_AND_SELF, load, ok
 
 from kip2cypher.cypher import storage
 from kip2cypher.syntax.parser import parse
-
-from conftest import wipe
-from meta_data import MEDICAL, PERSON_AND_SELF, load, ok
 
 EXTRA = """
 UPSERT {
@@ -100,13 +100,13 @@ def test_export_small_capsule_exact_text(graph):
     response = graph.execute_kip('EXPORT ?d WHERE { ?d {type: "Drug", name: "Ibuprofen"} }')
     assert response == {
         "result": {
-            "capsule": 'UPSERT {\n'
-            '  CONCEPT ?c1 {\n'
+            "capsule": "UPSERT {\n"
+            "  CONCEPT ?c1 {\n"
             '    {type: "Drug", name: "Ibuprofen"}\n'
             '    SET ATTRIBUTES {description: "A pain reliever of the propionic acid class.", risk_level: 3}\n'
-            '  }\n'
+            "  }\n"
             '  WITH METADATA {author: "tester", confidence: 0.9, source: "meta-tests"}\n'
-            '}',
+            "}",
             "concepts": 1,
             "propositions": 0,
         }
@@ -119,7 +119,7 @@ def test_export_propositions_reference_outside_endpoints_by_identity(graph):
     capsule = result["capsule"]
     assert '({type: "Drug", name: "Aspirin"}, "treats", {type: "Symptom", name: "Fever"})' in capsule
     assert '({type: "Drug", name: "Aspirin"}, "treats", {type: "Symptom", name: "Headache"})' in capsule
-    assert "review_info: {by: \"dr. x\", at: \"2025-01-01\"}" in capsule
+    assert 'review_info: {by: "dr. x", at: "2025-01-01"}' in capsule
     assert "_version" not in capsule and "_updated_at" not in capsule
     assert "C:" not in capsule and "P:" not in capsule  # ids are not portable
     parse(capsule)
@@ -136,13 +136,17 @@ def test_export_nested_outside_proposition_is_a_structural_clause(graph):
 
 
 def test_export_inside_endpoints_use_handles_and_schema_first(graph):
-    result = ok(graph.execute_kip(
-        'EXPORT ?n WHERE { ?n {type: "Drug", name: "Aspirin"} UNION { ?n ({type: "Drug", name: "Aspirin"}, "treats", ?s) } '
-        'UNION { ?n {type: "$ConceptType", name: "Drug"} } UNION { ?n {type: "Symptom", name: "Fever"} } }'
-    ))
+    result = ok(
+        graph.execute_kip(
+            'EXPORT ?n WHERE { ?n {type: "Drug", name: "Aspirin"} UNION { ?n ({type: "Drug", name: "Aspirin"}, "treats", ?s) } '
+            'UNION { ?n {type: "$ConceptType", name: "Drug"} } UNION { ?n {type: "Symptom", name: "Fever"} } }'
+        )
+    )
     capsule = result["capsule"]
     assert result == {"capsule": capsule, "concepts": 3, "propositions": 2}
-    order = [capsule.index(s) for s in ('{type: "$ConceptType", name: "Drug"}', '{type: "Drug", name: "Aspirin"}', '{type: "Symptom", name: "Fever"}', '"treats"')]
+    order = [
+        capsule.index(s) for s in ('{type: "$ConceptType", name: "Drug"}', '{type: "Drug", name: "Aspirin"}', '{type: "Symptom", name: "Fever"}', '"treats"')
+    ]
     assert order == sorted(order)
     assert '(?c2, "treats", ?c3)' in capsule  # both endpoints in the export: handles
     assert '(?c2, "treats", {type: "Symptom", name: "Headache"})' in capsule
@@ -189,16 +193,14 @@ def test_export_empty_and_limits(graph):
     assert ok(graph.execute_kip('EXPORT ?n WHERE { ?n {type: "Drug", name: "Nope"} }')) == {"capsule": "", "concepts": 0, "propositions": 0}
     assert graph.execute_kip('EXPORT ?n WHERE { ?n {type: "Drug"} } LIMIT 100000')["error"]["code"] == "KIP_4002"
     assert graph.execute_kip('EXPORT ?x WHERE { ?n {type: "Drug"} }')["error"]["code"] == "KIP_3001"
-    assert graph.execute_kip('EXPORT ?p WHERE { (?s, ?p, ?o) }')["error"]["code"] == "KIP_1001"
+    assert graph.execute_kip("EXPORT ?p WHERE { (?s, ?p, ?o) }")["error"]["code"] == "KIP_1001"
     undefined = graph.execute_kip('EXPORT ?d WHERE { ?d {type: "drug"} }')["error"]
     assert undefined["code"] == "KIP_2001" and '"Drug"' in undefined["hint"]
     assert graph.execute_kip('EXPORT ?l WHERE { ?l (?s, "treat", ?o) }')["error"]["code"] == "KIP_2001"
 
 
 def test_export_with_filter_and_placeholders(graph):
-    result = ok(graph.execute_kip(
-        "EXPORT ?d WHERE { ?d {type: :t} FILTER(?d.attributes.risk_level >= :r) }", parameters={"t": "Drug", "r": 3}
-    ))
+    result = ok(graph.execute_kip("EXPORT ?d WHERE { ?d {type: :t} FILTER(?d.attributes.risk_level >= :r) }", parameters={"t": "Drug", "r": 3}))
     assert result["concepts"] == 1 and '"Ibuprofen"' in result["capsule"]
 
 
@@ -221,12 +223,14 @@ def test_round_trip_of_the_bootstrapped_standard_capsules(nexus):
 
 
 def test_spec_example_export_a_domain(graph):
-    result = ok(graph.execute_kip_readonly(
-        'EXPORT ?n WHERE { (?n, "belongs_to_domain", {type: "Domain", name: "Medical"}) } LIMIT 500'
-    ))
+    result = ok(graph.execute_kip_readonly('EXPORT ?n WHERE { (?n, "belongs_to_domain", {type: "Domain", name: "Medical"}) } LIMIT 500'))
     assert result["concepts"] == 6 and result["propositions"] == 0
     blocks = parse(result["capsule"]).upserts[0].blocks
     assert [(b.identity.type.value, b.identity.name.value) for b in blocks] == [
-        ("Drug", "Aspirin"), ("Drug", "Aspirin Complex"), ("Drug", "Ibuprofen"),
-        ("Symptom", "Fever"), ("Symptom", "Headache"), ("Symptom", "Nausea"),
+        ("Drug", "Aspirin"),
+        ("Drug", "Aspirin Complex"),
+        ("Drug", "Ibuprofen"),
+        ("Symptom", "Fever"),
+        ("Symptom", "Headache"),
+        ("Symptom", "Nausea"),
     ]

@@ -1,16 +1,15 @@
 """SEARCH CONCEPT / PROPOSITION — keyword, semantic and hybrid — on the real Neo4j indexes."""
+
 from __future__ import annotations
 
-
 import pytest
+from meta_data import MEDICAL, TopicEmbedder, load, names, ok, scores
 
 from kip2cypher import embedding
-from kip2cypher.lower import compile as compiler
 from kip2cypher.execution import scoring
 from kip2cypher.execution.programs import search as search_program
+from kip2cypher.lower import compile as compiler
 from kip2cypher.lower import search
-
-from meta_data import MEDICAL, TopicEmbedder, load, names, ok, scores
 
 
 def _use(nexus, embedder):
@@ -55,14 +54,21 @@ def test_keyword_exact_name_scores_one_and_whole_hit_shape(keyword_only):
             "dosage_form": {"type": "tablet", "strength": "500mg"},
             "risk_level": 2,
         },
-        "metadata": {"_score": 1.0, "_updated_at": meta["_updated_at"], "_version": meta["_version"], "author": "tester", "confidence": 0.9, "source": "meta-tests"},
+        "metadata": {
+            "_score": 1.0,
+            "_updated_at": meta["_updated_at"],
+            "_version": meta["_version"],
+            "author": "tester",
+            "confidence": 0.9,
+            "source": "meta-tests",
+        },
     }
     assert 0.5 < results[1]["metadata"]["_score"] < 1.0
     _ordered(results)
 
 
 def test_keyword_matches_aliases_including_string_lists(keyword_only):
-    assert names(ok(keyword_only.execute_kip('SEARCH CONCEPT "acetylsalicylic acid"'))) [0] == "Aspirin"
+    assert names(ok(keyword_only.execute_kip('SEARCH CONCEPT "acetylsalicylic acid"')))[0] == "Aspirin"
     results = ok(keyword_only.execute_kip('SEARCH CONCEPT "cephalalgia"'))
     assert names(results) == ["Headache"] and scores(results) == [1.0]
 
@@ -88,7 +94,7 @@ def test_keyword_is_case_and_accent_insensitive(keyword_only):
     load(keyword_only, 'UPSERT { CONCEPT ?c { {type: "Symptom", name: "Café Nausée"} } }')
     hits = ok(keyword_only.execute_kip('SEARCH CONCEPT "cafe nausee"'))
     assert names(hits)[0] == "Café Nausée" and scores(hits)[0] == 1.0
-    assert names(ok(keyword_only.execute_kip('SEARCH CONCEPT "FEVER"'))) [0] == "Fever"
+    assert names(ok(keyword_only.execute_kip('SEARCH CONCEPT "FEVER"')))[0] == "Fever"
 
 
 def test_with_type_filters_by_concept_type(keyword_only):
@@ -356,7 +362,7 @@ def test_spec_examples_including_cjk(keyword_only):
     load(keyword_only, 'UPSERT { CONCEPT ?c { {type: "Symptom", name: "Dark mode preference"} SET ATTRIBUTES { aliases: ["深色模式", "dark theme"] } } }')
     hits = ok(keyword_only.execute_kip('SEARCH CONCEPT "深色模式" MODE "hybrid" LIMIT 10'))
     assert names(hits) == ["Dark mode preference"] and scores(hits) == [1.0]
-    assert names(ok(keyword_only.execute_kip('SEARCH CONCEPT "模式"')))  == ["Dark mode preference"]
+    assert names(ok(keyword_only.execute_kip('SEARCH CONCEPT "模式"'))) == ["Dark mode preference"]
     assert names(ok(keyword_only.execute_kip('SEARCH CONCEPT "aspirin" LIMIT 5')))[0] == "Aspirin"
     assert names(ok(keyword_only.execute_kip('SEARCH CONCEPT "Aspirin" WITH TYPE "Drug"')))[0] == "Aspirin"
     assert ok(keyword_only.execute_kip('SEARCH PROPOSITION "treats" LIMIT 10'))
@@ -369,7 +375,9 @@ def test_bulk_update_reembeds_in_chunks_within_the_row_cap(medical):
     load(medical, "UPSERT {\n" + blocks + "\n}")
     medical.settings = medical.settings.replace(max_result_rows=7)
     before = len(embedder.calls)
-    result = ok(medical.execute_kip('UPDATE ?s SET ATTRIBUTES { description: "queasy stomach" } WHERE { ?s {type: "Symptom"} FILTER(STARTS_WITH(?s.name, "Bulk")) }'))
+    result = ok(
+        medical.execute_kip('UPDATE ?s SET ATTRIBUTES { description: "queasy stomach" } WHERE { ?s {type: "Symptom"} FILTER(STARTS_WITH(?s.name, "Bulk")) }')
+    )
     assert result == {"updated": 25, "matched": 25}
     assert medical.wait_for_embeddings(60)  # the refresh runs after the commit, with the command's settings
     embedded = [text for call in embedder.calls[before:] for text in call]

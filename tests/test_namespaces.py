@@ -8,18 +8,19 @@ be unchanged, and the response must hold no id of theirs and no canary name. Tar
 then cover FIND with predicate variables and paths, SEARCH in every mode, DESCRIBE, EXPORT,
 UPDATE / DELETE / MERGE on elements both namespaces have, cursors, and dropping a namespace.
 """
+
 from __future__ import annotations
 
 import json
 
-import pytest
-
 import parser_fixtures
+import pytest
 from hostile_payloads import fingerprint
-from kip2cypher.config import Settings
-from kip2cypher.cypher import storage
 from kml_helpers import COGNIZINE, SCHEMA, ok
 from meta_data import TopicEmbedder
+
+from kip2cypher.config import Settings
+from kip2cypher.cypher import storage
 
 A, B = "alpha", "beta"
 ASPIRIN = (
@@ -76,7 +77,8 @@ class World:
     def foreign_ids(self) -> set[str]:
         records = self.alpha.driver.execute_query(
             "MATCH (n) WHERE n.id IS NOT NULL AND NOT any(l IN labels(n) WHERE l IN $labels) RETURN collect(n.id) AS ids",
-            labels=[self.names.concept, self.names.proposition], database_=self.alpha.database,
+            labels=[self.names.concept, self.names.proposition],
+            database_=self.alpha.database,
         ).records
         return set(records[0]["ids"])
 
@@ -191,7 +193,13 @@ def test_find_predicate_variables_and_paths_stay_in_alpha(fresh):
     assert predicates and "canary_relieves" not in json.dumps(predicates)
     drugs = _result(fresh.run({"command": 'FIND(?d.name) WHERE { ?d {type: "Drug"} } ORDER BY ?d.name ASC'}))
     assert drugs == ["Aspirin", "Cognizine"]
-    reach = _result(fresh.run({"command": 'FIND(?x.name) WHERE { ?d {type: "Drug", name: "Aspirin"} (?d, "related_to"|"treats"|"has_side_effect"{1,4}, ?x) } ORDER BY ?x.name ASC'}))
+    reach = _result(
+        fresh.run(
+            {
+                "command": 'FIND(?x.name) WHERE { ?d {type: "Drug", name: "Aspirin"} (?d, "related_to"|"treats"|"has_side_effect"{1,4}, ?x) } ORDER BY ?x.name ASC'
+            }
+        )
+    )
     assert reach == ["Brain Fog", "Cognizine", "Headache", "Neural Bloom"]
     count = _result(fresh.run({"command": 'FIND(COUNT(?d)) WHERE { ?d {type: "Drug"} }'}))
     assert count == 2
@@ -209,7 +217,14 @@ def test_search_every_mode_stays_in_alpha(fresh, mode):
 
 
 def test_describe_shows_only_alpha(fresh):
-    for command in ("DESCRIBE PRIMER", "DESCRIBE DOMAINS", "DESCRIBE CONCEPT TYPES", "DESCRIBE PROPOSITION TYPES", 'DESCRIBE CONCEPT TYPE "Drug"', 'DESCRIBE PROPOSITION TYPE "treats"'):
+    for command in (
+        "DESCRIBE PRIMER",
+        "DESCRIBE DOMAINS",
+        "DESCRIBE CONCEPT TYPES",
+        "DESCRIBE PROPOSITION TYPES",
+        'DESCRIBE CONCEPT TYPE "Drug"',
+        'DESCRIBE PROPOSITION TYPE "treats"',
+    ):
         _result(fresh.run({"command": command}))
     types = json.dumps(_result(fresh.run({"command": "DESCRIBE CONCEPT TYPES"})))
     assert "Drug" in types
@@ -234,7 +249,11 @@ def test_writes_on_shared_names_change_alpha_only(fresh):
     assert _result(fresh.run({"command": 'UPDATE ?d SET ATTRIBUTES { risk_level: 3 } WHERE { ?d {type: "Drug", name: "Aspirin"} }'}))
     assert _result(fresh.alpha.execute_kip('FIND(?d.attributes.risk_level) WHERE { ?d {type: "Drug", name: "Aspirin"} }')) == [3]
     assert _result(fresh.beta.execute_kip('FIND(?d.attributes.risk_level) WHERE { ?d {type: "Drug", name: "Aspirin"} }')) == [1]
-    ok(fresh.run({"command": 'UPSERT { CONCEPT ?d { {type: "Drug", name: "Tempdrug"} SET PROPOSITIONS { ("treats", {type: "Symptom", name: "Headache"}) } } }'}))
+    ok(
+        fresh.run(
+            {"command": 'UPSERT { CONCEPT ?d { {type: "Drug", name: "Tempdrug"} SET PROPOSITIONS { ("treats", {type: "Symptom", name: "Headache"}) } } }'}
+        )
+    )
     ok(fresh.run({"command": 'MERGE CONCEPT ?s INTO ?t WHERE { ?s {type: "Drug", name: "Tempdrug"} ?t {type: "Drug", name: "Cognizine"} }'}))
     ok(fresh.run({"command": 'DELETE PROPOSITIONS ?l WHERE { ?l (?d, "treats", {type: "Symptom", name: "Headache"}) ?d {type: "Drug", name: "Cognizine"} }'}))
     ok(fresh.run({"command": 'DELETE ATTRIBUTES {"risk_level"} FROM ?d WHERE { ?d {type: "Drug", name: "Aspirin"} }'}))

@@ -4,6 +4,7 @@ launcher from the wheel), `kip2cypher mcp` over stdio and over HTTP, without a c
 
     KIP2CYPHER_TEST_WHEEL_INSTALL=1 python -m pytest tests/test_packaging.py -s
 """
+
 from __future__ import annotations
 
 import json
@@ -110,14 +111,25 @@ def test_the_wheel_installs_in_a_clean_venv_and_runs_without_a_checkout(wheel, n
     # 3. `kip2cypher mcp --transport http` with a token.
     token = "wheel-test-token-0123456789"
     http_port = _free_port()
-    server = subprocess.Popen([str(kip), "mcp", "--transport", "http", "--port", str(http_port)], cwd=work, env={**base_env, **neo4j_env, "KIP2CYPHER_MCP_TOKENS": f"{token}:ro"}, stderr=subprocess.PIPE, text=True)
+    server = subprocess.Popen(
+        [str(kip), "mcp", "--transport", "http", "--port", str(http_port)],
+        cwd=work,
+        env={**base_env, **neo4j_env, "KIP2CYPHER_MCP_TOKENS": f"{token}:ro"},
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert "listening on" in server.stderr.readline()
         import httpx2
 
         url = f"http://127.0.0.1:{http_port}/mcp"
         headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
-        initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
+        initialize = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
+        }
         assert httpx2.post(url, timeout=60, json=initialize, headers=headers).status_code == 401
         assert httpx2.post(url, timeout=60, json=initialize, headers={**headers, "Authorization": f"Bearer {token}"}).status_code == 200
     finally:

@@ -1,11 +1,12 @@
 """Every invalid fixture fails with the exact code, line and column; errors explain themselves."""
+
 from __future__ import annotations
 
+import parser_fixtures
 import pytest
 
-import parser_fixtures
-from kip2cypher.syntax import ast
 from kip2cypher.errors import INVALID_IDENTIFIER, INVALID_SYNTAX, RESOURCE_EXHAUSTED, KipError
+from kip2cypher.syntax import ast
 from kip2cypher.syntax.parser import MAX_INPUT_BYTES, MAX_NESTING_DEPTH, parse, parse_script
 
 INVALID = parser_fixtures.invalid()
@@ -68,7 +69,7 @@ def test_missing_placeholder_value_lists_the_supplied_keys():
     from kip2cypher import compile as kip_compile
 
     with pytest.raises(KipError) as raised:
-        kip_compile('FIND(?x) WHERE { ?x {type: :t} }', {"a": 1, "tt": "A"})
+        kip_compile("FIND(?x) WHERE { ?x {type: :t} }", {"a": 1, "tt": "A"})
     assert 'parameters supplied: "a", "tt"' in raised.value.message and (raised.value.line, raised.value.column) == (1, 28)
 
 

@@ -1,5 +1,6 @@
 """The fast grammar (folded tokens, scanned values) and the reference grammar (grammar/kip.peg
 as written) accept the same texts and build the same AST, spans included."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -7,20 +8,18 @@ import re
 import sys
 from pathlib import Path
 
-import regex
-
+import parser_fixtures
 import pytest
+import regex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import parser_fixtures
-from kip2cypher.syntax import grammars, parser
 from kip2cypher.errors import KipError
 from kip2cypher.resources import capsule_names, capsule_text
+from kip2cypher.syntax import grammars, parser
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 from parse_bench import large_capsule  # noqa: E402
-
 from test_parser_fuzz import FRAGMENTS, mutants  # noqa: E402
 
 ENTRIES = parser_fixtures.valid() + parser_fixtures.invalid()
@@ -67,12 +66,52 @@ def test_large_capsule_agrees():
 @pytest.mark.parametrize(
     "value",
     [
-        '{}', '{ }', '[]', '[ , ]', '{,}', '{a: 1,}', '{a: 1,,}', '{a: 1 b: 2}', '{"a" : [1, 2,], b: {c: null}}', '[1 2]',
-        '{a: 1} // c', '{a: /* c */ 1 /* d */, // e\n b: 2}', '{a: 1e400}', '{a: -0}', '{a: 01}', '{a: 1.}', '{a: .5}',
-        '{a: "\\ud800"}', '{"\\ud800": 1}', '{1x: 1}', '{a: :1p}', '{a: :p}', '{a: ?x.y}', '{a: ?1.y}', '{a: ADD(1, 2)}',
-        '{a: ADD(1, 2,)}', '{a: ADD()}', '{a: ADDX(1)}', '{a: truex}', '{a: true}', '{a: [null, false, "x"]}',
-        '{a: "x"', '{a: 1' + "1" * 5000 + '}', '{é: 1}', '{"é": 1}', '{a: "\x1c"}', '{a:\x1c1}', '{a:\ufeff1}', '{a: /* open',
-        '{a: 1}}', '{"a\\"b": "c\\nd"}', '{a: 1, "a": 2}', '{a: [[[]]]}', "{a: 'x'}", '{a: -}', '{a: 1e5, b: 1E-5, c: -1.5e+3}',
+        "{}",
+        "{ }",
+        "[]",
+        "[ , ]",
+        "{,}",
+        "{a: 1,}",
+        "{a: 1,,}",
+        "{a: 1 b: 2}",
+        '{"a" : [1, 2,], b: {c: null}}',
+        "[1 2]",
+        "{a: 1} // c",
+        "{a: /* c */ 1 /* d */, // e\n b: 2}",
+        "{a: 1e400}",
+        "{a: -0}",
+        "{a: 01}",
+        "{a: 1.}",
+        "{a: .5}",
+        '{a: "\\ud800"}',
+        '{"\\ud800": 1}',
+        "{1x: 1}",
+        "{a: :1p}",
+        "{a: :p}",
+        "{a: ?x.y}",
+        "{a: ?1.y}",
+        "{a: ADD(1, 2)}",
+        "{a: ADD(1, 2,)}",
+        "{a: ADD()}",
+        "{a: ADDX(1)}",
+        "{a: truex}",
+        "{a: true}",
+        '{a: [null, false, "x"]}',
+        '{a: "x"',
+        "{a: 1" + "1" * 5000 + "}",
+        "{é: 1}",
+        '{"é": 1}',
+        '{a: "\x1c"}',
+        "{a:\x1c1}",
+        "{a:\ufeff1}",
+        "{a: /* open",
+        "{a: 1}}",
+        '{"a\\"b": "c\\nd"}',
+        '{a: 1, "a": 2}',
+        "{a: [[[]]]}",
+        "{a: 'x'}",
+        "{a: -}",
+        "{a: 1e5, b: 1E-5, c: -1.5e+3}",
     ],
 )
 def test_values_agree(value):
@@ -112,7 +151,7 @@ BLOCKS = [
     'CONCEPT ?1a { {type: "A", name: "a"} }',
     'CONCEPT ?a { {type: "A", nam: "a"} }',
     'CONCEPT ?a { {type: "A", type: "a"} }',
-    'CONCEPT ?a { {} }',
+    "CONCEPT ?a { {} }",
     'CONCEPT ?a { {type: 1, name: "a"} }',
     'CONCEPT ?a { {type: "A", name: "\\ud800"} }',
     'CONCEPT ?a { {type: "A"} }',
@@ -130,22 +169,22 @@ BLOCKS = [
     'PROPOSITION { (id: "P1") SET ATTRIBUTES { w: 0.5 } } WITH METADATA { c: 1 }',
     'PROPOSITION { ({type: "A", name: "a"}, "p", (?b, "q", ?c)) EXPECT VERSION 0 }',
     'PROPOSITION { (?a, "p" | "q", ?b) }',
-    'PROPOSITION { (?a, ?p, ?b) }',
+    "PROPOSITION { (?a, ?p, ?b) }",
     'PROPOSITION { (?a, "p"{1,3}, ?b) }',
     'PROPOSITION { ?x (?a, "p", ?b) }',
     'PROPOSITION { (?a, "p", ?b) SET ATTRIBUTES { w: 1 } SET ATTRIBUTES { v: 2 } }',
     'PROPOSITION { (?a, "p", ?b) SET PROPOSITIONS { ("q", ?c) } }',
     'PROPOSITION { (?a, "p", ?b), }',
     'PROPOSITION { (?a, "p") }',
-    'PROPOSITION { (id: 1) }',
+    "PROPOSITION { (id: 1) }",
     'PROPOSITIONS { (?a, "p", ?b) }',
     'PROPOSITION ?p { (?a, "p", ?b) } WITH METADATA { x: 1, x: 2 }',
     # predicate placeholders (issue 13)
     'CONCEPT ?a { {type: "A", name: "a"} SET PROPOSITIONS { (:p, ?b) (:q, {type: :t, name: :n}) WITH METADATA { x: 1 }, } }',
-    'PROPOSITION ?l { ({type: :st, name: :sn}, :p, {type: :ot, name: :on}) }',
-    'PROPOSITION { (?a, :p, (?b, :q, ?c)) }',
+    "PROPOSITION ?l { ({type: :st, name: :sn}, :p, {type: :ot, name: :on}) }",
+    "PROPOSITION { (?a, :p, (?b, :q, ?c)) }",
     'PROPOSITION { (?a, :p | "q", ?b) }',
-    'PROPOSITION { (?a, :p{1,3}, ?b) }',
+    "PROPOSITION { (?a, :p{1,3}, ?b) }",
     'CONCEPT ?a { {type: "A", name: "a"} SET PROPOSITIONS { (:1p, ?b) } }',
     'CONCEPT ?a { {type: "A", name: "a"} SET PROPOSITIONS { (: p, ?b) } }',
     'CONCEPT ?a { {type: "A", name: "a"} SET PROPOSITIONS { ("a :p", ?b) } }',
@@ -162,7 +201,11 @@ def test_blocks_agree(block):
 def test_block_shortcut_takes_the_common_shapes():
     """Typical blocks go through the scanner (else the tests above would compare the grammar with itself)."""
     common = [b for b in BLOCKS[:7] + BLOCKS[15:17] + BLOCKS[20:22] + [BLOCKS[24], BLOCKS[42]] + BLOCKS[44:47]]
-    common += [b for b in BLOCKS if b.startswith(("CONCEPT ?a { {type: \"A\", name: \"a\"} SET PROPOSITIONS { (:p", "PROPOSITION ?l { ({type: :st", "PROPOSITION { (?a, :p, ("))]
+    common += [
+        b
+        for b in BLOCKS
+        if b.startswith(('CONCEPT ?a { {type: "A", name: "a"} SET PROPOSITIONS { (:p', "PROPOSITION ?l { ({type: :st", "PROPOSITION { (?a, :p, ("))
+    ]
     for block in common:
         assert grammars.scan_upsert_block(block + "\x00", 0) is not None, block
     text = large_capsule(concepts=50, propositions=100) + "\x00"
@@ -177,7 +220,9 @@ def test_mutated_fixtures_agree(text):
 
 
 @SETTINGS
-@given(st.lists(st.sampled_from(FRAGMENTS + ["{a: ", "[1, ", "ADD(1, ", ": 1,", "SET ATTRIBUTES {", "²", "\u0300", "\u3000", "\x1c", "a²", "?xé"]), max_size=40))
+@given(
+    st.lists(st.sampled_from(FRAGMENTS + ["{a: ", "[1, ", "ADD(1, ", ": 1,", "SET ATTRIBUTES {", "²", "\u0300", "\u3000", "\x1c", "a²", "?xé"]), max_size=40)
+)
 def test_token_soup_agrees(tokens):
     _agree(" ".join(tokens))
 
@@ -235,8 +280,17 @@ def _exact_depth_error(text: str) -> bool:
 
 @pytest.mark.parametrize(
     "text",
-    ["{" * 64, "{" * 65, "{" * 64 + '"' + "{" * 5, "{" * 64 + '"\n{', "{" * 70 + "}" * 70, "}" * 10 + "{" * 65, "(" * 40 + "/*" + "(" * 30,
-     "(" * 40 + "//" + "(" * 30 + "\n" + "[" * 24, "[" * 40 + '"\\"' + "[" * 30],
+    [
+        "{" * 64,
+        "{" * 65,
+        "{" * 64 + '"' + "{" * 5,
+        "{" * 64 + '"\n{',
+        "{" * 70 + "}" * 70,
+        "}" * 10 + "{" * 65,
+        "(" * 40 + "/*" + "(" * 30,
+        "(" * 40 + "//" + "(" * 30 + "\n" + "[" * 24,
+        "[" * 40 + '"\\"' + "[" * 30,
+    ],
 )
 def test_nesting_bound_examples(text):
     with pytest.raises(KipError) if _exact_depth_error(text) else _no_error():
@@ -265,8 +319,12 @@ def test_nesting_bound_agrees_with_the_exact_scan(pieces):
 
 @pytest.mark.parametrize(
     "template",
-    ['FIND(?x) WHERE {{ ?x {{type: "A"}} }} LIMIT {n}', 'FIND(?b) WHERE {{ (?a, "p"{{1,{n}}}, ?b) }}', 'FIND(?b) WHERE {{ (?a, "p"{{{n}}}, ?b) }}',
-     'UPSERT {{ CONCEPT ?a {{ {{type: "A", name: "a"}} SET ATTRIBUTES {{ n: -{n} }} }} }}'],
+    [
+        'FIND(?x) WHERE {{ ?x {{type: "A"}} }} LIMIT {n}',
+        'FIND(?b) WHERE {{ (?a, "p"{{1,{n}}}, ?b) }}',
+        'FIND(?b) WHERE {{ (?a, "p"{{{n}}}, ?b) }}',
+        'UPSERT {{ CONCEPT ?a {{ {{type: "A", name: "a"}} SET ATTRIBUTES {{ n: -{n} }} }} }}',
+    ],
 )
 def test_integers_beyond_int_conversion_are_out_of_range(template):
     """More digits than int() converts (sys.get_int_max_str_digits) is KIP_1001, not a ValueError."""

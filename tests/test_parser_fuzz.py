@@ -4,22 +4,79 @@ Inputs are the valid fixtures mutated by random edits (deletions, insertions of
 KIP-significant fragments, duplications, truncations, case flips) plus raw
 random text. Anything that still parses must survive the printer round trip.
 """
+
 from __future__ import annotations
 
+import parser_fixtures
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import parser_fixtures
 from kip2cypher.errors import KipError
 from kip2cypher.syntax.parser import parse, parse_script
 from kip2cypher.syntax.printer import to_kip
 
 SEEDS = [entry.text for entry in parser_fixtures.valid()]
 FRAGMENTS = [
-    "{", "}", "(", ")", "[", "]", ",", ":", "?", "?x", "?x.name", ":p", '"', '"s"', "\\", "\\u", "//", "/*", "*/", "\n",
-    "!", "==", "&&", "||", "|", "{1,2}", "0", "-1", "1.5e3", "true", "null", "FIND", "WHERE", "FILTER", "NOT", "OPTIONAL",
-    "UNION", "UPSERT", "CONCEPT", "PROPOSITION", "SET", "ATTRIBUTES", "PROPOSITIONS", "METADATA", "WITH", "LIMIT", "CURSOR",
-    "ORDER BY", "DESC", "DETACH", "DELETE", "UPDATE", "ADD(", "COALESCE(", "IN(", "COUNT(DISTINCT ", "id", "\x00", "é", "😀",
+    "{",
+    "}",
+    "(",
+    ")",
+    "[",
+    "]",
+    ",",
+    ":",
+    "?",
+    "?x",
+    "?x.name",
+    ":p",
+    '"',
+    '"s"',
+    "\\",
+    "\\u",
+    "//",
+    "/*",
+    "*/",
+    "\n",
+    "!",
+    "==",
+    "&&",
+    "||",
+    "|",
+    "{1,2}",
+    "0",
+    "-1",
+    "1.5e3",
+    "true",
+    "null",
+    "FIND",
+    "WHERE",
+    "FILTER",
+    "NOT",
+    "OPTIONAL",
+    "UNION",
+    "UPSERT",
+    "CONCEPT",
+    "PROPOSITION",
+    "SET",
+    "ATTRIBUTES",
+    "PROPOSITIONS",
+    "METADATA",
+    "WITH",
+    "LIMIT",
+    "CURSOR",
+    "ORDER BY",
+    "DESC",
+    "DETACH",
+    "DELETE",
+    "UPDATE",
+    "ADD(",
+    "COALESCE(",
+    "IN(",
+    "COUNT(DISTINCT ",
+    "id",
+    "\x00",
+    "é",
+    "😀",
 ]
 SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

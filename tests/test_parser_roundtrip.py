@@ -1,15 +1,16 @@
 """Every valid fixture parses, prints canonically and re-parses to an equal AST."""
+
 from __future__ import annotations
 
 import dataclasses
 
+import parser_fixtures
 import pytest
 
-import parser_fixtures
+from kip2cypher.resources import capsule_text
 from kip2cypher.syntax import ast
 from kip2cypher.syntax.parser import parse, parse_script
 from kip2cypher.syntax.printer import to_kip
-from kip2cypher.resources import capsule_text
 
 VALID = parser_fixtures.valid()
 COMMAND_TYPES = (ast.Find, *ast.KML_COMMANDS, *ast.META_COMMANDS)
@@ -66,7 +67,7 @@ def test_genesis_capsule_is_one_command_of_two_upserts():
 
 
 def test_command_spans_cover_exactly_the_command_text():
-    script = "// lead\nDESCRIBE PRIMER // trailing comment\n\nFIND(?x) WHERE { ?x {type: \"A\"} } LIMIT 1 /* c */\n"
+    script = '// lead\nDESCRIBE PRIMER // trailing comment\n\nFIND(?x) WHERE { ?x {type: "A"} } LIMIT 1 /* c */\n'
     first, second = parse_script(script)
     assert script[first.span.start : first.span.end] == "DESCRIBE PRIMER"
     assert script[second.span.start : second.span.end] == 'FIND(?x) WHERE { ?x {type: "A"} } LIMIT 1'
@@ -88,9 +89,7 @@ def test_script_splits_commands_and_groups_consecutive_upserts():
 def test_precedence_not_binds_tighter_than_comparison_and_and_than_or():
     where = parse('FIND(?x) WHERE { ?x {type: "A"} FILTER(?a || ?b && !?c == 1) }').where
     expr = where[1].expr
-    assert expr == ast.BoolOp(
-        "||", ast.Var("a"), ast.BoolOp("&&", ast.Var("b"), ast.Comparison("==", ast.NotExpr(ast.Var("c")), ast.Literal(1)))
-    )
+    assert expr == ast.BoolOp("||", ast.Var("a"), ast.BoolOp("&&", ast.Var("b"), ast.Comparison("==", ast.NotExpr(ast.Var("c")), ast.Literal(1))))
 
 
 def test_boolean_chains_are_balanced_trees_printed_flat():
@@ -161,7 +160,7 @@ def test_concept_block_set_clauses_in_either_order():
 
 
 def test_update_bodies_become_assignments():
-    command = parse("UPDATE ?n SET ATTRIBUTES { c: ADD(COALESCE(?n.attributes.c, 0), 1) } WHERE { ?n {type: \"A\"} }")
+    command = parse('UPDATE ?n SET ATTRIBUTES { c: ADD(COALESCE(?n.attributes.c, 0), 1) } WHERE { ?n {type: "A"} }')
     assert isinstance(command.set_attributes, ast.Assignments)
     assert command.set_attributes.entries == (
         ("c", ast.UpdateCall("ADD", (ast.UpdateCall("COALESCE", (ast.DotPath("n", ("attributes", "c")), ast.Literal(0))), ast.Literal(1)))),

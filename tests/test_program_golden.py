@@ -1,11 +1,11 @@
 """Program goldens (``program_golden.py``): each plan kind's program driven by canned rows, without Neo4j."""
+
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
 import pytest
-
 from program_golden import PROGRAM_DIR, parse_text, render, run_case
 
 REGEN = os.environ.get("KIP2CYPHER_REGEN_GOLDEN") == "1"

@@ -1,9 +1,10 @@
 """The read path: READ programs run as auto-commit statements, retried like the driver retries
 managed transactions (execution/loop.py). No Neo4j needed for the retry policy."""
+
 from __future__ import annotations
 
 import pytest
-from neo4j.exceptions import ServiceUnavailable, ClientError
+from neo4j.exceptions import ClientError, ServiceUnavailable
 
 from kip2cypher.execution import loop
 
@@ -11,7 +12,7 @@ from kip2cypher.execution import loop
 def test_retry_delays_follow_the_driver_policy_within_max_retry_s():
     pauses = list(loop.retry_delays(30.0))
     assert 4 <= len(pauses) <= 5 and sum(pauses) <= 30.0
-    assert all(0.8 * 2 ** i <= p <= 1.2 * 2 ** i for i, p in enumerate(pauses))
+    assert all(0.8 * 2**i <= p <= 1.2 * 2**i for i, p in enumerate(pauses))
     assert list(loop.retry_delays(0.0)) == []
 
 

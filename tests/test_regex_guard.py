@@ -6,13 +6,16 @@ the longest value it may examine within ``Settings.max_regex_steps``. Java's mat
 be interrupted and Neo4j checks the timeout between rows only, so this price — not the
 query timeout — is what bounds one evaluation.
 """
+
 from __future__ import annotations
 
 import re
 import time
 
 import pytest
-from hypothesis import HealthCheck, example, given, settings as hsettings, strategies as st
+from hypothesis import HealthCheck, example, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
 from kip2cypher.config import Settings
 from kip2cypher.errors import KipError
@@ -224,9 +227,9 @@ ADVERSARIAL = {  # long values built from the generator's alphabet
 @pytest.fixture(scope="module")
 def long_values(neo4j_server):
     """One concept per adversarial value, written once for the module."""
-    from kip2cypher.execute import Nexus
-
     from conftest import wipe
+
+    from kip2cypher.execute import Nexus
 
     with Nexus(neo4j_server.uri, auth=neo4j_server.auth, database=neo4j_server.database, settings=Settings(embedder=False)) as nx:
         wipe(nx.driver, neo4j_server.database)
@@ -263,7 +266,9 @@ def test_no_accepted_regex_holds_a_worker_past_the_timeout(neo4j_server, long_va
     with Nexus(neo4j_server.uri, auth=neo4j_server.auth, database=neo4j_server.database, settings=Settings(embedder=False, query_timeout_s=TIMEOUT_S)) as nx:
         for name in ADVERSARIAL:
             started = time.monotonic()
-            r = nx.execute_kip_readonly('FIND(?c.name) WHERE { ?c {type: "Domain", name: :n} FILTER(REGEX(?c.attributes.v, :re)) }', parameters={"n": name, "re": pattern})
+            r = nx.execute_kip_readonly(
+                'FIND(?c.name) WHERE { ?c {type: "Domain", name: :n} FILTER(REGEX(?c.attributes.v, :re)) }', parameters={"n": name, "re": pattern}
+            )
             elapsed = time.monotonic() - started
             TIMES.append(round(elapsed, 3))
             # An answer at all is the property (a held worker never answers); KIP_4001 is the

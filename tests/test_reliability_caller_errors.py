@@ -1,6 +1,7 @@
 """Caller mistakes are caller errors (issue 18): hostile numbers, strings and nesting, malformed
 URIs, invalid JSON-RPC and a hostile Cypher prefix answer a KIP error (or a JSON-RPC error) with a
 hint — never KIP_4003 "engine bug", a logged traceback, a lost answer or a leaked password."""
+
 from __future__ import annotations
 
 import json
@@ -12,12 +13,12 @@ import sys
 
 import httpx2
 import pytest
+from kml_helpers import err, ok
+from mcp_http_helpers import ACCEPT, INIT, RW, http_server, server_env
 
 import kip2cypher
 from kip2cypher.config import Settings, SettingsError
 from kip2cypher.errors import KipError
-from kml_helpers import err, ok
-from mcp_http_helpers import ACCEPT, INIT, RW, http_server, server_env
 
 BIG = "99999999999999999999"  # > 2^63 - 1
 DOMAIN = 'FIND(?d.name) WHERE { ?d {type: "Domain"} %s }'
@@ -80,7 +81,10 @@ def test_integer_beyond_64_bits_as_a_parameter_was_an_engine_bug(genesis, caplog
 def test_integer_beyond_64_bits_is_still_a_value_an_attribute_holds(genesis):
     """Only where Neo4j computes is it refused: as an attribute value it is stored exactly."""
     ok(genesis.execute_kip(f'UPSERT {{ CONCEPT ?d {{ {{type: "Domain", name: "big"}} SET ATTRIBUTES {{ x: {BIG}, y: :y }} }} }}', parameters={"y": -int(BIG)}))
-    assert ok(genesis.execute_kip('FIND(?d.attributes.x, ?d.attributes.y) WHERE { ?d {type: "Domain", name: "big"} }')) == [[int(BIG)], [-int(BIG)]]  # one column per FIND expression
+    assert ok(genesis.execute_kip('FIND(?d.attributes.x, ?d.attributes.y) WHERE { ?d {type: "Domain", name: "big"} }')) == [
+        [int(BIG)],
+        [-int(BIG)],
+    ]  # one column per FIND expression
 
 
 @pytest.mark.parametrize(
@@ -193,9 +197,24 @@ INVALID_LINES = [
     ('{"foo": 1}', -32600, None),
     ("[1, 2]", -32600, None),
     (json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": "x"}), -32600, 3),
-    ('{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"execute_kip","arguments":{"command":"x","parameters":{"n":' + "[" * 5000 + "]" * 5000 + "}}}}", -32700, None),
-    ('{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"execute_kip","arguments":{"command":"FIND(?d) WHERE { ?d {name: \\"\\ud800\\"} }"}}}', -32600, 5),
-    ('{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"execute_kip","arguments":{"command":"x","parameters":{"n":' + "9" * 5000 + "}}}}", -32700, None),
+    (
+        '{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"execute_kip","arguments":{"command":"x","parameters":{"n":'
+        + "[" * 5000
+        + "]" * 5000
+        + "}}}}",
+        -32700,
+        None,
+    ),
+    (
+        '{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"execute_kip","arguments":{"command":"FIND(?d) WHERE { ?d {name: \\"\\ud800\\"} }"}}}',
+        -32600,
+        5,
+    ),
+    (
+        '{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"execute_kip","arguments":{"command":"x","parameters":{"n":' + "9" * 5000 + "}}}}",
+        -32700,
+        None,
+    ),
 ]
 
 
@@ -239,7 +258,13 @@ def test_http_mcp_answers_invalid_json_rpc_with_an_error(neo4j_server, genesis):
 # ------------------------------------------------------------------ KIP2CYPHER_CYPHER_PREFIX
 @pytest.mark.parametrize(
     "prefix",
-    ["MATCH (n) DETACH DELETE n //", "CYPHER runtime=slotted MATCH (n) DETACH DELETE n WITH 1 AS x", "CYPHER runtime=slotted\nCALL dbms.killQueries([])", "CYPHER runtime=nonsense", "CYPHER 5 runtime=slotted RETURN 1 UNION"],
+    [
+        "MATCH (n) DETACH DELETE n //",
+        "CYPHER runtime=slotted MATCH (n) DETACH DELETE n WITH 1 AS x",
+        "CYPHER runtime=slotted\nCALL dbms.killQueries([])",
+        "CYPHER runtime=nonsense",
+        "CYPHER 5 runtime=slotted RETURN 1 UNION",
+    ],
 )
 def test_cypher_prefix_was_pasted_unvalidated_before_every_statement(prefix, monkeypatch):
     """Whoever set KIP2CYPHER_CYPHER_PREFIX ran arbitrary Cypher inside every write transaction.

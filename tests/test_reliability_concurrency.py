@@ -5,15 +5,16 @@ its threads on a barrier so the writes really overlap. Retries of deadlocks and 
 transient errors happen inside the driver's managed transactions and are counted from the
 driver's log, so docs/reliability.md can report them.
 """
+
 from __future__ import annotations
 
 import logging
 import threading
 from collections import Counter
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
-
 from kml_helpers import integrity, ok
 
 THREADS = 8
@@ -145,12 +146,12 @@ def test_same_concept_upserted_at_once_exists_once(cx, retry_log):
         name = f"same-{round_}"
 
         def worker(i: int) -> str:
-            return code(cx.execute_kip(
-                'UPSERT { CONCEPT ?c { {type: "Item", name: :n} SET ATTRIBUTES { writer: :i } } }', parameters={"n": name, "i": i}
-            ))
+            return code(cx.execute_kip('UPSERT { CONCEPT ?c { {type: "Item", name: :n} SET ATTRIBUTES { writer: :i } } }', parameters={"n": name, "i": i}))
 
         codes.update(run_threads(worker))
-        nodes = cx.driver.execute_query("MATCH (n:KipConcept {type: 'Item', name: $n}) RETURN n.`meta._version` AS v", {"n": name}, database_=cx.database).records
+        nodes = cx.driver.execute_query(
+            "MATCH (n:KipConcept {type: 'Item', name: $n}) RETURN n.`meta._version` AS v", {"n": name}, database_=cx.database
+        ).records
         assert len(nodes) == 1
         assert 1 <= nodes[0]["v"] <= THREADS
     assert codes == {"ok": THREADS * 10}, codes
@@ -182,11 +183,17 @@ def test_same_proposition_upserted_at_once_exists_once(cx, retry_log):
             """MATCH (a:KipConcept {type: 'Item', name: $s}), (b:KipConcept {type: 'Item', name: $o})
                MATCH (p:KipProposition {subject: a.id, predicate: 'related_to', object: b.id})
                RETURN count(p) AS props, COUNT { (a)-[:related_to]->(b) } AS natives""",
-            {"s": s, "o": o}, database_=cx.database,
+            {"s": s, "o": o},
+            database_=cx.database,
         ).records
         assert [dict(r) for r in links] == [{"props": 1, "natives": 1}]
         for name in (s, o):
-            assert cx.driver.execute_query("MATCH (n:KipConcept {type: 'Item', name: $n}) RETURN count(n) AS c", {"n": name}, database_=cx.database).records[0]["c"] == 1
+            assert (
+                cx.driver.execute_query("MATCH (n:KipConcept {type: 'Item', name: $n}) RETURN count(n) AS c", {"n": name}, database_=cx.database).records[0][
+                    "c"
+                ]
+                == 1
+            )
     assert codes == {"ok": THREADS * 10}, codes
     integrity(cx)
     assert orphans(cx) == []
@@ -199,8 +206,9 @@ def test_concurrent_merge_of_one_source_into_two_targets(cx, retry_log):
     codes: Counter[str] = Counter()
     for round_ in range(10):
         src, t1, t2, other = (f"m{round_}-{x}" for x in ("src", "t1", "t2", "other"))
-        ok(cx.execute_kip(
-            """UPSERT {
+        ok(
+            cx.execute_kip(
+                """UPSERT {
                 CONCEPT ?o { {type: "Item", name: :other} }
                 CONCEPT ?t1 { {type: "Item", name: :t1} SET ATTRIBUTES { kept: "t1" } SET PROPOSITIONS { ("related_to", ?o) } }
                 CONCEPT ?t2 { {type: "Item", name: :t2} SET ATTRIBUTES { kept: "t2" } }
@@ -209,24 +217,30 @@ def test_concurrent_merge_of_one_source_into_two_targets(cx, retry_log):
                 CONCEPT ?o2 { {type: "Item", name: :other} SET PROPOSITIONS { ("refers_to", ?s) } }
                 PROPOSITION ?hi { (?o, "refers_to", (?s, "related_to", ?o)) }
             }""",
-            parameters={"src": src, "t1": t1, "t2": t2, "other": other},
-        ))
+                parameters={"src": src, "t1": t1, "t2": t2, "other": other},
+            )
+        )
         merge = 'MERGE CONCEPT ?s INTO ?t WHERE { ?s {type: "Item", name: :src} ?t {type: "Item", name: :t} }'
         results = run_threads(lambda i: code(cx.execute_kip(merge, parameters={"src": src, "t": (t1, t2)[i]})), n=2)
         codes.update(results)
         assert sorted(results) == ["KIP_3002", "ok"], results
         winner = (t1, t2)[results.index("ok")]
-        names = [r["n"] for r in cx.driver.execute_query(
-            "MATCH (n:KipConcept) WHERE n.name STARTS WITH $p RETURN n.name AS n ORDER BY n", {"p": f"m{round_}-"}, database_=cx.database
-        ).records]
+        names = [
+            r["n"]
+            for r in cx.driver.execute_query(
+                "MATCH (n:KipConcept) WHERE n.name STARTS WITH $p RETURN n.name AS n ORDER BY n", {"p": f"m{round_}-"}, database_=cx.database
+            ).records
+        ]
         assert src not in names and {t1, t2, other} <= set(names)
         (target,) = ok(cx.execute_kip_readonly('FIND(?t) WHERE { ?t {type: "Item", name: :t} }', parameters={"t": winner}))
         assert target["attributes"]["from_source"] is True
         assert f"Item:{src}" in target["metadata"]["_merged_from"]
         # The higher-order link still points at the (repointed) proposition.
-        (hi,) = ok(cx.execute_kip_readonly(
-            'FIND(?h) WHERE { ?o {type: "Item", name: :o} ?h (?o, "refers_to", ?l) ?l (?t, "related_to", ?o) }', parameters={"o": other}
-        ))
+        (hi,) = ok(
+            cx.execute_kip_readonly(
+                'FIND(?h) WHERE { ?o {type: "Item", name: :o} ?h (?o, "refers_to", ?l) ?l (?t, "related_to", ?o) }', parameters={"o": other}
+            )
+        )
         assert hi["object"].startswith("P:")
     integrity(cx)
     assert orphans(cx) == []
@@ -246,10 +260,13 @@ def test_opposite_lock_order_capsules_are_retried_and_atomic(cx, retry_log):
 
     outcomes = Counter(o for per_thread in run_threads(worker) for o in per_thread)
     assert set(outcomes) <= {"ok", "KIP_4003"}, outcomes  # KIP_4003 only if retries were exhausted
-    rows = {r["n"]: dict(r) for r in cx.driver.execute_query(
-        "MATCH (n:KipConcept {type: 'Item'}) WHERE n.name IN ['lock-A', 'lock-B'] RETURN n.name AS n, n.`attr.w` AS w, n.`meta._version` AS v",
-        database_=cx.database,
-    ).records}
+    rows = {
+        r["n"]: dict(r)
+        for r in cx.driver.execute_query(
+            "MATCH (n:KipConcept {type: 'Item'}) WHERE n.name IN ['lock-A', 'lock-B'] RETURN n.name AS n, n.`attr.w` AS w, n.`meta._version` AS v",
+            database_=cx.database,
+        ).records
+    }
     assert rows["lock-A"]["w"] == rows["lock-B"]["w"]
     assert rows["lock-A"]["v"] == rows["lock-B"]["v"] == outcomes["ok"] + 1
     REPORT["deadlock"] = dict(outcomes, retries=dict(retry_log.retries))

@@ -11,6 +11,7 @@ Two kill/restart cycles:
 The kill is aimed: a watcher polls SHOW TRANSACTIONS until the engine's KML transaction is
 running inside Neo4j, then kills the server.
 """
+
 from __future__ import annotations
 
 import threading
@@ -18,12 +19,13 @@ import time
 from typing import Any
 
 import pytest
+from kml_helpers import integrity, ok
 from neo4j import GraphDatabase
+from private_neo4j import FIGURES as SERVER_FIGURES
+from private_neo4j import restart
 
 from kip2cypher import localneo4j
 from kip2cypher.config import Settings
-from kml_helpers import integrity, ok
-from private_neo4j import FIGURES as SERVER_FIGURES, restart
 
 BULK = 1900
 BLOB = "b" * 20_000
@@ -166,4 +168,4 @@ def test_batch_cut_by_lost_connection_reports_what_ran(private, fx):
 
 def test_zz_print_fault_figures(capsys):
     with capsys.disabled():
-        print(f"\n[reliability] faults: {({**SERVER_FIGURES, **FIGURES})}")
+        print(f"\n[reliability] faults: { ({**SERVER_FIGURES, **FIGURES}) }")

@@ -12,6 +12,7 @@ Properties: nothing but ``KipError`` ever escapes the compiler; and whatever com
 produces Cypher that Neo4j accepts under EXPLAIN (parameters the plan only binds at
 run time are given as null). Counters are printed for docs/reliability.md.
 """
+
 from __future__ import annotations
 
 import json
@@ -19,32 +20,113 @@ import re
 from collections import Counter
 from typing import Any
 
+import parser_fixtures
 import pytest
+from hostile_payloads import NAMES, kip_string
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import parser_fixtures
-from hostile_payloads import NAMES, kip_string
-from kip2cypher.lower.compile import compile_plan, statements
 from kip2cypher.config import Settings
 from kip2cypher.errors import KipError
+from kip2cypher.lower.compile import compile_plan, statements
 
 SEEDS = [entry.text for entry in parser_fixtures.valid()]
 HOSTILE = [p.text for p in NAMES]
 SETTINGS = Settings(embedder=False)
 FRAGMENTS = [
-    "{", "}", "(", ")", "[", "]", ",", ":", "?", "?x", "?x.name", "?x.attributes.k", ":p", ":limit", '"', '""', "\\", "//", "/*", "*/",
-    "\n", "!", "==", "!=", "&&", "||", "|", "{1,3}", "{0,}", "0", "-1", "1e400", "1.5", "true", "null", "FIND", "WHERE", "FILTER", "NOT",
-    "OPTIONAL", "UNION", "UPSERT", "CONCEPT", "PROPOSITION", "SET", "ATTRIBUTES", "PROPOSITIONS", "METADATA", "WITH", "LIMIT",
-    "CURSOR", "ORDER BY", "DESC", "DETACH", "DELETE", "UPDATE", "MERGE", "INTO", "EXPECT VERSION 0", "ADD(", "COALESCE(", "IN(",
-    "REGEX(", "COUNT(DISTINCT ", "id", "type", "name", "é", "😀", "`", "'", "$", "\u001e",
+    "{",
+    "}",
+    "(",
+    ")",
+    "[",
+    "]",
+    ",",
+    ":",
+    "?",
+    "?x",
+    "?x.name",
+    "?x.attributes.k",
+    ":p",
+    ":limit",
+    '"',
+    '""',
+    "\\",
+    "//",
+    "/*",
+    "*/",
+    "\n",
+    "!",
+    "==",
+    "!=",
+    "&&",
+    "||",
+    "|",
+    "{1,3}",
+    "{0,}",
+    "0",
+    "-1",
+    "1e400",
+    "1.5",
+    "true",
+    "null",
+    "FIND",
+    "WHERE",
+    "FILTER",
+    "NOT",
+    "OPTIONAL",
+    "UNION",
+    "UPSERT",
+    "CONCEPT",
+    "PROPOSITION",
+    "SET",
+    "ATTRIBUTES",
+    "PROPOSITIONS",
+    "METADATA",
+    "WITH",
+    "LIMIT",
+    "CURSOR",
+    "ORDER BY",
+    "DESC",
+    "DETACH",
+    "DELETE",
+    "UPDATE",
+    "MERGE",
+    "INTO",
+    "EXPECT VERSION 0",
+    "ADD(",
+    "COALESCE(",
+    "IN(",
+    "REGEX(",
+    "COUNT(DISTINCT ",
+    "id",
+    "type",
+    "name",
+    "é",
+    "😀",
+    "`",
+    "'",
+    "$",
+    "\u001e",
 ]
 
 # Placeholder values by name, so that the unmutated fixtures compile.
 PARAMS: dict[str, Any] = {
-    "limit": 5, "cursor": None, "timestamp": "2025-01-01T00:00:00Z", "now": "2025-01-01T00:00:00Z", "ts": "2025-01-01T00:00:00Z",
-    "decay_threshold": "2025-01-01T00:00:00Z", "v": 1, "claim_version": 2, "types": ["Drug", "Symptom"], "decay_factor": 0.9,
-    "bump": 1, "threshold": 0.5, "mode": "keyword", "merged_preferences": {"tone": "brief"}, "keep": "Aspirin", "dup": "ASA",
+    "limit": 5,
+    "cursor": None,
+    "timestamp": "2025-01-01T00:00:00Z",
+    "now": "2025-01-01T00:00:00Z",
+    "ts": "2025-01-01T00:00:00Z",
+    "decay_threshold": "2025-01-01T00:00:00Z",
+    "v": 1,
+    "claim_version": 2,
+    "types": ["Drug", "Symptom"],
+    "decay_factor": 0.9,
+    "bump": 1,
+    "threshold": 0.5,
+    "mode": "keyword",
+    "merged_preferences": {"tone": "brief"},
+    "keep": "Aspirin",
+    "dup": "ASA",
 }
 for _name in re.findall(r":([A-Za-z_]\w*)", "\n".join(SEEDS)):
     PARAMS.setdefault(_name, "x")
@@ -108,11 +190,11 @@ def mutants(draw) -> str:
         cut = draw(st.integers(0, len(text)))
         kind = draw(st.sampled_from(["delete", "insert", "duplicate", "truncate", "hostile", "hostile-literal", "swap"]))
         if kind == "delete":
-            text = text[:cut] + text[cut + draw(st.integers(1, 12)):]
+            text = text[:cut] + text[cut + draw(st.integers(1, 12)) :]
         elif kind == "insert":
             text = text[:cut] + draw(st.sampled_from(FRAGMENTS)) + text[cut:]
         elif kind == "duplicate":
-            text = text[:cut] + text[cut:cut + draw(st.integers(1, 60))] + text[cut:]
+            text = text[:cut] + text[cut : cut + draw(st.integers(1, 60))] + text[cut:]
         elif kind == "truncate":
             text = text[:cut]
         elif kind == "hostile":
@@ -122,7 +204,7 @@ def mutants(draw) -> str:
             literals = list(re.finditer(r'"(?:[^"\\\n]|\\.)*"', text))
             if literals:
                 m = draw(st.sampled_from(literals))
-                text = text[:m.start()] + kip_string(draw(st.sampled_from(HOSTILE))) + text[m.end():]
+                text = text[: m.start()] + kip_string(draw(st.sampled_from(HOSTILE))) + text[m.end() :]
         else:
             a, b = sorted((cut, draw(st.integers(0, len(text)))))
             text = text[:a] + text[b:] + text[a:b]
@@ -149,7 +231,7 @@ names = st.sampled_from(HOSTILE + ["Drug", "Symptom", "treats", "Aspirin", "$sel
 keys = st.sampled_from(["name", "risk_level", "description", "confidence", "tags", "_version", "source"])
 variables = st.sampled_from(["a", "b", "c", "link", "p", "DELETE", "_x", "x1"])
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats(allow_nan=False, allow_infinity=False) | names,
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False, allow_infinity=False) | names,
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(names, inner, max_size=3),
     max_leaves=6,
 )
@@ -168,7 +250,7 @@ def filters(draw, bound: list[str]) -> str:
     if op in ("CONTAINS", "STARTS_WITH", "ENDS_WITH"):
         return f"{op}({left}, {right})"
     if op == "REGEX":
-        return f'REGEX({left}, {literal(re.escape(draw(names)))})'
+        return f"REGEX({left}, {literal(re.escape(draw(names)))})"
     if op == "IN":
         return f"IN({left}, [{right}, {literal(draw(names))}])"
     if op == "IS_NULL":
@@ -224,7 +306,7 @@ def commands(draw) -> str:
     if kind == "update":
         return f"UPDATE ?{v} SET ATTRIBUTES {{ {draw(keys).lstrip('_')}: ADD(COALESCE(?{v}.attributes.n, 0), :hn) }} SET METADATA {{ note: {literal(draw(json_values))} }} {where} LIMIT 10"
     if kind == "delete-attrs":
-        return f"DELETE ATTRIBUTES {{ {literal(draw(names))}, \"x\" }} FROM ?{v} {where}"
+        return f'DELETE ATTRIBUTES {{ {literal(draw(names))}, "x" }} FROM ?{v} {where}'
     if kind == "delete-concept":
         return f"DELETE CONCEPT ?{v} DETACH {where}"
     blocks = []

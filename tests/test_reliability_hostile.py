@@ -6,16 +6,16 @@ value, nested object key and parameter, then read back (FIND, FILTER, DESCRIBE),
 and deleted through KIP — and afterwards the graph fingerprint equals the one taken
 before: the graph held exactly what was intended at every step, and nothing else.
 """
+
 from __future__ import annotations
 
-
 import pytest
-
 from hostile_payloads import ALL, INVALID_TOKENS, NAMES, RESERVED_NAMES, SLASHED, TOKEN_NAMES, TOO_LONG_NAMES, VALUES, fingerprint, kip_string
-from kip2cypher.cypher import storage
-from kip2cypher.config import Settings
-from kip2cypher.cypher.builder import quote
 from kml_helpers import err, ok
+
+from kip2cypher.config import Settings
+from kip2cypher.cypher import storage
+from kip2cypher.cypher.builder import quote
 
 
 def _wipe(driver, database=None) -> None:
@@ -78,13 +78,18 @@ def test_hostile_string_everywhere_round_trips_verbatim(hx, payload):
     assert (after["nodes"], after["relationships"]) == (before["nodes"] + 5, before["relationships"] + 3)
 
     # Read back through KIP (payload in the text and in parameters): every value exactly as written.
-    reads = ok(hx.execute_kip_readonly(commands=[
-        f"FIND(?a) WHERE {{ ?a {{type: {s}, name: {s}}} }}",
-        "FIND(?b) WHERE { ?b {type: :hv, name: :hv2} }",
-        f"FIND(?l) WHERE {{ ?l (?b, {s}, ?a) }}",
-        f"FIND(?x.name) WHERE {{ ?x {{type: :hv}} FILTER(?x.attributes.value == :hv && CONTAINS(?x.name, {s}) && STARTS_WITH(?x.name, :hv)) }}",
-        f"DESCRIBE CONCEPT TYPE {s}",
-    ], parameters=params))
+    reads = ok(
+        hx.execute_kip_readonly(
+            commands=[
+                f"FIND(?a) WHERE {{ ?a {{type: {s}, name: {s}}} }}",
+                "FIND(?b) WHERE { ?b {type: :hv, name: :hv2} }",
+                f"FIND(?l) WHERE {{ ?l (?b, {s}, ?a) }}",
+                f"FIND(?x.name) WHERE {{ ?x {{type: :hv}} FILTER(?x.attributes.value == :hv && CONTAINS(?x.name, {s}) && STARTS_WITH(?x.name, :hv)) }}",
+                f"DESCRIBE CONCEPT TYPE {s}",
+            ],
+            parameters=params,
+        )
+    )
     assert all("error" not in r for r in reads), reads
     (a,), (b,), (link,), names, described = (r["result"] for r in reads)
     assert (a["type"], a["name"]) == (P, P)
@@ -104,17 +109,23 @@ def test_hostile_string_everywhere_round_trips_verbatim(hx, payload):
     (stored,) = _rows(
         hx,
         "MATCH (n:KipConcept {id: $a}) MATCH (s)-[r]->(o) WHERE r.kip_id = $l RETURN labels(n) AS labels, type(r) AS t, s.id AS s, o.id AS o",
-        a=a["id"], l=link["id"],
+        a=a["id"],
+        l=link["id"],
     )
     assert sorted(stored["labels"]) == sorted(["KipConcept", P])
     assert (stored["t"], stored["s"], stored["o"]) == (P, b["id"], a["id"])
 
     # KML matching by the payload as a label: mutates exactly the two concepts, then removes them.
-    kml = ok(hx.execute_kip(commands=[
-        f"UPDATE ?x SET ATTRIBUTES {{ value: :hv2 }} SET METADATA {{ note: {s} }} WHERE {{ ?x {{type: {s}}} FILTER(?x.name == :hv) }}",
-        f"FIND(?x.attributes.value, ?x.metadata.note) WHERE {{ ?x {{type: {s}, name: {s}}} }}",
-        "DELETE CONCEPT ?x DETACH WHERE { ?x {type: :hv} }",
-    ], parameters=params))
+    kml = ok(
+        hx.execute_kip(
+            commands=[
+                f"UPDATE ?x SET ATTRIBUTES {{ value: :hv2 }} SET METADATA {{ note: {s} }} WHERE {{ ?x {{type: {s}}} FILTER(?x.name == :hv) }}",
+                f"FIND(?x.attributes.value, ?x.metadata.note) WHERE {{ ?x {{type: {s}, name: {s}}} }}",
+                "DELETE CONCEPT ?x DETACH WHERE { ?x {type: :hv} }",
+            ],
+            parameters=params,
+        )
+    )
     assert [r.get("result") for r in kml] == [{"updated": 1, "matched": 1}, [[P2], [P]], {"deleted_concepts": 2, "deleted_propositions": 1}], kml
     _rows(hx, "MATCH (t:KipConcept) WHERE t.id IN $ids DETACH DELETE t", ids=[type_id, predicate_id])
     assert _fp(hx) == before
@@ -152,7 +163,7 @@ def test_engine_label_as_type_or_predicate_is_refused(hx, payload):
     err(hx.execute_kip(f'UPSERT {{ CONCEPT ?t {{ {{type: "{definition}", name: :p}} }} }}', parameters={"p": P}), "KIP_3004")
     assert _fp(hx) == before
     res = ok(hx.execute_kip('UPSERT { CONCEPT ?c { {type: "Domain", name: :p} SET ATTRIBUTES { v: :p } } }', parameters={"p": P}))
-    assert ok(hx.execute_kip_readonly("FIND(?c.attributes.v) WHERE { ?c {type: \"Domain\", name: :p} }", parameters={"p": P})) == [P]
+    assert ok(hx.execute_kip_readonly('FIND(?c.attributes.v) WHERE { ?c {type: "Domain", name: :p} }', parameters={"p": P})) == [P]
     _rows(hx, "MATCH (c:KipConcept {id: $id}) DETACH DELETE c", id=res["upsert_concept_nodes"][0])
     assert _fp(hx) == before
 
@@ -181,14 +192,16 @@ def test_one_mib_values_round_trip_with_the_default_embedder(neo4j_server, hx):
         for payload in VALUES:
             V = payload.text
             assert len(V.encode("utf-8")) >= (1 << 20) - 4
-            res = ok(nx.execute_kip(
-                'UPSERT { CONCEPT ?c { {type: "Domain", name: :n} SET ATTRIBUTES { value: :v, description: :v, nested: { inner: [:v] } } } WITH METADATA { note: :v } }',
-                parameters={"n": payload.id, "v": V},
-            ))
+            res = ok(
+                nx.execute_kip(
+                    'UPSERT { CONCEPT ?c { {type: "Domain", name: :n} SET ATTRIBUTES { value: :v, description: :v, nested: { inner: [:v] } } } WITH METADATA { note: :v } }',
+                    parameters={"n": payload.id, "v": V},
+                )
+            )
             (c,) = ok(nx.execute_kip_readonly("FIND(?c) WHERE { ?c {id: :id} }", parameters={"id": res["upsert_concept_nodes"][0]}))
             assert c["attributes"] == {"value": V, "description": V, "nested": {"inner": [V]}}
             assert c["metadata"]["note"] == V
-            assert ok(nx.execute_kip_readonly("FIND(COUNT(?c)) WHERE { ?c {type: \"Domain\"} FILTER(?c.attributes.value == :v) }", parameters={"v": V})) == 1
+            assert ok(nx.execute_kip_readonly('FIND(COUNT(?c)) WHERE { ?c {type: "Domain"} FILTER(?c.attributes.value == :v) }', parameters={"v": V})) == 1
             ok(nx.execute_kip("DELETE CONCEPT ?c DETACH WHERE { ?c {id: :id} }", parameters={"id": c["id"]}))
     assert _fp(hx) == before
 
@@ -208,14 +221,22 @@ def test_unicode_escape_in_identifier_cannot_close_the_backticks(hx):
     and deleted every Drug. quote() now writes each backslash as \\u005c."""
     assert quote("a\\u0060b") == "`a\\u005cu0060b`"
     hostile = "Drug\\u0060) DETACH DELETE a //"
-    ok(hx.execute_kip("""UPSERT {
+    ok(
+        hx.execute_kip(
+            """UPSERT {
         CONCEPT ?d { {type: "$ConceptType", name: "Drug"} }
         CONCEPT ?h { {type: "$ConceptType", name: :h} }
         CONCEPT ?a { {type: "Drug", name: "Aspirin"} }
         CONCEPT ?x { {type: :h, name: "x"} }
-    }""", parameters={"h": hostile}))
+    }""",
+            parameters={"h": hostile},
+        )
+    )
     before = _fp(hx)
-    assert ok(hx.execute_kip('DELETE ATTRIBUTES {"nothing"} FROM ?a WHERE { ?a {type: :h} }', parameters={"h": hostile})) == {"updated_concepts": 0, "updated_propositions": 0}
+    assert ok(hx.execute_kip('DELETE ATTRIBUTES {"nothing"} FROM ?a WHERE { ?a {type: :h} }', parameters={"h": hostile})) == {
+        "updated_concepts": 0,
+        "updated_propositions": 0,
+    }
     assert ok(hx.execute_kip_readonly("FIND(?a.name) WHERE { ?a {type: :h} }", parameters={"h": hostile})) == ["x"]
     assert _fp(hx) == before
     assert _rows(hx, "MATCH (n:Drug) RETURN n.name AS n") == [{"n": "Aspirin"}]

@@ -1,16 +1,17 @@
 """Every engine limit on the real Neo4j: its KIP code, that it is configurable, and that a
 refused request wrote nothing. The limits and their defaults are listed in docs/limits.md."""
+
 from __future__ import annotations
 
 import time
 import tracemalloc
 
 import pytest
-
 from hostile_payloads import fingerprint
-from kip2cypher.syntax import parser
-from kip2cypher.config import Settings
 from kml_helpers import err, ok
+
+from kip2cypher.config import Settings
+from kip2cypher.syntax import parser
 
 FAST = dict(embedder=False)
 
@@ -30,19 +31,18 @@ def graph(neo4j_server):
         nx.ensure_schema()
         nx.bootstrap()
         chain = " ".join(
-            f'CONCEPT ?n{i} {{ {{type: "Domain", name: "n{i}"}} '
-            + (f'SET PROPOSITIONS {{ ("follows", ?n{i - 1}) }} ' if i else "")
-            + "}"
-            for i in range(7)
+            f'CONCEPT ?n{i} {{ {{type: "Domain", name: "n{i}"}} ' + (f'SET PROPOSITIONS {{ ("follows", ?n{i - 1}) }} ' if i else "") + "}" for i in range(7)
         )
-        ok(nx.execute_kip(
-            'UPSERT { CONCEPT ?f { {type: "$PropositionType", name: "follows"} SET ATTRIBUTES { subject_types: ["*"], object_types: ["*"] } } }'
-        ))
+        ok(nx.execute_kip('UPSERT { CONCEPT ?f { {type: "$PropositionType", name: "follows"} SET ATTRIBUTES { subject_types: ["*"], object_types: ["*"] } } }'))
         ok(nx.execute_kip(f"UPSERT {{ {chain} }}"))
-        ok(nx.execute_kip(commands=[
-            {"command": 'UPSERT { CONCEPT ?d { {type: "Domain", name: :n} SET ATTRIBUTES { i: :i } } }', "parameters": {"n": f"bulk{i:02d}", "i": i}}
-            for i in range(40)
-        ]))
+        ok(
+            nx.execute_kip(
+                commands=[
+                    {"command": 'UPSERT { CONCEPT ?d { {type: "Domain", name: :n} SET ATTRIBUTES { i: :i } } }', "parameters": {"n": f"bulk{i:02d}", "i": i}}
+                    for i in range(40)
+                ]
+            )
+        )
         yield nx
 
 
@@ -169,7 +169,9 @@ def test_query_timeout_rolls_back_a_write(neo4j_server, graph):
 
 
 # ------------------------------------------------------------------ request budget
-SLOW = 'FIND(COUNT(?a)) WHERE { ?a {type: "Domain"} ?b {type: "Domain"} ?c {type: "Domain"} ?d {type: "Domain"} ?e {type: "Domain"} FILTER(?a.name != ?e.name) }'
+SLOW = (
+    'FIND(COUNT(?a)) WHERE { ?a {type: "Domain"} ?b {type: "Domain"} ?c {type: "Domain"} ?d {type: "Domain"} ?e {type: "Domain"} FILTER(?a.name != ?e.name) }'
+)
 
 
 def test_request_time_budget_stops_a_readonly_batch(neo4j_server, graph):
@@ -304,7 +306,9 @@ def test_valid_capsule_failed_with_kip_4001_because_of_embedding_time(neo4j_serv
 
     settings = Settings(query_timeout_s=2)
     assert isinstance(embedding.resolve(settings), embedding.MiniLMEmbedder)  # the default embedder, for real
-    blocks = " ".join(f'CONCEPT ?c{i} {{ {{type: "Domain", name: "emb-{i}"}} SET ATTRIBUTES {{ description: "domain number {i} of a large capsule" }} }}' for i in range(1500))
+    blocks = " ".join(
+        f'CONCEPT ?c{i} {{ {{type: "Domain", name: "emb-{i}"}} SET ATTRIBUTES {{ description: "domain number {i} of a large capsule" }} }}' for i in range(1500)
+    )
     with _nexus(neo4j_server, query_timeout_s=2) as nx:
         nx.settings = nx.settings.replace(embedder=None)  # the process default: MiniLM
         result = ok(nx.execute_kip(f"UPSERT {{ {blocks} }}"))

@@ -5,6 +5,7 @@ through the Python API from threads and through the stdio MCP server.
 Wall-clock bounds here are deliberately generous (the machine is shared); the measured figures
 are printed as ``[reliability]`` lines (``pytest -s``) and reported in docs/reliability.md.
 """
+
 from __future__ import annotations
 
 import json
@@ -16,9 +17,9 @@ import time
 
 import anyio
 import pytest
+from kml_helpers import err, ok
 
 from kip2cypher.config import Settings
-from kml_helpers import err, ok
 
 FAST = dict(embedder=False)
 SMALL = 'FIND(?t.name) WHERE { ?t {type: "$ConceptType", name: "Domain"} }'
@@ -43,6 +44,7 @@ def report(label: str, samples: list[float]) -> str:
 @pytest.fixture(scope="module")
 def nx(neo4j_server):
     from conftest import wipe
+
     from kip2cypher.execute import Nexus
 
     with Nexus(neo4j_server.uri, auth=neo4j_server.auth, database=neo4j_server.database, settings=Settings(**FAST)) as nexus:

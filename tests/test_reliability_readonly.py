@@ -7,18 +7,19 @@ hostile payloads, KML disguised behind comments and whitespace, hidden in batche
 {command, parameters} objects), under dry_run, and a compiled KML plan forced through the
 read-only path (Neo4j's READ access mode is the second lock on the door).
 """
+
 from __future__ import annotations
 
 import re
 
-import pytest
-
 import parser_fixtures
+import pytest
 from hostile_payloads import NAMES, fingerprint, kip_string
-from kip2cypher.lower.compile import compile_plan
-from kip2cypher.config import Settings
-from kip2cypher.syntax.script import command_kind_of
 from kml_helpers import COGNIZINE, SCHEMA, ok
+
+from kip2cypher.config import Settings
+from kip2cypher.lower.compile import compile_plan
+from kip2cypher.syntax.script import command_kind_of
 
 FIXTURES = parser_fixtures.valid()
 KML = [e for e in FIXTURES if command_kind_of(e.text) == "KML"]
@@ -44,11 +45,13 @@ def ro(neo4j_server):
         nx.bootstrap()
         ok(nx.execute_kip(SCHEMA))
         ok(nx.execute_kip(COGNIZINE))
-        ok(nx.execute_kip(
-            'UPSERT { CONCEPT ?h { {type: "Symptom", name: "Headache"} } '
-            'CONCEPT ?a { {type: "Drug", name: "Aspirin"} SET ATTRIBUTES { risk_level: 1, risk_category: "low", old_id: 7 } '
-            'SET PROPOSITIONS { ("treats", ?h) WITH METADATA { source: "untrusted_source_v1", confidence: 0.5 } } } }'
-        ))
+        ok(
+            nx.execute_kip(
+                'UPSERT { CONCEPT ?h { {type: "Symptom", name: "Headache"} } '
+                'CONCEPT ?a { {type: "Drug", name: "Aspirin"} SET ATTRIBUTES { risk_level: 1, risk_category: "low", old_id: 7 } '
+                'SET PROPOSITIONS { ("treats", ?h) WITH METADATA { source: "untrusted_source_v1", confidence: 0.5 } } } }'
+            )
+        )
         yield nx
 
 
@@ -68,7 +71,7 @@ def _hostile_variant(text: str, seed: int) -> str:
     literals = list(re.finditer(r'"(?:[^"\\\n]|\\.)*"', text))
     out, last = [], 0
     for i, m in enumerate(literals):
-        out.append(text[last:m.start()] + kip_string(HOSTILE[(seed * 7 + i * 13) % len(HOSTILE)]))
+        out.append(text[last : m.start()] + kip_string(HOSTILE[(seed * 7 + i * 13) % len(HOSTILE)]))
         last = m.end()
     return "".join(out) + text[last:]
 
@@ -81,7 +84,7 @@ def test_kml_example_and_its_hostile_variants_write_nothing(ro, entry):
     variants = [
         text,
         _hostile_variant(text, index),
-        "// FIND(?x) WHERE { ?x {type: \"Drug\"} }\n" + text,
+        '// FIND(?x) WHERE { ?x {type: "Drug"} }\n' + text,
         "/* DESCRIBE PRIMER */ " + text,
         "\n\t  " + text + "\n// trailing comment",
     ]

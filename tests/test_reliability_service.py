@@ -7,6 +7,7 @@ mixed traffic for KIP2CYPHER_SOAK_S seconds (default 1800) and checks RSS and op
 
 Every test asserts whole answers and, where something could have been written, a fingerprint.
 """
+
 from __future__ import annotations
 
 import json
@@ -16,15 +17,15 @@ import sys
 import time
 
 import httpx2
-import pytest
-
 import private_neo4j
+import pytest
 from hostile_payloads import fingerprint
+from kml_helpers import integrity, ok
+from mcp_http_helpers import ACCEPT, INIT, RO, RW, RW2, SOAK_TYPE, WRITE, MixedTraffic, http_server, in_session, payload
+
 from kip2cypher import KipError, localneo4j
 from kip2cypher.config import Settings
 from kip2cypher.cypher import storage
-from kml_helpers import integrity, ok
-from mcp_http_helpers import ACCEPT, INIT, RO, RW, RW2, SOAK_TYPE, WRITE, MixedTraffic, http_server, in_session, payload
 
 FIGURES: dict = {}
 SESSIONS = 16
@@ -73,7 +74,9 @@ def test_http_mcp_under_load_survives_neo4j_sigkill_and_restart(private):
         assert traffic.acknowledged <= stored <= traffic.attempted  # acknowledged ⇒ durable; nothing invented
         assert traffic.half_written(nexus) == []
         integrity(nexus)
-        open_tx = nexus.driver.execute_query("SHOW TRANSACTIONS YIELD currentQuery WHERE NOT currentQuery STARTS WITH 'SHOW' RETURN count(*) AS c").records[0]["c"]
+        open_tx = nexus.driver.execute_query("SHOW TRANSACTIONS YIELD currentQuery WHERE NOT currentQuery STARTS WITH 'SHOW' RETURN count(*) AS c").records[0][
+            "c"
+        ]
         assert open_tx == 0
     FIGURES["writes acknowledged / stored / attempted"] = (len(traffic.acknowledged), len(stored), len(traffic.attempted))
 
@@ -81,8 +84,18 @@ def test_http_mcp_under_load_survives_neo4j_sigkill_and_restart(private):
 # ------------------------------------------------------------------ tokens
 def _near_misses(token: str) -> list[str]:
     return [
-        token[:-1], token + "x", token[1:], "x" + token, token.upper(), token.swapcase(), token[:-1] + chr(ord(token[-1]) + 1),
-        f" {token}", f"{token} ", token.replace("-", "\u2010"), token + "\u200b", token.replace("o", "\u043e"),
+        token[:-1],
+        token + "x",
+        token[1:],
+        "x" + token,
+        token.upper(),
+        token.swapcase(),
+        token[:-1] + chr(ord(token[-1]) + 1),
+        f" {token}",
+        f"{token} ",
+        token.replace("-", "\u2010"),
+        token + "\u200b",
+        token.replace("o", "\u043e"),
     ]
 
 
@@ -93,7 +106,12 @@ HOSTILE_TOKENS = ["", " ", "null", "Bearer", "a" * 16, "x" * 100_000, "\u0000" *
 
 def test_hostile_and_near_miss_tokens_get_401_and_nothing_runs_or_logs(genesis, neo4j_server):
     before = fingerprint(genesis.driver, genesis.database)
-    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "execute_kip", "arguments": {"command": 'UPSERT { CONCEPT ?d { {type: "Domain", name: "Intruder"} } }'}}}
+    call = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "execute_kip", "arguments": {"command": 'UPSERT { CONCEPT ?d { {type: "Domain", name: "Intruder"} } }'}},
+    }
     statuses = []
     with http_server(neo4j_server) as served:
         for token in HOSTILE_TOKENS:
@@ -175,8 +193,28 @@ def test_a_bound_token_cannot_choose_another_namespace(genesis, neo4j_server):
 
 # ------------------------------------------------------------------ hostile namespace names
 HOSTILE_NAMESPACES = [
-    "Alice", "1st", "a-b", "a b", "a/b", "a`b", "a`) DETACH DELETE n //", "a\u0000", "\u00e9t\u00e9", "a\\u0060b",
-    "kipconcept", "KipConcept", "KIP_SUBJECT", "x" * 33, "_x", "a.b", "a:b", "a$b", "a'b", 'a"b', "a\nb", "ａｌｉｃｅ",
+    "Alice",
+    "1st",
+    "a-b",
+    "a b",
+    "a/b",
+    "a`b",
+    "a`) DETACH DELETE n //",
+    "a\u0000",
+    "\u00e9t\u00e9",
+    "a\\u0060b",
+    "kipconcept",
+    "KipConcept",
+    "KIP_SUBJECT",
+    "x" * 33,
+    "_x",
+    "a.b",
+    "a:b",
+    "a$b",
+    "a'b",
+    'a"b',
+    "a\nb",
+    "ａｌｉｃｅ",
 ]
 
 
@@ -202,7 +240,9 @@ def test_hostile_namespace_name_is_refused_at_every_door(genesis, neo4j_server, 
     assert dropped.value.code == "KIP_1002"
     if "\u0000" not in name:  # a NUL cannot be an argv element
         env = {**os.environ, "NEO4J_URI": neo4j_server.uri}
-        done = subprocess.run([sys.executable, "-m", "kip2cypher.cli", "call", "--namespace", name, "DESCRIBE PRIMER"], env=env, capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [sys.executable, "-m", "kip2cypher.cli", "call", "--namespace", name, "DESCRIBE PRIMER"], env=env, capture_output=True, text=True, timeout=120
+        )
         assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-500:]
         error = json.loads(done.stderr or done.stdout)["error"]
         assert "namespace" in error["message"]

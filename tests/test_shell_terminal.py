@@ -6,6 +6,7 @@ until the expected text is there (bounded, generous for a slow machine) — no f
 are asserted on. tmux is a system package (``apt-get install tmux``); without it these
 tests skip, except under KIP2CYPHER_REQUIRE_NEO4J=1 (CI), where they fail.
 """
+
 from __future__ import annotations
 
 import os
@@ -16,8 +17,8 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -162,7 +163,7 @@ def test_a_multiline_command_runs_at_the_blank_line_and_is_one_history_entry(she
 def test_wide_characters_align_in_the_terminal(shell):
     shell.run('UPSERT { CONCEPT ?x { {type: "Drug", name: "阿司匹林 💊"} SET ATTRIBUTES { risk_level: 3 } } };')
     screen = shell.run('FIND(?d.name, ?d.attributes.risk_level) WHERE { ?d {type: "Drug"} } ORDER BY ?d.name;')
-    table = screen[screen.rindex("FIND(?d.name"):]
+    table = screen[screen.rindex("FIND(?d.name") :]
     rows = [line for line in table.splitlines() if line.startswith(("│", "╭", "├", "╰"))]
     from rich.cells import cell_len
 
@@ -215,7 +216,7 @@ def test_colon_switches_readonly_json_and_cypher(shell, medical):
 def test_run_on_a_terminal_shows_a_live_bar_below_the_command_lines(neo4j_server, genesis, tmp_path):
     capsule = "\n".join(f'UPSERT {{ CONCEPT ?t{i} {{ {{type: "$ConceptType", name: "T{i}"}} }} }}' for i in range(13))
     path = tmp_path / "thirteen.kip"
-    path.write_text(capsule + '\nDESCRIBE CONCEPT TYPES\n')
+    path.write_text(capsule + "\nDESCRIBE CONCEPT TYPES\n")
     terminal = Terminal(["run", str(path)], _env(neo4j_server, tmp_path))
     try:
         screen = terminal.wait_for(r"\[exit \d+\]")

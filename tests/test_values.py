@@ -1,10 +1,11 @@
 """values.resolve & friends: placeholders bound from parameters, never from strings."""
+
 from __future__ import annotations
 
 import pytest
 
-from kip2cypher.syntax import ast
 from kip2cypher.errors import INVALID_SYNTAX, KipError
+from kip2cypher.syntax import ast
 from kip2cypher.syntax.parser import parse
 from kip2cypher.syntax.placeholders import check_quoted_placeholders, placeholders
 from kip2cypher.syntax.values import (
@@ -65,13 +66,13 @@ def test_resolve_str_and_number():
 
 def test_placeholders_are_collected_from_every_position():
     find = parse(
-        "FIND(?x) WHERE { ?x {id: :id} ?y {type: :t, name: :n} ?l (id: :lid) FILTER(IN(?x.name, [:a, \"b\"]) && ?x.name != :c) } LIMIT :limit CURSOR :cursor"
+        'FIND(?x) WHERE { ?x {id: :id} ?y {type: :t, name: :n} ?l (id: :lid) FILTER(IN(?x.name, [:a, "b"]) && ?x.name != :c) } LIMIT :limit CURSOR :cursor'
     )
     assert placeholders(find) == {"id", "t", "n", "lid", "a", "c", "limit", "cursor"}
     search = parse("SEARCH CONCEPT :term WITH TYPE :type MODE :mode THRESHOLD :th LIMIT :lim")
     assert placeholders(search) == {"term", "type", "mode", "th", "lim"}
     upsert = parse(
-        "UPSERT { CONCEPT ?a { {type: \"A\", name: :name} EXPECT VERSION :v SET ATTRIBUTES { x: {y: [:deep]} } } WITH METADATA { m: :meta } } WITH METADATA { o: :outer }"
+        'UPSERT { CONCEPT ?a { {type: "A", name: :name} EXPECT VERSION :v SET ATTRIBUTES { x: {y: [:deep]} } } WITH METADATA { m: :meta } } WITH METADATA { o: :outer }'
     )
     assert placeholders(upsert) == {"name", "v", "deep", "meta", "outer"}
     update = parse("UPDATE ?n SET ATTRIBUTES { s: MUL(?n.attributes.s, :factor) } WHERE { ?n {type: :type} } LIMIT :limit")
@@ -91,7 +92,7 @@ def test_quoted_placeholder_of_a_known_parameter_is_rejected():
 @pytest.mark.parametrize(
     "text",
     [
-        'FIND(?x) WHERE { ?x {name: :name} }',  # a whole-value placeholder is fine
+        "FIND(?x) WHERE { ?x {name: :name} }",  # a whole-value placeholder is fine
         'FIND(?x) WHERE { ?x {name: "Hello :other"} }',  # not a parameter
         'FIND(?x) WHERE { ?x {name: "at 12:30"} }',  # digits are not a placeholder name
         'FIND(?x) WHERE { ?x {name: "a:names"} } // "Hello :name" in a comment',

@@ -1,4 +1,5 @@
 """``python -m kip2cypher.cli``."""
+
 from .app import main
 
 main()

@@ -8,16 +8,17 @@ exit status 1; no Python traceback is ever shown for a KIP-level failure.
 Imports are lazy: ``parse`` and ``compile`` never load the neo4j driver, rich or
 prompt_toolkit (``tests/test_cli_offline.py`` checks the driver stays out).
 """
+
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
 import logging
-import functools
 import os
 import sys
-import dataclasses
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 import click
 
@@ -30,11 +31,11 @@ from .jsonout import fail as _fail
 class Connect:
     """Where a command connects: the ``--uri --user --password --database --namespace`` options."""
 
-    uri: Optional[str]
-    user: Optional[str]
-    password: Optional[str]
-    database: Optional[str]
-    namespace: Optional[str]
+    uri: str | None
+    user: str | None
+    password: str | None
+    database: str | None
+    namespace: str | None
 
     def open(self, *, start_local: bool = False, asynchronous: bool = False):
         """Connect (an ``AsyncNexus`` with ``asynchronous``); with ``start_local`` and no URI
@@ -62,7 +63,12 @@ _CONNECT_OPTIONS = (
     click.option("--user", envvar=["NEO4J_USERNAME", "NEO4J_USER"], default=None, help="Neo4j user [env NEO4J_USERNAME]."),
     click.option("--password", envvar="NEO4J_PASSWORD", default=None, help="Neo4j password [env NEO4J_PASSWORD]."),
     click.option("--database", envvar="NEO4J_DATABASE", default=None, help="Neo4j database [env NEO4J_DATABASE; default: the server's default]."),
-    click.option("--namespace", envvar="KIP2CYPHER_NAMESPACE", default=None, help="The nexus inside the database (docs/namespaces.md) [env KIP2CYPHER_NAMESPACE; default: the default namespace]."),
+    click.option(
+        "--namespace",
+        envvar="KIP2CYPHER_NAMESPACE",
+        default=None,
+        help="The nexus inside the database (docs/namespaces.md) [env KIP2CYPHER_NAMESPACE; default: the default namespace].",
+    ),
 )
 
 
@@ -108,7 +114,9 @@ def _verbose_option(fn):
             logging.getLogger("kip2cypher").setLevel(logging.DEBUG)  # through _log_to_stderr's handler
         return value
 
-    return click.option("-v", "--verbose", is_flag=True, expose_value=False, is_eager=True, callback=enable, help="Log every Cypher statement and its parameters to stderr.")(fn)
+    return click.option(
+        "-v", "--verbose", is_flag=True, expose_value=False, is_eager=True, callback=enable, help="Log every Cypher statement and its parameters to stderr."
+    )(fn)
 
 
 class _Group(click.Group):
@@ -132,7 +140,12 @@ class _Group(click.Group):
                 _fail(from_neo4j(exc).to_dict(), err=True)
             if os.environ.get("KIP2CYPHER_DEBUG") == "1":
                 raise
-            _fail(errors.KipError(errors.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}", "Set KIP2CYPHER_DEBUG=1 to see the traceback.").to_dict(), err=True)
+            _fail(
+                errors.KipError(
+                    errors.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}", "Set KIP2CYPHER_DEBUG=1 to see the traceback."
+                ).to_dict(),
+                err=True,
+            )
 
 
 def _reader_gone() -> None:
@@ -176,7 +189,7 @@ def neo4j() -> None:
 @neo4j.command("start")
 @click.option("--port", type=int, default=None, help="Bolt port (default 7687 or KIP2CYPHER_NEO4J_PORT).")
 @click.option("--data", "home", default=None, help="Data directory (default under ~/.cache/kip2cypher).")
-def neo4j_start(port: Optional[int], home: Optional[str]) -> None:
+def neo4j_start(port: int | None, home: str | None) -> None:
     """Start Neo4j in the background and wait until Bolt answers."""
     from .. import localneo4j
 
@@ -191,7 +204,7 @@ def neo4j_start(port: Optional[int], home: Optional[str]) -> None:
 @neo4j.command("stop")
 @click.option("--port", type=int, default=None)
 @click.option("--data", "home", default=None)
-def neo4j_stop(port: Optional[int], home: Optional[str]) -> None:
+def neo4j_stop(port: int | None, home: str | None) -> None:
     """Shut the local Neo4j down cleanly."""
     from .. import localneo4j
 
@@ -202,7 +215,7 @@ def neo4j_stop(port: Optional[int], home: Optional[str]) -> None:
 @neo4j.command("status")
 @click.option("--port", type=int, default=None)
 @click.option("--data", "home", default=None)
-def neo4j_status(port: Optional[int], home: Optional[str]) -> None:
+def neo4j_status(port: int | None, home: str | None) -> None:
     """Say whether the local Neo4j is up, and its version."""
     from .. import localneo4j
 
@@ -213,7 +226,7 @@ def neo4j_status(port: Optional[int], home: Optional[str]) -> None:
 
 
 # ---------------------------------------------------------------- helpers
-def _parse_params(params: Optional[str]) -> dict[str, Any]:
+def _parse_params(params: str | None) -> dict[str, Any]:
     if not params:
         return {}
     from ..models import loads
@@ -249,9 +262,14 @@ def parse_cmd(source: str) -> None:
 @click.option("--params", default=None, help="Parameters as a JSON object.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--explain", is_flag=True, help="Run EXPLAIN on the configured Neo4j and print each statement's plan.")
-@click.option("--mapping", type=click.Path(dir_okay=False), default=None, help="Compile as a namespace that adopted this mapping (docs/adopt.md); with --explain the stored mapping is used.")
+@click.option(
+    "--mapping",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Compile as a namespace that adopted this mapping (docs/adopt.md); with --explain the stored mapping is used.",
+)
 @_connect_options
-def compile_cmd(source: str, params: Optional[str], fmt: str, explain: bool, mapping: Optional[str], conn: Connect) -> None:
+def compile_cmd(source: str, params: str | None, fmt: str, explain: bool, mapping: str | None, conn: Connect) -> None:
     """Print the Cypher (and parameters) a KIP command — or each command of a script — compiles to.
 
     A placeholder without a value in --params stays a Cypher parameter ($name) to bind at
@@ -293,8 +311,11 @@ def compile_cmd(source: str, params: Optional[str], fmt: str, explain: bool, map
 
 
 # ---------------------------------------------------------------- execution
-@main.command("call", epilog="SOURCE is a file, '-' for stdin (the default), or the request itself. "
-              "Whatever its origin, text starting with '{' is the request JSON; anything else is one KIP command.")
+@main.command(
+    "call",
+    epilog="SOURCE is a file, '-' for stdin (the default), or the request itself. "
+    "Whatever its origin, text starting with '{' is the request JSON; anything else is one KIP command.",
+)
 @click.argument("source", required=False)
 @click.option("--request", "request_file", default=None, help="Read the request from FILE (same as giving FILE as SOURCE).")
 @click.option("--params", default=None, help="Parameters for a KIP command given as text, as a JSON object.")
@@ -302,7 +323,7 @@ def compile_cmd(source: str, params: Optional[str], fmt: str, explain: bool, map
 @click.option("--format", "fmt", type=click.Choice(["json", "table"]), default="json", show_default=True, help="table prints results as the shell does.")
 @_verbose_option
 @_connect_options
-def call_cmd(source: Optional[str], request_file: Optional[str], params: Optional[str], readonly: bool, fmt: str, conn: Connect) -> None:
+def call_cmd(source: str | None, request_file: str | None, params: str | None, readonly: bool, fmt: str, conn: Connect) -> None:
     """Function-call JSON in, response JSON out (spec §6).
 
     The request is the arguments object {"command"|"commands", "parameters", "dry_run"},
@@ -371,12 +392,24 @@ def _print_table_response(arguments: Any, response: dict[str, Any]) -> None:
 @click.argument("source")
 @click.option("--params", default=None, help="Shared parameters as a JSON object.")
 @click.option("--dry-run", is_flag=True, help="Validate every command against the live schema without writing.")
-@click.option("--readonly", is_flag=True, cls=_EnvOption, envvar="KIP2CYPHER_READONLY", help="Refuse KML: run the script as execute_kip_readonly would [env KIP2CYPHER_READONLY=1].")
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "table"]), default="text", show_default=True,
-              help="text: a line per command; json: the §6.2.3 batch response; table: one table at the end.")
+@click.option(
+    "--readonly",
+    is_flag=True,
+    cls=_EnvOption,
+    envvar="KIP2CYPHER_READONLY",
+    help="Refuse KML: run the script as execute_kip_readonly would [env KIP2CYPHER_READONLY=1].",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "table"]),
+    default="text",
+    show_default=True,
+    help="text: a line per command; json: the §6.2.3 batch response; table: one table at the end.",
+)
 @_verbose_option
 @_connect_options
-def run_cmd(source: str, params: Optional[str], dry_run: bool, readonly: bool, fmt: str, conn: Connect) -> None:
+def run_cmd(source: str, params: str | None, dry_run: bool, readonly: bool, fmt: str, conn: Connect) -> None:
     """Execute a .kip file: a capsule or a script of several commands, in order.
 
     Follows the batch rules of spec §6: a KML execution error stops the run; read
@@ -401,7 +434,7 @@ def run_cmd(source: str, params: Optional[str], dry_run: bool, readonly: bool, f
 @click.option("--params", default=None, help="Parameters for placeholders in PATTERN, as a JSON object.")
 @click.option("--max-pages", type=int, default=0, help="Stop after this many pages (0: follow next_cursor to the end).")
 @_connect_options
-def export_cmd(pattern: str, target: str, limit: int, params: Optional[str], max_pages: int, conn: Connect) -> None:
+def export_cmd(pattern: str, target: str, limit: int, params: str | None, max_pages: int, conn: Connect) -> None:
     """Export the elements matched by a WHERE pattern as a capsule (.kip) on stdout.
 
     PATTERN is the body of an EXPORT's WHERE block, e.g.
@@ -412,7 +445,7 @@ def export_cmd(pattern: str, target: str, limit: int, params: Optional[str], max
     parameters = _parse_params(params)
     target = target if target.startswith("?") else f"?{target}"
     base = f"EXPORT {target}\nWHERE {{\n  {pattern.strip()}\n}}\nLIMIT {int(limit)}"
-    cursor: Optional[str] = None
+    cursor: str | None = None
     pages = concepts = propositions = 0
     with conn.open() as nexus:
         while True:
@@ -437,11 +470,23 @@ def export_cmd(pattern: str, target: str, limit: int, params: Optional[str], max
 
 
 @main.command("shell")
-@click.option("--readonly", is_flag=True, cls=_EnvOption, envvar="KIP2CYPHER_READONLY", help="Start with writes refused (toggle with :readonly off) [env KIP2CYPHER_READONLY=1].")
+@click.option(
+    "--readonly",
+    is_flag=True,
+    cls=_EnvOption,
+    envvar="KIP2CYPHER_READONLY",
+    help="Start with writes refused (toggle with :readonly off) [env KIP2CYPHER_READONLY=1].",
+)
 @click.option("--cypher/--no-cypher", "show_cypher", default=False, help="Show each command's Cypher (toggle with :cypher on|off).")
-@click.option("--history", "history_file", default=None, envvar="KIP2CYPHER_HISTORY", help="History file [env KIP2CYPHER_HISTORY; default: shell_history in the user data dir].")
+@click.option(
+    "--history",
+    "history_file",
+    default=None,
+    envvar="KIP2CYPHER_HISTORY",
+    help="History file [env KIP2CYPHER_HISTORY; default: shell_history in the user data dir].",
+)
 @_connect_options
-def shell_cmd(readonly: bool, show_cypher: bool, history_file: Optional[str], conn: Connect) -> None:
+def shell_cmd(readonly: bool, show_cypher: bool, history_file: str | None, conn: Connect) -> None:
     """Interactive KIP: end a command with a blank line or `;`. Type :help for the colon commands.
 
     Ctrl-C discards the command being typed, Ctrl-D leaves; Tab completes keywords, :commands
@@ -453,28 +498,102 @@ def shell_cmd(readonly: bool, show_cypher: bool, history_file: Optional[str], co
         Shell(nexus, readonly=readonly, show_cypher=show_cypher, history_file=history_file).loop()
 
 
-def _csv(value: Optional[str]) -> list[str]:
+def _csv(value: str | None) -> list[str]:
     return [item.strip() for item in (value or "").split(",") if item.strip()]
 
 
 @main.command("mcp")
-@click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True, cls=_EnvOption, envvar="KIP2CYPHER_MCP_TRANSPORT", help="stdio: one local client; http: the SDK's streamable HTTP, many clients [env KIP2CYPHER_MCP_TRANSPORT].")
-@click.option("--host", default="127.0.0.1", show_default=True, cls=_EnvOption, envvar="KIP2CYPHER_MCP_HOST", help="HTTP: address to listen on [env KIP2CYPHER_MCP_HOST].")
-@click.option("--port", type=int, default=8000, show_default=True, cls=_EnvOption, envvar="KIP2CYPHER_MCP_PORT", help="HTTP: port (0 = any free port, printed at start) [env KIP2CYPHER_MCP_PORT].")
-@click.option("--path", "http_path", default="/mcp", show_default=True, cls=_EnvOption, envvar="KIP2CYPHER_MCP_PATH", help="HTTP: endpoint path [env KIP2CYPHER_MCP_PATH].")
-@click.option("--tokens-file", default=None, cls=_EnvOption, envvar="KIP2CYPHER_MCP_TOKENS_FILE", type=click.Path(dir_okay=False), help="HTTP: bearer tokens, `<token> rw|ro [namespace]` a line [env KIP2CYPHER_MCP_TOKENS_FILE]; also KIP2CYPHER_MCP_TOKENS='<token>:rw,<token>:ro:alice'.")
+@click.option(
+    "--transport",
+    type=click.Choice(["stdio", "http"]),
+    default="stdio",
+    show_default=True,
+    cls=_EnvOption,
+    envvar="KIP2CYPHER_MCP_TRANSPORT",
+    help="stdio: one local client; http: the SDK's streamable HTTP, many clients [env KIP2CYPHER_MCP_TRANSPORT].",
+)
+@click.option(
+    "--host", default="127.0.0.1", show_default=True, cls=_EnvOption, envvar="KIP2CYPHER_MCP_HOST", help="HTTP: address to listen on [env KIP2CYPHER_MCP_HOST]."
+)
+@click.option(
+    "--port",
+    type=int,
+    default=8000,
+    show_default=True,
+    cls=_EnvOption,
+    envvar="KIP2CYPHER_MCP_PORT",
+    help="HTTP: port (0 = any free port, printed at start) [env KIP2CYPHER_MCP_PORT].",
+)
+@click.option(
+    "--path",
+    "http_path",
+    default="/mcp",
+    show_default=True,
+    cls=_EnvOption,
+    envvar="KIP2CYPHER_MCP_PATH",
+    help="HTTP: endpoint path [env KIP2CYPHER_MCP_PATH].",
+)
+@click.option(
+    "--tokens-file",
+    default=None,
+    cls=_EnvOption,
+    envvar="KIP2CYPHER_MCP_TOKENS_FILE",
+    type=click.Path(dir_okay=False),
+    help="HTTP: bearer tokens, `<token> rw|ro [namespace]` a line [env KIP2CYPHER_MCP_TOKENS_FILE]; also KIP2CYPHER_MCP_TOKENS='<token>:rw,<token>:ro:alice'.",
+)
 @click.option("--no-auth", is_flag=True, help="HTTP: serve without tokens (refused unless --host is loopback).")
-@click.option("--allowed-hosts", default=None, cls=_EnvOption, envvar="KIP2CYPHER_MCP_ALLOWED_HOSTS", help="HTTP: extra Host header values accepted, comma-separated, e.g. 'kip.example.com:*' (DNS-rebinding protection) [env KIP2CYPHER_MCP_ALLOWED_HOSTS].")
-@click.option("--allowed-origins", default=None, cls=_EnvOption, envvar="KIP2CYPHER_MCP_ALLOWED_ORIGINS", help="HTTP: extra browser Origin values accepted, comma-separated [env KIP2CYPHER_MCP_ALLOWED_ORIGINS].")
-@click.option("--max-request-bytes", type=click.IntRange(min=1024), default=None, cls=_EnvOption, envvar="KIP2CYPHER_MCP_MAX_REQUEST_BYTES", help="HTTP: largest request body (default 2 MiB); larger ones get KIP_4002 before parsing [env KIP2CYPHER_MCP_MAX_REQUEST_BYTES].")
-@click.option("--request-timeout", type=click.FloatRange(min=0), default=None, cls=_EnvOption, envvar="KIP2CYPHER_MCP_REQUEST_TIMEOUT_S", help="Seconds one tool call may take before it answers KIP_4001 (default 120; 0 = none) [env KIP2CYPHER_MCP_REQUEST_TIMEOUT_S].")
+@click.option(
+    "--allowed-hosts",
+    default=None,
+    cls=_EnvOption,
+    envvar="KIP2CYPHER_MCP_ALLOWED_HOSTS",
+    help="HTTP: extra Host header values accepted, comma-separated, e.g. 'kip.example.com:*' (DNS-rebinding protection) [env KIP2CYPHER_MCP_ALLOWED_HOSTS].",
+)
+@click.option(
+    "--allowed-origins",
+    default=None,
+    cls=_EnvOption,
+    envvar="KIP2CYPHER_MCP_ALLOWED_ORIGINS",
+    help="HTTP: extra browser Origin values accepted, comma-separated [env KIP2CYPHER_MCP_ALLOWED_ORIGINS].",
+)
+@click.option(
+    "--max-request-bytes",
+    type=click.IntRange(min=1024),
+    default=None,
+    cls=_EnvOption,
+    envvar="KIP2CYPHER_MCP_MAX_REQUEST_BYTES",
+    help="HTTP: largest request body (default 2 MiB); larger ones get KIP_4002 before parsing [env KIP2CYPHER_MCP_MAX_REQUEST_BYTES].",
+)
+@click.option(
+    "--request-timeout",
+    type=click.FloatRange(min=0),
+    default=None,
+    cls=_EnvOption,
+    envvar="KIP2CYPHER_MCP_REQUEST_TIMEOUT_S",
+    help="Seconds one tool call may take before it answers KIP_4001 (default 120; 0 = none) [env KIP2CYPHER_MCP_REQUEST_TIMEOUT_S].",
+)
 @click.option("--readonly", is_flag=True, cls=_EnvOption, envvar="KIP2CYPHER_READONLY", help="Expose only execute_kip_readonly [env KIP2CYPHER_READONLY=1].")
 @click.option("--bootstrap", is_flag=True, help="Create the schema objects and apply Genesis before serving (idempotent).")
 @click.option("--with-capsules", is_flag=True, help="With --bootstrap: also apply the standard capsules ($self, Person, Event, …).")
 @click.option("--start-local", is_flag=True, help="Start the bundled local Neo4j when no --uri / NEO4J_URI is set.")
 @_connect_options
-def mcp_cmd(transport: str, host: str, port: int, http_path: str, tokens_file: Optional[str], no_auth: bool, allowed_hosts: Optional[str], allowed_origins: Optional[str],
-            max_request_bytes: Optional[int], request_timeout: Optional[float], readonly: bool, bootstrap: bool, with_capsules: bool, start_local: bool, conn: Connect) -> None:
+def mcp_cmd(
+    transport: str,
+    host: str,
+    port: int,
+    http_path: str,
+    tokens_file: str | None,
+    no_auth: bool,
+    allowed_hosts: str | None,
+    allowed_origins: str | None,
+    max_request_bytes: int | None,
+    request_timeout: float | None,
+    readonly: bool,
+    bootstrap: bool,
+    with_capsules: bool,
+    start_local: bool,
+    conn: Connect,
+) -> None:
     """Serve execute_kip and execute_kip_readonly over MCP: stdio (default) or streamable HTTP.
 
     stdio: stdout carries only the protocol; logs go to stderr. http: every request needs
@@ -487,21 +606,38 @@ def mcp_cmd(transport: str, host: str, port: int, http_path: str, tokens_file: O
     try:
         if transport == "http":
             http = mcp_server.HttpOptions(
-                host=host, port=port, path=http_path, no_auth=no_auth,
+                host=host,
+                port=port,
+                path=http_path,
+                no_auth=no_auth,
                 tokens=mcp_server.parse_tokens(os.environ.get("KIP2CYPHER_MCP_TOKENS"), tokens_file),
-                allowed_hosts=_csv(allowed_hosts), allowed_origins=_csv(allowed_origins),
+                allowed_hosts=_csv(allowed_hosts),
+                allowed_origins=_csv(allowed_origins),
                 max_request_bytes=max_request_bytes or mcp_server.DEFAULT_MAX_REQUEST_BYTES,
             )
         timeout = mcp_server.DEFAULT_REQUEST_TIMEOUT_S if request_timeout is None else request_timeout
-        mcp_server.run(lambda: conn.open(start_local=start_local, asynchronous=True), readonly=readonly, bootstrap=bootstrap, capsules=with_capsules, http=http, request_timeout_s=timeout)
+        mcp_server.run(
+            lambda: conn.open(start_local=start_local, asynchronous=True),
+            readonly=readonly,
+            bootstrap=bootstrap,
+            capsules=with_capsules,
+            http=http,
+            request_timeout_s=timeout,
+        )
     except mcp_server.McpConfigError as exc:
         raise click.ClickException(str(exc))
 
 
 @main.command("bootstrap")
 @click.option("--with-capsules", is_flag=True, help="Also apply the standard capsules (Event, Person, $self, …).")
-@click.option("--upgrade", is_flag=True, help="Apply the shipped capsules as the engine: a newer Genesis or standard capsule may change the protected structures it defines (idempotent).")
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "table"]), default="text", show_default=True, help="json: each capsule's UPSERT result, ids included.")
+@click.option(
+    "--upgrade",
+    is_flag=True,
+    help="Apply the shipped capsules as the engine: a newer Genesis or standard capsule may change the protected structures it defines (idempotent).",
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json", "table"]), default="text", show_default=True, help="json: each capsule's UPSERT result, ids included."
+)
 @click.option("-v", "--verbose", is_flag=True, help="text/table: also list the element ids each capsule upserted.")
 @_connect_options
 def bootstrap_cmd(with_capsules: bool, upgrade: bool, fmt: str, verbose: bool, conn: Connect) -> None:
@@ -534,7 +670,11 @@ def bootstrap_cmd(with_capsules: bool, upgrade: bool, fmt: str, verbose: bool, c
 @click.argument("mapping", type=click.Path(dir_okay=False))
 @click.option("--dry-run", is_flag=True, help="Only read: print what would be registered and how many nodes and relationships the mapping exposes.")
 @click.option("--create-index", is_flag=True, help="Also create the full-text index keyword SEARCH uses over the mapped text properties.")
-@click.option("--embed", is_flag=True, help="Also compute the vectors semantic SEARCH uses for adopted concepts and relationships (on KIP's own shadow nodes); re-run to refresh them.")
+@click.option(
+    "--embed",
+    is_flag=True,
+    help="Also compute the vectors semantic SEARCH uses for adopted concepts and relationships (on KIP's own shadow nodes); re-run to refresh them.",
+)
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @_connect_options
 def adopt_cmd(mapping: str, dry_run: bool, create_index: bool, embed: bool, fmt: str, conn: Connect) -> None:
@@ -575,14 +715,16 @@ def demo_cmd(yes: bool, conn: Connect) -> None:
             version = localneo4j.start(cfg, log=lambda m: click.echo(m, err=True), require_own=True)
         except localneo4j.LocalNeo4jError as exc:
             raise click.ClickException(str(exc))
-        click.echo(f"The demo's own local Neo4j {version} at {cfg.uri} (data: {cfg.home}; stop it with `kip2cypher neo4j stop --port {cfg.port} --data {cfg.home}`)", err=True)
+        click.echo(
+            f"The demo's own local Neo4j {version} at {cfg.uri} (data: {cfg.home}; stop it with `kip2cypher neo4j stop --port {cfg.port} --data {cfg.home}`)",
+            err=True,
+        )
         conn = dataclasses.replace(conn, uri=cfg.uri)
     with conn.open() as nexus:
         try:
             demo.run_demo(nexus, click.echo, yes=yes)
         except demo.DemoRefused as exc:
             raise click.ClickException(str(exc))
-
 
 
 # ---------------------------------------------------------------- namespaces

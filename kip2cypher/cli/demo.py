@@ -4,14 +4,15 @@ Without NEO4J_URI the demo runs on a local server of its own (``localneo4j.demo_
 own port and data directory); with one, it says where it writes and refuses to add its example
 capsules to a database holding data that is not KIP's unless asked (``--yes``).
 """
+
 from __future__ import annotations
 
 import json
-from typing import Callable
+from collections.abc import Callable
 
 from ..cypher import storage
-from ..lower.compile import compile_command
 from ..errors import KipError
+from ..lower.compile import compile_command
 
 DEMO_SCHEMA = """
 UPSERT {
@@ -120,9 +121,9 @@ def foreign_nodes(nexus) -> int:
     """Nodes that are not the engine's (concepts and propositions of any namespace, nexus nodes)
     nor the demo's example team graph: somebody else's data."""
     records, _, _ = nexus.driver.execute_query(
-        "MATCH (n) WHERE NOT any(l IN labels(n) WHERE any(s IN $stems WHERE l = s OR l STARTS WITH s + '__')) "
-        f"AND n.{DEMO_MARK} IS NULL RETURN count(n) AS c",
-        stems=list(storage.RESERVED_LABEL_STEMS), database_=nexus.database,
+        f"MATCH (n) WHERE NOT any(l IN labels(n) WHERE any(s IN $stems WHERE l = s OR l STARTS WITH s + '__')) AND n.{DEMO_MARK} IS NULL RETURN count(n) AS c",
+        stems=list(storage.RESERVED_LABEL_STEMS),
+        database_=nexus.database,
     )
     return records[0]["c"]
 

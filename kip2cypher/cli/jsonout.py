@@ -1,4 +1,5 @@
 """JSON on stdout and the KIP-error exit, without rich (``parse`` / ``compile`` stay light)."""
+
 from __future__ import annotations
 
 import json

@@ -5,6 +5,7 @@ installed ``pygmentize -l kip file.kip`` and Sphinx/MkDocs ```` ```kip ```` bloc
 The keyword lists mirror the token rules of ``grammar/kip.peg``; a test keeps them equal,
 and the shell's completer offers the same words.
 """
+
 from __future__ import annotations
 
 from pygments.lexer import RegexLexer, bygroups, words

@@ -5,10 +5,11 @@ tables stay aligned for the spec's Chinese examples. On a terminal tables are dr
 box characters and wrap to its width; when the output is a pipe or a file they are
 drawn in ASCII (``| a | b |``, ``+---+`` rules) at their natural width, with no colour.
 """
+
 from __future__ import annotations
 
 import json
-from typing import Any, Optional
+from typing import Any
 
 from rich import box
 from rich.console import Console, Group, RenderableType
@@ -45,7 +46,7 @@ def cell(value: Any) -> str:
     return text if len(text) <= MAX_CELL else text[: MAX_CELL - 1] + "…"
 
 
-def table(headers: list[str], rows: list[list[Any]], *, console: Optional[Console] = None, count: bool = True) -> RenderableType:
+def table(headers: list[str], rows: list[list[Any]], *, console: Console | None = None, count: bool = True) -> RenderableType:
     """A rich table (box characters on a terminal, ASCII otherwise) and, below it, the row count."""
     terminal = (console or make_console()).is_terminal
     grid = Table(box=box.ROUNDED if terminal else box.ASCII2, header_style="bold" if terminal else "")
@@ -58,13 +59,13 @@ def table(headers: list[str], rows: list[list[Any]], *, console: Optional[Consol
     return Group(grid, Text(f"({len(rows)} row{'s' if len(rows) != 1 else ''})"))
 
 
-def render_response(command: str, response: dict[str, Any], *, console: Optional[Console] = None) -> RenderableType:
+def render_response(command: str, response: dict[str, Any], *, console: Console | None = None) -> RenderableType:
     """A §6 response for people: the error, a table (FIND columns are table columns), a capsule or key/values."""
     if "error" in response:
         return error_text(response["error"])
     body = _render_result(command, response.get("result"), console)
     if response.get("next_cursor"):
-        more = Text(f"next_cursor: {response['next_cursor']}  (repeat the command with CURSOR \"<token>\" for more)")
+        more = Text(f'next_cursor: {response["next_cursor"]}  (repeat the command with CURSOR "<token>" for more)')
         return Group(body, more)
     return body
 
@@ -88,7 +89,7 @@ def error_text(err: dict[str, Any]) -> Text:
     return Text("\n".join(lines), style="red")
 
 
-def _render_result(command: str, result: Any, console: Optional[Console]) -> RenderableType:
+def _render_result(command: str, result: Any, console: Console | None) -> RenderableType:
     headers = find_headers(command)
     if headers is not None:
         columns = [result] if len(headers) == 1 else list(result or [])
@@ -140,4 +141,3 @@ def result_summary(command: str, result: Any, *, dry_run: bool = False) -> str:
     if isinstance(result, list):
         return plural(len(result), "item")
     return json.dumps(result, ensure_ascii=False, default=str)[:120]
-

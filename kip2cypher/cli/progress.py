@@ -14,9 +14,8 @@ have finished (a rate needs two measurements), instead of a guess.
 
 Per-command lines are printed above the live bar (through its console), never through it.
 """
-from __future__ import annotations
 
-from typing import Optional
+from __future__ import annotations
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TaskProgressColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -32,7 +31,7 @@ class RunProgress:
         self._err = make_console(stderr=True)
         self._out = make_console()
         self.live = self._err.is_terminal
-        self._progress: Optional[Progress] = None
+        self._progress: Progress | None = None
         self._task = None
         if self.live:
             self._progress = Progress(
@@ -52,7 +51,7 @@ class RunProgress:
             self._task = self._progress.add_task(label, total=max(work, 1), commands=0, upserts=0)
             self._label = label
 
-    def __enter__(self) -> "RunProgress":
+    def __enter__(self) -> RunProgress:
         if self._progress is not None:
             self._progress.start()
         return self
@@ -70,7 +69,9 @@ class RunProgress:
         """A command is done: advance by its weight, count it and its UPSERT blocks."""
         if self._progress is not None:
             task = self._progress.tasks[0]
-            self._progress.update(self._task, advance=work, commands=task.fields["commands"] + 1, upserts=task.fields["upserts"] + upserts, description=self._label)
+            self._progress.update(
+                self._task, advance=work, commands=task.fields["commands"] + 1, upserts=task.fields["upserts"] + upserts, description=self._label
+            )
 
     def print(self, text: Text | str) -> None:
         """A line for stdout; on a shared terminal it goes above the live bar."""

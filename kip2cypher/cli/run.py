@@ -7,11 +7,12 @@ are not itemized"), so counting the response would report 20 propositions for a 
 that wrote 744 links; the database is not queried before/after because other writers would
 make that count wrong. A failed capsule counts nothing: its transaction rolled back.
 """
+
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 import click
 from rich.text import Text
@@ -31,7 +32,7 @@ class Step:
     text: str
     line: int
     counts: WriteCounts
-    response: Optional[dict[str, Any]] = None
+    response: dict[str, Any] | None = None
 
     @property
     def weight(self) -> int:
@@ -43,7 +44,7 @@ class Step:
         return first_line(self.text)
 
     @property
-    def error(self) -> Optional[dict[str, Any]]:
+    def error(self) -> dict[str, Any] | None:
         return (self.response or {}).get("error")
 
 

@@ -16,15 +16,17 @@ highlighted by the project's pygments lexer (``lexer.KipLexer``).
 When stdin is not a terminal the same rules read lines from it, without prompts
 (``kip2cypher shell < session.kip``).
 """
+
 from __future__ import annotations
 
 import json
 import re
 import sys
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Any
 
 from rich.console import Console
 from rich.text import Text
@@ -96,7 +98,7 @@ class Names:
     predicates: list[str] = field(default_factory=list)
 
     @classmethod
-    def of(cls, nexus: Any) -> "Names":
+    def of(cls, nexus: Any) -> Names:
         return cls(_describe_all(nexus, "CONCEPT"), _describe_all(nexus, "PROPOSITION"))
 
 
@@ -109,7 +111,7 @@ class LiveNames:
     def __init__(self, nexus: Any) -> None:
         self._nexus = nexus
         self._names = Names()
-        self._thread: Optional[threading.Thread] = None
+        self._thread: threading.Thread | None = None
 
     def refresh(self) -> None:
         def fetch() -> None:
@@ -135,7 +137,7 @@ class LiveNames:
 def _describe_all(nexus: Any, meta: str) -> list[str]:
     """``DESCRIBE <meta> TYPES``, page after page (through the public read-only interface)."""
     names: list[str] = []
-    cursor: Optional[str] = None
+    cursor: str | None = None
     for _ in range(MAX_PAGES):
         command = f"DESCRIBE {meta} TYPES LIMIT {PAGE}" + (f" CURSOR {json.dumps(cursor)}" if cursor else "")
         response = nexus.execute_kip_readonly(command)
@@ -149,12 +151,12 @@ def _describe_all(nexus: Any, meta: str) -> list[str]:
 
 
 _OPEN_STRING = re.compile(r'"((?:[^"\\\n]|\\.)*)$')
-_TYPE_CONTEXT = re.compile(r'(?:\btype\s*:|\bCONCEPT\s+TYPE|\bWITH\s+TYPE)\s*$')
-_PREDICATE_CONTEXT = re.compile(r'(?:[,(|]|\bPROPOSITION\s+TYPE)\s*$')
+_TYPE_CONTEXT = re.compile(r"(?:\btype\s*:|\bCONCEPT\s+TYPE|\bWITH\s+TYPE)\s*$")
+_PREDICATE_CONTEXT = re.compile(r"(?:[,(|]|\bPROPOSITION\s+TYPE)\s*$")
 _WORD = re.compile(r"[?:]?\w*$")
 
 
-def _make_completer(shell: "Shell"):
+def _make_completer(shell: Shell):
     from prompt_toolkit.completion import Completer, Completion
 
     class KipCompleter(Completer):
@@ -168,7 +170,7 @@ def _make_completer(shell: "Shell"):
     return KipCompleter()
 
 
-def _candidates(before: str, whole: str, names: "Names | LiveNames") -> list[tuple[str, int]]:
+def _candidates(before: str, whole: str, names: Names | LiveNames) -> list[tuple[str, int]]:
     """``(completion, start offset)`` pairs for the text before the cursor."""
     stripped = before.lstrip()
     if stripped.startswith(":"):
@@ -190,7 +192,7 @@ def _candidates(before: str, whole: str, names: "Names | LiveNames") -> list[tup
     return [(k, -len(word)) for k in (*KEYWORDS, *FUNCTIONS, *CONSTANTS) if k.lower().startswith(word.lower()) and k != word]
 
 
-def _in_string(before: str) -> Optional[tuple[str, str]]:
+def _in_string(before: str) -> tuple[str, str] | None:
     """When the cursor is inside a string literal: (its text so far, the text before its quote)."""
     line = before.rsplit("\n", 1)[-1]
     strings_closed = re.sub(r'"(?:[^"\\\n]|\\.)*"', "", line)
@@ -208,9 +210,9 @@ class Shell:
         *,
         readonly: bool = False,
         show_cypher: bool = False,
-        history_file: Optional[str] = None,
-        console: Optional[Console] = None,
-        interactive: Optional[bool] = None,
+        history_file: str | None = None,
+        console: Console | None = None,
+        interactive: bool | None = None,
     ) -> None:
         self.nexus = nexus
         self.readonly = readonly

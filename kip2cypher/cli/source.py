@@ -10,13 +10,14 @@ A SOURCE that is neither an existing file nor valid KIP and looks like a file na
 word, no KIP brackets or quotes) is reported as a missing file, not as a syntax error.
 Nothing here imports the neo4j driver.
 """
+
 from __future__ import annotations
 
 import os
 import re
 import sys
 from dataclasses import astuple, dataclass
-from typing import Any, Optional
+from typing import Any
 
 import click
 
@@ -53,7 +54,7 @@ def read_file(path: str) -> str:
         raise click.BadParameter(f"cannot read {path}: {exc.strerror}")
 
 
-def read_source(source: Optional[str]) -> Source:
+def read_source(source: str | None) -> Source:
     """SOURCE → its text, by the three rules of the module docstring."""
     if source is None or source == "-" or os.path.isfile(source):
         return Source(read_file(source or "-"), source or "-")
@@ -85,7 +86,7 @@ def first_line(command: str, width: int = 50) -> str:
     return command.strip().splitlines()[0][:width] if command.strip() else ""
 
 
-def parsed(text: str) -> Optional[Any]:
+def parsed(text: str) -> Any | None:
     """The AST of one command, or None when it does not parse (the executor reports that error)."""
     try:
         return parse_command(text)
@@ -100,7 +101,7 @@ def ast_json(text: str) -> Any:
     return ast_to_json(parse_command(text))
 
 
-def find_headers(text: str) -> Optional[list[str]]:
+def find_headers(text: str) -> list[str] | None:
     """The FIND projections as written (the table header), or None when the text is not a FIND."""
     from ..syntax import ast
 
@@ -124,7 +125,7 @@ class WriteCounts:
     def propositions(self) -> int:
         return self.proposition_blocks + self.links
 
-    def __add__(self, other: "WriteCounts") -> "WriteCounts":
+    def __add__(self, other: WriteCounts) -> WriteCounts:
         return WriteCounts(*(a + b for a, b in zip(astuple(self), astuple(other))))
 
 

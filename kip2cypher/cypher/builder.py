@@ -11,12 +11,14 @@ first appearance, so the same command always compiles to the same text.
 ``RuntimeParam`` is a parameter the *caller* binds at run time (a placeholder kept by
 ``compile(…, keep_placeholders=True)``): rendered ``$name``, absent from ``params``.
 """
+
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Union
+from typing import Any, Union
 
 from ..errors import INVALID_SYNTAX, KipError
 
@@ -119,7 +121,7 @@ class Fragment:
 
     parts: list[Part] = field(default_factory=list)
 
-    def add(self, *parts: Part) -> "Fragment":
+    def add(self, *parts: Part) -> Fragment:
         self.parts.extend(parts)
         return self
 
@@ -140,7 +142,7 @@ def join(separator: str, items: Iterable[Part]) -> Fragment:
     return out
 
 
-def prop(owner: Union[Var, Internal, str], key: str) -> Fragment:
+def prop(owner: Var | Internal | str, key: str) -> Fragment:
     """``owner.`key` `` — property access with a quoted key."""
     return frag(owner, ".", Ident(key))
 
@@ -179,12 +181,12 @@ class Statement:
         self.lines: list[Fragment] = []
         self._depth = 0
 
-    def line(self, *parts: Part) -> "Statement":
+    def line(self, *parts: Part) -> Statement:
         self.lines.append(Fragment(["  " * self._depth, *parts] if self._depth else list(parts)))
         return self
 
     @contextmanager
-    def block(self, *head: Part, close: str = "}") -> Iterator["Statement"]:
+    def block(self, *head: Part, close: str = "}") -> Iterator[Statement]:
         """``head {`` … ``}`` with the lines added inside indented one level."""
         self.line(*head, " {")
         self._depth += 1
@@ -194,7 +196,7 @@ class Statement:
             self._depth -= 1
             self.line(close)
 
-    def extend(self, other: "Statement") -> "Statement":
+    def extend(self, other: Statement) -> Statement:
         self.lines.extend(other.lines)
         return self
 

@@ -12,6 +12,7 @@ idempotent (``IF NOT EXISTS``) and run in a transaction of its own:
   indexed; queries filter on the model name);
 - the key of the nexus node (``NEXUS_CREATE``), which holds the cursor-signing secret.
 """
+
 from __future__ import annotations
 
 import functools

@@ -3,6 +3,7 @@
 Every label, relationship type and property name the engine owns is defined
 here once; lowering modules import them rather than spelling them again.
 """
+
 from __future__ import annotations
 
 import functools
@@ -123,6 +124,7 @@ JSON_MARKER = "\u001eKIPJSON\u001e"
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
+
 def _native(value: Any) -> bool:
     """True when Neo4j stores the value as is and returns it unchanged."""
     if isinstance(value, bool) or isinstance(value, float):
@@ -152,7 +154,7 @@ def encode(value: Any) -> Any:
 def decode(value: Any) -> Any:
     """A stored property value → the JSON value that was written."""
     if isinstance(value, str) and value.startswith(JSON_MARKER):
-        return json.loads(value[len(JSON_MARKER):])
+        return json.loads(value[len(JSON_MARKER) :])
     return value
 
 
@@ -162,9 +164,9 @@ def split_properties(props: dict[str, Any]) -> tuple[dict[str, Any], dict[str, A
     metadata: dict[str, Any] = {}
     for key in sorted(props):
         if key.startswith(ATTR_PREFIX):
-            attributes[key[len(ATTR_PREFIX):]] = decode(props[key])
+            attributes[key[len(ATTR_PREFIX) :]] = decode(props[key])
         elif key.startswith(META_PREFIX):
-            metadata[key[len(META_PREFIX):]] = decode(props[key])
+            metadata[key[len(META_PREFIX) :]] = decode(props[key])
     return attributes, metadata
 
 

@@ -23,6 +23,7 @@ nexus; ``sync_embeddings`` back-fills anything a stopped process left behind.
 ``Pending`` is the bookkeeping both workers share; ``Refresher`` is the thread of the sync
 ``Nexus``, ``AsyncRefresher`` the task of the ``AsyncNexus``.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -31,8 +32,9 @@ import logging
 import threading
 import time
 import weakref
+from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass, replace
-from typing import Any, Awaitable, Callable, Generator, Optional
+from typing import Any
 
 from ..lower.embeddings import KINDS, statements
 from .programs.embeddings import refresh_touched
@@ -134,10 +136,10 @@ def _failed(exc: BaseException) -> None:
 
 
 #: Every live sync refresher of the process (``wait_all``).
-_LIVE: "weakref.WeakSet[Refresher]" = weakref.WeakSet()
+_LIVE: weakref.WeakSet[Refresher] = weakref.WeakSet()
 
 
-def wait_all(timeout: Optional[float] = None) -> bool:
+def wait_all(timeout: float | None = None) -> bool:
     """Block until every sync ``Nexus`` of this process has embedded all it committed — for a
     caller that reads the graph around the nexus (a backup, a test's fingerprint) and wants the
     derived vectors settled first; False when ``timeout`` seconds passed first."""
@@ -156,7 +158,7 @@ class Refresher:
         self._run = run
         self._pending = Pending()
         self._cond = threading.Condition()
-        self._thread: Optional[threading.Thread] = None
+        self._thread: threading.Thread | None = None
         self._closed = False
         _LIVE.add(self)
 
@@ -169,12 +171,12 @@ class Refresher:
                 self._thread.start()
             self._cond.notify_all()
 
-    def wait(self, timeout: Optional[float]) -> bool:
+    def wait(self, timeout: float | None) -> bool:
         """Block until every submitted write is embedded; False when ``timeout`` seconds passed first."""
         with self._cond:
             return self._cond.wait_for(lambda: self._pending.idle, timeout)
 
-    def close(self, timeout: Optional[float]) -> None:
+    def close(self, timeout: float | None) -> None:
         """Finish the queued refreshes (up to ``timeout`` seconds), then stop the thread."""
         self.wait(timeout)
         with self._cond:
@@ -204,8 +206,8 @@ class AsyncRefresher:
     def __init__(self, run: Callable[[str, Callable[[], Any], Context], Awaitable[Any]]) -> None:
         self._run = run
         self._pending = Pending()
-        self._task: Optional[asyncio.Task] = None
-        self._changed: Optional[asyncio.Condition] = None
+        self._task: asyncio.Task | None = None
+        self._changed: asyncio.Condition | None = None
 
     def _condition(self) -> asyncio.Condition:
         if self._changed is None:
@@ -217,16 +219,16 @@ class AsyncRefresher:
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._work(), name="kip2cypher-embeddings")
 
-    async def wait(self, timeout: Optional[float]) -> bool:
+    async def wait(self, timeout: float | None) -> bool:
         changed = self._condition()
         try:
             async with changed:
                 await asyncio.wait_for(changed.wait_for(lambda: self._pending.idle), timeout)
             return True
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return False
 
-    async def close(self, timeout: Optional[float]) -> None:
+    async def close(self, timeout: float | None) -> None:
         if not await self.wait(timeout) and self._task is not None:
             self._task.cancel()
 

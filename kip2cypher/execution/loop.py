@@ -12,13 +12,15 @@ each, retried here), and map every driver exception to a KIP error in one place
 
 These two loops are the only code that touches the neo4j driver while a command runs.
 """
+
 from __future__ import annotations
 
 import asyncio
 import logging
 import random
 import time
-from typing import Any, Callable, Generator, Iterator, Optional
+from collections.abc import Callable, Generator, Iterator
+from typing import Any
 
 import neo4j
 
@@ -41,11 +43,11 @@ class _Trace:
     __slots__ = ("current", "params")
 
     def __init__(self) -> None:
-        self.current: Optional[Compiled] = None
+        self.current: Compiled | None = None
         #: its parameters: what names the out-of-range integer of an OverflowError
         self.params: dict[str, Any] = {}
 
-    def cypher(self) -> Optional[str]:
+    def cypher(self) -> str | None:
         return self.current.text if self.current is not None else None
 
 
@@ -68,7 +70,9 @@ def _prepare(request: Any, settings: Settings, trace: _Trace) -> tuple[str, dict
 
 def _embedder(ctx: Context) -> Any:
     if ctx.embedder is None:
-        raise KipError(errors.INTERNAL_ERROR, "Internal error: a program asked for embeddings but no embedder is configured.", "This is an engine bug; report it.")
+        raise KipError(
+            errors.INTERNAL_ERROR, "Internal error: a program asked for embeddings but no embedder is configured.", "This is an engine bug; report it."
+        )
     return ctx.embedder
 
 
@@ -85,11 +89,11 @@ def _unknown(request: Any) -> KipError:
 
 
 # ---------------------------------------------------------------------------- synchronous
-def drive_sync(program: Program, tx: Any, ctx: Context, trace: Optional[_Trace] = None) -> dict:
+def drive_sync(program: Program, tx: Any, ctx: Context, trace: _Trace | None = None) -> dict:
     """Step ``program`` to its response inside the open transaction ``tx``."""
     trace = trace or _Trace()
     reply: Any = None
-    failure: Optional[BaseException] = None
+    failure: BaseException | None = None
     while True:
         try:
             request = program.throw(failure) if failure is not None else program.send(reply)
@@ -180,6 +184,7 @@ def run_sync(session: Any, access: str, start: Callable[[], Program], ctx: Conte
     """Run the program ``start()`` builds in ``session``: a WRITE program in one managed
     transaction, a READ program as auto-commit statements (``_AutoCommit``)."""
     trace = _Trace()
+
     @neo4j.unit_of_work(timeout=transaction_timeout(ctx.settings, ctx.deadline), metadata=metadata)
     def work(tx: Any) -> dict:
         return drive_sync(start(), tx, ctx, trace)
@@ -196,7 +201,7 @@ def run_sync(session: Any, access: str, start: Callable[[], Program], ctx: Conte
 async def drive_async(program: Program, tx: Any, ctx: Context, trace: _Trace) -> dict:
     """``drive_sync`` for an ``AsyncManagedTransaction``."""
     reply: Any = None
-    failure: Optional[BaseException] = None
+    failure: BaseException | None = None
     while True:
         try:
             request = program.throw(failure) if failure is not None else program.send(reply)
@@ -240,6 +245,7 @@ class _AsyncAutoCommit(_AutoCommit):
 async def run_async(session: Any, access: str, start: Callable[[], Program], ctx: Context, metadata: dict[str, Any]) -> dict:
     """``run_sync`` for an ``AsyncSession``."""
     trace = _Trace()
+
     @neo4j.unit_of_work(timeout=transaction_timeout(ctx.settings, ctx.deadline), metadata=metadata)
     async def work(tx: Any) -> dict:
         return await drive_async(start(), tx, ctx, trace)

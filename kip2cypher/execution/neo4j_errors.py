@@ -4,14 +4,14 @@ The executor's loops call ``from_neo4j`` for every ``Neo4jError`` / ``DriverErro
 statement, a transaction or a connection raises; nothing else in the package inspects a
 driver exception.
 """
+
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from neo4j import exceptions as ne
 
 from ..cypher import storage
-
 from ..errors import (
     CONSTRAINT_VIOLATION,
     DEFAULT_HINTS,
@@ -32,7 +32,7 @@ from ..lower.regex_guard import reach_error
 DRIVER_ERRORS = (ne.Neo4jError, ne.DriverError, OverflowError)
 
 
-def out_of_range(exc: OverflowError, params: Optional[dict[str, Any]] = None) -> KipError:
+def out_of_range(exc: OverflowError, params: dict[str, Any] | None = None) -> KipError:
     """A command value Neo4j cannot compute with: an integer beyond 64 bits where the command
     compares, limits or computes (LIMIT, FILTER, IN, EXPECT VERSION, UPDATE operands). As an
     attribute value it is stored exactly (as JSON text); here it is the caller's number, found in
@@ -48,7 +48,7 @@ def out_of_range(exc: OverflowError, params: Optional[dict[str, Any]] = None) ->
     )
 
 
-def _first_big_integer(value: Any) -> Optional[int]:
+def _first_big_integer(value: Any) -> int | None:
     """The first integer outside the signed 64-bit range in a parameter value, if any."""
     stack = [value]
     while stack:
@@ -62,7 +62,7 @@ def _first_big_integer(value: Any) -> Optional[int]:
     return None
 
 
-def from_neo4j(exc: BaseException, cypher: Optional[str] = None, params: Optional[dict[str, Any]] = None) -> KipError:
+def from_neo4j(exc: BaseException, cypher: str | None = None, params: dict[str, Any] | None = None) -> KipError:
     """Map a Neo4j driver exception onto a KIP error. The single place this happens.
     ``params``: the parameters of the statement that failed (for an OverflowError)."""
     code = getattr(exc, "code", None) or ""
@@ -71,20 +71,47 @@ def from_neo4j(exc: BaseException, cypher: Optional[str] = None, params: Optiona
     if isinstance(exc, OverflowError):
         return out_of_range(exc, params)
     if isinstance(exc, ne.IncompleteCommit):
-        return KipError(INTERNAL_ERROR, f"The connection broke while committing; the write may or may not have been applied: {message}", "Re-read the affected elements (FIND) before retrying the write.")
-    if isinstance(exc, (ne.ServiceUnavailable, ne.SessionExpired, ne.ConnectionAcquisitionTimeoutError)) or "ServiceUnavailable" in code or "DatabaseUnavailable" in code:
+        return KipError(
+            INTERNAL_ERROR,
+            f"The connection broke while committing; the write may or may not have been applied: {message}",
+            "Re-read the affected elements (FIND) before retrying the write.",
+        )
+    if (
+        isinstance(exc, (ne.ServiceUnavailable, ne.SessionExpired, ne.ConnectionAcquisitionTimeoutError))
+        or "ServiceUnavailable" in code
+        or "DatabaseUnavailable" in code
+    ):
         return KipError(INTERNAL_ERROR, f"Neo4j is unavailable: {message}", "The database could not be reached; retry the same request in a few seconds.")
     if "Statement.AccessMode" in code:
         # A write reached a READ transaction: only a compiler bug can do that (readonly requests never compile KML).
-        return KipError(INTERNAL_ERROR, "Internal error: the engine attempted a write inside a read-only transaction; Neo4j refused it and nothing was written.", "This is an engine bug; report it with the debug field.", debug=debug)
+        return KipError(
+            INTERNAL_ERROR,
+            "Internal error: the engine attempted a write inside a read-only transaction; Neo4j refused it and nothing was written.",
+            "This is an engine bug; report it with the debug field.",
+            debug=debug,
+        )
     if isinstance(exc, ne.AuthError) or "Security.Unauthorized" in code or "Security.AuthenticationRateLimit" in code:
-        return KipError(INTERNAL_ERROR, f"Neo4j rejected the credentials: {message}", "The server's Neo4j user or password is wrong; the administrator must fix NEO4J_USERNAME / NEO4J_PASSWORD.")
+        return KipError(
+            INTERNAL_ERROR,
+            f"Neo4j rejected the credentials: {message}",
+            "The server's Neo4j user or password is wrong; the administrator must fix NEO4J_USERNAME / NEO4J_PASSWORD.",
+        )
     if "ForbiddenOnReadOnlyDatabase" in code:
-        return KipError(INTERNAL_ERROR, f"The Neo4j database is read-only: {message}", "Only FIND, DESCRIBE, SEARCH and EXPORT can run on this deployment; use execute_kip_readonly.")
+        return KipError(
+            INTERNAL_ERROR,
+            f"The Neo4j database is read-only: {message}",
+            "Only FIND, DESCRIBE, SEARCH and EXPORT can run on this deployment; use execute_kip_readonly.",
+        )
     if "Security.Forbidden" in code:
-        return KipError(INTERNAL_ERROR, f"The Neo4j user lacks the privilege for this command: {message}", "Use execute_kip_readonly for reads, or ask the administrator to grant the privilege.")
+        return KipError(
+            INTERNAL_ERROR,
+            f"The Neo4j user lacks the privilege for this command: {message}",
+            "Use execute_kip_readonly for reads, or ask the administrator to grant the privilege.",
+        )
     if "Database.DatabaseNotFound" in code:
-        return KipError(INTERNAL_ERROR, f"The configured Neo4j database does not exist: {message}", "The administrator must fix NEO4J_DATABASE (or --database).")
+        return KipError(
+            INTERNAL_ERROR, f"The configured Neo4j database does not exist: {message}", "The administrator must fix NEO4J_DATABASE (or --database)."
+        )
     if "TransactionTimedOut" in code or "TransactionTimedOutClientConfiguration" in code or "Terminated" in code:
         return KipError(EXECUTION_TIMEOUT, "The command exceeded the query time limit.", DEFAULT_HINTS[EXECUTION_TIMEOUT])
     if "MemoryPoolOutOfMemoryError" in code or "OutOfMemory" in code:
@@ -92,14 +119,26 @@ def from_neo4j(exc: BaseException, cypher: Optional[str] = None, params: Optiona
     if "TokenNameError" in code or "is not a valid token name" in message:
         # A concept type or predicate becomes a Neo4j label / relationship type; Neo4j refuses
         # empty names and names holding NUL. The caller's data, not an engine bug.
-        return KipError(INVALID_IDENTIFIER, "A concept type or predicate name is empty or contains a NUL character; Neo4j cannot store it as a label or relationship type.", "Use a non-empty type/predicate name without NUL (\\u0000) characters (e.g. UpperCamelCase types, snake_case predicates).")
+        return KipError(
+            INVALID_IDENTIFIER,
+            "A concept type or predicate name is empty or contains a NUL character; Neo4j cannot store it as a label or relationship type.",
+            "Use a non-empty type/predicate name without NUL (\\u0000) characters (e.g. UpperCamelCase types, snake_case predicates).",
+        )
     if "too large to index" in message:
         # Names, types, predicates and ids are indexed; a RANGE index key holds ~8 KB at most.
-        return KipError(CONSTRAINT_VIOLATION, "A name, type or predicate is too long to be indexed (Neo4j's index key limit is about 8 KB; see docs/limits.md).", "Keep identity fields short; put long text in an attribute such as description.")
+        return KipError(
+            CONSTRAINT_VIOLATION,
+            "A name, type or predicate is too long to be indexed (Neo4j's index key limit is about 8 KB; see docs/limits.md).",
+            "Keep identity fields short; put long text in an attribute such as description.",
+        )
     if "Statement.EntityNotFound" in code:
         # Only a race does this: an element this command had matched was deleted by a concurrent
         # command before this one could link it (tests/test_reliability_concurrency.py).
-        return KipError(NOT_FOUND, "An element this command uses was deleted by a concurrent command; nothing was written.", "Re-read the elements (FIND) and retry the command if they still exist.")
+        return KipError(
+            NOT_FOUND,
+            "An element this command uses was deleted by a concurrent command; nothing was written.",
+            "Re-read the elements (FIND) and retry the command if they still exist.",
+        )
     if "ConstraintValidationFailed" in code:
         return KipError(DUPLICATE_EXISTS, f"A uniqueness constraint was violated: {message}", DEFAULT_HINTS[DUPLICATE_EXISTS])
     if "Statement.ArithmeticError" in code and "overflow" in message:
@@ -113,10 +152,17 @@ def from_neo4j(exc: BaseException, cypher: Optional[str] = None, params: Optiona
         )
     if "Invalid Regex" in message:
         # A value beyond the pattern's reach (regex_guard), or a pattern Java rejects that the guard's parser accepted.
-        return reach_error(message) or KipError(INVALID_SYNTAX, f"Invalid REGEX pattern: {message.splitlines()[0]}", "Fix the regular expression (Java syntax).")
+        return reach_error(message) or KipError(
+            INVALID_SYNTAX, f"Invalid REGEX pattern: {message.splitlines()[0]}", "Fix the regular expression (Java syntax)."
+        )
     if "Statement.SyntaxError" in code or "Statement.SemanticError" in code or "Statement.TypeError" in code:
         # Our compiler produced Cypher Neo4j rejects: that is our bug, never the caller's.
-        return KipError(INTERNAL_ERROR, f"Internal compiler error: Neo4j rejected the generated Cypher ({message}).", "This is an engine bug; report it with the debug field.", debug=debug)
+        return KipError(
+            INTERNAL_ERROR,
+            f"Internal compiler error: Neo4j rejected the generated Cypher ({message}).",
+            "This is an engine bug; report it with the debug field.",
+            debug=debug,
+        )
     if isinstance(exc, ne.TransientError):
         return KipError(INTERNAL_ERROR, f"A transient database error persisted after retries: {message}", "Retry the same request.")
     return KipError(INTERNAL_ERROR, f"Neo4j error {code}: {message}", DEFAULT_HINTS[INTERNAL_ERROR], debug=debug)

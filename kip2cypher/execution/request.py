@@ -6,11 +6,13 @@ yields one ``RunPlan`` per command to run and receives its response (or the ``Ki
 raised); a KML *execution* error stops a batch, syntax and read errors come back inline.
 It returns the §6 response dict and never raises.
 """
+
 from __future__ import annotations
 
 import logging
+from collections.abc import Generator
 from dataclasses import dataclass
-from typing import Any, Generator, Optional, Union
+from typing import Any, Union
 
 from .. import errors
 from ..config import Settings
@@ -43,7 +45,7 @@ class Outcome:
 
     __slots__ = ("response", "kind")
 
-    def __init__(self, response: dict[str, Any], kind: Optional[str]) -> None:
+    def __init__(self, response: dict[str, Any], kind: str | None) -> None:
         self.response = response
         self.kind = kind
 
@@ -59,9 +61,9 @@ class Outcome:
 class _Compiled:
     """One command after compilation: its plan, or the error that stopped it, and its kind."""
 
-    plan: Optional[Plan]
-    error: Optional[dict[str, Any]]
-    kind: Optional[str]
+    plan: Plan | None
+    error: dict[str, Any] | None
+    kind: str | None
 
 
 def _compile(text: str, parameters: dict[str, Any], settings: Settings, checked: bool = False) -> _Compiled:
@@ -72,7 +74,9 @@ def _compile(text: str, parameters: dict[str, Any], settings: Settings, checked:
         return _Compiled(None, exc.to_dict(), command_kind_of(text, settings))
     except Exception as exc:  # noqa: BLE001 - a compiler bug must still come back as a KIP error
         log.error("compiler failure: %r", exc, exc_info=True)
-        err = KipError(errors.INTERNAL_ERROR, f"Internal compiler error: {type(exc).__name__}: {exc}", "This is an engine bug; the command itself may be valid.")
+        err = KipError(
+            errors.INTERNAL_ERROR, f"Internal compiler error: {type(exc).__name__}: {exc}", "This is an engine bug; the command itself may be valid."
+        )
         return _Compiled(None, err.to_dict(), sniff_kind(text))
     return _Compiled(plan, None, plan.kind)
 
@@ -88,8 +92,9 @@ def _run(compiled: _Compiled, dry_run: bool, readonly: bool) -> Generator[RunPla
     return Outcome(clean_response(reply), compiled.kind)
 
 
-def command_program(text: str, parameters: dict[str, Any], *, dry_run: bool, readonly: bool, settings: Settings,
-                    deadline: Optional[Deadline] = None) -> Generator[RunPlan, Reply, Outcome]:
+def command_program(
+    text: str, parameters: dict[str, Any], *, dry_run: bool, readonly: bool, settings: Settings, deadline: Deadline | None = None
+) -> Generator[RunPlan, Reply, Outcome]:
     """One command text → its ``Outcome`` (for callers that drive their own loop: ``kip2cypher run``, the shell)."""
     try:
         _check(deadline)
@@ -101,7 +106,7 @@ def command_program(text: str, parameters: dict[str, Any], *, dry_run: bool, rea
         return Outcome({"error": KipError(errors.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}").to_dict()}, sniff_kind(text))
 
 
-def request_program(arguments: Any, *, readonly: bool, settings: Settings, deadline: Optional[Deadline] = None) -> Generator[RunPlan, Reply, dict]:
+def request_program(arguments: Any, *, readonly: bool, settings: Settings, deadline: Deadline | None = None) -> Generator[RunPlan, Reply, dict]:
     """One function call (its raw JSON arguments) → the §6 response dict.
 
     ``deadline`` (the request's time budget, ``Settings.max_request_s``) is checked before each
@@ -140,16 +145,20 @@ def request_program(arguments: Any, *, readonly: bool, settings: Settings, deadl
         return {"error": exc.to_dict()}
     except Exception as exc:  # noqa: BLE001 - no traceback ever reaches a caller
         log.error("request failure: %r", exc, exc_info=True)
-        return {"error": KipError(errors.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}", "This is an engine bug; the request itself may be valid.").to_dict()}
+        return {
+            "error": KipError(
+                errors.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}", "This is an engine bug; the request itself may be valid."
+            ).to_dict()
+        }
 
 
-def _check(deadline: Optional[Deadline]) -> None:
+def _check(deadline: Deadline | None) -> None:
     """KIP_4001 for the whole request when its budget is spent before anything ran."""
     if deadline is not None and deadline.expired():
         raise deadline.error(request=True)
 
 
-def _refuse_kml(kinds: list[Optional[str]], batch: bool) -> None:
+def _refuse_kml(kinds: list[str | None], batch: bool) -> None:
     """Readonly: refuse the whole request, before anything runs, if any command is KML."""
     kml = [i for i, kind in enumerate(kinds) if kind == "KML"]
     if not kml:

@@ -7,11 +7,13 @@ nothing) and finally returns the command's response dict. It never touches a dri
 same program runs under the synchronous and the asyncio loop (``loop.py``) and under a test
 that feeds it canned rows.
 """
+
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional
+from typing import Any
 
 from ..config import Settings
 from ..cypher import storage
@@ -67,7 +69,7 @@ class Deadline:
     budget_s: float
 
     @classmethod
-    def start(cls, settings: Settings) -> Optional["Deadline"]:
+    def start(cls, settings: Settings) -> Deadline | None:
         """A request's deadline from now; None when ``max_request_s`` is 0 (no budget)."""
         return cls(time.monotonic() + settings.max_request_s, settings.max_request_s) if settings.max_request_s else None
 
@@ -90,18 +92,18 @@ class Deadline:
             "Send fewer commands per request, lower LIMIT, or narrow the patterns; the commands before this one ran (see their results).",
         )
 
-    def timeout(self, query_timeout_s: float) -> Optional[float]:
+    def timeout(self, query_timeout_s: float) -> float | None:
         """A transaction's timeout: the query timeout, capped at what is left of the budget."""
         left = max(self.remaining(), 0.001)
         return min(query_timeout_s, left) if query_timeout_s else left
 
 
-def within(seconds: float, deadline: Optional[Deadline]) -> float:
+def within(seconds: float, deadline: Deadline | None) -> float:
     """``seconds``, or less when the request's budget ends sooner (a wait the budget must cover)."""
     return seconds if deadline is None else max(0.0, min(seconds, deadline.remaining()))
 
 
-def transaction_timeout(settings: Settings, deadline: Optional[Deadline]) -> Optional[float]:
+def transaction_timeout(settings: Settings, deadline: Deadline | None) -> float | None:
     """The timeout of one transaction (None: the server's default)."""
     if deadline is not None:
         return deadline.timeout(settings.query_timeout_s)
@@ -121,11 +123,11 @@ class Context:
     settings: Settings
     now: str
     dry_run: bool = False
-    embedder: Optional[Any] = field(default=None, compare=False)
+    embedder: Any | None = field(default=None, compare=False)
     #: The engine itself writes (``Nexus.bootstrap(upgrade=True)``): the protected structures a
     #: newer Genesis or standard capsule refreshes may change. Never set for an agent's request.
     engine: bool = False
-    deadline: Optional[Deadline] = field(default=None, compare=False)
+    deadline: Deadline | None = field(default=None, compare=False)
 
     @property
     def names(self) -> storage.Names:

@@ -1,4 +1,5 @@
 """Neo4j values → KIP result objects (spec §2.2–2.3, §6.2.2)."""
+
 from __future__ import annotations
 
 from typing import Any

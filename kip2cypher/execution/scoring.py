@@ -6,18 +6,21 @@ the SEARCH program applies to the candidates Neo4j's indexes return.
   THRESHOLD means the same thing for every query.
 - ``fuse``: score-weighted reciprocal rank fusion of several rankings.
 """
+
 from __future__ import annotations
 
 import functools
-from typing import Any, Iterable, Optional
+from collections.abc import Iterable
+from typing import Any
 
 from ..cypher import storage
 from ..text import MAX_QUERY_WORD_CHARS, words
 
 #: A ranked hit: (id, score, the whole node — or None when only part of it was fetched).
-Hit = tuple[str, float, Optional[dict[str, Any]]]
+Hit = tuple[str, float, dict[str, Any] | None]
 #: Reciprocal-rank-fusion constant (the customary 60).
 RRF_K = 60
+
 
 def _similarity_ratio(a: str, b: str) -> float:
     """2·LCS(a, b) / (|a| + |b|): the classic similarity ratio, on the longest common subsequence."""
@@ -111,7 +114,7 @@ class Scorer:
         precision = sum(max(v) >= 0.5 for v in vectors) / len(field_tokens)
         return coverage * (0.6 + 0.4 * precision) * (0.95 if coverage < 1 or precision < 1 else 1.0)
 
-    def grounding(self, name: Optional[str], aliases: Any, descriptive: Iterable[Any]) -> float:
+    def grounding(self, name: str | None, aliases: Any, descriptive: Iterable[Any]) -> float:
         """The best field: the name and each alias (name-like), then the descriptive values."""
         best = self.field(name, True) if name else 0.0
         for alias in _texts(aliases):
@@ -135,7 +138,7 @@ class Scorer:
             return self.concept(row) if concept else self.proposition(row)
         return self.grounding(row[1], row[2], row[3])
 
-    def predicate(self, predicate: str, definition: Optional[dict[str, Any]]) -> float:
+    def predicate(self, predicate: str, definition: dict[str, Any] | None) -> float:
         best = self.field(predicate, True)
         if definition:
             for alias in _texts(definition.get(_ALIASES)):
@@ -157,7 +160,6 @@ _ALIASES = storage.attr_key("aliases")
 _DESCRIPTIVE = tuple(storage.attr_key(k) for k in storage.GROUNDING_ATTRIBUTES if k != "aliases")
 
 
-
 def fuse(rankings: list[list[Hit]], k: int = RRF_K) -> list[Hit]:
     """Score-weighted reciprocal rank fusion.
 
@@ -167,7 +169,7 @@ def fuse(rankings: list[list[Hit]], k: int = RRF_K) -> list[Hit]:
     tempered by how good each match actually is.
     """
     fused: dict[str, float] = {}
-    nodes: dict[str, Optional[dict[str, Any]]] = {}
+    nodes: dict[str, dict[str, Any] | None] = {}
     for ranking in rankings:
         for rank, (element_id, score, node) in enumerate(ranking, start=1):
             fused[element_id] = fused.get(element_id, 0.0) + score * (k + 1) / (k + rank)

@@ -5,6 +5,7 @@ pinned in ``pom.xml``) into the user's Maven cache — the first run downloads,
 later runs reuse the cached classpath without touching the network — and runs
 ``java -cp <classpath> Launcher.java`` in the background with a pid file.
 """
+
 from __future__ import annotations
 
 import os
@@ -63,7 +64,7 @@ class LocalConfig:
     tx_timeout_s: int
 
     @classmethod
-    def from_env(cls, port: Optional[int] = None, home: Optional[str] = None) -> "LocalConfig":
+    def from_env(cls, port: int | None = None, home: str | None = None) -> LocalConfig:
         env = os.environ
         return cls(
             port=int(port or env.get("KIP2CYPHER_NEO4J_PORT", "7687")),
@@ -148,7 +149,7 @@ def _pid_alive(pid: int) -> bool:
         return True
 
 
-def _read_pid(cfg: LocalConfig) -> Optional[int]:
+def _read_pid(cfg: LocalConfig) -> int | None:
     try:
         pid = int(cfg.pid_file.read_text().strip())
     except (OSError, ValueError):
@@ -162,10 +163,10 @@ def _bolt_listening(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
-def server_version(uri: str, timeout: float = 5.0) -> Optional[str]:
+def server_version(uri: str, timeout: float = 5.0) -> str | None:
     """The server's version string, or None when Bolt does not answer."""
     from neo4j import GraphDatabase
-    from neo4j.exceptions import Neo4jError, DriverError
+    from neo4j.exceptions import DriverError, Neo4jError
 
     try:
         with GraphDatabase.driver(uri, auth=None, connection_timeout=timeout) as driver:
@@ -175,7 +176,7 @@ def server_version(uri: str, timeout: float = 5.0) -> Optional[str]:
         return None
 
 
-def status(cfg: Optional[LocalConfig] = None) -> tuple[bool, Optional[str]]:
+def status(cfg: LocalConfig | None = None) -> tuple[bool, str | None]:
     cfg = cfg or LocalConfig.from_env()
     if not _bolt_listening(cfg.port):
         return False, None
@@ -183,7 +184,7 @@ def status(cfg: Optional[LocalConfig] = None) -> tuple[bool, Optional[str]]:
     return version is not None, version
 
 
-def start(cfg: Optional[LocalConfig] = None, *, wait_s: float = 240.0, log=print, require_own: bool = False) -> str:
+def start(cfg: LocalConfig | None = None, *, wait_s: float = 240.0, log=print, require_own: bool = False) -> str:
     """Start (or find running) the local server; returns its version string once Bolt answers.
 
     ``require_own``: a server already answering on the port must be the one this data directory
@@ -203,8 +204,19 @@ def start(cfg: Optional[LocalConfig] = None, *, wait_s: float = 240.0, log=print
     classpath = resolve_classpath(log)
     cfg.home.mkdir(parents=True, exist_ok=True)
     launcher = resources.files("kip2cypher.localneo4j") / "Launcher.java"
-    cmd = [java, "-Xms512m", f"-Xmx{cfg.heap}", *JVM_FLAGS, "-cp", classpath, str(launcher),
-           str(cfg.home), str(cfg.port), str(cfg.page_cache_mb), str(cfg.tx_timeout_s)]
+    cmd = [
+        java,
+        "-Xms512m",
+        f"-Xmx{cfg.heap}",
+        *JVM_FLAGS,
+        "-cp",
+        classpath,
+        str(launcher),
+        str(cfg.home),
+        str(cfg.port),
+        str(cfg.page_cache_mb),
+        str(cfg.tx_timeout_s),
+    ]
     with open(cfg.log_file, "ab") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
     cfg.pid_file.write_text(str(proc.pid))
@@ -221,7 +233,7 @@ def start(cfg: Optional[LocalConfig] = None, *, wait_s: float = 240.0, log=print
     raise LocalNeo4jError(f"Neo4j did not answer on {cfg.uri} within {wait_s:.0f}s; see {cfg.log_file}")
 
 
-def stop(cfg: Optional[LocalConfig] = None, *, wait_s: float = 90.0) -> bool:
+def stop(cfg: LocalConfig | None = None, *, wait_s: float = 90.0) -> bool:
     """Shut the server down cleanly (SIGTERM runs Neo4j's shutdown). Returns True if one was running."""
     cfg = cfg or LocalConfig.from_env()
     pid = _read_pid(cfg)
@@ -237,7 +249,7 @@ def stop(cfg: Optional[LocalConfig] = None, *, wait_s: float = 90.0) -> bool:
     return True
 
 
-def kill(cfg: Optional[LocalConfig] = None) -> bool:
+def kill(cfg: LocalConfig | None = None) -> bool:
     """SIGKILL the server (fault-injection tests): no clean shutdown, recovery on next start."""
     cfg = cfg or LocalConfig.from_env()
     pid = _read_pid(cfg)

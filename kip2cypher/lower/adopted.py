@@ -7,9 +7,11 @@ every value is a ``Param``. Ids are built in Cypher exactly as ``adoption.concep
 ``adoption.proposition_id`` describe, so ``?d.id`` in a FILTER, ``{id: "A:Drug:D001"}`` in a
 clause and the ``id`` of a result agree.
 """
+
 from __future__ import annotations
 
-from typing import Optional, Sequence, Union
+from collections.abc import Sequence
+from typing import Union
 
 from .. import adoption as adopt
 from ..adoption import AdoptedPredicate, AdoptedType
@@ -28,7 +30,7 @@ def not_engine(ref: Part) -> Fragment:
     return frag("none(", label, " IN labels(", ref, ") WHERE ", join(" OR ", tests), ")")
 
 
-def node(ref: Part, t: AdoptedType, name: Optional[Part] = None, id_value: Optional[str] = None) -> Fragment:
+def node(ref: Part, t: AdoptedType, name: Part | None = None, id_value: str | None = None) -> Fragment:
     """``(ref:`Label` {`name_prop`: $name} WHERE …)``: a node of adopted type ``t`` (``name``: the
     name's parameter)."""
     out = frag("(", ref, ":", Ident(t.label))
@@ -46,7 +48,7 @@ def id_test(ref: Part, t: AdoptedType, value: str) -> Fragment:
     string, or an integer written in decimal)."""
     tests: list[Fragment] = []
     if value.startswith(adopt.ELEMENT_MARK):
-        tests.append(frag("elementId(", ref, ") = ", Param(value[len(adopt.ELEMENT_MARK):])))
+        tests.append(frag("elementId(", ref, ") = ", Param(value[len(adopt.ELEMENT_MARK) :])))
     if t.key is not None:
         tests.append(frag(ref, ".", Ident(t.key), " IN ", Param(adopt.key_candidates(value))))
     if not tests:
@@ -81,13 +83,38 @@ def metadata_map(what: Adopted) -> Fragment:
 def element(ref: Part, what: Adopted, adoption: adopt.Adoption) -> Fragment:
     """The KIP JSON object of an adopted node / relationship, built in Cypher (null for null)."""
     if isinstance(what, AdoptedType):
-        body = frag("{id: ", concept_id(ref, what), ", type: ", Param(what.name), ", name: ", ref, ".", Ident(what.name_property),
-                    ", attributes: ", attribute_map(ref, what.attributes), ", metadata: ", metadata_map(what), "}")
+        body = frag(
+            "{id: ",
+            concept_id(ref, what),
+            ", type: ",
+            Param(what.name),
+            ", name: ",
+            ref,
+            ".",
+            Ident(what.name_property),
+            ", attributes: ",
+            attribute_map(ref, what.attributes),
+            ", metadata: ",
+            metadata_map(what),
+            "}",
+        )
     else:
         subject, obj = adoption.type(what.subject), adoption.type(what.object)
-        body = frag("{id: ", proposition_id(ref, what), ", subject: ", concept_id(frag("startNode(", ref, ")"), subject),
-                    ", predicate: ", Param(what.name), ", object: ", concept_id(frag("endNode(", ref, ")"), obj),
-                    ", attributes: ", attribute_map(ref, what.attributes), ", metadata: ", metadata_map(what), "}")
+        body = frag(
+            "{id: ",
+            proposition_id(ref, what),
+            ", subject: ",
+            concept_id(frag("startNode(", ref, ")"), subject),
+            ", predicate: ",
+            Param(what.name),
+            ", object: ",
+            concept_id(frag("endNode(", ref, ")"), obj),
+            ", attributes: ",
+            attribute_map(ref, what.attributes),
+            ", metadata: ",
+            metadata_map(what),
+            "}",
+        )
     return frag("CASE WHEN ", ref, " IS NULL THEN null ELSE ", body, " END")
 
 
@@ -129,9 +156,13 @@ def name_value(ref: Part, what: Adopted) -> Fragment:
     return proposition_id(ref, what)
 
 
-def read_only(what: Adopted, action: str, offset: Optional[int] = None) -> KipError:
+def read_only(what: Adopted, action: str, offset: int | None = None) -> KipError:
     """KIP_3004 for a write that would change the team's graph (refused at compile time)."""
-    kind = f"concept type {what.name!r} (Neo4j label {what.label!r})" if isinstance(what, AdoptedType) else f"predicate {what.name!r} (Neo4j relationship type {what.rel_type!r})"
+    kind = (
+        f"concept type {what.name!r} (Neo4j label {what.label!r})"
+        if isinstance(what, AdoptedType)
+        else f"predicate {what.name!r} (Neo4j relationship type {what.rel_type!r})"
+    )
     return KipError(
         IMMUTABLE_TARGET,
         f"{action} would change the {kind}, which is adopted from the team's own graph: adopted data is read-only for KIP.",
@@ -141,12 +172,14 @@ def read_only(what: Adopted, action: str, offset: Optional[int] = None) -> KipEr
     )
 
 
-def link_refused(t: AdoptedType, offset: Optional[int] = None) -> KipError:
+def link_refused(t: AdoptedType, offset: int | None = None) -> KipError:
     """KIP_3004 for a memory proposition pointing at an adopted concept while the mapping's
     ``link_memory`` option is off (today's read-only message, with the option in the hint)."""
     error = read_only(t, "This UPSERT", offset)
-    error.hint = ("A memory proposition may have an adopted concept as subject or object only when the mapping sets "
-                  "[options] link_memory = true (docs/adopt.md, \"link_memory\"); ask whoever runs `kip2cypher adopt`. " + error.hint)
+    error.hint = (
+        "A memory proposition may have an adopted concept as subject or object only when the mapping sets "
+        '[options] link_memory = true (docs/adopt.md, "link_memory"); ask whoever runs `kip2cypher adopt`. ' + error.hint
+    )
     return error
 
 
@@ -155,7 +188,7 @@ def link_refused(t: AdoptedType, offset: Optional[int] = None) -> KipError:
 LOOKUP_MAX = 3
 
 
-def lookup_statement(refs: Sequence[tuple[AdoptedType, Optional[str], Optional[str]]]) -> Statement:
+def lookup_statement(refs: Sequence[tuple[AdoptedType, str | None, str | None]]) -> Statement:
     """The nodes of adopted endpoints ``(type, name, id value)`` (link_memory): per ref ``i``, the
     element ids and adopted ids of at most ``LOOKUP_MAX`` matching nodes. The UPSERT links a ref
     only when exactly one node matches (names need not be unique in the team's graph)."""
@@ -172,29 +205,41 @@ def lookup_statement(refs: Sequence[tuple[AdoptedType, Optional[str], Optional[s
     return stmt
 
 
-def endpoint_missing(label: str, offset: Optional[int] = None) -> KipError:
+def endpoint_missing(label: str, offset: int | None = None) -> KipError:
     """KIP_3002: an adopted endpoint that matches no node of the team's graph."""
-    return KipError(NOT_FOUND, f"Concept {label} does not exist in the team's graph.",
-                    "Adopted concepts are the team's own nodes: FIND or SEARCH it to get its exact name or its \"A:…\" id; KIP cannot create it.", offset=offset)
+    return KipError(
+        NOT_FOUND,
+        f"Concept {label} does not exist in the team's graph.",
+        'Adopted concepts are the team\'s own nodes: FIND or SEARCH it to get its exact name or its "A:…" id; KIP cannot create it.',
+        offset=offset,
+    )
 
 
-def endpoint_ambiguous(label: str, type_name: str, ids: Sequence[str], elements: Sequence[str], offset: Optional[int] = None) -> KipError:
+def endpoint_ambiguous(label: str, type_name: str, ids: Sequence[str], elements: Sequence[str], offset: int | None = None) -> KipError:
     """KIP_3003: an adopted endpoint that matches several nodes (names — and even ``key`` values —
     need not be unique in the team's graph): linking one of them would be arbitrary. The ids
     shown tell them apart (the elementId form where two share a key value)."""
     distinct = [i if ids.count(i) == 1 else adopt.id_prefix(type_name) + adopt.ELEMENT_MARK + e for i, e in zip(ids, elements)]
     more = " and more" if len(ids) >= LOOKUP_MAX else ""
     shown = ", ".join(f'"{i}"' for i in distinct[: LOOKUP_MAX - 1])
-    return KipError(DUPLICATE_EXISTS, f"Concept {label} matches several nodes of the team's graph ({shown}{more}): linking one of them would be arbitrary.",
-                    "Name the one you mean by its adopted id, e.g. {id: \"" + distinct[0] + "\"} (FIND the candidates with their ids first).", offset=offset)
+    return KipError(
+        DUPLICATE_EXISTS,
+        f"Concept {label} matches several nodes of the team's graph ({shown}{more}): linking one of them would be arbitrary.",
+        'Name the one you mean by its adopted id, e.g. {id: "' + distinct[0] + '"} (FIND the candidates with their ids first).',
+        offset=offset,
+    )
 
 
+def unsupported(what: str, offset: int | None = None) -> KipError:
+    return KipError(
+        INVALID_SYNTAX,
+        f"{what} is not supported over adopted predicates.",
+        "docs/adopt.md lists what KQL can do over adopted data; split the query.",
+        offset=offset,
+    )
 
-def unsupported(what: str, offset: Optional[int] = None) -> KipError:
-    return KipError(INVALID_SYNTAX, f"{what} is not supported over adopted predicates.", "docs/adopt.md lists what KQL can do over adopted data; split the query.", offset=offset)
 
-
-def search_statement(adoption: adopt.Adoption, index: str, with_type: Optional[AdoptedType]) -> Statement:
+def search_statement(adoption: adopt.Adoption, index: str, with_type: AdoptedType | None) -> Statement:
     """Keyword SEARCH CONCEPT over the adopted full-text index: per hit ``[object, name, [other
     text values]]`` — the KIP object, and what the lexical score reads. A node carrying several
     adopted labels is read as the first of its types in the mapping (or as ``with_type``)."""

@@ -18,12 +18,12 @@ Adopted relationships get the same, on shadows labelled ``Names.adopted_relation
 ``catalog.adopted_relationship_vector_index``: ``relationships``, ``prune_relationships`` and
 ``search_relationships`` mirror ``nodes``, ``prune`` and ``search``; ``write`` serves both.
 """
+
 from __future__ import annotations
 
 import functools
-from typing import Optional
 
-from ..adoption import Adoption, AdoptedPredicate, AdoptedType
+from ..adoption import AdoptedPredicate, AdoptedType, Adoption
 from ..cypher import storage
 from ..cypher.builder import Fragment, Ident, Internal, Param, Part, Statement, frag, join, literal
 from . import adopted
@@ -49,8 +49,21 @@ def nodes(names: storage.Names, t: AdoptedType) -> Compiled:
     stmt.line("WHERE elementId(", n, ") > ", Param(None, "last"), " AND ", _has_text(n, t))
     stmt.line("WITH ", n, " ORDER BY elementId(", n, ") LIMIT ", Param(None, "chunk"))
     stmt.line("OPTIONAL MATCH (", s, ":", Ident(names.adopted_vector), " {type: ", Param(t.name, "type"), ", element: elementId(", n, ")})")
-    stmt.line("RETURN elementId(", n, ") AS element, ", n, ".", Ident(t.name_property), " AS name, ", _texts(n, t), " AS texts, ",
-              s, ".", storage.EMBEDDING_HASH, " AS hash")
+    stmt.line(
+        "RETURN elementId(",
+        n,
+        ") AS element, ",
+        n,
+        ".",
+        Ident(t.name_property),
+        " AS name, ",
+        _texts(n, t),
+        " AS texts, ",
+        s,
+        ".",
+        storage.EMBEDDING_HASH,
+        " AS hash",
+    )
     return Compiled.of(stmt, f"adopted {t.name} nodes to embed")
 
 
@@ -58,16 +71,43 @@ def reads(r: Part, p: AdoptedPredicate, adoption: Adoption) -> Fragment:
     """Relationship ``r`` is a proposition of ``p``: its type, from a node of the subject type to
     one of the object type (neither an engine node)."""
     s, o = frag("startNode(", r, ")"), frag("endNode(", r, ")")
-    return frag("type(", r, ") = ", Param(p.rel_type), " AND ", s, ":", Ident(adoption.type(p.subject).label), " AND ", o, ":",
-                Ident(adoption.type(p.object).label), " AND ", adopted.not_engine(s), " AND ", adopted.not_engine(o))
+    return frag(
+        "type(",
+        r,
+        ") = ",
+        Param(p.rel_type),
+        " AND ",
+        s,
+        ":",
+        Ident(adoption.type(p.subject).label),
+        " AND ",
+        o,
+        ":",
+        Ident(adoption.type(p.object).label),
+        " AND ",
+        adopted.not_engine(s),
+        " AND ",
+        adopted.not_engine(o),
+    )
 
 
 def _relationship_texts(r: Part, p: AdoptedPredicate, adoption: Adoption) -> Fragment:
     """``[subject name, object name, [text values]]`` of relationship ``r`` of ``p``: what its
     grounding text (``embedding.adopted_relationship_text``) is made of."""
     s, o = frag("startNode(", r, ")"), frag("endNode(", r, ")")
-    return frag("[", s, ".", Ident(adoption.type(p.subject).name_property), ", ", o, ".", Ident(adoption.type(p.object).name_property),
-                ", [", join(", ", [frag(r, ".", Ident(prop)) for prop in p.text]), "]]")
+    return frag(
+        "[",
+        s,
+        ".",
+        Ident(adoption.type(p.subject).name_property),
+        ", ",
+        o,
+        ".",
+        Ident(adoption.type(p.object).name_property),
+        ", [",
+        join(", ", [frag(r, ".", Ident(prop)) for prop in p.text]),
+        "]]",
+    )
 
 
 @functools.lru_cache(maxsize=64)
@@ -76,8 +116,16 @@ def relationships(names: storage.Names, p: AdoptedPredicate, adoption: Adoption)
     (``_relationship_texts``) and their shadow's hash (null: none yet)."""
     r, s = Internal("r"), Internal("s")
     stmt = Statement()
-    stmt.line("MATCH ", adopted.node(Internal("a"), adoption.type(p.subject)), "-[", r, ":", Ident(p.rel_type), "]->",
-              adopted.node(Internal("b"), adoption.type(p.object)))
+    stmt.line(
+        "MATCH ",
+        adopted.node(Internal("a"), adoption.type(p.subject)),
+        "-[",
+        r,
+        ":",
+        Ident(p.rel_type),
+        "]->",
+        adopted.node(Internal("b"), adoption.type(p.object)),
+    )
     stmt.line("WHERE elementId(", r, ") > ", Param(None, "last"))
     stmt.line("WITH ", r, " ORDER BY elementId(", r, ") LIMIT ", Param(None, "chunk"))
     stmt.line("OPTIONAL MATCH (", s, ":", Ident(names.adopted_relationship_vector), " {type: ", Param(p.name, "type"), ", element: elementId(", r, ")})")
@@ -92,8 +140,23 @@ def write(label: str) -> Compiled:
     stmt = Statement()
     stmt.line("UNWIND ", Param(None, "rows"), " AS row")
     stmt.line("MERGE (", s, ":", Ident(label), " {type: row.type, element: row.element})")
-    stmt.line("SET ", s, ".", storage.EMBEDDING, " = row.vector, ", s, ".", storage.EMBEDDING_MODEL, " = ", Param(None, "model"),
-              ", ", s, ".", storage.EMBEDDING_HASH, " = row.hash")
+    stmt.line(
+        "SET ",
+        s,
+        ".",
+        storage.EMBEDDING,
+        " = row.vector, ",
+        s,
+        ".",
+        storage.EMBEDDING_MODEL,
+        " = ",
+        Param(None, "model"),
+        ", ",
+        s,
+        ".",
+        storage.EMBEDDING_HASH,
+        " = row.hash",
+    )
     return Compiled.of(stmt, "write adopted vectors")
 
 
@@ -122,8 +185,13 @@ def prune(names: storage.Names, adoption: Adoption) -> Compiled:
     """Delete up to ``$chunk`` shadows whose node is gone, is no longer a concept of the shadow's
     type (label removed, type no longer adopted) or has no text left; returns how many."""
     s, n = Internal("s"), Internal("n")
-    return _prune(names.adopted_vector, s, frag("OPTIONAL MATCH (", n, ") WHERE elementId(", n, ") = ", s, ".element"),
-                  frag("coalesce(", _current(n, s, adoption, lambda t: _has_text(n, t)), ", false) = false"), "nodes")
+    return _prune(
+        names.adopted_vector,
+        s,
+        frag("OPTIONAL MATCH (", n, ") WHERE elementId(", n, ") = ", s, ".element"),
+        frag("coalesce(", _current(n, s, adoption, lambda t: _has_text(n, t)), ", false) = false"),
+        "nodes",
+    )
 
 
 def _current_relationship(r: Part, s: Part, adoption: Adoption, build) -> Fragment:
@@ -138,26 +206,32 @@ def prune_relationships(names: storage.Names, adoption: Adoption) -> Compiled:
     """Delete up to ``$chunk`` relationship shadows whose relationship is gone or is no longer a
     proposition of the shadow's predicate (endpoint relabelled, predicate no longer adopted)."""
     s, r = Internal("s"), Internal("r")
-    return _prune(names.adopted_relationship_vector, s, frag("OPTIONAL MATCH ()-[", r, "]->() WHERE elementId(", r, ") = ", s, ".element"),
-                  frag("coalesce(", _current_relationship(r, s, adoption, lambda p: frag("true")), ", false) = false"), "relationships")
+    return _prune(
+        names.adopted_relationship_vector,
+        s,
+        frag("OPTIONAL MATCH ()-[", r, "]->() WHERE elementId(", r, ") = ", s, ".element"),
+        frag("coalesce(", _current_relationship(r, s, adoption, lambda p: frag("true")), ", false) = false"),
+        "relationships",
+    )
 
 
-def _nearest(index: str, with_type: Optional[str], find: str, hit: Fragment, what: str) -> Compiled:
+def _nearest(index: str, with_type: str | None, find: str, hit: Fragment, what: str) -> Compiled:
     """The nearest shadows ``s`` of VECTOR index ``index`` (``$k`` of the index, ``$pool`` kept, of
     model ``$model`` and — with WITH TYPE — of type / predicate ``with_type``), their element bound
     by the ``find`` line (``s`` is its shadow), and per hit ``score``, ``hash``, ``type`` and ``hit``."""
     s = Internal("s")
     stmt = Statement()
     stmt.line("CALL db.index.vector.queryNodes(", literal(index), ", ", Param(None, "k"), ", ", Param(None, "vector"), ") YIELD node AS ", s, ", score")
-    stmt.line("WHERE ", s, ".", storage.EMBEDDING_MODEL, " = ", Param(None, "model"),
-              *([" AND ", s, ".type = ", Param(with_type)] if with_type is not None else []))
+    stmt.line(
+        "WHERE ", s, ".", storage.EMBEDDING_MODEL, " = ", Param(None, "model"), *([" AND ", s, ".type = ", Param(with_type)] if with_type is not None else [])
+    )
     stmt.line("WITH ", s, ", score LIMIT ", Param(None, "pool"))
     stmt.line(find, s, ".element")
     stmt.line("RETURN score, ", s, ".", storage.EMBEDDING_HASH, " AS hash, ", s, ".type AS type, ", hit, " AS hit")
     return Compiled.of(stmt, f"vector candidates (adopted {what})")
 
 
-def search(names: storage.Names, adoption: Adoption, index: str, with_type: Optional[AdoptedType]) -> Compiled:
+def search(names: storage.Names, adoption: Adoption, index: str, with_type: AdoptedType | None) -> Compiled:
     """The nearest node shadows (``_nearest``): per hit ``hit``: ``[KIP object, name, [other text
     values]]`` of the node as it is now (null when the node is gone or no longer of that type)."""
     s, node = Internal("s"), frag("node")
@@ -165,7 +239,7 @@ def search(names: storage.Names, adoption: Adoption, index: str, with_type: Opti
     return _nearest(index, with_type.name if with_type else None, "OPTIONAL MATCH (node) WHERE elementId(node) = ", hit, "concepts")
 
 
-def search_relationships(adoption: Adoption, index: str, with_type: Optional[AdoptedPredicate]) -> Compiled:
+def search_relationships(adoption: Adoption, index: str, with_type: AdoptedPredicate | None) -> Compiled:
     """The nearest relationship shadows (``_nearest``): per hit ``hit``: ``[KIP object, [subject
     name, object name, [text values]]]`` of the relationship as it is now (null when it is gone or
     no longer a proposition of that predicate)."""

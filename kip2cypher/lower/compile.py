@@ -5,12 +5,14 @@ it (``fn(command, parameters, settings) -> Plan``). ``compile_plan`` caches plan
 parameters and settings; plans are immutable, so a cached plan is shared safely between
 threads and requests.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from functools import lru_cache
-from typing import Any, Callable, Optional
+from typing import Any
 
 from .. import errors
 from ..caching import text_cache
@@ -42,7 +44,7 @@ LOWERINGS: dict[type, Callable[[Any, dict[str, Any], Settings], Plan]] = {
 }
 
 
-def lower(command: ast.Command, parameters: Optional[dict[str, Any]] = None, settings: Optional[Settings] = None) -> Plan:
+def lower(command: ast.Command, parameters: dict[str, Any] | None = None, settings: Settings | None = None) -> Plan:
     """Lower a parsed command to a plan, binding the request's parameters (``Deferring`` ones
     keep unbound placeholders as run-time Cypher parameters, ``syntax.values``)."""
     bound = Deferring(parameters) if isinstance(parameters, Deferring) else dict(parameters or {})
@@ -70,8 +72,14 @@ def _compile(text: str, params_json: str, settings: Settings, keep_placeholders:
 _compile_cached = text_cache(1 << 20, 2048)(_compile)
 
 
-def compile_plan(text: str, parameters: Optional[dict[str, Any]] = None, settings: Optional[Settings] = None,
-                 keep_placeholders: bool = False, *, parameters_checked: bool = False) -> Plan:
+def compile_plan(
+    text: str,
+    parameters: dict[str, Any] | None = None,
+    settings: Settings | None = None,
+    keep_placeholders: bool = False,
+    *,
+    parameters_checked: bool = False,
+) -> Plan:
     """Parse and lower one command (cached by text, parameters and settings).
 
     ``keep_placeholders``: an unbound placeholder at a plain-value position becomes the Cypher
@@ -80,7 +88,11 @@ def compile_plan(text: str, parameters: Optional[dict[str, Any]] = None, setting
     whole request (a 400-value capsule's walk costs ≈ 1 ms: done once, not twice)."""
     settings = settings or _default_settings()
     if not isinstance(parameters or {}, dict):
-        raise errors.KipError(errors.INVALID_SYNTAX, f"parameters must be a JSON object, got {type(parameters).__name__}.", "Pass the placeholder values as an object {\"name\": value}.")
+        raise errors.KipError(
+            errors.INVALID_SYNTAX,
+            f"parameters must be a JSON object, got {type(parameters).__name__}.",
+            'Pass the placeholder values as an object {"name": value}.',
+        )
     # JSON values a command can use (finite numbers, whole characters, bounded
     # nesting), within the size bound: checked before they are copied.
     if not parameters_checked:
@@ -104,11 +116,19 @@ def issued(plan: Plan) -> tuple[Compiled, ...]:
 def statements(plan: Plan) -> list[dict[str, Any]]:
     """``issued(plan)`` as ``{"cypher", "parameters", "label"}`` (``label`` names the step that issues it)
     plus ``runtime_parameters``: the kept placeholders the caller binds, when there are any."""
-    return [{"cypher": s.text, "parameters": dict(s.params), **({"label": s.label} if s.label else {}),
-             **({"runtime_parameters": list(s.runtime)} if s.runtime else {})} for s in issued(plan)]
+    return [
+        {
+            "cypher": s.text,
+            "parameters": dict(s.params),
+            **({"label": s.label} if s.label else {}),
+            **({"runtime_parameters": list(s.runtime)} if s.runtime else {}),
+        }
+        for s in issued(plan)
+    ]
 
 
-def compile_command(text: str, parameters: Optional[dict[str, Any]] = None, settings: Optional[Settings] = None,
-                    keep_placeholders: bool = False) -> list[dict[str, Any]]:
+def compile_command(
+    text: str, parameters: dict[str, Any] | None = None, settings: Settings | None = None, keep_placeholders: bool = False
+) -> list[dict[str, Any]]:
     """Public ``kip2cypher.compile``: the Cypher statements with their parameters and steps."""
     return statements(compile_plan(text, parameters, settings, keep_placeholders))

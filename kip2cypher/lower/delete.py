@@ -10,9 +10,10 @@ spec asks for); the dry-run probe computes the same counts, cascade included, wi
 locking or deleting. Both lower to a ``BulkPlan`` (``update.py``), run by
 ``kip2cypher.execution.programs.bulk``.
 """
+
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from ..config import Settings
 from ..cypher import storage
@@ -25,7 +26,9 @@ from .update import BulkPlan, Targets, lock
 
 def dependents(roots: str, names: storage.Names) -> Fragment:
     """Cypher expression: every proposition that (transitively) references an element of the list ``roots``."""
-    return frag("COLLECT { UNWIND ", roots, " AS _d MATCH (_h:", names.proposition, ")-[:", names.subject_rel, "|", names.object_rel, "*1..]->(_d) RETURN DISTINCT _h }")
+    return frag(
+        "COLLECT { UNWIND ", roots, " AS _d MATCH (_h:", names.proposition, ")-[:", names.subject_rel, "|", names.object_rel, "*1..]->(_d) RETURN DISTINCT _h }"
+    )
 
 
 def lock_all(stmt: Statement, list_var: str) -> None:
@@ -46,7 +49,7 @@ def locked_dependents(stmt: Statement, roots: str, out: str, keep: str, guard: s
     stmt.line("WITH ", keep, ", CASE WHEN ", guard, " THEN ", dependents(roots, names), " ELSE [] END AS ", out)
 
 
-def delete_propositions(stmt: Statement, list_var: str, names: storage.Names, *, native: Optional[str] = "") -> None:
+def delete_propositions(stmt: Statement, list_var: str, names: storage.Names, *, native: str | None = "") -> None:
     """Delete the proposition nodes in ``list_var`` with their native relationships (unit subqueries).
 
     ``native``: the list whose native relationships are looked up and deleted explicitly

@@ -4,6 +4,7 @@ Every DESCRIBE is a read: a plan of one or two statements whose program
 (``kip2cypher.execution.programs.describe``) shapes the rows into the response. The
 behaviour and the choices the spec leaves to the engine are documented in docs/meta.md.
 """
+
 from __future__ import annotations
 
 import functools
@@ -132,19 +133,29 @@ def _domains_statement(names: storage.Names, key_concepts: int, key_propositions
     stmt.line("OPTIONAL MATCH (m:", concept, ")-[:", Ident(names.rel(storage.BELONGS_TO_DOMAIN)), "]->(d)")
     stmt.line(
         "WITH d, m, CASE WHEN m IS NULL THEN 0 ELSE COUNT { (m)<-[:",
-        *links, "]-(p:", proposition, ") WHERE p.predicate <> ", btd,
+        *links,
+        "]-(p:",
+        proposition,
+        ") WHERE p.predicate <> ",
+        btd,
         " } END AS degree",
     )
     stmt.line("ORDER BY degree DESC, m.type, m.name")
     stmt.line(
         "WITH d, count(m) AS members, collect(CASE WHEN m IS NULL THEN null ELSE {type: m.type, name: m.name} END)[..",
-        Param(key_concepts, "key_concepts"), "] AS key_concepts, collect(m) AS ms",
+        Param(key_concepts, "key_concepts"),
+        "] AS key_concepts, collect(m) AS ms",
     )
     stmt.line(
         "WITH d, members, key_concepts, COLLECT { UNWIND ms AS m MATCH (m)<-[:",
-        *links, "]-(p:", proposition, ") WHERE p.predicate <> ", btd,
+        *links,
+        "]-(p:",
+        proposition,
+        ") WHERE p.predicate <> ",
+        btd,
         " WITH p.predicate AS predicate, count(DISTINCT p) AS uses ORDER BY uses DESC, predicate LIMIT ",
-        Param(key_propositions, "key_propositions"), " RETURN predicate } AS key_propositions",
+        Param(key_propositions, "key_propositions"),
+        " RETURN predicate } AS key_propositions",
     )
     stmt.line("RETURN ", storage.node_projection("d"), " AS d, members, key_concepts, key_propositions")
     stmt.line("ORDER BY members DESC, d.name")
@@ -154,7 +165,15 @@ def _domains_statement(names: storage.Names, key_concepts: int, key_propositions
 def _domain_counts_statement(names: storage.Names) -> Compiled:
     stmt = Statement()
     stmt.line("MATCH (d:", Ident(names.concept), " {type: ", Param(storage.DOMAIN, "domain"), "})")
-    stmt.line("RETURN ", storage.node_projection("d"), " AS d, COUNT { (:", Ident(names.concept), ")-[:", Ident(names.rel(storage.BELONGS_TO_DOMAIN)), "]->(d) } AS members")
+    stmt.line(
+        "RETURN ",
+        storage.node_projection("d"),
+        " AS d, COUNT { (:",
+        Ident(names.concept),
+        ")-[:",
+        Ident(names.rel(storage.BELONGS_TO_DOMAIN)),
+        "]->(d) } AS members",
+    )
     stmt.line("ORDER BY members DESC, d.name")
     return Compiled.of(stmt, "domains with member counts")
 

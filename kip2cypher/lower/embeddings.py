@@ -9,6 +9,7 @@ command's timestamp or later (``statements(…).touched``), reads their groundin
 (``.grounding``), embeds the changed ones and writes the vectors of those still at that
 version (``.write``).
 """
+
 from __future__ import annotations
 
 import functools
@@ -47,13 +48,29 @@ def _grounding(names: storage.Names, kind: str) -> Compiled:
     stmt = Statement()
     if kind == "concept":
         stmt.line("MATCH (n:", names.concept, ") WHERE n.id IN ", Param(None, "ids"))
-        stmt.line("RETURN n.id AS id, n.type AS type, n.name AS name, ", *_fields("n"), " AS vals, n.", storage.EMBEDDING_HASH, " AS hash, ", *_version("n"), " AS version")
+        stmt.line(
+            "RETURN n.id AS id, n.type AS type, n.name AS name, ",
+            *_fields("n"),
+            " AS vals, n.",
+            storage.EMBEDDING_HASH,
+            " AS hash, ",
+            *_version("n"),
+            " AS version",
+        )
     else:
         stmt.line("MATCH (p:", names.proposition, ") WHERE p.id IN ", Param(None, "ids"))
         stmt.line("OPTIONAL MATCH (p)-[:", names.subject_rel, "]->(s)")
         stmt.line("OPTIONAL MATCH (p)-[:", names.object_rel, "]->(o)")
         stmt.line("RETURN p.id AS id, p.predicate AS predicate, coalesce(s.name, s.predicate) AS subject,")
-        stmt.line("       coalesce(o.name, o.predicate) AS object, ", *_fields("p"), " AS vals, p.", storage.EMBEDDING_HASH, " AS hash, ", *_version("p"), " AS version")
+        stmt.line(
+            "       coalesce(o.name, o.predicate) AS object, ",
+            *_fields("p"),
+            " AS vals, p.",
+            storage.EMBEDDING_HASH,
+            " AS hash, ",
+            *_version("p"),
+            " AS version",
+        )
     return Compiled.of(stmt, f"grounding text of {kind}s")
 
 
@@ -72,8 +89,15 @@ def _write(names: storage.Names, kind: str) -> Compiled:
     stmt.line(lock("n"))
     stmt.line("WITH n, row WHERE coalesce(n[", Param(storage.meta_key(storage.VERSION_KEY), "kip_vkey"), "], -1) = row.version")
     stmt.line(
-        "SET n.", storage.EMBEDDING, " = row.vector, n.", storage.EMBEDDING_MODEL, " = ", Param(None, "model"),
-        ", n.", storage.EMBEDDING_HASH, " = row.hash",
+        "SET n.",
+        storage.EMBEDDING,
+        " = row.vector, n.",
+        storage.EMBEDDING_MODEL,
+        " = ",
+        Param(None, "model"),
+        ", n.",
+        storage.EMBEDDING_HASH,
+        " = row.hash",
     )
     return Compiled.of(stmt, f"write {kind} embeddings")
 

@@ -13,17 +13,18 @@ So every page only refers to what an earlier page (or itself) defined, and the p
 apply in order. The lowering builds the page statement and the endpoint-identity lookup;
 the program (``kip2cypher.execution.programs.export``) runs them and assembles the capsule.
 """
+
 from __future__ import annotations
 
 import functools
 import json
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 from .. import cursor, errors
+from ..adoption import AdoptedType, Adoption
 from ..config import Settings
 from ..cypher import storage
-from ..adoption import Adoption, AdoptedType
 from ..cypher.builder import Fragment, Ident, Internal, Param, Statement, frag, join
 from ..errors import KipError
 from ..syntax import ast
@@ -48,10 +49,10 @@ class ExportPlan(Plan):
     page: Compiled
     refs: Compiled
     limit: int
-    after: Optional[tuple[Any, ...]]  # the sort key the previous page ended at (CURSOR)
+    after: tuple[Any, ...] | None  # the sort key the previous page ended at (CURSOR)
     fingerprint: str
     #: The identity check of an EXPORT of adopted data (``_adopted_identities``); None for memory.
-    identities: Optional[Compiled]
+    identities: Compiled | None
     grounding_all: grounding.Names
     grounding_optional: grounding.Names
     grounding_at: grounding.Offsets  # where the command names each of them (KIP_2001 positions)
@@ -66,14 +67,17 @@ class ExportPlan(Plan):
         return (self.page, *self.checks(), *names, self.refs)
 
 
-def _page_statement(command: ast.Export, parameters: dict[str, Any], settings: Settings) -> tuple[Compiled, Optional[Compiled], Pattern]:
+def _page_statement(command: ast.Export, parameters: dict[str, Any], settings: Settings) -> tuple[Compiled, Compiled | None, Pattern]:
     """The page query, the identity check of adopted data (None for memory) and the lowered WHERE."""
     pattern = lower_where(command.where, parameters, settings)
     target = pattern.require(command.target, used_in="EXPORT", kinds=NODE_KINDS)
     pattern.distinct([command.target], used_in="EXPORT")
     if target.adopted is not None:
-        return (_adopted_page(pattern, command.target, target.adopted, settings.adoption),
-                _adopted_identities(pattern, command.target, target.adopted, settings.adoption), pattern)
+        return (
+            _adopted_page(pattern, command.target, target.adopted, settings.adoption),
+            _adopted_identities(pattern, command.target, target.adopted, settings.adoption),
+            pattern,
+        )
     stmt = pattern.statement()
     e, level, key = Internal("e"), Internal("level"), Internal("key")
     names = pattern.lowerer.names
@@ -111,10 +115,23 @@ def _adopted_page(pattern: Pattern, target: str, what: adopted.Adopted, adoption
         refs = frag("[]")
     else:
         stmt.line("WITH ", e, ", [5, 0, ", Param(what.name), ", ", adopted.proposition_id(e, what), "] AS ", key)
-        refs = frag("[", join(", ", [_endpoint_ref(frag(end, "(", e, ")"), adoption.type(name)) for end, name in (("startNode", what.subject), ("endNode", what.object))]), "]")
+        refs = frag(
+            "[",
+            join(", ", [_endpoint_ref(frag(end, "(", e, ")"), adoption.type(name)) for end, name in (("startNode", what.subject), ("endNode", what.object))]),
+            "]",
+        )
     stmt.line("WHERE ", Param(None, "after"), " IS NULL OR ", key, " > ", Param(None, "after"))
-    stmt.line("RETURN ", adopted.element(e, what, adoption), " AS element, ", "false" if concept else "true", " AS is_proposition, ",
-              key, " AS sort_key, ", refs, " AS refs")
+    stmt.line(
+        "RETURN ",
+        adopted.element(e, what, adoption),
+        " AS element, ",
+        "false" if concept else "true",
+        " AS is_proposition, ",
+        key,
+        " AS sort_key, ",
+        refs,
+        " AS refs",
+    )
     stmt.line("ORDER BY sort_key LIMIT ", Param(None, "fetch"))
     return Compiled.of(stmt, "EXPORT page (adopted)")
 
@@ -136,8 +153,24 @@ def _adopted_identities(pattern: Pattern, target: str, what: adopted.Adopted, ad
     if isinstance(what, AdoptedType):
         name, n = Internal("name"), Internal("n")
         stmt.line("WITH ", e, ".", Ident(what.name_property), " AS ", name, ", count(*) AS ", n)
-        stmt.line("WITH sum(CASE WHEN ", name, " IS :: STRING NOT NULL THEN 0 ELSE ", n, " END) AS nameless, ",
-                  "collect(CASE WHEN ", name, " IS :: STRING NOT NULL AND ", n, " > 1 THEN [", Param(what.name), ", ", name, ", ", n, "] END) AS duplicates")
+        stmt.line(
+            "WITH sum(CASE WHEN ",
+            name,
+            " IS :: STRING NOT NULL THEN 0 ELSE ",
+            n,
+            " END) AS nameless, ",
+            "collect(CASE WHEN ",
+            name,
+            " IS :: STRING NOT NULL AND ",
+            n,
+            " > 1 THEN [",
+            Param(what.name),
+            ", ",
+            name,
+            ", ",
+            n,
+            "] END) AS duplicates",
+        )
     else:
         ends = {"startNode": adoption.type(what.subject), "endNode": adoption.type(what.object)}
         values = {end: frag(end, "(", e, ").", Ident(t.name_property)) for end, t in ends.items()}
@@ -146,7 +179,10 @@ def _adopted_identities(pattern: Pattern, target: str, what: adopted.Adopted, ad
         per_type: dict[str, list[str]] = {}
         for end, t in ends.items():
             per_type.setdefault(t.name, []).append(end)
-        lists = [frag(join(" + ", [frag("collect(DISTINCT ", Internal(end), ")") for end in sides]), " AS ", Internal(f"names{i}")) for i, sides in enumerate(per_type.values())]
+        lists = [
+            frag(join(" + ", [frag("collect(DISTINCT ", Internal(end), ")") for end in sides]), " AS ", Internal(f"names{i}"))
+            for i, sides in enumerate(per_type.values())
+        ]
         stmt.line("WITH sum(CASE WHEN ", named, " THEN 0 ELSE 1 END) AS nameless, ", join(", ", lists))
         for i, type_name in enumerate(per_type):
             t, y, names, name = adoption.type(type_name), Internal("y"), Internal(f"names{i}"), Internal("name")
@@ -174,10 +210,16 @@ def _refs_statement(names: storage.Names) -> Compiled:
 def lower_export(command: ast.Export, parameters: dict[str, Any], settings: Settings) -> ExportPlan:
     limit = resolve_int(command.limit, parameters, "LIMIT") if command.limit is not None else EXPORT_DEFAULT_LIMIT
     if limit > EXPORT_MAX_LIMIT:
-        raise KipError(errors.RESOURCE_EXHAUSTED, f"EXPORT LIMIT {limit} exceeds the maximum of {EXPORT_MAX_LIMIT}.", f"Export in pages: LIMIT {EXPORT_MAX_LIMIT} or less, then CURSOR with each next_cursor.")
+        raise KipError(
+            errors.RESOURCE_EXHAUSTED,
+            f"EXPORT LIMIT {limit} exceeds the maximum of {EXPORT_MAX_LIMIT}.",
+            f"Export in pages: LIMIT {EXPORT_MAX_LIMIT} or less, then CURSOR with each next_cursor.",
+        )
     # The cursor is bound to the query without its paging (page N+1 matches page N).
     paging = {v.name for v in (command.limit, command.cursor) if isinstance(v, ast.Placeholder)}
-    fingerprint = cursor.fingerprint("EXPORT", command.target, repr(command.where), json.dumps({k: v for k, v in parameters.items() if k not in paging}, sort_keys=True, default=str))
+    fingerprint = cursor.fingerprint(
+        "EXPORT", command.target, repr(command.where), json.dumps({k: v for k, v in parameters.items() if k not in paging}, sort_keys=True, default=str)
+    )
     after = cursor.decode(settings, fingerprint, resolve(command.cursor, parameters)) if command.cursor is not None else None
     page, identities, pattern = _page_statement(command, parameters, settings)
     return ExportPlan(

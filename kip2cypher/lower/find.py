@@ -9,15 +9,16 @@ Shape of the generated query (docs/kql.md has every rule)::
     SKIP $skip LIMIT $limit               -- limit = LIMIT + 1 to know whether more remain
     RETURN … AS c0, … AS c1               -- whole nodes are projected only after the LIMIT
 """
+
 from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Any, Optional, Union
+from typing import Any
 
 from .. import cursor
-from ..cypher import storage
 from ..config import Settings
+from ..cypher import storage
 from ..cypher.builder import Fragment, Internal, Param, Statement, Var, frag, join
 from ..errors import INVALID_SYNTAX, KipError
 from ..syntax import ast
@@ -30,7 +31,7 @@ from .plan import Compiled, Plan
 AGG = {"COUNT": "count", "SUM": "sum", "AVG": "avg", "MIN": "min", "MAX": "max"}
 
 
-def _vars_of(expr: Union[ast.Projection, ast.OrderKey]) -> str:
+def _vars_of(expr: ast.Projection | ast.OrderKey) -> str:
     if isinstance(expr, ast.Aggregate):
         expr = expr.arg
     return expr.name if isinstance(expr, ast.Var) else expr.var
@@ -58,7 +59,7 @@ class FindPlan(Plan):
     KIND = "KQL"
     query: Compiled
     columns: tuple[tuple[str, str], ...]  # (column name, decoder)
-    limit: Optional[int]
+    limit: int | None
     offset: int
     fingerprint: str
     aggregates_only: bool
@@ -164,7 +165,9 @@ class _FindLowering:
                     )
                 self.hidden_groups.append(name)
             if isinstance(key.expr, ast.Aggregate) and self._find_index(key.expr) is None:
-                raise KipError(INVALID_SYNTAX, "An aggregation in ORDER BY must also appear in FIND.", "Add the aggregation to FIND, or order by a FIND expression.")
+                raise KipError(
+                    INVALID_SYNTAX, "An aggregation in ORDER BY must also appear in FIND.", "Add the aggregation to FIND, or order by a FIND expression."
+                )
 
     def identity_grouped(self) -> set[str]:
         """Variables whose identity is part of the GROUP BY key (?x or ?x.id in FIND)."""
@@ -175,7 +178,7 @@ class _FindLowering:
                 out.add(_vars_of(expr))
         return out
 
-    def _find_index(self, expr: ast.Projection) -> Optional[int]:
+    def _find_index(self, expr: ast.Projection) -> int | None:
         for column in self.columns:
             if column.expr == expr:
                 return column.index
@@ -238,7 +241,7 @@ class _FindLowering:
             value = frag("CASE WHEN ", value, " IS :: INTEGER | FLOAT THEN ", value, " END")
         return frag(func, "(", distinct, value, ")")
 
-    def pre_group_owner(self) -> Optional[str]:
+    def pre_group_owner(self) -> str | None:
         """The node variable ``?x`` whose properties are the whole grouping key, when the
         aggregation can run per node of ``?x`` first: every non-aggregated FIND expression is a
         dot path of ``?x``, every aggregate is a plain COUNT / MIN / MAX (partials combine

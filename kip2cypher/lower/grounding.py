@@ -7,13 +7,13 @@ did-you-mean hint of the error and for DESCRIBE. Which names a command needs che
 when, is decided by the lowering of each command and run by
 ``kip2cypher.execution.programs.grounding``.
 """
+
 from __future__ import annotations
 
 import functools
-from typing import Optional
 
 from ..cypher import storage
-from ..cypher.builder import Fragment, Internal, Part, Param, Statement, frag
+from ..cypher.builder import Fragment, Internal, Param, Part, Statement, frag
 from .pattern import Grounding
 from .plan import Compiled
 
@@ -27,7 +27,11 @@ def grounding_check(names: storage.Names = storage.DEFAULT) -> Compiled:
     """Which of ``$names`` (``[[meta_type, name], …]``) have a definition node."""
     stmt = Statement()
     stmt.line(
-        "UNWIND ", Param(None, "names"), " AS item OPTIONAL MATCH (d:", names.concept, " {type: item[0], name: item[1]}) ",
+        "UNWIND ",
+        Param(None, "names"),
+        " AS item OPTIONAL MATCH (d:",
+        names.concept,
+        " {type: item[0], name: item[1]}) ",
         "RETURN item[0] AS meta, item[1] AS name, d IS NOT NULL AS defined",
     )
     return Compiled.of(stmt, "grounding check (runs only when it can matter)")
@@ -42,7 +46,7 @@ def defined_names(names: storage.Names = storage.DEFAULT) -> Compiled:
     return Compiled.of(stmt, "defined names (did-you-mean)")
 
 
-def names(grounding: Grounding, required_only: Optional[bool] = None) -> Names:
+def names(grounding: Grounding, required_only: bool | None = None) -> Names:
     """The ``(meta_type, name)`` pairs a pattern refers to (``required_only``: only / never those outside OPTIONAL/NOT/UNION)."""
     types, predicates = grounding.names(required_only)
     return tuple((storage.CONCEPT_TYPE, t) for t in types) + tuple((storage.PROPOSITION_TYPE, p) for p in predicates)

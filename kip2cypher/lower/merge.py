@@ -27,11 +27,12 @@ Counts: ``links_repointed`` = propositions whose endpoint moved (at any level);
 keys the target gained from the source (``aliases`` counts once when the target
 had none and the source had some).
 """
+
 from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 from ..config import Settings
 from ..cypher import storage
@@ -43,8 +44,8 @@ from . import grounding, rules
 from . import pattern as pat
 from . import writes as K
 from .delete import delete_propositions
-from .upsert import native_type
 from .plan import Compiled, Plan
+from .upsert import native_type
 
 ALIASES = storage.attr_key("aliases")
 
@@ -57,8 +58,13 @@ def _bind_statement(pattern: pat.Pattern, source: str, target: str) -> Compiled:
     stmt = pattern.statement()
     stmt.line("WITH collect(DISTINCT ", s, ") AS _ss, collect(DISTINCT ", t, ") AS _ts")
     info = (
-        "{id: x.id, type: x.type, name: x.name, concept: x:", pattern.lowerer.names.concept, ", protected: coalesce(",
-        rules.cy_protected_concept("x.type", "x.name"), " OR ", rules.cy_actor("x.type", "x.name"), ", false)}",
+        "{id: x.id, type: x.type, name: x.name, concept: x:",
+        pattern.lowerer.names.concept,
+        ", protected: coalesce(",
+        rules.cy_protected_concept("x.type", "x.name"),
+        " OR ",
+        rules.cy_actor("x.type", "x.name"),
+        ", false)}",
     )
     stmt.line("RETURN size(_ss) AS ns, size(_ts) AS nt, [x IN _ss[..2] | ", *info, "] AS ss, [x IN _ts[..2] | ", *info, "] AS ts")
     return Compiled.of(stmt, "MERGE: bind ?source and ?target")
@@ -126,8 +132,13 @@ def _repoint_statement(names: storage.Names) -> Compiled:
             s.line(K.lock("q"))
             s.line("WITH l, q, cur, properties(q) AS qc")
             s.line(
-                "WITH l, q, cur, qc, [k IN keys(cur) WHERE (k STARTS WITH ", literal(storage.ATTR_PREFIX), " OR (k STARTS WITH ",
-                literal(storage.META_PREFIX), " AND NOT k STARTS WITH ", literal(storage.META_PREFIX + "_"), ")) AND qc[k] IS NULL] AS fill",
+                "WITH l, q, cur, qc, [k IN keys(cur) WHERE (k STARTS WITH ",
+                literal(storage.ATTR_PREFIX),
+                " OR (k STARTS WITH ",
+                literal(storage.META_PREFIX),
+                " AND NOT k STARTS WITH ",
+                literal(storage.META_PREFIX + "_"),
+                ")) AND qc[k] IS NULL] AS fill",
             )
             s.line("FOREACH (k IN fill | SET q[k] = cur[k])")
             s.line("FOREACH (_ IN CASE WHEN size(fill) > 0 THEN [1] ELSE [] END |")
@@ -192,12 +203,12 @@ class MergePlan(Plan):
     bind: Compiled
     source: str
     target: str
-    source_identity: Optional[tuple[str, str]]
+    source_identity: tuple[str, str] | None
     grounding_all: grounding.Names  # checked when ?source or ?target bound nothing
     grounding_optional: grounding.Names  # names used only inside OPTIONAL / NOT / UNION: checked otherwise
     grounding_at: grounding.Offsets  # where the command names each of them (KIP_2001 positions)
-    source_at: Optional[int]  # where the command text names ?source / ?target (positions of their errors)
-    target_at: Optional[int]
+    source_at: int | None  # where the command text names ?source / ?target (positions of their errors)
+    target_at: int | None
 
     def steps(self) -> tuple[Compiled, ...]:
         checks = (grounding.check_statement(self.grounding_all, self.names), grounding.defined_names(self.names)) if self.grounding_all else ()
@@ -206,7 +217,7 @@ class MergePlan(Plan):
         return (self.bind, *checks, *replay, s.lock, s.fill, s.repoint, s.delete)
 
 
-def _source_identity(where: tuple, source: str, parameters: dict[str, Any]) -> Optional[tuple[str, str]]:
+def _source_identity(where: tuple, source: str, parameters: dict[str, Any]) -> tuple[str, str] | None:
     """The {type, name} the WHERE gives ?source literally, if any (for the already-merged hint)."""
     for item in where:
         if isinstance(item, ast.ConceptClause) and item.var == source and item.type is not None and item.name is not None:

@@ -43,21 +43,23 @@ Lowering rules (the full list with rationale is in docs/kql.md):
   ``CALL { left RETURN … UNION right RETURN … }`` where *left* is everything
   written before the UNION in the same group (evaluated left to right).
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Iterator, Mapping, Optional, Union
+from typing import Any
 
-from ..cypher import storage
-from ..syntax import ast
+from .. import adoption as adopt
 from ..config import Settings
+from ..cypher import storage
 from ..cypher.builder import Fragment, Ident, Internal, Param, Part, RuntimeParam, Statement, Var, frag, join, literal
 from ..errors import INVALID_SYNTAX, REFERENCE_ERROR, RESOURCE_EXHAUSTED, KipError
-from .regex_guard import compile_search, regex_calls
-from . import adopted as adopted_cy
-from .. import adoption as adopt
+from ..syntax import ast
 from ..syntax.values import Deferred, describe, resolve, resolve_predicate
+from . import adopted as adopted_cy
+from .regex_guard import compile_search, regex_calls
 
 CONCEPT = "concept"
 PROPOSITION = "proposition"
@@ -113,7 +115,7 @@ class Grounding:
         meta = storage.CONCEPT_TYPE if table is self.types else storage.PROPOSITION_TYPE
         self.offsets.setdefault((meta, name), offset)
 
-    def names(self, required_only: Optional[bool] = None) -> tuple[list[str], list[str]]:
+    def names(self, required_only: bool | None = None) -> tuple[list[str], list[str]]:
         def pick(table: dict[str, bool]) -> list[str]:
             return sorted(n for n, req in table.items() if required_only is None or req == required_only)
 
@@ -152,7 +154,7 @@ def _variables(part: Any, out: list) -> list:
     return out
 
 
-def call_head(keyword: str, body: list[Fragment], scope: Mapping[str, "Binding"]) -> str | Fragment:
+def call_head(keyword: str, body: list[Fragment], scope: Mapping[str, Binding]) -> str | Fragment:
     """``CALL (a, _r0) {`` importing exactly the outer variables the body uses.
 
     Explicit imports rather than ``CALL (*)``: inside an ``EXISTS { … }`` Neo4j 5.26 does not
@@ -170,7 +172,7 @@ def call_head(keyword: str, body: list[Fragment], scope: Mapping[str, "Binding"]
 class _Clause:
     """One emitted clause; a mandatory MATCH can still take WHERE conditions."""
 
-    def __init__(self, head: Fragment, kind: str, where: Optional[list[Fragment]] = None) -> None:
+    def __init__(self, head: Fragment, kind: str, where: list[Fragment] | None = None) -> None:
         self.head = head
         self.kind = kind  # "match" | "optional" | "call" | "with"
         self.where: list[Fragment] = list(where or [])
@@ -213,10 +215,10 @@ class _Keys:
             self.rules.append((frozenset(), frozenset({key})))
         return key
 
-    def rule(self, premises: Iterable[Optional[str]], conclusions: Iterable[Optional[str]]) -> None:
+    def rule(self, premises: Iterable[str | None], conclusions: Iterable[str | None]) -> None:
         self.rules.append((frozenset(k for k in premises if k), frozenset(k for k in conclusions if k)))
 
-    def merge(self, other: "_Keys") -> None:
+    def merge(self, other: _Keys) -> None:
         self.elements |= other.elements
         self.rules.extend(other.rules)
 
@@ -246,14 +248,14 @@ class Pattern:
     lines: list[Fragment]
     bindings: dict[str, Binding]
     grounding: Grounding
-    lowerer: "Lowerer"
+    lowerer: Lowerer
     #: Set by ``distinct``: whether it appended a ``WITH`` (ORDER BY may follow directly),
     #: and whether it could leave the DISTINCT out.
     projected: bool = False
     elided: bool = False
 
     # ---------------------------------------------------------------- variables
-    def require(self, name: str, *, used_in: str = "FIND", kinds: Optional[Iterable[str]] = None, at: Optional[int] = None) -> Binding:
+    def require(self, name: str, *, used_in: str = "FIND", kinds: Iterable[str] | None = None, at: int | None = None) -> Binding:
         """The binding of ``?name``; KIP_3001 if the WHERE never binds it (visibly). ``at``: where
         the command uses it (a text offset, for the error's position)."""
         binding = self.bindings.get(name)
@@ -263,7 +265,9 @@ class Pattern:
             raise KipError(
                 INVALID_SYNTAX,
                 f"?{name} is bound to a {binding.kind} but {used_in} needs a {' or '.join(sorted(set(kinds)))}.",
-                "Use a variable bound to a concept node or proposition link here." if binding.kind == PREDICATE else "Bind the right kind of element to this variable.",
+                "Use a variable bound to a concept node or proposition link here."
+                if binding.kind == PREDICATE
+                else "Bind the right kind of element to this variable.",
                 offset=at,
             )
         return binding
@@ -271,14 +275,14 @@ class Pattern:
     def ref(self, name: str) -> Part:
         return self.require(name).ref
 
-    def writable(self, name: str, action: str, at: Optional[int] = None) -> None:
+    def writable(self, name: str, action: str, at: int | None = None) -> None:
         """KIP_3004 at compile time when ``?name`` binds adopted data, which KIP never changes (docs/adopt.md)."""
         binding = self.require(name, used_in=action, at=at)
         if binding.adopted is not None:
             raise adopted_cy.read_only(binding.adopted, f"{action} on ?{name}", at)
 
     # ---------------------------------------------------------------- expressions
-    def value(self, expr: Union[ast.Var, ast.DotPath], *, used_in: str = "FIND") -> Fragment:
+    def value(self, expr: ast.Var | ast.DotPath, *, used_in: str = "FIND") -> Fragment:
         """The raw stored value of ``?x`` / ``?x.path`` (decode attribute values with storage.decode;
         ``?x.attributes`` / ``?x.metadata`` yield ``properties(x)`` — split with storage.split_properties)."""
         return self.lowerer.raw_value(expr, self.bindings, used_in)
@@ -338,7 +342,7 @@ def is_path(clause: Any) -> bool:
 def _bound_path() -> KipError:
     return KipError(
         INVALID_SYNTAX,
-        "A path clause (\"p\"{m,n}) matches a chain of links, so it cannot be bound to a variable or used as a nested proposition.",
+        'A path clause ("p"{m,n}) matches a chain of links, so it cannot be bound to a variable or used as a nested proposition.',
         "Drop the ?link variable, or match a single hop without the quantifier.",
     )
 
@@ -346,7 +350,7 @@ def _bound_path() -> KipError:
 _TYPE_ROLE = "a concept type is checked against the schema and may become a node label"
 
 
-def _nested_adopted(offset: Optional[int] = None) -> KipError:
+def _nested_adopted(offset: int | None = None) -> KipError:
     return adopted_cy.unsupported("An adopted proposition as the subject or object of another proposition", offset)
 
 
@@ -355,18 +359,17 @@ def _types(predicate: ast.PredicatePattern, names: storage.Names) -> Fragment:
     return join("|", [Ident(names.rel(name)) for name in predicate.names])
 
 
-def unbound(name: str, used_in: str, offset: Optional[int] = None) -> KipError:
+def unbound(name: str, used_in: str, offset: int | None = None) -> KipError:
     return KipError(
         REFERENCE_ERROR,
         f"The variable ?{name} is used in {used_in} but never bound in WHERE.",
-        f"Bind ?{name} with a pattern clause in WHERE (e.g. ?{name} {{type: \"…\"}} or (?{name}, \"…\", ?o)); "
+        f'Bind ?{name} with a pattern clause in WHERE (e.g. ?{name} {{type: "…"}} or (?{name}, "…", ?o)); '
         "variables bound inside NOT { … } are not visible outside it.",
         offset=offset,
     )
 
 
-def lower_where(where: Iterable[ast.WhereItem], parameters: Mapping[str, Any], settings: Settings, *,
-                used: Optional[Iterable[str]] = None) -> Pattern:
+def lower_where(where: Iterable[ast.WhereItem], parameters: Mapping[str, Any], settings: Settings, *, used: Iterable[str] | None = None) -> Pattern:
     """Lower a WHERE block. Raises KipError for unbound FILTER variables (KIP_3001), bad path
     quantifiers (KIP_1001/KIP_4002) and ill-typed placeholder values (KIP_1001).
 
@@ -472,8 +475,9 @@ _STRING_FUNCS = {"CONTAINS": " CONTAINS ", "STARTS_WITH": " STARTS WITH ", "ENDS
 class Lowerer:
     """Stateful helper for one WHERE: fresh internal names and the grounding names seen."""
 
-    def __init__(self, parameters: Mapping[str, Any], settings: Settings, *, lean: bool = False,
-                 dont_care: frozenset[str] = frozenset(), joins: bool = False) -> None:
+    def __init__(
+        self, parameters: Mapping[str, Any], settings: Settings, *, lean: bool = False, dont_care: frozenset[str] = frozenset(), joins: bool = False
+    ) -> None:
         self.parameters = parameters
         self.settings = settings
         #: the storage vocabulary of the nexus's namespace: every label and relationship type emitted
@@ -503,7 +507,7 @@ class Lowerer:
         self.non_null: frozenset[str] = frozenset()
 
     @contextmanager
-    def nested(self) -> Iterator["_Keys"]:
+    def nested(self) -> Iterator[_Keys]:
         """Record the keys of a nested group (UNION branch, NOT, OPTIONAL) apart from the top level."""
         outer, self.keys = self.keys, _Keys()
         try:
@@ -523,11 +527,11 @@ class Lowerer:
         return resolve(value, self.parameters, deferrable=True)
 
     @staticmethod
-    def param(value: Any) -> Union[Param, RuntimeParam]:
+    def param(value: Any) -> Param | RuntimeParam:
         """A value as a Cypher parameter: ``$name`` for a kept placeholder."""
         return RuntimeParam(value.name, value.offset) if isinstance(value, Deferred) else Param(value)
 
-    def string_of(self, value: ast.Value, what: str, role: str = "") -> Union[str, Deferred]:
+    def string_of(self, value: ast.Value, what: str, role: str = "") -> str | Deferred:
         """A string value; with ``role`` (what the value shapes) it may not be left for run time."""
         resolved = resolve(value, self.parameters, role=role) if role else self.value_of(value)
         if not isinstance(resolved, (str, Deferred)):
@@ -535,8 +539,9 @@ class Lowerer:
         return resolved
 
     # ------------------------------------------------------------------ groups
-    def group(self, items: tuple, scope: dict[str, Binding], *, required: bool, top: bool = False,
-              avoid: frozenset[str] = frozenset()) -> tuple[list[Fragment], dict[str, Binding]]:
+    def group(
+        self, items: tuple, scope: dict[str, Binding], *, required: bool, top: bool = False, avoid: frozenset[str] = frozenset()
+    ) -> tuple[list[Fragment], dict[str, Binding]]:
         """Lower a group; returns its lines and the bindings visible after it (scope + new).
 
         ``avoid``: names that must not be bound under their own name (they belong to an
@@ -548,7 +553,9 @@ class Lowerer:
         k = union_at[-1]
         left_items, right_items, rest = items[:k], items[k].items, items[k + 1 :]
         if not left_items:
-            raise KipError(INVALID_SYNTAX, "UNION { … } needs a pattern before it in the same block.", "Write the first alternative, then UNION { second alternative }.")
+            raise KipError(
+                INVALID_SYNTAX, "UNION { … } needs a pattern before it in the same block.", "Write the first alternative, then UNION { second alternative }."
+            )
         lines: list[Fragment] = []
         # Left branch: the items before UNION, seeing the enclosing scope.
         with self.nested():
@@ -562,13 +569,20 @@ class Lowerer:
         for name in columns:
             kinds = {b.kind for b in (left_new.get(name), right_new.get(name)) if b is not None}
             if PREDICATE in kinds and len(kinds) > 1:
-                raise KipError(INVALID_SYNTAX, f"?{name} binds a predicate name in one UNION branch and an element in another.", "Use different variable names for predicates and elements.")
+                raise KipError(
+                    INVALID_SYNTAX,
+                    f"?{name} binds a predicate name in one UNION branch and an element in another.",
+                    "Use different variable names for predicates and elements.",
+                )
             kind = kinds.pop() if len(kinds) == 1 else ELEMENT
             nullable = name not in left_new or name not in right_new or any(b.nullable for b in (left_new.get(name), right_new.get(name)) if b)
             adopted = {b.adopted for b in (left_new.get(name), right_new.get(name)) if b is not None}
             if len(adopted) > 1:
-                raise KipError(INVALID_SYNTAX, f"?{name} binds elements of different adopted types (or adopted and memory elements) in the UNION branches.",
-                               "Use a different variable in each branch (docs/adopt.md).")
+                raise KipError(
+                    INVALID_SYNTAX,
+                    f"?{name} binds elements of different adopted types (or adopted and memory elements) in the UNION branches.",
+                    "Use a different variable in each branch (docs/adopt.md).",
+                )
             merged[name] = Binding(name, kind, Var(name), nullable, adopted=adopted.pop())
 
         def returning(bindings: dict[str, Binding]) -> Fragment:
@@ -601,8 +615,9 @@ class Lowerer:
             lines.extend(rest_lines)
         return lines, merged
 
-    def sequence(self, items: tuple, scope: dict[str, Binding], *, required: bool,
-                 avoid: frozenset[str] = frozenset()) -> tuple[list[Fragment], dict[str, Binding]]:
+    def sequence(
+        self, items: tuple, scope: dict[str, Binding], *, required: bool, avoid: frozenset[str] = frozenset()
+    ) -> tuple[list[Fragment], dict[str, Binding]]:
         """A UNION-free list of items: patterns and OPTIONALs in order, FILTER/NOT group-level."""
         scope = dict(scope)
         will_bind: set[str] = set(scope)
@@ -669,7 +684,9 @@ class Lowerer:
             if scope:
                 lines.append(frag("WITH * WHERE ", join(" AND ", pre_conds)))
             else:
-                raise KipError(INVALID_SYNTAX, "A block of only FILTERs has nothing to filter.", "Add a pattern clause that binds the variables the FILTER tests.")
+                raise KipError(
+                    INVALID_SYNTAX, "A block of only FILTERs has nothing to filter.", "Add a pattern clause that binds the variables the FILTER tests."
+                )
         for clause in clauses:
             lines.extend(clause.render())
         return lines, scope
@@ -691,7 +708,7 @@ class Lowerer:
             lines, _ = self.group(item.items, scope, required=False, avoid=avoid)
         return block("NOT EXISTS {", lines)
 
-    def optional(self, item: ast.OptionalBlock, scope: dict[str, Binding], avoid: frozenset[str]) -> Optional[_Clause]:
+    def optional(self, item: ast.OptionalBlock, scope: dict[str, Binding], avoid: frozenset[str]) -> _Clause | None:
         patterns = [sub for sub in item.items if isinstance(sub, (ast.ConceptClause, ast.PropositionClause))]
         filters = [sub for sub in item.items if isinstance(sub, ast.Filter)]
         if len(patterns) == 1 and len(patterns) + len(filters) == len(item.items) and not is_path(patterns[0]):
@@ -735,20 +752,29 @@ class Lowerer:
         binding = scope.get(name)
         if binding is not None:
             if binding.kind == PREDICATE:
-                raise KipError(INVALID_SYNTAX, f"?{name} is bound to a predicate name and cannot also be a node.", "Use different variables for predicates and for concepts/propositions.")
+                raise KipError(
+                    INVALID_SYNTAX,
+                    f"?{name} is bound to a predicate name and cannot also be a node.",
+                    "Use different variables for predicates and for concepts/propositions.",
+                )
             if isinstance(binding.adopted, adopt.AdoptedPredicate) and kind != PROPOSITION:
                 raise _nested_adopted()
             if binding.kind == ELEMENT and kind in (CONCEPT, PROPOSITION):
                 binding.kind = kind
             elif binding.kind != kind and kind != ELEMENT and binding.kind != ELEMENT:
-                raise KipError(INVALID_SYNTAX, f"?{name} is bound to a {binding.kind} and cannot also be a {kind}.", "A variable binds either concept nodes or proposition links, not both.")
+                raise KipError(
+                    INVALID_SYNTAX,
+                    f"?{name} is bound to a {binding.kind} and cannot also be a {kind}.",
+                    "A variable binds either concept nodes or proposition links, not both.",
+                )
             return binding.ref, True
         ref: Part = self.fresh("v") if name in avoid else Var(name)
         scope[name] = Binding(name, kind, ref)
         return ref, False
 
-    def pattern_clause(self, clause: Union[ast.ConceptClause, ast.PropositionClause], scope: dict[str, Binding], *,
-                       required: bool, avoid: frozenset[str]) -> tuple[list[Fragment], list[Fragment], list[Fragment]]:
+    def pattern_clause(
+        self, clause: ast.ConceptClause | ast.PropositionClause, scope: dict[str, Binding], *, required: bool, avoid: frozenset[str]
+    ) -> tuple[list[Fragment], list[Fragment], list[Fragment]]:
         """One top-level clause → (comma-separated MATCH parts, their WHERE conditions, clauses
         that follow the MATCH — the reachability ``CALL`` of a path)."""
         parts: list[Fragment] = []
@@ -761,8 +787,16 @@ class Lowerer:
         self.proposition(clause, scope, parts, conds, need_node=clause.var is not None, required=required, avoid=avoid)
         return parts, conds, []
 
-    def concept_node(self, clause: ast.ConceptClause, scope: dict[str, Binding], *, required: bool, avoid: frozenset[str],
-                     ref: Optional[Part] = None, adopted: Optional[adopt.AdoptedType] = None) -> tuple[Fragment, str]:
+    def concept_node(
+        self,
+        clause: ast.ConceptClause,
+        scope: dict[str, Binding],
+        *,
+        required: bool,
+        avoid: frozenset[str],
+        ref: Part | None = None,
+        adopted: adopt.AdoptedType | None = None,
+    ) -> tuple[Fragment, str]:
         """The node pattern of a concept clause and its _Keys element (``ref``: the Cypher
         variable to give an anonymous clause, when the caller must refer to the node;
         ``adopted``: the type an untyped clause has where an adopted predicate expects it)."""
@@ -770,12 +804,16 @@ class Lowerer:
         if chosen is not None:
             return self.adopted_node(clause, chosen, scope, required=required, avoid=avoid, ref=ref)
         if self.adoption is not None and clause.type is None and clause.id is None:
-            self.notes.append("A concept clause without a type matches memory concepts only: give the type (e.g. "
-                              f"{{type: {self.adoption.types[0].name!r}, …}}) to read adopted concepts (docs/adopt.md).".replace("'", '"'))
+            self.notes.append(
+                "A concept clause without a type matches memory concepts only: give the type (e.g. "
+                f"{{type: {self.adoption.types[0].name!r}, …}}) to read adopted concepts (docs/adopt.md).".replace("'", '"')
+            )
         if clause.var is not None:
             ref, _ = self.bind_node(clause.var, CONCEPT, scope, avoid)
-        key = self.keys.add(node_key(clause.var) if clause.var is not None else self.keys.anonymous(),
-                            seed=clause.id is not None or (clause.type is not None and clause.name is not None))
+        key = self.keys.add(
+            node_key(clause.var) if clause.var is not None else self.keys.anonymous(),
+            seed=clause.id is not None or (clause.type is not None and clause.name is not None),
+        )
         out = frag("(")
         if ref is not None:
             out.add(ref)
@@ -802,7 +840,7 @@ class Lowerer:
         return out, key
 
     # ------------------------------------------------------------------ adopted (docs/adopt.md)
-    def adopted_type(self, clause: ast.ConceptClause, default: Optional[adopt.AdoptedType]) -> Optional[adopt.AdoptedType]:
+    def adopted_type(self, clause: ast.ConceptClause, default: adopt.AdoptedType | None) -> adopt.AdoptedType | None:
         """The adopted type a concept clause reads: the one it names (by ``type`` or by an
         ``A:<Type>:…`` id), else ``default``; None for a memory concept clause."""
         if self.adoption is None:
@@ -815,8 +853,9 @@ class Lowerer:
                 return self.adoption.type(split[0])
         return default
 
-    def adopted_node(self, clause: ast.ConceptClause, t: adopt.AdoptedType, scope: dict[str, Binding], *, required: bool,
-                     avoid: frozenset[str], ref: Optional[Part]) -> tuple[Fragment, str]:
+    def adopted_node(
+        self, clause: ast.ConceptClause, t: adopt.AdoptedType, scope: dict[str, Binding], *, required: bool, avoid: frozenset[str], ref: Part | None
+    ) -> tuple[Fragment, str]:
         """``(v:`Label` {`name_prop`: $name} WHERE …)``: the team's nodes of an adopted type.
         Names need not be unique there, so nothing here determines a row (no _Keys seed)."""
         if clause.var is not None:
@@ -840,7 +879,7 @@ class Lowerer:
             scope[name].adopted = what
         return ref
 
-    def adopted_predicate(self, predicate: ast.Predicate, at: int) -> Optional[adopt.AdoptedPredicate]:
+    def adopted_predicate(self, predicate: ast.Predicate, at: int) -> adopt.AdoptedPredicate | None:
         """The adopted predicate a (bound) predicate pattern names; None for memory predicates."""
         if self.adoption is None or not isinstance(predicate, ast.PredicatePattern):
             return None
@@ -853,15 +892,24 @@ class Lowerer:
             return None  # all adopted: ``adopted_alternatives``
         return found[0]
 
-    def adopted_alternatives(self, predicate: ast.Predicate) -> Optional[list[adopt.AdoptedPredicate]]:
+    def adopted_alternatives(self, predicate: ast.Predicate) -> list[adopt.AdoptedPredicate] | None:
         """``"a" | "b"`` where every name is an adopted predicate (None otherwise)."""
         if self.adoption is None or not isinstance(predicate, ast.PredicatePattern) or len(predicate.names) < 2:
             return None
         found = [self.adoption.predicate(name) for name in predicate.names]
         return found if all(found) else None
 
-    def adopted_link(self, clause: ast.PropositionClause, p: adopt.AdoptedPredicate, predicate: ast.PredicatePattern,
-                     scope: dict[str, Binding], parts: list[Fragment], *, required: bool, avoid: frozenset[str]) -> tuple[Optional[Part], Optional[str]]:
+    def adopted_link(
+        self,
+        clause: ast.PropositionClause,
+        p: adopt.AdoptedPredicate,
+        predicate: ast.PredicatePattern,
+        scope: dict[str, Binding],
+        parts: list[Fragment],
+        *,
+        required: bool,
+        avoid: frozenset[str],
+    ) -> tuple[Part | None, str | None]:
         """``(s:`S` …)-[r:`TYPE`]->(o:`O` …)``: the team's relationship itself (no proposition
         node); a ``?link`` variable binds the relationship."""
         if isinstance(clause.subject, ast.PropositionClause) or isinstance(clause.object, ast.PropositionClause):
@@ -878,8 +926,9 @@ class Lowerer:
         parts.append(frag(subject, "-[", rel, ":", Ident(p.rel_type), "]->", obj))
         return (rel if clause.var is not None else None), (key if clause.var is not None else None)
 
-    def adopted_link_by_id(self, clause: ast.PropositionClause, link_id: str, scope: dict[str, Binding], parts: list[Fragment],
-                           conds: list[Fragment], avoid: frozenset[str]) -> Optional[tuple[Optional[Part], Optional[str]]]:
+    def adopted_link_by_id(
+        self, clause: ast.PropositionClause, link_id: str, scope: dict[str, Binding], parts: list[Fragment], conds: list[Fragment], avoid: frozenset[str]
+    ) -> tuple[Part | None, str | None] | None:
         """``(id: "A:treats:@…")``: one relationship of an adopted predicate, by elementId."""
         split = adopt.split_id(link_id) if self.adoption is not None else None
         p = self.adoption.predicate(split[0]) if split is not None else None
@@ -891,12 +940,14 @@ class Lowerer:
         else:
             rel, key = self.fresh("r"), self.keys.add(self.keys.anonymous())
         s, o = self.fresh("n"), self.fresh("n")
-        parts.append(frag(adopted_cy.node(s, self.adoption.type(p.subject)), "-[", rel, ":", Ident(p.rel_type), "]->", adopted_cy.node(o, self.adoption.type(p.object))))
+        parts.append(
+            frag(adopted_cy.node(s, self.adoption.type(p.subject)), "-[", rel, ":", Ident(p.rel_type), "]->", adopted_cy.node(o, self.adoption.type(p.object)))
+        )
         mark = adopt.ELEMENT_MARK
-        conds.append(frag("elementId(", rel, ") = ", Param(split[1][len(mark):])) if split[1].startswith(mark) else frag("false"))
+        conds.append(frag("elementId(", rel, ") = ", Param(split[1][len(mark) :])) if split[1].startswith(mark) else frag("false"))
         return (rel if clause.var is not None else None), (key if clause.var is not None else None)
 
-    def adopted_endpoint(self, endpoint: ast.Endpoint, scope: Mapping[str, Binding]) -> Optional[adopt.AdoptedType]:
+    def adopted_endpoint(self, endpoint: ast.Endpoint, scope: Mapping[str, Binding]) -> adopt.AdoptedType | None:
         """The adopted type of a clause's subject or object: a clause of an adopted type, or a
         variable bound to one before this clause (None: a memory element, or not bound yet)."""
         if isinstance(endpoint, ast.Var):
@@ -929,11 +980,13 @@ class Lowerer:
         when it is a concept clause, a nested proposition, or a variable bound before the
         clause; with neither endpoint pinned the relationship must carry ``kip_id``
         (``memory_link``). A namespace's types carry its prefix, which no team uses: no test."""
+
         def pinned(endpoint: ast.Endpoint) -> bool:
             return not isinstance(endpoint, ast.Var) or endpoint.name in scope
+
         return not self.names.predicate_prefix and not pinned(clause.subject) and not pinned(clause.object)
 
-    def adopted_by_endpoints(self, clause: ast.PropositionClause, scope: dict[str, Binding]) -> Optional[list[adopt.AdoptedPredicate]]:
+    def adopted_by_endpoints(self, clause: ast.PropositionClause, scope: dict[str, Binding]) -> list[adopt.AdoptedPredicate] | None:
         """For ``(s, ?p, o)``: when ``s`` or ``o`` is an adopted concept (a clause of an adopted
         type, or a variable bound to one before this clause), the adopted predicates that can
         link them — memory propositions never touch adopted concepts, so these are all ``?p``
@@ -943,8 +996,9 @@ class Lowerer:
             return None
         return [p for p in self.adoption.predicates if (s is None or p.subject == s.name) and (o is None or p.object == o.name)]
 
-    def linked_candidates(self, clause: ast.PropositionClause, candidates: list[adopt.AdoptedPredicate], predicate: ast.Var,
-                          scope: dict[str, Binding]) -> tuple[Optional[list[adopt.AdoptedPredicate]], bool]:
+    def linked_candidates(
+        self, clause: ast.PropositionClause, candidates: list[adopt.AdoptedPredicate], predicate: ast.Var, scope: dict[str, Binding]
+    ) -> tuple[list[adopt.AdoptedPredicate] | None, bool]:
         """``(s, ?p, o)`` with an adopted endpoint when link_memory is on: memory propositions may
         touch adopted concepts too. Returns the adopted predicates to read and whether memory
         predicates are read with them; (None, False): memory predicates only (the usual pattern).
@@ -954,6 +1008,7 @@ class Lowerer:
         - an endpoint not bound to anything yet: the adopted predicates only, said in ``warnings``
           — one variable cannot hold an adopted node of one clause and a memory element of
           another (docs/adopt.md, "link_memory")."""
+
         def kind(endpoint: ast.Endpoint) -> str:
             if isinstance(endpoint, ast.Var):
                 binding = scope.get(endpoint.name)
@@ -972,20 +1027,24 @@ class Lowerer:
             self.notes.append(
                 f"?{predicate.name} ranges over the adopted predicates here ({', '.join(p.name for p in candidates)}): ?{free} is bound to nothing "
                 f"before this clause, and one variable cannot hold both an adopted concept and a memory element. To read memory propositions "
-                f"here too, bind ?{free} first to a type (a memory type, or an adopted one) or name the predicate (docs/adopt.md, \"link_memory\")."
+                f'here too, bind ?{free} first to a type (a memory type, or an adopted one) or name the predicate (docs/adopt.md, "link_memory").'
             )
             return candidates, False
         if clause.var is not None:
-            raise adopted_cy.unsupported(f"A ?{clause.var} link variable with a predicate variable that could be an adopted relationship or a memory proposition "
-                                         "(link_memory)", clause.span.start)
+            raise adopted_cy.unsupported(
+                f"A ?{clause.var} link variable with a predicate variable that could be an adopted relationship or a memory proposition (link_memory)",
+                clause.span.start,
+            )
         return candidates, True
 
     def memory_end(self, name: str, ref: Part) -> Fragment:
         """With link_memory a memory proposition may end at an adopted node, but ``?name`` (bound
         here first, by a memory pattern) binds memory elements: the condition that keeps it to
         them, and the warning that says so (docs/adopt.md, "link_memory")."""
-        note = (f"?{name} binds memory concepts and propositions only: a memory proposition may also end at an adopted concept "
-                f"(link_memory); bind ?{name} to an adopted type before this clause (e.g. ?{name} {{type: \"{self.adoption.types[0].name}\"}}) to read those (docs/adopt.md).")
+        note = (
+            f"?{name} binds memory concepts and propositions only: a memory proposition may also end at an adopted concept "
+            f'(link_memory); bind ?{name} to an adopted type before this clause (e.g. ?{name} {{type: "{self.adoption.types[0].name}"}}) to read those (docs/adopt.md).'
+        )
         if note not in self.notes:
             self.notes.append(note)
         return self.kip_element(ref)
@@ -1002,9 +1061,19 @@ class Lowerer:
         rels = [rel for rel, test in ((self.names.subject_rel, subject), (self.names.object_rel, obj)) if test]
         return [frag("EXISTS { (", node, ")-[:", rel, "]->() }") for rel in rels]
 
-    def adopted_variable_link(self, clause: ast.PropositionClause, candidates: list[adopt.AdoptedPredicate], predicate: Optional[ast.Var],
-                              scope: dict[str, Binding], parts: list[Fragment], conds: list[Fragment], *, required: bool,
-                              avoid: frozenset[str], memory: bool = False) -> tuple[Optional[Part], Optional[str]]:
+    def adopted_variable_link(
+        self,
+        clause: ast.PropositionClause,
+        candidates: list[adopt.AdoptedPredicate],
+        predicate: ast.Var | None,
+        scope: dict[str, Binding],
+        parts: list[Fragment],
+        conds: list[Fragment],
+        *,
+        required: bool,
+        avoid: frozenset[str],
+        memory: bool = False,
+    ) -> tuple[Part | None, str | None]:
         """``(s, ?p, o)`` over the adopted predicates that can link ``s`` and ``o`` (or ``(s, "a" |
         "b", o)`` over adopted alternatives, ``predicate`` None): one pattern ``-[r:`T1`|`T2`]->``
         and ``?p`` read from the relationship type. ``memory`` (link_memory, both ends adopted):
@@ -1013,8 +1082,11 @@ class Lowerer:
         subjects, objects = {p.subject for p in candidates}, {p.object for p in candidates}
         if len(subjects) > 1 or len(objects) > 1:
             listed = ", ".join(f"{p.name} ({p.subject} → {p.object})" for p in candidates)
-            what = f"?{predicate.name} here could be any of {listed}, which link different types; a predicate variable" if predicate is not None \
+            what = (
+                f"?{predicate.name} here could be any of {listed}, which link different types; a predicate variable"
+                if predicate is not None
                 else f"The alternative {listed} links different types; such an alternative"
+            )
             raise adopted_cy.unsupported(what, clause.span.start)
         if clause.var is not None and len(candidates) > 1:
             raise adopted_cy.unsupported(f"A ?{clause.var} link variable with a predicate variable that could be several adopted predicates", clause.span.start)
@@ -1049,8 +1121,18 @@ class Lowerer:
             self.keys.rule([key], [p_key])
         return (rel if clause.var is not None else None), (key if clause.var is not None else None)
 
-    def endpoint(self, endpoint: ast.Endpoint, scope: dict[str, Binding], parts: list[Fragment], conds: list[Fragment], *,
-                 required: bool, avoid: frozenset[str], reified: bool, adopted: Optional[adopt.AdoptedType] = None) -> tuple[Optional[Fragment], Optional[str]]:
+    def endpoint(
+        self,
+        endpoint: ast.Endpoint,
+        scope: dict[str, Binding],
+        parts: list[Fragment],
+        conds: list[Fragment],
+        *,
+        required: bool,
+        avoid: frozenset[str],
+        reified: bool,
+        adopted: adopt.AdoptedType | None = None,
+    ) -> tuple[Fragment | None, str | None]:
         """A subject/object → (node pattern, _Keys element); (None, None) for a variable of a
         reified clause that nothing else reads (lean): the node need not be expanded to."""
         if isinstance(endpoint, ast.Var):
@@ -1068,12 +1150,21 @@ class Lowerer:
         node, key = self.proposition(endpoint, scope, parts, conds, need_node=True, required=required, avoid=avoid)
         return frag("(", node, ")"), key
 
-    def proposition(self, clause: ast.PropositionClause, scope: dict[str, Binding], parts: list[Fragment], conds: list[Fragment], *,
-                    need_node: bool, required: bool, avoid: frozenset[str]) -> tuple[Optional[Part], Optional[str]]:
+    def proposition(
+        self,
+        clause: ast.PropositionClause,
+        scope: dict[str, Binding],
+        parts: list[Fragment],
+        conds: list[Fragment],
+        *,
+        need_node: bool,
+        required: bool,
+        avoid: frozenset[str],
+    ) -> tuple[Part | None, str | None]:
         """Append the pattern of a proposition clause to ``parts``; returns the proposition node
         variable when ``need_node`` (a ?link variable or a nested endpoint), and its _Keys element."""
-        node: Optional[Part] = None
-        key: Optional[str] = None
+        node: Part | None = None
+        key: str | None = None
         keys = self.keys
         if need_node:
             if clause.var is not None:
@@ -1206,8 +1297,9 @@ class Lowerer:
             self.grounding.add(self.grounding.predicates, name, certain, offset)
 
     # ------------------------------------------------------------------ paths
-    def path(self, clause: ast.PropositionClause, scope: dict[str, Binding], parts: list[Fragment], conds: list[Fragment], *,
-             required: bool, avoid: frozenset[str]) -> Fragment:
+    def path(
+        self, clause: ast.PropositionClause, scope: dict[str, Binding], parts: list[Fragment], conds: list[Fragment], *, required: bool, avoid: frozenset[str]
+    ) -> Fragment:
         """A path clause ``(s, "p"{m,n}, o)`` → the ``CALL`` that binds or tests its far end.
 
         KIP paths have walk semantics (docs/kql.md, "Paths"): ``o`` matches when some walk of
@@ -1226,8 +1318,11 @@ class Lowerer:
         # a memory walk that may pass through the team's nodes follows KIP's relationships only
         # (``memory_link``): with no end pinned to KIP's nodes (``unpinned``), with link_memory,
         # or from / to an adopted concept
-        kip_only = walked is None and (self.unpinned(clause, scope) or self.adoption is not None and (
-            self.link_memory or any(self.adopted_endpoint(e, scope) for e in (clause.subject, clause.object))))
+        kip_only = walked is None and (
+            self.unpinned(clause, scope)
+            or self.adoption is not None
+            and (self.link_memory or any(self.adopted_endpoint(e, scope) for e in (clause.subject, clause.object)))
+        )
         s_ref, s_bound = self.path_end(clause.subject, scope, parts, conds, required=required, avoid=avoid, adopted=walked)
         o_ref, o_bound = self.path_end(clause.object, scope, parts, conds, required=required, avoid=avoid, adopted=walked)
         self.keys.add(self.keys.anonymous())  # a path element: nothing determines it, so DISTINCT stays
@@ -1249,8 +1344,11 @@ class Lowerer:
         # link_memory: a walk over a memory predicate may pass through adopted nodes (their KIP
         # links are the predicate's native relationships), but a free end variable binds memory
         # elements only (``memory_end``): tested where it is bound, in the MATCH or in the walk.
-        free_ends = [(e.name, ref) for e, ref, bound in ((clause.subject, s_ref, s_bound), (clause.object, o_ref, o_bound))
-                     if self.link_memory and walked is None and isinstance(e, ast.Var) and not bound]
+        free_ends = [
+            (e.name, ref)
+            for e, ref, bound in ((clause.subject, s_ref, s_bound), (clause.object, o_ref, o_bound))
+            if self.link_memory and walked is None and isinstance(e, ast.Var) and not bound
+        ]
         if not s_bound and not o_bound and walked is not None:
             parts.append(adopted_cy.node(s_ref, walked))  # every node of the adopted type may begin a walk
             s_bound = True
@@ -1302,7 +1400,7 @@ class Lowerer:
         imports = [start, end] if end_bound and end != start else [start]
         return block(frag("CALL (", join(", ", imports), ") {"), body)
 
-    def walked_type(self, predicate: ast.PredicatePattern, at: int) -> Optional[adopt.AdoptedType]:
+    def walked_type(self, predicate: ast.PredicatePattern, at: int) -> adopt.AdoptedType | None:
         """The adopted type a path over an adopted predicate walks through (None: a memory path).
         Only a predicate from a type to itself chains (reports_to: Employee → Employee)."""
         p = self.adopted_predicate(predicate, at)
@@ -1312,8 +1410,17 @@ class Lowerer:
             raise adopted_cy.unsupported(f"A path over {p.name!r}, which links {p.subject} to {p.object} (its links cannot chain),", at)
         return self.adoption.type(p.subject)
 
-    def path_end(self, endpoint: ast.Endpoint, scope: dict[str, Binding], parts: list[Fragment], conds: list[Fragment], *,
-                 required: bool, avoid: frozenset[str], adopted: Optional[adopt.AdoptedType] = None) -> tuple[Part, bool]:
+    def path_end(
+        self,
+        endpoint: ast.Endpoint,
+        scope: dict[str, Binding],
+        parts: list[Fragment],
+        conds: list[Fragment],
+        *,
+        required: bool,
+        avoid: frozenset[str],
+        adopted: adopt.AdoptedType | None = None,
+    ) -> tuple[Part, bool]:
         """A path's subject or object → (its Cypher variable, whether it is bound before the walk)."""
         if isinstance(endpoint, ast.Var):
             bound = endpoint.name in scope
@@ -1333,7 +1440,7 @@ class Lowerer:
         node, _ = self.proposition(endpoint, scope, parts, conds, need_node=True, required=required, avoid=avoid)
         return node, True
 
-    def hops(self, quantifier: ast.Quantifier) -> tuple[int, Optional[int]]:
+    def hops(self, quantifier: ast.Quantifier) -> tuple[int, int | None]:
         """(m, n) of ``{m,n}`` (n None: open). The minimum costs one clause per step, so it is
         bounded by ``Settings.max_hops``; the maximum is not (a breadth-first search)."""
         low = int(quantifier.min)
@@ -1355,7 +1462,11 @@ class Lowerer:
             scope[name] = Binding(name, PREDICATE, expr, is_variable=False)
             return
         if binding.kind != PREDICATE:
-            raise KipError(INVALID_SYNTAX, f"?{name} is bound to a {binding.kind} and cannot also be a predicate.", "Use different variables for predicates and for concepts/propositions.")
+            raise KipError(
+                INVALID_SYNTAX,
+                f"?{name} is bound to a {binding.kind} and cannot also be a predicate.",
+                "Use different variables for predicates and for concepts/propositions.",
+            )
         conds.append(frag(expr, " = ", binding.ref))
 
     # ------------------------------------------------------------------ expressions
@@ -1365,12 +1476,16 @@ class Lowerer:
             raise unbound(name, used_in)
         return binding
 
-    def raw_value(self, expr: Union[ast.Var, ast.DotPath], scope: Mapping[str, Binding], used_in: str) -> Fragment:
+    def raw_value(self, expr: ast.Var | ast.DotPath, scope: Mapping[str, Binding], used_in: str) -> Fragment:
         if isinstance(expr, ast.Var):
             return frag(self.lookup(expr.name, scope, used_in).ref)
         binding = self.lookup(expr.var, scope, used_in)
         if binding.kind == PREDICATE:
-            raise KipError(INVALID_SYNTAX, f"?{expr.var} binds a predicate name (a string); `?{expr.var}.{'.'.join(expr.path)}` has no meaning.", f"Use ?{expr.var} itself.")
+            raise KipError(
+                INVALID_SYNTAX,
+                f"?{expr.var} binds a predicate name (a string); `?{expr.var}.{'.'.join(expr.path)}` has no meaning.",
+                f"Use ?{expr.var} itself.",
+            )
         if binding.adopted is not None:
             return adopted_cy.field(binding.ref, binding.adopted, expr.path, self.adoption)
         head = expr.path[0]
@@ -1417,7 +1532,11 @@ class Lowerer:
         if isinstance(expr, (ast.Literal, ast.ListLit, ast.Placeholder, ast.ObjectLit)):
             return frag(self.param(self.value_of(expr)))
         if isinstance(expr, ast.DotPath) and expr.path[0] in MAP_FIELDS and len(expr.path) == 1:
-            raise KipError(INVALID_SYNTAX, f"?{expr.var}.{expr.path[0]} is a whole object; objects are not comparable in FILTER.", f"Test one key instead: ?{expr.var}.{expr.path[0]}.<key>.")
+            raise KipError(
+                INVALID_SYNTAX,
+                f"?{expr.var}.{expr.path[0]} is a whole object; objects are not comparable in FILTER.",
+                f"Test one key instead: ?{expr.var}.{expr.path[0]}.<key>.",
+            )
         raw = self.raw_value(expr, scope, used_in)
         if guard and self.is_stored(expr):
             return frag("CASE WHEN ", raw, " STARTS WITH ", JSON_MARKER_LITERAL, " THEN null ELSE ", raw, " END")
@@ -1462,7 +1581,7 @@ class Lowerer:
         # A bare value used as a condition: true only when it is the boolean true.
         return frag(self.operand(expr, scope, used_in, guard=False), " = true")
 
-    def kept_operand(self, expr: ast.Comparison) -> Optional[ast.Placeholder]:
+    def kept_operand(self, expr: ast.Comparison) -> ast.Placeholder | None:
         """The placeholder of an ``==`` / ``!=`` operand kept for run time that may still be null."""
         if expr.op not in ("==", "!="):
             return None
@@ -1522,7 +1641,11 @@ class Lowerer:
         if name == "IN":
             literal_list = isinstance(args[1], (ast.ListLit, ast.Placeholder, ast.Literal))
             if literal_list and not isinstance(self.value_of(args[1]), (list, Deferred)):
-                raise KipError(INVALID_SYNTAX, f"IN needs a list as its second argument, got {describe(self.value_of(args[1]))}.", "Write IN(?x, [\"a\", \"b\"]) or bind the placeholder to an array.")
+                raise KipError(
+                    INVALID_SYNTAX,
+                    f"IN needs a list as its second argument, got {describe(self.value_of(args[1]))}.",
+                    'Write IN(?x, ["a", "b"]) or bind the placeholder to an array.',
+                )
             return frag(self.operand(args[0], scope, used_in, guard=not literal_list), " IN ", self.operand(args[1], scope, used_in))
         if name in _STRING_FUNCS:
             return frag(self.operand(args[0], scope, used_in), _STRING_FUNCS[name], self.operand(args[1], scope, used_in))
@@ -1534,14 +1657,25 @@ class Lowerer:
         """``v =~ <search pattern>``, guarded by the pattern's reach (``regex_guard``): a longer
         string makes Neo4j report the refusal pattern (KIP_4001) instead of searching it."""
         if not isinstance(args[1], (ast.Literal, ast.Placeholder)):
-            raise KipError(INVALID_SYNTAX, "REGEX needs its pattern as a string literal or a placeholder; a pattern read from the graph cannot be checked before it runs.",
-                           "Write REGEX(?x, \"pattern\") or REGEX(?x, :pattern); to compare two values use ==, CONTAINS, STARTS_WITH or ENDS_WITH.")
+            raise KipError(
+                INVALID_SYNTAX,
+                "REGEX needs its pattern as a string literal or a placeholder; a pattern read from the graph cannot be checked before it runs.",
+                'Write REGEX(?x, "pattern") or REGEX(?x, :pattern); to compare two values use ==, CONTAINS, STARTS_WITH or ENDS_WITH.',
+            )
         pattern = resolve(args[1], self.parameters, role="a REGEX pattern is checked (syntax, cost) before it runs")
         if not isinstance(pattern, str):
-            raise KipError(INVALID_SYNTAX, f"REGEX needs a string pattern, got {describe(pattern)}.", "Write REGEX(?x, \"pattern\").")
+            raise KipError(INVALID_SYNTAX, f"REGEX needs a string pattern, got {describe(pattern)}.", 'Write REGEX(?x, "pattern").')
         search = compile_search(pattern, self.regex_budget)
         subject = self.operand(args[0], scope, used_in)
-        return frag(subject, " =~ CASE WHEN size(toStringOrNull(", subject, ")) > ", Param(search.reach),
-                    " THEN ", Param(search.refusal()), " ELSE ", Param(search.pattern), " END")
-
-
+        return frag(
+            subject,
+            " =~ CASE WHEN size(toStringOrNull(",
+            subject,
+            ")) > ",
+            Param(search.reach),
+            " THEN ",
+            Param(search.refusal()),
+            " ELSE ",
+            Param(search.pattern),
+            " END",
+        )

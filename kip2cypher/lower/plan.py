@@ -10,11 +10,13 @@ Every plan class is a frozen dataclass deriving from ``Plan`` and lists its stat
 program order through ``steps()`` — what ``kip2cypher compile`` prints and what the golden
 tests EXPLAIN on Neo4j.
 """
+
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar
 
 from ..cypher import storage
 from ..cypher.builder import Statement
@@ -41,11 +43,11 @@ class Compiled:
     collected: bool = False
 
     @classmethod
-    def of(cls, statement: Statement, label: str = "", *, collected: bool = False) -> "Compiled":
+    def of(cls, statement: Statement, label: str = "", *, collected: bool = False) -> Compiled:
         text, params, runtime = statement.build_with_runtime()
         return cls(text, MappingProxyType(params), label, runtime, collected)
 
-    def with_params(self, **params: Any) -> "Compiled":
+    def with_params(self, **params: Any) -> Compiled:
         """The same statement with more compile-time parameters bound."""
         return replace(self, params=MappingProxyType({**self.params, **params}))
 

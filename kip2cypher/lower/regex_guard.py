@@ -22,10 +22,11 @@ Rewrites that keep the answer and remove work: in a search, a greedy or lazy rep
 the very start or end of an alternative only needs its minimum (``.*foo.*`` → ``foo``,
 ``(foo|bar)+`` → ``(foo|bar)``, ``\\w+@`` → ``\\w@``).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, is_dataclass, replace
-from typing import Any, Optional, Union
+from typing import Any, Union
 
 from ..errors import EXECUTION_TIMEOUT, INVALID_SYNTAX, RESOURCE_EXHAUSTED, KipError
 from ..syntax import ast
@@ -68,8 +69,11 @@ class SearchRegex:
 def compile_search(pattern: str, budget: float) -> SearchRegex:
     """The Java pattern for a KIP REGEX search and its reach; KipError when refused (module doc)."""
     if len(pattern) > MAX_PATTERN_CHARS:
-        raise KipError(RESOURCE_EXHAUSTED, f"The REGEX pattern has {len(pattern)} characters; at most {MAX_PATTERN_CHARS} are allowed.",
-                       "Shorten the pattern; to test membership in many values use IN(?x, [...]) or several CONTAINS.")
+        raise KipError(
+            RESOURCE_EXHAUSTED,
+            f"The REGEX pattern has {len(pattern)} characters; at most {MAX_PATTERN_CHARS} are allowed.",
+            "Shorten the pattern; to test membership in many values use IN(?x, [...]) or several CONTAINS.",
+        )
     tree = _Parser(pattern).parse()
     branches = [_strip(branch) for branch in tree.branches]
     anchored = all(_anchored(branch) for branch in branches)
@@ -100,7 +104,7 @@ def regex_calls(node: Any) -> int:
     return own + sum(regex_calls(getattr(node, f.name)) for f in fields(node))
 
 
-def reach_error(message: str) -> Optional[KipError]:
+def reach_error(message: str) -> KipError | None:
     """The KIP error for Neo4j's report of the refusal pattern (``SearchRegex.refusal``), if it is one."""
     at = message.find(REACH_MARKER + " ")
     if at < 0:
@@ -151,7 +155,7 @@ class _Atom:
     """One character: a literal, ``.``, a class or a class escape (``chars`` None = unknown set)."""
 
     text: str
-    chars: Optional[_Chars]
+    chars: _Chars | None
     literal: bool = False
 
 
@@ -174,21 +178,21 @@ class _Group:
 
     text: str
     kind: str
-    body: "_Alt"
+    body: _Alt
 
 
 @dataclass(frozen=True)
 class _Repeat:
     text: str
-    item: "Node"
+    item: Node
     lo: int
-    hi: Optional[int]
+    hi: int | None
     mode: str  # greedy, lazy, possessive
 
 
 @dataclass(frozen=True)
 class _Seq:
-    items: tuple["Node", ...]
+    items: tuple[Node, ...]
 
 
 @dataclass(frozen=True)
@@ -270,7 +274,7 @@ class _Parser:
             raise _unsupported(self.src, f"two quantifiers in a row at index {self.i}")
         return _Repeat(self.src[start : self.i], item, lo, hi, mode)
 
-    def bounds(self) -> tuple[int, Optional[int]]:
+    def bounds(self) -> tuple[int, int | None]:
         end = self.src.find("}", self.i)
         body = self.src[self.i + 1 : end] if end > 0 else ""
         low, comma, high = body.partition(",")
@@ -290,7 +294,11 @@ class _Parser:
                 return _Flags(self.src[start : self.i])
         self.depth += 1
         if self.depth > MAX_GROUP_DEPTH:
-            raise KipError(RESOURCE_EXHAUSTED, f"The REGEX pattern nests groups more than {MAX_GROUP_DEPTH} deep.", "Flatten the pattern: most nested groups can be written side by side.")
+            raise KipError(
+                RESOURCE_EXHAUSTED,
+                f"The REGEX pattern nests groups more than {MAX_GROUP_DEPTH} deep.",
+                "Flatten the pattern: most nested groups can be written side by side.",
+            )
         body = self.alternation()
         if self.peek() != ")":
             raise _unsupported(self.src, f"the group opened at index {start} is not closed")
@@ -329,7 +337,9 @@ class _Parser:
             elif flag in _FLAGS:
                 target.add(flag)
             else:
-                raise _unsupported(self.src, f"unsupported group or flag (?{flag} at index {start}" + (" (comments mode is not supported)" if flag == "x" else ""))
+                raise _unsupported(
+                    self.src, f"unsupported group or flag (?{flag} at index {start}" + (" (comments mode is not supported)" if flag == "x" else "")
+                )
             self.i += 1
         if not self.peek():
             raise _unsupported(self.src, f"the group opened at index {start} is not closed")
@@ -359,7 +369,7 @@ class _Parser:
         code = self.char_escape(char)
         return _Atom(self.src[start : self.i], self.fold(_Chars(((code, code),))), literal=True)
 
-    def class_escape(self, char: str) -> Optional[_Chars]:
+    def class_escape(self, char: str) -> _Chars | None:
         """``\\d \\w \\s`` and their negations, ``\\p{…}`` (an unknown set), ``\\h \\v``."""
         if char in "pP":
             if self.peek() == "{":
@@ -412,7 +422,7 @@ class _Parser:
             raise _unsupported(self.src, f"\\{char} is not a supported escape")
         return ord(char)
 
-    def char_class(self) -> Optional[_Chars]:
+    def char_class(self) -> _Chars | None:
         """``[…]`` after the ``[``: ranges, single characters and class escapes; no nesting, no ``&&``."""
         negated = self.peek() == "^"
         if negated:
@@ -468,7 +478,7 @@ class _Parser:
                 ranges.append((low, low))
         return _Chars(tuple(sorted(ranges)), negated) if known else None
 
-    def fold(self, chars: Optional[_Chars]) -> Optional[_Chars]:
+    def fold(self, chars: _Chars | None) -> _Chars | None:
         """Under ``(?i)``, add the case partners (ASCII letters; any other letter makes the set unknown)."""
         if chars is None or "i" not in self.flags:
             return chars
@@ -490,7 +500,7 @@ def _strip(branch: _Seq) -> _Seq:
     items = list(branch.items)
     first = next((k for k, item in enumerate(items) if not isinstance(item, _Flags)), len(items))
     while first < len(items) and _trimmable(items[first]):
-        items[first:first + 1] = _minimum(items[first])
+        items[first : first + 1] = _minimum(items[first])
     while items and _trimmable(items[-1]):
         items[-1:] = _minimum(items[-1])
     return _Seq(tuple(items))
@@ -577,7 +587,7 @@ def _reach(total: Poly, budget: float) -> int:
 Cost = tuple[Poly, Poly]  # (S: steps of the node itself, M: times it hands over to what follows)
 
 
-def _cost(node: Union[Node, _Seq, _Alt], follow: Optional[Node]) -> Cost:
+def _cost(node: Node | _Seq | _Alt, follow: Node | None) -> Cost:
     """Upper bound of Java's work on ``node`` from one position, ``follow`` being the next item."""
     if isinstance(node, _Alt):
         costs = [_cost(branch, follow) for branch in node.branches]
@@ -609,7 +619,7 @@ def _cost(node: Union[Node, _Seq, _Alt], follow: Optional[Node]) -> Cost:
     return _repeat_cost(node, follow)
 
 
-def _repeat_cost(node: _Repeat, follow: Optional[Node]) -> Cost:
+def _repeat_cost(node: _Repeat, follow: Node | None) -> Cost:
     times = N if node.hi is None or node.hi > _SMALL else _const(node.hi)
     choices = N if node.hi is None or node.hi - node.lo > _SMALL else _const(node.hi - node.lo + 1)
     item = node.item
@@ -629,8 +639,11 @@ def _repeat_cost(node: _Repeat, follow: Optional[Node]) -> Cost:
         return _add(steps, ONE), _add(ways, ONE)
     if not _deterministic(item) and (node.hi is None or node.hi > MAX_LOOP):
         # Java repeats such a group by recursion: a long value overflows the worker's stack.
-        raise _refuse_node(node, f"a group with alternatives or optional parts may repeat at most {MAX_LOOP} times "
-                                 "(write a class [ab] for (a|b), or make the repetition possessive: (...)*+")
+        raise _refuse_node(
+            node,
+            f"a group with alternatives or optional parts may repeat at most {MAX_LOOP} times "
+            "(write a class [ab] for (a|b), or make the repetition possessive: (...)*+",
+        )
     if _is_one(ways):
         return _add(_mul(times, _add(steps, ONE)), ONE), choices
     # Several ways through each iteration: the ways multiply (nested quantifiers).
@@ -653,7 +666,7 @@ def _refuse_node(node: _Repeat, why: str) -> Exception:
     return _Refusal(f"{why} ({node.text})")
 
 
-def _head(node: Optional[Node]) -> Optional[_Chars]:
+def _head(node: Node | None) -> _Chars | None:
     """The characters ``node`` must start with when it cannot match empty (else None: unknown)."""
     if isinstance(node, _Atom):
         return node.chars
@@ -665,7 +678,7 @@ def _head(node: Optional[Node]) -> Optional[_Chars]:
     return None
 
 
-def _disjoint(a: Optional[_Chars], b: Optional[_Chars]) -> bool:
+def _disjoint(a: _Chars | None, b: _Chars | None) -> bool:
     if a is None or b is None or a.negated and b.negated:
         return False
     if a.negated:
@@ -680,7 +693,7 @@ def _disjoint_heads(branches: tuple[_Seq, ...]) -> bool:
     return all(h is not None for h in heads) and all(_disjoint(heads[i], heads[j]) for i in range(len(heads)) for j in range(i))
 
 
-def _min_width(node: Union[Node, _Seq, _Alt]) -> int:
+def _min_width(node: Node | _Seq | _Alt) -> int:
     if isinstance(node, _Alt):
         return min(_min_width(b) for b in node.branches)
     if isinstance(node, _Seq):
@@ -694,7 +707,7 @@ def _min_width(node: Union[Node, _Seq, _Alt]) -> int:
     return 0
 
 
-def _deterministic(node: Union[Node, _Seq, _Alt]) -> bool:
+def _deterministic(node: Node | _Seq | _Alt) -> bool:
     """Whether Java repeats a group holding ``node`` iteratively (its GroupCurly: no alternatives,
     no optional or variable parts) rather than by one recursion per iteration."""
     if isinstance(node, _Alt):
@@ -710,7 +723,7 @@ def _deterministic(node: Union[Node, _Seq, _Alt]) -> bool:
     return False
 
 
-def _depth(node: Union[Node, _Seq, _Alt]) -> float:
+def _depth(node: Node | _Seq | _Alt) -> float:
     """Estimated stack frames of one match: Java recurses along the sequence and per iteration of a
     non-deterministic repeated group."""
     if isinstance(node, _Alt):

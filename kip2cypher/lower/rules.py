@@ -16,13 +16,14 @@ spliced into Cypher: engine constants travel as named parameters.
 
 docs/kml.md explains each rule and every choice the spec leaves open.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from types import MappingProxyType
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any
 
 from .. import errors
-
 from ..cypher import storage
 from ..cypher.builder import Fragment, Param, frag, join
 from ..errors import KipError
@@ -47,7 +48,7 @@ P_GUARDED_TYPES = "kip_guarded_types"  # the types of the two lists above (a lab
 P_BTD = "kip_btd"
 
 
-def protected_kind(type_: Optional[str], name: Optional[str]) -> Optional[str]:
+def protected_kind(type_: str | None, name: str | None) -> str | None:
     """``"schema"`` for a fully protected concept, ``"actor"`` for $self/$system, else None."""
     if (type_, name) in PROTECTED_CONCEPTS:
         return "schema"
@@ -92,13 +93,23 @@ def cy_protected_node(x: Any, *, actors: bool) -> Fragment:
 def cy_protected_link(link: Any, names: storage.Names) -> Fragment:
     """Cypher: true when the proposition node is a belongs_to_domain link of a fully protected concept."""
     return frag(
-        "(", link, ".predicate = ", Param(storage.BELONGS_TO_DOMAIN, P_BTD),
-        " AND EXISTS { MATCH (", link, ")-[:", names.subject_rel, "]->(_ps:", names.concept, ") WHERE ",
-        cy_protected_concept("_ps.type", "_ps.name"), " })",
+        "(",
+        link,
+        ".predicate = ",
+        Param(storage.BELONGS_TO_DOMAIN, P_BTD),
+        " AND EXISTS { MATCH (",
+        link,
+        ")-[:",
+        names.subject_rel,
+        "]->(_ps:",
+        names.concept,
+        ") WHERE ",
+        cy_protected_concept("_ps.type", "_ps.name"),
+        " })",
     )
 
 
-def immutable(what: str, detail: str = "", offset: Optional[int] = None) -> KipError:
+def immutable(what: str, detail: str = "", offset: int | None = None) -> KipError:
     """KIP_3004 for ``what`` (``offset``: where the command names it)."""
     return KipError(
         errors.IMMUTABLE_TARGET,
@@ -110,7 +121,7 @@ def immutable(what: str, detail: str = "", offset: Optional[int] = None) -> KipE
     )
 
 
-def label(type_: Optional[str], name: Optional[str]) -> str:
+def label(type_: str | None, name: str | None) -> str:
     return f"{{type: {_q(type_)}, name: {_q(name)}}}"
 
 
@@ -133,19 +144,19 @@ def check_metadata_keys(keys: Iterable[str], where: str) -> None:
 
 
 # ------------------------------------------------------------------ define before use
-def undefined_type(name: str, candidates: list[str], at: Optional[int] = None) -> KipError:
+def undefined_type(name: str, candidates: list[str], at: int | None = None) -> KipError:
     return KipError(
         errors.TYPE_MISMATCH,
-        f"Concept type \"{name}\" is not defined: no {{type: \"$ConceptType\", name: \"{name}\"}} node exists.",
+        f'Concept type "{name}" is not defined: no {{type: "$ConceptType", name: "{name}"}} node exists.',
         errors.did_you_mean("concept type", name, candidates),
         offset=at,
     )
 
 
-def undefined_predicate(name: str, candidates: list[str], at: Optional[int] = None) -> KipError:
+def undefined_predicate(name: str, candidates: list[str], at: int | None = None) -> KipError:
     return KipError(
         errors.TYPE_MISMATCH,
-        f"Predicate \"{name}\" is not defined: no {{type: \"$PropositionType\", name: \"{name}\"}} node exists.",
+        f'Predicate "{name}" is not defined: no {{type: "$PropositionType", name: "{name}"}} node exists.',
         errors.did_you_mean("predicate", name, candidates),
         offset=at,
     )
@@ -193,7 +204,7 @@ def check_value_types(type_name: str, instance_schema: Any, attributes: dict[str
                 errors.INVALID_VALUE_TYPE,
                 f"Attribute `{key}` of a {type_name} must be of type {spec['type']!s}"
                 f"{' of ' + str(spec['item_type']) if spec.get('item_type') else ''}, got {describe(value)}.",
-                f"Correct the JSON value type; run DESCRIBE CONCEPT TYPE \"{type_name}\" to see its instance_schema.",
+                f'Correct the JSON value type; run DESCRIBE CONCEPT TYPE "{type_name}" to see its instance_schema.',
                 offset=at.get(key),
             )
         enum = spec.get("enum")
@@ -201,7 +212,7 @@ def check_value_types(type_name: str, instance_schema: Any, attributes: dict[str
             raise KipError(
                 errors.INVALID_VALUE_TYPE,
                 f"Attribute `{key}` of a {type_name} must be one of {enum}, got {value!r}.",
-                f"Use one of the enumerated values; run DESCRIBE CONCEPT TYPE \"{type_name}\".",
+                f'Use one of the enumerated values; run DESCRIBE CONCEPT TYPE "{type_name}".',
                 offset=at.get(key),
             )
 
@@ -213,7 +224,7 @@ def _required(instance_schema: Any) -> list[str]:
     return [k for k, spec in instance_schema.items() if isinstance(spec, dict) and spec.get("is_required") is True]
 
 
-def check_required(type_name: str, instance_schema: Any, present: Iterable[str], element: str, at: Optional[int] = None) -> None:
+def check_required(type_name: str, instance_schema: Any, present: Iterable[str], element: str, at: int | None = None) -> None:
     """Strict mode: attributes marked is_required must be present after the write (KIP_2002)."""
     have = set(present)
     missing = [k for k in _required(instance_schema) if k not in have]
@@ -221,7 +232,7 @@ def check_required(type_name: str, instance_schema: Any, present: Iterable[str],
         raise KipError(
             errors.CONSTRAINT_VIOLATION,
             f"{element} is missing required attribute{'s' if len(missing) > 1 else ''} {', '.join('`' + m + '`' for m in missing)} of concept type {type_name}.",
-            f"Supply the missing required attributes in SET ATTRIBUTES; run DESCRIBE CONCEPT TYPE \"{type_name}\" to see its instance_schema.",
+            f'Supply the missing required attributes in SET ATTRIBUTES; run DESCRIBE CONCEPT TYPE "{type_name}" to see its instance_schema.',
             offset=at,
         )
 
@@ -237,6 +248,6 @@ def check_required_kept(type_name: str, instance_schema: Any, removed: Iterable[
             f"{keyword} would remove the required attribute{'s' if len(lost) > 1 else ''} {', '.join('`' + k + '`' for k in lost)} "
             f"from a {type_name} (strict instance_schema mode); nothing was written.",
             f"Required attributes can be changed with UPDATE … SET ATTRIBUTES but not removed; drop {', '.join(lost)} from the key list, "
-            f"or narrow the WHERE. Run DESCRIBE CONCEPT TYPE \"{type_name}\" to see its instance_schema.",
+            f'or narrow the WHERE. Run DESCRIBE CONCEPT TYPE "{type_name}" to see its instance_schema.',
             offset=at.get(lost[0]),
         )

@@ -14,17 +14,21 @@
 
 Without an embedder, "semantic" and "hybrid" run as "keyword" (spec §5.2.1).
 """
+
 from __future__ import annotations
 
 import functools
 import re
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 from .. import adoption as adopt
 from .. import errors
 from ..config import Settings
-from ..cypher import storage
+from ..cypher import (
+    catalog,  # noqa: E402
+    storage,
+)
 from ..cypher.builder import Fragment, Ident, Internal, Param, Statement, frag, join, literal
 from ..errors import KipError
 from ..syntax import ast
@@ -33,8 +37,6 @@ from ..text import MAX_QUERY_WORD_CHARS, is_cjk, query_words, words
 from . import adopted, adopted_vectors, grounding
 from .plan import Compiled, Plan
 
-from ..cypher import catalog  # noqa: E402
-
 #: Results returned when SEARCH has no LIMIT, and the largest LIMIT accepted (KIP_4002 beyond).
 SEARCH_DEFAULT_LIMIT = 10
 SEARCH_MAX_LIMIT = 1000
@@ -42,8 +44,6 @@ SEARCH_MAX_LIMIT = 1000
 POOL_FACTOR = 2
 POOL_MIN = 20
 MODES = ("keyword", "semantic", "hybrid")
-
-
 
 
 def search_capabilities(embedder: Any, unavailable_reason: str) -> dict[str, Any]:
@@ -75,7 +75,7 @@ def escape_lucene(token: str) -> str:
     return _LUCENE_SPECIAL.sub(r"\\\1", token)
 
 
-def lucene_query(term: str, max_tokens: int = 32, expand: bool = False) -> Optional[str]:
+def lucene_query(term: str, max_tokens: int = 32, expand: bool = False) -> str | None:
     """A Lucene query built only from escaped word tokens of ``term``; None when it has none.
 
     Each token matches as a term (boosted) and a prefix: the query keyword SEARCH runs
@@ -121,7 +121,7 @@ _PROPOSITION_LITE = _lite("null")
 _ID_ONLY = ["n.id"]
 
 
-def _ranked_rows(stmt: Statement, lite: list, scores: bool = False, source: Optional[str] = None) -> None:
+def _ranked_rows(stmt: Statement, lite: list, scores: bool = False, source: str | None = None) -> None:
     """One row: the candidates in index order, the first ``$whole`` whole, the rest ``lite``.
 
     The first LIMIT candidates are usually the hits: returning them whole spares a second
@@ -130,9 +130,18 @@ def _ranked_rows(stmt: Statement, lite: list, scores: bool = False, source: Opti
     instead of a row per candidate: per-record overhead was a third of the statement."""
     stmt.line("WITH collect(node) AS nodes", ", collect(score) AS scores" if scores else "")
     stmt.line(
-        "RETURN ", *([literal(source), " AS source, "] if source else []),
-        "[n IN nodes[..", Param(None, "whole"), "] | ", storage.node_projection("n"), "] AS whole, [n IN nodes[", Param(None, "whole"), "..] | ",
-        *lite, "] AS rest", ", scores" if scores else (", null AS scores" if source else ""),
+        "RETURN ",
+        *([literal(source), " AS source, "] if source else []),
+        "[n IN nodes[..",
+        Param(None, "whole"),
+        "] | ",
+        storage.node_projection("n"),
+        "] AS whole, [n IN nodes[",
+        Param(None, "whole"),
+        "..] | ",
+        *lite,
+        "] AS rest",
+        ", scores" if scores else (", null AS scores" if source else ""),
     )
 
 
@@ -141,8 +150,7 @@ def both_endpoints(var: str, names: storage.Names) -> Fragment:
     return frag("EXISTS { (", var, ")-[:", names.subject_rel, "]->() } AND EXISTS { (", var, ")-[:", names.object_rel, "]->() }")
 
 
-def _fulltext_lines(stmt: Statement, index: str, type_field: str, lite: list, pool: int, source: Optional[str] = None,
-                    guard: Optional[Fragment] = None) -> None:
+def _fulltext_lines(stmt: Statement, index: str, type_field: str, lite: list, pool: int, source: str | None = None, guard: Fragment | None = None) -> None:
     """``guard``: a further condition on ``node``, tested before a candidate takes a place in the pool."""
     stmt.line("CALL db.index.fulltext.queryNodes(", literal(index), ", ", Param(None, "query"), ") YIELD node")
     by_type = frag(Param(None, "type"), " IS NULL OR node.", type_field, " = ", Param(None, "type"))
@@ -151,7 +159,7 @@ def _fulltext_lines(stmt: Statement, index: str, type_field: str, lite: list, po
     _ranked_rows(stmt, lite, source=source)
 
 
-def _fulltext(index: str, type_field: str, lite: list, pool: int, label: str, guard: Optional[Fragment] = None) -> Compiled:
+def _fulltext(index: str, type_field: str, lite: list, pool: int, label: str, guard: Fragment | None = None) -> Compiled:
     stmt = Statement()
     _fulltext_lines(stmt, index, type_field, lite, pool, guard=guard)
     return Compiled.of(stmt, label)
@@ -179,23 +187,33 @@ def _propositions_by_predicate(names: storage.Names, whole_only: bool = False) -
     return Compiled.of(stmt, "propositions of matching predicates")
 
 
-def _vector_lines(stmt: Statement, index: str, type_field: str, k: int, source: Optional[str] = None, guard: Optional[Fragment] = None) -> None:
+def _vector_lines(stmt: Statement, index: str, type_field: str, k: int, source: str | None = None, guard: Fragment | None = None) -> None:
     stmt.line("CALL db.index.vector.queryNodes(", literal(index), ", ", Param(k, "k"), ", ", Param(None, "vector"), ") YIELD node, score")
     stmt.line(
-        "WHERE node.", storage.EMBEDDING_MODEL, " = ", Param(None, "model"), " AND (", Param(None, "type"),
-        " IS NULL OR node.", type_field, " = ", Param(None, "type"), ")", *((" AND ", guard) if guard else ()),
+        "WHERE node.",
+        storage.EMBEDDING_MODEL,
+        " = ",
+        Param(None, "model"),
+        " AND (",
+        Param(None, "type"),
+        " IS NULL OR node.",
+        type_field,
+        " = ",
+        Param(None, "type"),
+        ")",
+        *((" AND ", guard) if guard else ()),
     )
     stmt.line("WITH node, score LIMIT ", Param(k, "pool"))
     _ranked_rows(stmt, _ID_ONLY, scores=True, source=source)
 
 
-def _vector(index: str, type_field: str, k: int, guard: Optional[Fragment] = None) -> Compiled:
+def _vector(index: str, type_field: str, k: int, guard: Fragment | None = None) -> Compiled:
     stmt = Statement()
     _vector_lines(stmt, index, type_field, k, guard=guard)
     return Compiled.of(stmt, f"vector candidates ({index})")
 
 
-def _hybrid(text_index: str, vector_index: str, type_field: str, lite: list, pool: int, guard: Optional[Fragment] = None) -> Compiled:
+def _hybrid(text_index: str, vector_index: str, type_field: str, lite: list, pool: int, guard: Fragment | None = None) -> Compiled:
     """Hybrid's first round trip: the plain full-text query and the vector query in one
     statement, one row each (``source``: "keyword" / "vector")."""
     stmt = Statement()
@@ -233,28 +251,28 @@ class SearchPlan(Plan):
     KIND = "META"
     concept: bool
     term: str
-    with_type: Optional[str]
-    mode: Optional[str]
+    with_type: str | None
+    mode: str | None
     threshold: float
     limit: int
     pool: int
-    plain_query: Optional[str]
-    full_query: Optional[str]
+    plain_query: str | None
+    full_query: str | None
     query_words: tuple[str, ...]
     fulltext: Compiled
-    definitions: Optional[Compiled]
-    by_predicate: Optional[Compiled]
+    definitions: Compiled | None
+    by_predicate: Compiled | None
     vector: Compiled
     hybrid: Compiled
     hydrate: Compiled
     #: Keyword candidates among adopted concepts (docs/adopt.md); None: nothing adopted to search.
-    adopted: Optional[Compiled] = None
+    adopted: Compiled | None = None
     #: Vector candidates among adopted concepts / relationships (their shadow nodes); None: none
     #: embedded to search.
-    adopted_vectors: Optional[Compiled] = None
+    adopted_vectors: Compiled | None = None
     #: SEARCH PROPOSITION: the relationships of adopted predicates whose name or description
     #: matched (``$predicates``); None: no adopted predicate to ground.
-    adopted_by_predicate: Optional[Compiled] = None
+    adopted_by_predicate: Compiled | None = None
 
     @property
     def reads_vectors(self) -> bool:
@@ -284,16 +302,28 @@ def lower_search(command: ast.Search, parameters: dict[str, Any], settings: Sett
     if command.mode is not None:
         mode = resolve_str(command.mode, parameters, "MODE")
         if mode not in MODES:
-            raise KipError(errors.INVALID_SYNTAX, f"MODE must be \"keyword\", \"semantic\" or \"hybrid\", got {describe(mode)}.", "Write MODE \"keyword\", MODE \"semantic\" or MODE \"hybrid\" (or omit MODE).")
+            raise KipError(
+                errors.INVALID_SYNTAX,
+                f'MODE must be "keyword", "semantic" or "hybrid", got {describe(mode)}.',
+                'Write MODE "keyword", MODE "semantic" or MODE "hybrid" (or omit MODE).',
+            )
     threshold = 0.0
     if command.threshold is not None:
         value = resolve(command.threshold, parameters)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= float(value) <= 1.0:
-            raise KipError(errors.INVALID_SYNTAX, f"THRESHOLD expects a number between 0.0 and 1.0, got {describe(value)}.", "Write THRESHOLD followed by a number in [0.0, 1.0], e.g. THRESHOLD 0.5.")
+            raise KipError(
+                errors.INVALID_SYNTAX,
+                f"THRESHOLD expects a number between 0.0 and 1.0, got {describe(value)}.",
+                "Write THRESHOLD followed by a number in [0.0, 1.0], e.g. THRESHOLD 0.5.",
+            )
         threshold = float(value)
     limit = resolve_int(command.limit, parameters, "LIMIT") if command.limit is not None else SEARCH_DEFAULT_LIMIT
     if limit > SEARCH_MAX_LIMIT:
-        raise KipError(errors.RESOURCE_EXHAUSTED, f"SEARCH LIMIT {limit} exceeds the maximum of {SEARCH_MAX_LIMIT}.", f"Use LIMIT {SEARCH_MAX_LIMIT} or less; narrow the search WITH TYPE.")
+        raise KipError(
+            errors.RESOURCE_EXHAUSTED,
+            f"SEARCH LIMIT {limit} exceeds the maximum of {SEARCH_MAX_LIMIT}.",
+            f"Use LIMIT {SEARCH_MAX_LIMIT} or less; narrow the search WITH TYPE.",
+        )
     concept = command.target == "CONCEPT"
     pool = candidate_pool(limit)
     names = storage.names(settings.namespace)
@@ -331,7 +361,7 @@ def lower_search(command: ast.Search, parameters: dict[str, Any], settings: Sett
     )
 
 
-def _adopted_predicates(settings: Settings, with_type: Optional[str]) -> tuple[adopt.AdoptedPredicate, ...]:
+def _adopted_predicates(settings: Settings, with_type: str | None) -> tuple[adopt.AdoptedPredicate, ...]:
     """The adopted predicates a SEARCH PROPOSITION reads: all, or the one WITH TYPE names (none
     when it names a memory predicate)."""
     chosen = settings.adoption
@@ -340,7 +370,7 @@ def _adopted_predicates(settings: Settings, with_type: Optional[str]) -> tuple[a
     return tuple(p for p in chosen.predicates if with_type is None or p.name == with_type)
 
 
-def _adopted_relationship_search(settings: Settings, names: storage.Names, with_type: Optional[str]) -> Optional[Compiled]:
+def _adopted_relationship_search(settings: Settings, names: storage.Names, with_type: str | None) -> Compiled | None:
     """Keyword SEARCH PROPOSITION over the adopted relationship full-text index (docs/adopt.md):
     per hit ``[object, null, [text values]]`` (the text values the lexical score reads), for the
     relationships an adopted predicate reads — its type between its subject and object labels."""
@@ -349,24 +379,43 @@ def _adopted_relationship_search(settings: Settings, names: storage.Names, with_
         return None
     r = Internal("r")
     stmt = Statement()
-    stmt.line("CALL db.index.fulltext.queryRelationships(", literal(catalog.adopted_relationship_text_index(names)), ", ", Param(None, "query"), ") YIELD relationship AS ", r)
-    cases = [frag("WHEN ", adopted_vectors.reads(r, p, settings.adoption), " THEN [", adopted.element(r, p, settings.adoption), ", null, [x IN [",
-                  join(", ", [frag(r, ".", Ident(prop)) for prop in p.text]), "] WHERE x IS NOT NULL]]") for p in chosen]
+    stmt.line(
+        "CALL db.index.fulltext.queryRelationships(",
+        literal(catalog.adopted_relationship_text_index(names)),
+        ", ",
+        Param(None, "query"),
+        ") YIELD relationship AS ",
+        r,
+    )
+    cases = [
+        frag(
+            "WHEN ",
+            adopted_vectors.reads(r, p, settings.adoption),
+            " THEN [",
+            adopted.element(r, p, settings.adoption),
+            ", null, [x IN [",
+            join(", ", [frag(r, ".", Ident(prop)) for prop in p.text]),
+            "] WHERE x IS NOT NULL]]",
+        )
+        for p in chosen
+    ]
     stmt.line("WITH CASE ", join(" ", cases), " END AS hit WHERE hit IS NOT NULL")
     stmt.line("RETURN hit LIMIT ", Param(None, "pool"))
     return Compiled.of(stmt, "full-text candidates (adopted propositions)")
 
 
-def _adopted_relationship_vectors(settings: Settings, names: storage.Names, with_type: Optional[str]) -> Optional[Compiled]:
+def _adopted_relationship_vectors(settings: Settings, names: storage.Names, with_type: str | None) -> Compiled | None:
     """Semantic SEARCH PROPOSITION over the adopted relationships' shadow vectors, when they are
     embedded and WITH TYPE names none or an adopted predicate."""
     chosen = _adopted_predicates(settings, with_type)
     if not chosen or not settings.adoption.relationships_embedded:
         return None
-    return adopted_vectors.search_relationships(settings.adoption, catalog.adopted_relationship_vector_index(names), chosen[0] if with_type is not None else None)
+    return adopted_vectors.search_relationships(
+        settings.adoption, catalog.adopted_relationship_vector_index(names), chosen[0] if with_type is not None else None
+    )
 
 
-def _adopted_by_predicate(settings: Settings, with_type: Optional[str]) -> Optional[Compiled]:
+def _adopted_by_predicate(settings: Settings, with_type: str | None) -> Compiled | None:
     """Up to ``$pool`` relationships (by elementId) of the adopted predicates among
     ``$predicates`` (best first): a predicate's name and description ground all its
     propositions (spec §5.2.2). A predicate not in ``$predicates`` unwinds no row, so its
@@ -381,15 +430,23 @@ def _adopted_by_predicate(settings: Settings, with_type: Optional[str]) -> Optio
             if i:
                 stmt.line("UNION ALL")
             stmt.line("UNWIND [i IN range(0, size(", predicates, ") - 1) WHERE ", predicates, "[i] = ", Param(p.name), "] AS ", rank)
-            stmt.line("MATCH ", adopted.node(Internal("s"), settings.adoption.type(p.subject)), "-[", r, ":", Ident(p.rel_type), "]->",
-                      adopted.node(Internal("o"), settings.adoption.type(p.object)))
+            stmt.line(
+                "MATCH ",
+                adopted.node(Internal("s"), settings.adoption.type(p.subject)),
+                "-[",
+                r,
+                ":",
+                Ident(p.rel_type),
+                "]->",
+                adopted.node(Internal("o"), settings.adoption.type(p.object)),
+            )
             stmt.line("WITH ", rank, ", ", r, " ORDER BY elementId(", r, ") LIMIT ", Param(None, "pool"))
             stmt.line("RETURN ", rank, ", ", adopted.element(r, p, settings.adoption), " AS hit")
     stmt.line("RETURN ", predicates, "[", rank, "] AS pred, hit ORDER BY ", rank, " LIMIT ", Param(None, "pool"))
     return Compiled.of(stmt, "propositions of matching adopted predicates")
 
 
-def _adopted_search(settings: Settings, names: storage.Names, with_type: Optional[str], index: str) -> Optional[Compiled]:
+def _adopted_search(settings: Settings, names: storage.Names, with_type: str | None, index: str) -> Compiled | None:
     """The adopted full-text (``index`` "text_indexed") or vector ("embedded") statement when the
     namespace adopted types with that index, and WITH TYPE names none or an adopted one."""
     chosen = settings.adoption

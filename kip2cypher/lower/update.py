@@ -30,12 +30,14 @@ the write back.
 
 The program that runs a ``BulkPlan`` is ``kip2cypher.execution.programs.bulk``.
 """
+
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 from .. import errors
 from ..config import Settings
@@ -44,9 +46,8 @@ from ..cypher.builder import Fragment, Ident, Internal, Param, Part, Statement, 
 from ..errors import KipError
 from ..syntax import ast
 from ..syntax.values import describe, resolve, resolve_int
-from . import grounding
+from . import grounding, rules
 from . import pattern as pat
-from . import rules
 from . import writes as K
 from .plan import Compiled, Plan
 
@@ -166,8 +167,19 @@ def bad_element(x: Any, names: storage.Names, *, core_directives: bool, kind: st
     if kind == pat.PROPOSITION:
         return frag("coalesce(", rules.cy_protected_link(x, names), ", false)")
     return frag(
-        "coalesce((", x, ":", names.concept, " AND ", concept, ") OR (",
-        x, ":", names.proposition, " AND ", rules.cy_protected_link(x, names), "), false)",
+        "coalesce((",
+        x,
+        ":",
+        names.concept,
+        " AND ",
+        concept,
+        ") OR (",
+        x,
+        ":",
+        names.proposition,
+        " AND ",
+        rules.cy_protected_link(x, names),
+        "), false)",
     )
 
 
@@ -180,7 +192,9 @@ def current(t: Any, keys: list[str]) -> Fragment:
 
 def element_label(x: Any, names: storage.Names) -> Fragment:
     """Cypher: a readable label for an element in error messages."""
-    return frag("CASE WHEN ", x, ":", names.concept, " THEN '{type: \"' + ", x, ".type + '\", name: \"' + ", x, ".name + '\"}' ELSE '(id: \"' + ", x, ".id + '\")' END")
+    return frag(
+        "CASE WHEN ", x, ":", names.concept, " THEN '{type: \"' + ", x, ".type + '\", name: \"' + ", x, ".name + '\"}' ELSE '(id: \"' + ", x, ".id + '\")' END"
+    )
 
 
 def lock(x: Part) -> Fragment:
@@ -279,9 +293,35 @@ class Expr:
             self._fresh += 1
             x, lo, hi = (self.numeric(a) for a in call.args)
             return frag(
-                "[", v, " IN [[", x, ", ", lo, ", ", hi, "]] | CASE WHEN ", v, "[0] IS NULL OR ", v, "[1] IS NULL OR ", v,
-                "[2] IS NULL THEN null WHEN ", v, "[0] < ", v, "[1] THEN ", v, "[1] WHEN ", v, "[0] > ", v, "[2] THEN ", v,
-                "[2] ELSE ", v, "[0] END][0]",
+                "[",
+                v,
+                " IN [[",
+                x,
+                ", ",
+                lo,
+                ", ",
+                hi,
+                "]] | CASE WHEN ",
+                v,
+                "[0] IS NULL OR ",
+                v,
+                "[1] IS NULL OR ",
+                v,
+                "[2] IS NULL THEN null WHEN ",
+                v,
+                "[0] < ",
+                v,
+                "[1] THEN ",
+                v,
+                "[1] WHEN ",
+                v,
+                "[0] > ",
+                v,
+                "[2] THEN ",
+                v,
+                "[2] ELSE ",
+                v,
+                "[0] END][0]",
             )
         if f == "COALESCE":
             first, default = call.args
@@ -289,8 +329,20 @@ class Expr:
             if isinstance(first, ast.DotPath):
                 raw = self.path(first)
                 return frag(
-                    "CASE WHEN ", raw, " IS NULL OR ", raw, " = ", pat.JSON_NULL_LITERAL, " THEN ", d,
-                    " WHEN ", raw, NUMERIC, " THEN ", raw, " END",
+                    "CASE WHEN ",
+                    raw,
+                    " IS NULL OR ",
+                    raw,
+                    " = ",
+                    pat.JSON_NULL_LITERAL,
+                    " THEN ",
+                    d,
+                    " WHEN ",
+                    raw,
+                    NUMERIC,
+                    " THEN ",
+                    raw,
+                    " END",
                 )
             return frag("coalesce(", self.numeric(first), ", ", d, ")")
         raise KipError(errors.INVALID_SYNTAX, f"Unknown update function {f}.", "Use ADD, MUL, CLAMP or COALESCE.")
@@ -317,14 +369,27 @@ def _update_element(stmt: Statement, sets: list[_Assignment], reads: list[str], 
     if computed:
         stmt.line("WITH t, ", cur, ", {", join(", ", [frag(Ident(a.key), ": ", a.value) for a in computed]), "} AS _raw")
     # A result that is not a finite number (±Infinity, NaN) is never stored: null skips the key.
-    new = [frag(Ident(a.key), ": ", frag("CASE WHEN abs(_raw.", Ident(a.key), ") <= ", MAX_DOUBLE, " THEN _raw.", Ident(a.key), " END") if a.computed else a.value) for a in sets]
+    new = [
+        frag(Ident(a.key), ": ", frag("CASE WHEN abs(_raw.", Ident(a.key), ") <= ", MAX_DOUBLE, " THEN _raw.", Ident(a.key), " END") if a.computed else a.value)
+        for a in sets
+    ]
     carried = ", _raw" if computed else ""
     stmt.line("WITH t, ", cur, carried, ", {", join(", ", new), "} AS _new")
     skipped = "size([k IN keys(_raw) WHERE _raw[k] IS NOT NULL AND _new[k] IS NULL])" if computed else "0"
     big = frag("[k IN ", Param(sorted(set(reads)), "kip_reads"), " WHERE ", cur, "[k] =~ ", BIG_INTEGER, "]") if reads else "[]"
     stmt.line(
-        "WITH t, ", cur, ", _new, ", skipped, " AS _skipped, ", big, " AS _big, ",
-        "any(k IN keys(_new) WHERE _new[k] IS NOT NULL AND (", cur, "[k] IS NULL OR ", cur, "[k] <> _new[k])) AS changed",
+        "WITH t, ",
+        cur,
+        ", _new, ",
+        skipped,
+        " AS _skipped, ",
+        big,
+        " AS _big, ",
+        "any(k IN keys(_new) WHERE _new[k] IS NOT NULL AND (",
+        cur,
+        "[k] IS NULL OR ",
+        cur,
+        "[k] <> _new[k])) AS changed",
     )
     if write:
         with stmt.block("CALL (t, ", cur, ", _new, changed)"):
@@ -347,7 +412,11 @@ def _assignments(command: ast.Update, expr: Expr) -> tuple[list[_Assignment], di
         rules.check_metadata_keys([k for k, _ in command.set_metadata.entries], "UPDATE … SET METADATA")
         entries += [(storage.meta_key(k), v, command.set_metadata.span.start) for k, v in command.set_metadata.entries]
     if not entries:
-        raise KipError(errors.INVALID_SYNTAX, "UPDATE needs at least one key in SET ATTRIBUTES or SET METADATA.", "Write UPDATE ?x SET ATTRIBUTES { key: value } WHERE { … }.")
+        raise KipError(
+            errors.INVALID_SYNTAX,
+            "UPDATE needs at least one key in SET ATTRIBUTES or SET METADATA.",
+            "Write UPDATE ?x SET ATTRIBUTES { key: value } WHERE { … }.",
+        )
     keys = [k for k, _, _ in entries]
     if len(set(keys)) != len(keys):
         raise KipError(errors.INVALID_SYNTAX, "UPDATE sets the same key twice.", "List each key once per SET block.")
@@ -358,7 +427,7 @@ def _assignments(command: ast.Update, expr: Expr) -> tuple[list[_Assignment], di
         computed = expr.computes(value)
         sets.append(_Assignment(key, expr.numeric(value) if computed else expr.plain(value), computed))
         if key.startswith(storage.ATTR_PREFIX):
-            name = key[len(storage.ATTR_PREFIX):]
+            name = key[len(storage.ATTR_PREFIX) :]
             key_at[name] = at
             if not computed:
                 written[name] = resolve(value, expr.parameters)
@@ -372,7 +441,14 @@ def lower_update(command: ast.Update, parameters: dict[str, Any], settings: Sett
     strict = settings.strict_schema and bool(key_at)  # only attributes have an instance_schema
     targets = Targets(command.where, command.target, parameters, settings, "UPDATE", pat.NODE_KINDS, command.limit)
     # strict mode: the computed attribute values of each matched concept (plain ones are in the plan)
-    results = frag("{", join(", ", [frag(Ident(a.key[len(storage.ATTR_PREFIX):]), ": _new.", Ident(a.key)) for a in sets if a.computed and a.key.startswith(storage.ATTR_PREFIX)]), "}")
+    results = frag(
+        "{",
+        join(
+            ", ",
+            [frag(Ident(a.key[len(storage.ATTR_PREFIX) :]), ": _new.", Ident(a.key)) for a in sets if a.computed and a.key.startswith(storage.ATTR_PREFIX)],
+        ),
+        "}",
+    )
     returns = frag("changed, _skipped, CASE WHEN size(_big) > 0 THEN [", element_label("t", targets.names), ", _big[0]] END AS big", ", _new" if strict else "")
     strict_total, strict_column = strict_rows(strict, frag("[t.type, ", results, "]"), targets.names)
     totals = frag("count(CASE WHEN changed THEN 1 END) AS updated, sum(_skipped) AS skipped, collect(big)[..3] AS big", strict_total)
@@ -383,9 +459,14 @@ def lower_update(command: ast.Update, parameters: dict[str, Any], settings: Sett
             _update_element(stmt, sets, expr.reads, write=write)
         stmt.line("RETURN size(_ts) AS matched, updated, skipped, big, ", strict_column, ", _bad")
     return targets.plan(
-        "UPDATE", "compute and write per element", probe, (("updated", "updated"), ("matched", "matched")),
-        reported=(("skipped_non_finite", "skipped"),), schema_rule=CHECK_VALUES if strict else "",
-        written=written, key_at=key_at,
+        "UPDATE",
+        "compute and write per element",
+        probe,
+        (("updated", "updated"), ("matched", "matched")),
+        reported=(("skipped_non_finite", "skipped"),),
+        schema_rule=CHECK_VALUES if strict else "",
+        written=written,
+        key_at=key_at,
     )
 
 
@@ -419,8 +500,12 @@ def _lower_delete_keys(command, parameters: dict[str, Any], settings: Settings, 
         stmt.line("RETURN size(_ts) AS matched, concepts, propositions, ", strict_column, ", _bad")
     spans = command.key_spans or (command.span,) * len(command.keys)
     return targets.plan(
-        keyword, "remove keys", probe, (("updated_concepts", "concepts"), ("updated_propositions", "propositions")),
-        schema_rule=CHECK_REQUIRED if strict else "", key_at={k: span.start for k, span in zip(command.keys, spans)},
+        keyword,
+        "remove keys",
+        probe,
+        (("updated_concepts", "concepts"), ("updated_propositions", "propositions")),
+        schema_rule=CHECK_REQUIRED if strict else "",
+        key_at={k: span.start for k, span in zip(command.keys, spans)},
     )
 
 

@@ -30,12 +30,14 @@ execution because a proposition never changes a concept, and references by
 {type, name} to a concept that only a *later* block creates are still rejected
 (they are resolved against the graph as it was before the command).
 """
+
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Callable, ClassVar, Mapping, Optional, Union
+from typing import Any, ClassVar, Union
 
 from .. import adoption as adopt
 from .. import errors
@@ -97,9 +99,9 @@ class Structural:
     command writes earlier in textual order, so it is looked up once its endpoints are known."""
 
     KIND: ClassVar[str] = "spo"
-    subject: "Ref"
+    subject: Ref
     predicate: str
-    object: "Ref"
+    object: Ref
 
 
 @dataclass(frozen=True)
@@ -110,8 +112,8 @@ class AdoptedConcept:
 
     KIND: ClassVar[str] = "adopted"
     type: str
-    name: Optional[str] = None
-    value: Optional[str] = None
+    name: str | None = None
+    value: str | None = None
 
 
 Handle = Union[ConceptBlockRef, PropositionRowRef]
@@ -119,7 +121,7 @@ Outside = Union[ConceptByName, ConceptById, PropositionById, Structural, Adopted
 Ref = Union[Handle, Outside]
 
 
-def is_concept(ref: Optional[Ref]) -> bool:
+def is_concept(ref: Ref | None) -> bool:
     """Whether a reference names a concept (else a proposition)."""
     return isinstance(ref, (ConceptBlockRef, ConceptByName, ConceptById, AdoptedConcept))
 
@@ -133,7 +135,7 @@ def is_static(ref: Ref) -> bool:
     return True
 
 
-def nested(refs: tuple[Optional[Ref], ...]) -> list[Ref]:
+def nested(refs: tuple[Ref | None, ...]) -> list[Ref]:
     """``refs`` and, for structural ones, their endpoints, recursively."""
     out: list[Ref] = []
     stack = [r for r in refs if r is not None]
@@ -151,13 +153,13 @@ class ConceptRow:
     """One CONCEPT block: identity (``type``/``name`` or ``id``), its row of the concept write."""
 
     pos: int
-    type: Optional[str]
-    name: Optional[str]
-    id: Optional[str]
+    type: str | None
+    name: str | None
+    id: str | None
     attrs: Mapping[str, Any]  # as written (strict mode checks their JSON types)
     props: Mapping[str, Any]  # encoded attributes + metadata (UPSERT-level metadata included)
     own: Mapping[str, Any]  # the same without inherited metadata (what a protected element may receive)
-    expect: Optional[int]
+    expect: int | None
     at: int  # where the block's identity stands in the command text (error positions)
     attr_at: Mapping[str, int]  # where each SET ATTRIBUTES key stands
 
@@ -170,13 +172,18 @@ class ConceptRow:
         """The row the concept write (and the dry-run probe) receives."""
         cd = self.attrs.get("core_directives", _ABSENT)
         return {
-            "i": self.pos, "type": self.type, "name": self.name, "id": self.id,
-            "props": dict(self.props), "own": own_column(self.props, self.own), "expect": self.expect,
+            "i": self.pos,
+            "type": self.type,
+            "name": self.name,
+            "id": self.id,
+            "props": dict(self.props),
+            "own": own_column(self.props, self.own),
+            "expect": self.expect,
             "cd": None if cd is _ABSENT else storage.encode(cd),
         }
 
 
-def own_column(props: Mapping[str, Any], own: Mapping[str, Any]) -> Optional[dict[str, Any]]:
+def own_column(props: Mapping[str, Any], own: Mapping[str, Any]) -> dict[str, Any] | None:
     """A write row's ``own`` map: null when it is ``props`` itself (nothing inherited, the common
     case), which the write reads as ``coalesce(row.own, row.props)`` — the map is not sent twice."""
     return None if own is props else dict(own)
@@ -187,13 +194,13 @@ class PropositionRow:
     """One PROPOSITION block or SET PROPOSITIONS entry: by ``id``, or ``(subject, predicate, object)``."""
 
     pos: int
-    subject: Optional[Ref]
-    predicate: Optional[str]
-    object: Optional[Ref]
-    id: Optional[str]
+    subject: Ref | None
+    predicate: str | None
+    object: Ref | None
+    id: str | None
     props: Mapping[str, Any]
     own: Mapping[str, Any]
-    expect: Optional[int]
+    expect: int | None
     label: str
     at: int  # where the block or entry stands in the command text (error positions)
 
@@ -206,7 +213,7 @@ class SchemaCheck:
     seq: int
     meta: str
     name: str
-    at: Optional[int] = None
+    at: int | None = None
 
     @property
     def ref(self) -> ConceptByName:
@@ -220,7 +227,7 @@ class Target:
 
     seq: int
     ref: Outside
-    at: Optional[int] = None
+    at: int | None = None
 
 
 _ABSENT = object()
@@ -259,7 +266,9 @@ def _columns(*keys: str, **exprs: str) -> list[tuple[str, Part]]:
     return [(key, exprs.get(key, key)) for key in keys]
 
 
-def _match_or_create(names: storage.Names, label: str, id_field: str, create: Callable[[Statement, storage.Names], None], *, concept: bool, attr_keys: bool = False) -> Statement:
+def _match_or_create(
+    names: storage.Names, label: str, id_field: str, create: Callable[[Statement, storage.Names], None], *, concept: bool, attr_keys: bool = False
+) -> Statement:
     """The frame of both UPSERT writes: per ``$rows`` item, match-or-create the element
     (``create``) or match it by ``row.<id_field>``, then the guarded write (``writes.apply_tail``)."""
     s = Statement()
@@ -267,8 +276,17 @@ def _match_or_create(names: storage.Names, label: str, id_field: str, create: Ca
     return s
 
 
-def _match_or_create_lines(s: Statement, names: storage.Names, label: str, id_field: str, create: Callable[[Statement, storage.Names], None],
-                           rows: Part, *, concept: bool, attr_keys: bool = False) -> None:
+def _match_or_create_lines(
+    s: Statement,
+    names: storage.Names,
+    label: str,
+    id_field: str,
+    create: Callable[[Statement, storage.Names], None],
+    rows: Part,
+    *,
+    concept: bool,
+    attr_keys: bool = False,
+) -> None:
     """``_match_or_create`` over the list expression ``rows``."""
     s.line("UNWIND ", rows, " AS row")
     with s.block("CALL (row)"):
@@ -319,8 +337,16 @@ def _create_proposition(s: Statement, names: storage.Names, linked: bool = False
 def _create_links(s: Statement, names: storage.Names) -> None:
     """A proposition node's KIP_SUBJECT / KIP_OBJECT and its native relationship carrying its id."""
     s.line(
-        "CREATE (n)-[:", names.subject_rel, "]->(s), (n)-[:", names.object_rel, "]->(o), ",
-        "(s)-[:", native_type(names, "row.p"), " {", Ident(names.link_id), ": n.id}]->(o)",
+        "CREATE (n)-[:",
+        names.subject_rel,
+        "]->(s), (n)-[:",
+        names.object_rel,
+        "]->(o), ",
+        "(s)-[:",
+        native_type(names, "row.p"),
+        " {",
+        Ident(names.link_id),
+        ": n.id}]->(o)",
     )
 
 
@@ -355,7 +381,9 @@ def _checked_concept_statement(names: storage.Names, strict: bool) -> Compiled:
     with s.block("CALL ()"):
         _resolve_lines(s, names, "refs")
     with s.block("CALL (refs)"):
-        every_found = frag("CASE WHEN all(x IN refs WHERE x.id IS NOT NULL OR NOT (x.i IN ", Param(None, "required"), ")) THEN ", Param(None, "rows"), " ELSE [] END")
+        every_found = frag(
+            "CASE WHEN all(x IN refs WHERE x.id IS NOT NULL OR NOT (x.i IN ", Param(None, "required"), ")) THEN ", Param(None, "rows"), " ELSE [] END"
+        )
         _match_or_create_lines(s, names, names.concept, "id", _create_concept, every_found, concept=True, attr_keys=strict)
     s.line("RETURN refs, ", COLLECTED)
     label = "UPSERT: check types/predicates, look up outside targets and match-or-create all CONCEPT blocks"
@@ -365,7 +393,9 @@ def _checked_concept_statement(names: storage.Names, strict: bool) -> Compiled:
 def _proposition_statement(names: storage.Names, linked: bool = False) -> Compiled:
     create = functools.partial(_create_proposition, linked=True) if linked else _create_proposition
     s = _match_or_create(names, names.proposition, "pid", create, concept=False)
-    return Compiled.of(s, "UPSERT: match-or-create PROPOSITION blocks and SET PROPOSITIONS links (one wave)" + (", adopted endpoints" if linked else ""), collected=True)
+    return Compiled.of(
+        s, "UPSERT: match-or-create PROPOSITION blocks and SET PROPOSITIONS links (one wave)" + (", adopted endpoints" if linked else ""), collected=True
+    )
 
 
 def _concept_probe_statement(names: storage.Names) -> Compiled:
@@ -379,8 +409,12 @@ def _concept_probe_statement(names: storage.Names) -> Compiled:
         s.line("WITH row, coalesce(a, b) AS n")
         s.line("WITH row, n, properties(n) AS cur")
         s.line(
-            "WITH row, n, cur, coalesce(", rules.cy_protected_concept("cur.type", "cur.name"), ", false) AS prot, ",
-            "coalesce(", rules.cy_actor("cur.type", "cur.name"), ", false) AS actor",
+            "WITH row, n, cur, coalesce(",
+            rules.cy_protected_concept("cur.type", "cur.name"),
+            ", false) AS prot, ",
+            "coalesce(",
+            rules.cy_actor("cur.type", "cur.name"),
+            ", false) AS actor",
         )
         s.line("WITH row, n, cur, prot, actor, CASE WHEN prot THEN coalesce(row.own, row.props) ELSE row.props END AS props")
         s.line("RETURN CASE")
@@ -388,8 +422,11 @@ def _concept_probe_statement(names: storage.Names) -> Compiled:
         s.line("  WHEN row.expect IS NOT NULL AND coalesce(CASE WHEN n IS NULL THEN 0 ELSE cur.", version, " END, -1) <> row.expect THEN 'version'")
         s.line("  WHEN prot AND any(k IN keys(props) WHERE cur[k] IS NULL OR cur[k] <> props[k]) THEN 'protected'")
         s.line(
-            "  WHEN actor AND row.cd IS NOT NULL AND cur.", Ident(K.CORE_DIRECTIVES), " IS NOT NULL AND cur.",
-            Ident(K.CORE_DIRECTIVES), " <> row.cd THEN 'protected'",
+            "  WHEN actor AND row.cd IS NOT NULL AND cur.",
+            Ident(K.CORE_DIRECTIVES),
+            " IS NOT NULL AND cur.",
+            Ident(K.CORE_DIRECTIVES),
+            " <> row.cd THEN 'protected'",
         )
         s.line("  ELSE 'ok' END AS status, cur.", version, " AS version, n IS NULL AS created")
     s.line("RETURN row.i AS i, status, version, created")
@@ -461,7 +498,7 @@ class UpsertPlan(Plan):
     typed: tuple[str, ...]  # concept types of {type, name} blocks (strict mode reads their instance_schema)
     #: Adopted endpoints (link_memory) and the statement finding their nodes; () / None: none.
     adopted_refs: tuple[AdoptedConcept, ...] = ()
-    adopted_lookup: Optional[Compiled] = None
+    adopted_lookup: Compiled | None = None
 
     @property
     def statements(self) -> UpsertStatements:
@@ -472,7 +509,7 @@ class UpsertPlan(Plan):
         return self.statements.concepts_strict if self.strict else self.statements.concepts
 
     @property
-    def checked_concept_write(self) -> Optional[Compiled]:
+    def checked_concept_write(self) -> Compiled | None:
         """The resolve lookup and the concept write as one statement, when the rows allow it
         (``_checked_concept_statement``); None: two statements."""
         if not self.concepts or self.adopted_lookup is not None:
@@ -507,7 +544,7 @@ class UpsertPlan(Plan):
 
 
 # ====================================================================== analysis
-def _version(value: Optional[ast.Value], params: dict[str, Any]) -> Optional[int]:
+def _version(value: ast.Value | None, params: dict[str, Any]) -> int | None:
     if value is None:
         return None
     v = resolve(value, params)
@@ -520,11 +557,11 @@ def _version(value: Optional[ast.Value], params: dict[str, Any]) -> Optional[int
     return v
 
 
-def _object(obj: Optional[ast.ObjectLit], params: dict[str, Any]) -> dict[str, Any]:
+def _object(obj: ast.ObjectLit | None, params: dict[str, Any]) -> dict[str, Any]:
     return {} if obj is None else resolve(obj, params)
 
 
-def _metadata(obj: Optional[ast.ObjectLit], params: dict[str, Any], where: str) -> dict[str, Any]:
+def _metadata(obj: ast.ObjectLit | None, params: dict[str, Any], where: str) -> dict[str, Any]:
     meta = _object(obj, params)
     rules.check_metadata_keys(meta, where)
     return meta
@@ -577,10 +614,18 @@ class Analyzer:
         adopted_refs = tuple(dict.fromkeys(t.ref for t in self.targets if isinstance(t.ref, AdoptedConcept)))
         lookup = adopted_cy.lookup_statement([(self.adoption.type(r.type), r.name, r.value) for r in adopted_refs]) if adopted_refs else None
         return UpsertPlan(
-            strict=strict, blocks=len(capsule.upserts), concepts=tuple(self.concepts), propositions=tuple(self.props),
-            order=tuple(self.order), schema_checks=tuple(self.schema_checks.values()), targets=tuple(self.targets),
-            defined_types=tuple(self.defined_types), defined_predicates=tuple(self.defined_predicates), typed=tuple(self.typed),
-            adopted_refs=adopted_refs, adopted_lookup=Compiled.of(lookup, "UPSERT: find the adopted endpoints (link_memory)") if lookup is not None else None,
+            strict=strict,
+            blocks=len(capsule.upserts),
+            concepts=tuple(self.concepts),
+            propositions=tuple(self.props),
+            order=tuple(self.order),
+            schema_checks=tuple(self.schema_checks.values()),
+            targets=tuple(self.targets),
+            defined_types=tuple(self.defined_types),
+            defined_predicates=tuple(self.defined_predicates),
+            typed=tuple(self.typed),
+            adopted_refs=adopted_refs,
+            adopted_lookup=Compiled.of(lookup, "UPSERT: find the adopted endpoints (link_memory)") if lookup is not None else None,
         )
 
     # -------------------------------------------------------------- blocks
@@ -620,7 +665,7 @@ class Analyzer:
             self.seq += 1
             named_at = entry.predicate.span.start if isinstance(entry.predicate, ast.Placeholder) else entry.span.start
             predicate = resolve_predicate(entry.predicate, self.params, named_at)
-            entry_meta = _metadata(entry.metadata, self.params, f"the WITH METADATA of (\"{predicate}\", …)")
+            entry_meta = _metadata(entry.metadata, self.params, f'the WITH METADATA of ("{predicate}", …)')
             target = self.ref(entry.target)
             self.require_predicate(predicate, named_at)
             label = f"({row.label}, {rules._q(predicate)}, …)"
@@ -651,8 +696,17 @@ class Analyzer:
         if block.handle is not None:
             self.handles[block.handle] = here
 
-    def add_prop(self, subject: Optional[Ref], predicate: Optional[str], obj: Optional[Ref], pid: Optional[str],
-                 payload: tuple[Mapping[str, Any], Mapping[str, Any]], expect: Optional[int], label: str, at: int) -> int:
+    def add_prop(
+        self,
+        subject: Ref | None,
+        predicate: str | None,
+        obj: Ref | None,
+        pid: str | None,
+        payload: tuple[Mapping[str, Any], Mapping[str, Any]],
+        expect: int | None,
+        label: str,
+        at: int,
+    ) -> int:
         linked = next((r for r in (subject, obj) if isinstance(r, AdoptedConcept)), None)
         if linked is not None and predicate == storage.BELONGS_TO_DOMAIN:
             # domain membership is schema, and the mapping gives adopted types theirs (domain Adopted)
@@ -669,7 +723,11 @@ class Analyzer:
     def predicate_name(self, predicate: Any) -> str:
         if isinstance(predicate, ast.PredicatePattern) and len(predicate.names) == 1 and predicate.quantifier is None:
             return resolve_predicate(predicate.names[0], self.params, _named_at(predicate))
-        raise KipError(errors.INVALID_SYNTAX, "A proposition in KML needs exactly one predicate name.", "Write (subject, \"predicate\", object) or (subject, :predicate, object).")
+        raise KipError(
+            errors.INVALID_SYNTAX,
+            "A proposition in KML needs exactly one predicate name.",
+            'Write (subject, "predicate", object) or (subject, :predicate, object).',
+        )
 
     def ref(self, target: Any) -> Ref:
         """A target/endpoint → reference; handles must already be bound (KIP_3001)."""
@@ -702,7 +760,7 @@ class Analyzer:
             self.refuse_adopted(at, element_id=cid)
             return self.earlier_or_outside(self.by_cid.get(cid), ConceptBlockRef, ConceptById(cid), at)
         if target.type is None or target.name is None:
-            raise KipError(errors.INVALID_SYNTAX, "A KML concept target needs {type, name} or {id}.", "Write {type: \"Type\", name: \"Name\"} or {id: \"C:…\"}.")
+            raise KipError(errors.INVALID_SYNTAX, "A KML concept target needs {type, name} or {id}.", 'Write {type: "Type", name: "Name"} or {id: "C:…"}.')
         type_ = resolve_str(target.type, self.params, "A concept `type`")
         name = resolve_str(target.name, self.params, "A concept `name`")
         pos = self.by_tn.get((type_, name))
@@ -723,7 +781,7 @@ class Analyzer:
         self.require_predicate(predicate, _named_at(target.predicate))
         return self.earlier_or_outside(self.by_spo.get((subject, predicate, obj)), PropositionRowRef, Structural(subject, predicate, obj), at)
 
-    def adopted_endpoint(self, target: ast.ConceptClause, at: int) -> Optional[AdoptedConcept]:
+    def adopted_endpoint(self, target: ast.ConceptClause, at: int) -> AdoptedConcept | None:
         """An endpoint naming an adopted concept (by ``{type, name}`` or ``{id: "A:…"}``): the
         reference to look up when the mapping's ``link_memory`` is on, KIP_3004 when it is off;
         None for anything else (a memory concept, or an adopted predicate's id, refused later)."""
@@ -742,7 +800,7 @@ class Analyzer:
             raise adopted_cy.link_refused(t, at)
         return found
 
-    def earlier_or_outside(self, pos: Optional[int], handle: type, outside: Outside, at: int) -> Ref:
+    def earlier_or_outside(self, pos: int | None, handle: type, outside: Outside, at: int) -> Ref:
         """An element an earlier block of this command writes (``pos``) is referenced by its row;
         anything else is an outside target, looked up before writing (``at``: where it is written)."""
         if pos is not None:
@@ -750,7 +808,7 @@ class Analyzer:
         self.targets.append(Target(self.seq, outside, at))
         return outside
 
-    def refuse_adopted(self, at: int, *, type_: Optional[str] = None, predicate: Optional[str] = None, element_id: Optional[str] = None) -> None:
+    def refuse_adopted(self, at: int, *, type_: str | None = None, predicate: str | None = None, element_id: str | None = None) -> None:
         """KIP_3004 for an UPSERT that would write adopted data: a concept of an adopted type, a
         link of an adopted predicate, an element by adopted id, or a memory proposition pointing
         at an adopted concept (docs/adopt.md). The ``$ConceptType`` / ``$PropositionType``
@@ -765,7 +823,7 @@ class Analyzer:
         if found is not None:
             raise adopted_cy.read_only(found, "This UPSERT", at)
 
-    def require_type(self, type_: str, name: Optional[str], at: int) -> None:
+    def require_type(self, type_: str, name: str | None, at: int) -> None:
         self.refuse_adopted(at, type_=type_)
         if type_ == storage.CONCEPT_TYPE and name == storage.CONCEPT_TYPE:
             return  # the self-defining root of the type system
@@ -790,9 +848,11 @@ def _named_at(predicate: ast.PredicatePattern) -> int:
     return name.span.start if isinstance(name, ast.Placeholder) else predicate.span.start
 
 
-def _no_variable(var: Optional[str], block: str) -> None:
+def _no_variable(var: str | None, block: str) -> None:
     if var is not None:
-        raise KipError(errors.INVALID_SYNTAX, f"A KML target cannot bind a variable (?{var}).", f"Drop the variable, or use a handle defined by a {block} block.")
+        raise KipError(
+            errors.INVALID_SYNTAX, f"A KML target cannot bind a variable (?{var}).", f"Drop the variable, or use a handle defined by a {block} block."
+        )
 
 
 def _refuse_engine_name(type_: str, name: str) -> None:
@@ -800,9 +860,7 @@ def _refuse_engine_name(type_: str, name: str) -> None:
     predicate named KIP_SUBJECT would forge the structural links: the engine's own Neo4j names
     are refused as concept types / predicates (tests/test_reliability_hostile.py). A predicate
     containing "/" could spell another namespace's relationship type (docs/namespaces.md)."""
-    if (type_ == storage.CONCEPT_TYPE and storage.is_engine_label(name)) or (
-        type_ == storage.PROPOSITION_TYPE and storage.is_engine_rel_type(name)
-    ):
+    if (type_ == storage.CONCEPT_TYPE and storage.is_engine_label(name)) or (type_ == storage.PROPOSITION_TYPE and storage.is_engine_rel_type(name)):
         kind = "concept type" if type_ == storage.CONCEPT_TYPE else "predicate"
         raise KipError(
             errors.IMMUTABLE_TARGET,

@@ -17,9 +17,10 @@ The *apply tail* is the heart of every UPSERT write. Given a bound element ``n``
 Failures are reported as a ``status`` column; the program (``execution/programs``) turns
 the first one into a KipError, which rolls the whole transaction back.
 """
+
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from ..cypher import storage
 from ..cypher.builder import Fragment, Ident, Param, Part, Statement, frag, literal
@@ -47,7 +48,7 @@ def now_iso() -> str:
     """ISO-8601 UTC with milliseconds and a Z, e.g. 2026-07-04T10:11:12.345Z.
 
     Still used by the UPDATE / DELETE lowerings until their programs take ``Context.now``."""
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def on_create_set(new_id: Part, *more: Part) -> Fragment:
@@ -106,11 +107,17 @@ def apply_tail(stmt: Statement, names: storage.Names, *, concept: bool, attr_key
         # a block named by (type, name) MERGEd on exactly those: no need to read them back
         type_, name = "CASE WHEN row.id IS NULL THEN row.type ELSE n.type END", "CASE WHEN row.id IS NULL THEN row.name ELSE n.name END"
         stmt.line(
-            "WITH row, n, created, v0, coalesce(", rules.cy_protected_concept(type_, name), ", false) AS prot, ",
-            "coalesce(", rules.cy_actor(type_, name), ", false) AS actor",
+            "WITH row, n, created, v0, coalesce(",
+            rules.cy_protected_concept(type_, name),
+            ", false) AS prot, ",
+            "coalesce(",
+            rules.cy_actor(type_, name),
+            ", false) AS actor",
         )
     else:
-        stmt.line("WITH row, n, created, v0, CASE WHEN row.btd THEN coalesce(", rules.cy_protected_link("n", names), ", false) ELSE false END AS prot, false AS actor")
+        stmt.line(
+            "WITH row, n, created, v0, CASE WHEN row.btd THEN coalesce(", rules.cy_protected_link("n", names), ", false) ELSE false END AS prot, false AS actor"
+        )
     stmt.line("WITH row, n, created, v0, prot, actor, CASE WHEN prot AND NOT created THEN coalesce(row.own, row.props) ELSE row.props END AS props")
     stmt.line("WITH row, n, created, v0, prot, actor, props, created OR any(k IN keys(props) WHERE NOT coalesce(n[k] = props[k], false)) AS changed")
     stmt.line("WITH row, n, created, v0, props, changed, CASE")
@@ -119,8 +126,11 @@ def apply_tail(stmt: Statement, names: storage.Names, *, concept: bool, attr_key
     stmt.line("  WHEN prot AND NOT created AND changed THEN 'protected'")
     if concept:
         stmt.line(
-            "  WHEN actor AND NOT created AND row.cd IS NOT NULL AND n.", Ident(CORE_DIRECTIVES),
-            " IS NOT NULL AND n.", Ident(CORE_DIRECTIVES), " <> row.cd THEN 'protected'",
+            "  WHEN actor AND NOT created AND row.cd IS NOT NULL AND n.",
+            Ident(CORE_DIRECTIVES),
+            " IS NOT NULL AND n.",
+            Ident(CORE_DIRECTIVES),
+            " <> row.cd THEN 'protected'",
         )
     stmt.line("  ELSE 'ok' END AS status")
     stmt.line("FOREACH (_ IN CASE WHEN status = 'ok' AND changed THEN [1] ELSE [] END |")
@@ -128,7 +138,9 @@ def apply_tail(stmt: Statement, names: storage.Names, *, concept: bool, attr_key
     if attr_keys:
         stmt.line(
             "RETURN n.id AS id, status, v0 AS version, created, [n.type, n.name] AS tn, ",
-            "[k IN keys(n) WHERE k STARTS WITH ", literal(storage.ATTR_PREFIX), "] AS attr_keys",
+            "[k IN keys(n) WHERE k STARTS WITH ",
+            literal(storage.ATTR_PREFIX),
+            "] AS attr_keys",
         )
     else:
         stmt.line("RETURN n.id AS id, status, v0 AS version, created")

@@ -12,10 +12,11 @@ Conventions
   nested inside objects and lists. ``values.resolve`` turns them into plain
   Python/JSON values once the request's parameters are known.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional, Union
+from typing import Union
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,13 +39,13 @@ def _span() -> Span:
 class Literal:
     """A JSON primitive: str, int, float, bool or None."""
 
-    value: Union[str, int, float, bool, None]
+    value: str | int | float | bool | None
     span: Span = _span()
 
 
 @dataclass(frozen=True, slots=True)
 class ListLit:
-    items: tuple["Value", ...]
+    items: tuple[Value, ...]
     span: Span = _span()
 
 
@@ -52,7 +53,7 @@ class ListLit:
 class ObjectLit:
     """A JSON object; keys keep their textual order (duplicates are rejected by validation)."""
 
-    entries: tuple[tuple[str, "Value"], ...]
+    entries: tuple[tuple[str, Value], ...]
     span: Span = _span()
     # Where each key starts (parallel to ``entries``), for KIP_1002 positions; not compared.
     key_spans: tuple[Span, ...] = field(default=(), compare=False, repr=False)
@@ -96,7 +97,7 @@ class Aggregate:
     """``COUNT(?x)``, ``COUNT(DISTINCT ?x)``, ``SUM``, ``AVG``, ``MIN``, ``MAX``."""
 
     func: str  # COUNT | SUM | AVG | MIN | MAX
-    arg: Union[Var, DotPath]
+    arg: Var | DotPath
     distinct: bool = False
     span: Span = _span()
 
@@ -109,8 +110,8 @@ class Comparison:
     """``left op right`` with op one of ``== != < > <= >=``."""
 
     op: str
-    left: "Operand"
-    right: "Operand"
+    left: Operand
+    right: Operand
     span: Span = _span()
 
 
@@ -119,12 +120,12 @@ class BoolOp:
     """``left && right`` / ``left || right``."""
 
     op: str  # "&&" | "||"
-    left: "BoolExpr"
-    right: "BoolExpr"
+    left: BoolExpr
+    right: BoolExpr
     span: Span = _span()
 
 
-def operands(node: "BoolExpr", op: str) -> list["BoolExpr"]:
+def operands(node: BoolExpr, op: str) -> list[BoolExpr]:
     """The operands of a chain of ``op`` (``node`` itself when it is not a BoolOp of ``op``), in order."""
     out, stack = [], [node]
     while stack:
@@ -136,7 +137,7 @@ def operands(node: "BoolExpr", op: str) -> list["BoolExpr"]:
     return out
 
 
-def balanced(op: str, items: list["BoolExpr"]) -> "BoolExpr":
+def balanced(op: str, items: list[BoolExpr]) -> BoolExpr:
     """The canonical tree of ``op`` over ``items``: split in the middle, recursively (depth log2 n)."""
     if len(items) == 1:
         return items[0]
@@ -149,7 +150,7 @@ def balanced(op: str, items: list["BoolExpr"]) -> "BoolExpr":
 class NotExpr:
     """``!expr``."""
 
-    operand: "BoolExpr"
+    operand: BoolExpr
     span: Span = _span()
 
 
@@ -158,7 +159,7 @@ class FuncCall:
     """A FILTER function: IN, IS_NULL, IS_NOT_NULL, CONTAINS, STARTS_WITH, ENDS_WITH, REGEX."""
 
     name: str
-    args: tuple["Operand", ...]
+    args: tuple[Operand, ...]
     span: Span = _span()
 
 
@@ -174,10 +175,10 @@ class ConceptClause:
     ``var`` is None when the clause stands inline as an endpoint or identity.
     """
 
-    var: Optional[str] = None
-    id: Optional[Value] = None
-    type: Optional[Value] = None
-    name: Optional[Value] = None
+    var: str | None = None
+    id: Value | None = None
+    type: Value | None = None
+    name: Value | None = None
     span: Span = _span()
 
 
@@ -186,7 +187,7 @@ class Quantifier:
     """``{m,n}`` → (m, n); ``{m,}`` → (m, None); ``{m}`` → (m, m)."""
 
     min: int
-    max: Optional[int]
+    max: int | None
     span: Span = _span()
 
 
@@ -200,7 +201,7 @@ class PredicatePattern:
     """Named predicate(s): ``"p"``, ``"a" | "b"``, ``"p"{1,5}``, ``:p``, ``:p{1,3}``, ``"a" | :p``."""
 
     names: tuple[PredicateName, ...]
-    quantifier: Optional[Quantifier] = None
+    quantifier: Quantifier | None = None
     span: Span = _span()
 
 
@@ -215,11 +216,11 @@ class PropositionClause:
     Exactly one of ``id`` or the (subject, predicate, object) triple is set.
     """
 
-    var: Optional[str] = None
-    id: Optional[Value] = None
-    subject: Optional[Endpoint] = None
-    predicate: Optional[Predicate] = None
-    object: Optional[Endpoint] = None
+    var: str | None = None
+    id: Value | None = None
+    subject: Endpoint | None = None
+    predicate: Predicate | None = None
+    object: Endpoint | None = None
     span: Span = _span()
 
 
@@ -231,19 +232,19 @@ class Filter:
 
 @dataclass(frozen=True, slots=True)
 class NotBlock:
-    items: tuple["WhereItem", ...]
+    items: tuple[WhereItem, ...]
     span: Span = _span()
 
 
 @dataclass(frozen=True, slots=True)
 class OptionalBlock:
-    items: tuple["WhereItem", ...]
+    items: tuple[WhereItem, ...]
     span: Span = _span()
 
 
 @dataclass(frozen=True, slots=True)
 class UnionBlock:
-    items: tuple["WhereItem", ...]
+    items: tuple[WhereItem, ...]
     span: Span = _span()
 
 
@@ -263,8 +264,8 @@ class Find:
     projections: tuple[Projection, ...]
     where: tuple[WhereItem, ...]
     order_by: tuple[OrderKey, ...] = ()
-    limit: Optional[Value] = None
-    cursor: Optional[Value] = None
+    limit: Value | None = None
+    cursor: Value | None = None
     span: Span = _span()
 
 
@@ -279,28 +280,28 @@ class PropositionEntry:
 
     predicate: PredicateName
     target: Endpoint
-    metadata: Optional[ObjectLit] = None
+    metadata: ObjectLit | None = None
     span: Span = _span()
 
 
 @dataclass(frozen=True, slots=True)
 class ConceptBlock:
-    handle: Optional[str]
+    handle: str | None
     identity: ConceptClause
-    expect_version: Optional[Value] = None
-    set_attributes: Optional[ObjectLit] = None
-    set_propositions: Optional[tuple[PropositionEntry, ...]] = None
-    metadata: Optional[ObjectLit] = None
+    expect_version: Value | None = None
+    set_attributes: ObjectLit | None = None
+    set_propositions: tuple[PropositionEntry, ...] | None = None
+    metadata: ObjectLit | None = None
     span: Span = _span()
 
 
 @dataclass(frozen=True, slots=True)
 class PropositionBlock:
-    handle: Optional[str]
+    handle: str | None
     identity: PropositionClause
-    expect_version: Optional[Value] = None
-    set_attributes: Optional[ObjectLit] = None
-    metadata: Optional[ObjectLit] = None
+    expect_version: Value | None = None
+    set_attributes: ObjectLit | None = None
+    metadata: ObjectLit | None = None
     span: Span = _span()
 
 
@@ -308,8 +309,8 @@ class PropositionBlock:
 class Upsert:
     """One ``UPSERT { … } [WITH METADATA {…}]`` statement."""
 
-    blocks: tuple[Union[ConceptBlock, PropositionBlock], ...]
-    metadata: Optional[ObjectLit] = None
+    blocks: tuple[ConceptBlock | PropositionBlock, ...]
+    metadata: ObjectLit | None = None
     span: Span = _span()
 
 
@@ -326,7 +327,7 @@ class UpdateCall:
     """``ADD(a, b)``, ``MUL(a, b)``, ``CLAMP(x, lo, hi)``, ``COALESCE(x, d)``."""
 
     func: str
-    args: tuple["UpdateValue", ...]
+    args: tuple[UpdateValue, ...]
     span: Span = _span()
 
 
@@ -345,10 +346,10 @@ class Assignments:
 @dataclass(frozen=True, slots=True)
 class Update:
     target: str
-    set_attributes: Optional[Assignments]
-    set_metadata: Optional[Assignments]
+    set_attributes: Assignments | None
+    set_metadata: Assignments | None
     where: tuple[WhereItem, ...]
-    limit: Optional[Value] = None
+    limit: Value | None = None
     span: Span = _span()
 
 
@@ -410,8 +411,8 @@ class DescribeDomains:
 
 @dataclass(frozen=True, slots=True)
 class DescribeConceptTypes:
-    limit: Optional[Value] = None
-    cursor: Optional[Value] = None
+    limit: Value | None = None
+    cursor: Value | None = None
     span: Span = _span()
 
 
@@ -423,8 +424,8 @@ class DescribeConceptType:
 
 @dataclass(frozen=True, slots=True)
 class DescribePropositionTypes:
-    limit: Optional[Value] = None
-    cursor: Optional[Value] = None
+    limit: Value | None = None
+    cursor: Value | None = None
     span: Span = _span()
 
 
@@ -438,10 +439,10 @@ class DescribePropositionType:
 class Search:
     target: str  # "CONCEPT" | "PROPOSITION"
     term: Value
-    with_type: Optional[Value] = None
-    mode: Optional[Value] = None
-    threshold: Optional[Value] = None
-    limit: Optional[Value] = None
+    with_type: Value | None = None
+    mode: Value | None = None
+    threshold: Value | None = None
+    limit: Value | None = None
     span: Span = _span()
 
 
@@ -449,8 +450,8 @@ class Search:
 class Export:
     target: str
     where: tuple[WhereItem, ...]
-    limit: Optional[Value] = None
-    cursor: Optional[Value] = None
+    limit: Value | None = None
+    cursor: Value | None = None
     span: Span = _span()
 
 

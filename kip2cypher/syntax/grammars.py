@@ -28,22 +28,23 @@ failure of the fast path (no match, or an error while building the AST) is
 re-run on the reference grammar, which then decides, so syntax errors and errors
 found while building keep their exact code, position and order.
 """
+
 from __future__ import annotations
 
 import json
 import math
 import re
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 from parsimonious import expressions as _expressions
 from parsimonious.expressions import Compound, Expression, Regex, Sequence
 from parsimonious.grammar import Grammar
 from parsimonious.nodes import Node, RegexNode
 
-from . import ast
-from . import validate
 from ..errors import KipError
 from ..resources import grammar_text
+from . import ast, validate
 
 GRAMMAR = Grammar(grammar_text())
 
@@ -51,11 +52,7 @@ GRAMMAR = Grammar(grammar_text())
 def _token_rules(grammar: Grammar) -> frozenset[str]:
     """Rules shaped ``pattern _``: leaves the visitor reads directly instead of descending into."""
     blank = grammar["_"]
-    return frozenset(
-        name
-        for name, expr in grammar.items()
-        if isinstance(expr, Sequence) and len(expr.members) == 2 and expr.members[1] is blank
-    )
+    return frozenset(name for name, expr in grammar.items() if isinstance(expr, Sequence) and len(expr.members) == 2 and expr.members[1] is blank)
 
 
 TOKENS = _token_rules(GRAMMAR)
@@ -266,12 +263,12 @@ _DOT_PATH = _matcher("dot_path")
 _UPDATE_FUNCTION = _matcher("UPDATE_FUNCTION")
 
 
-def _scan_value(text: str, pos: int) -> Optional[tuple]:
+def _scan_value(text: str, pos: int) -> tuple | None:
     """``value``: string / number / object / list / CONSTANT / placeholder / update_call / dot_path.
 
     The alternatives start with distinct characters, so the first one decides.
     """
-    scan = _VALUE_STARTS.get(text[pos:pos + 1])
+    scan = _VALUE_STARTS.get(text[pos : pos + 1])
     return scan(text, pos) if scan is not None else None
 
 
@@ -317,7 +314,7 @@ def _scan_dot_path(text, pos):
 
 def _scan_object(text, pos):
     """``object``: ``{`` (entry (``,`` entry)* ``,``?)? ``}``; entry = key ``:`` value; key = string / NAME."""
-    if text[pos:pos + 1] != "{":
+    if text[pos : pos + 1] != "{":
         return None
     at = _skip_blank(text, pos + 1)
     entries = []
@@ -421,9 +418,22 @@ _VALUE_STARTS = {
 # a variable where an endpoint is expected, predicate alternatives, quantifiers or
 # variables, a SET clause twice, WITH not followed by METADATA… Each function
 # mirrors the grammar rule named in its docstring and builds what the visitor builds.
-_KW = {name: _matcher(name) for name in (
-    "CONCEPT", "PROPOSITION", "EXPECT", "VERSION", "SET", "ATTRIBUTES", "PROPOSITIONS", "WITH", "METADATA", "ID", "var",
-)}
+_KW = {
+    name: _matcher(name)
+    for name in (
+        "CONCEPT",
+        "PROPOSITION",
+        "EXPECT",
+        "VERSION",
+        "SET",
+        "ATTRIBUTES",
+        "PROPOSITIONS",
+        "WITH",
+        "METADATA",
+        "ID",
+        "var",
+    )
+}
 
 
 def _object_at(text, at):
@@ -598,7 +608,7 @@ def _proposition_block(text, start, at):
     return ast.PropositionBlock(handle, identity, version, attributes, metadata, ast.Span(start, end)), end, at
 
 
-def scan_upsert_block(text: str, pos: int) -> Optional[tuple]:
+def scan_upsert_block(text: str, pos: int) -> tuple | None:
     """``upsert_block`` = concept_block / proposition_block, as ``(ast, content_end, end)``; raises to decline."""
     match = _KW["CONCEPT"](text, pos)
     if match is not None:

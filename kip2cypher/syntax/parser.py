@@ -12,6 +12,7 @@ line with a caret, what was expected there in words, and a repair hint.
 Input size and bracket nesting are bounded *before* parsimonious runs, so a
 hostile input can cost neither a RecursionError nor unbounded time.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -19,21 +20,22 @@ import difflib
 import re
 import sys
 import threading
-from contextlib import contextmanager
 from collections import defaultdict
+from collections.abc import Iterable
+from contextlib import contextmanager
 from itertools import accumulate
-from typing import Any, Iterable, Optional
+from typing import Any
 
 from parsimonious.exceptions import ParseError
 from parsimonious.expressions import Compound, OneOf, Quantifier, Regex, Sequence
 from parsimonious.grammar import Grammar
 from parsimonious.nodes import Node, NodeVisitor
 
-from . import ast
-from . import validate
 from ..caching import text_cache
 from ..errors import INVALID_SYNTAX, RESOURCE_EXHAUSTED, KipError, line_column, snippet
-from .grammars import CONSTANTS, FAST_GRAMMAR, GRAMMAR, TOKENS as _TOKENS, ScannedNode, dot_path, identifier, number_literal, string_literal
+from . import ast, validate
+from .grammars import CONSTANTS, FAST_GRAMMAR, GRAMMAR, ScannedNode, dot_path, identifier, number_literal, string_literal
+from .grammars import TOKENS as _TOKENS
 
 # Blanks and comments before the first word, as a possessive loop: with a lazy comment body in a
 # backtracking loop, ``"/**/" * 40 + "/*"`` took hours inside one C call (holding the GIL).
@@ -201,7 +203,7 @@ def check_bounds(text: str, max_bytes: int = MAX_INPUT_BYTES, max_depth: int = M
             depth = max(depth - 1, 0)
 
 
-def _max_depth(text: str, max_depth: int) -> Optional[int]:
+def _max_depth(text: str, max_depth: int) -> int | None:
     """Deepest bracket nesting outside strings and comments, computed in C-level passes.
 
     ``None`` when a closer comes without an opener (the exact scan clamps depth at 0 there).
@@ -342,9 +344,7 @@ class _Builder(NodeVisitor):
     # -- KQL --------------------------------------------------------------
     def visit_find(self, node, children):
         _, _, projections, _, where, order_by, limit, cursor = children
-        return ast.Find(
-            tuple(projections), where, tuple(_opt(order_by) or ()), _opt(limit), _opt(cursor), self.span(node)
-        )
+        return ast.Find(tuple(projections), where, tuple(_opt(order_by) or ()), _opt(limit), _opt(cursor), self.span(node))
 
     def visit_projections(self, node, children):
         return _joined(*children)
@@ -409,7 +409,7 @@ class _Builder(NodeVisitor):
         _, low, upper, _ = children
         low = self.integer(low)
         if not upper:
-            high: Optional[int] = low
+            high: int | None = low
         else:
             bound = upper[0][1]
             high = self.integer(bound[0]) if bound else None
@@ -478,9 +478,7 @@ class _Builder(NodeVisitor):
     def visit_proposition_block(self, node, children):
         _, handle, _, identity, version, attributes, _, metadata = children
         handle = _opt(handle)
-        return ast.PropositionBlock(
-            handle.name if handle else None, identity, _opt(version), _opt(attributes), _opt(metadata), self.span(node)
-        )
+        return ast.PropositionBlock(handle.name if handle else None, identity, _opt(version), _opt(attributes), _opt(metadata), self.span(node))
 
     def visit_proposition_identity(self, node, children):
         return ast.PropositionClause(None, span=self.span(node), **children[1])
@@ -494,9 +492,7 @@ class _Builder(NodeVisitor):
 
     def visit_update(self, node, children):
         _, target, attributes, metadata, where, limit = children
-        return ast.Update(
-            target.name, _assignments(_opt(attributes)), _assignments(_opt(metadata)), where, _opt(limit), self.span(node)
-        )
+        return ast.Update(target.name, _assignments(_opt(attributes)), _assignments(_opt(metadata)), where, _opt(limit), self.span(node))
 
     def visit_merge(self, node, children):
         _, _, source, _, target, where = children
@@ -542,16 +538,14 @@ class _Builder(NodeVisitor):
 
     def visit_search(self, node, children):
         _, target, term, with_type, mode, threshold, limit = children
-        return ast.Search(
-            _token(target), term, _opt(with_type), _opt(mode), _opt(threshold), _opt(limit), self.span(node)
-        )
+        return ast.Search(_token(target), term, _opt(with_type), _opt(mode), _opt(threshold), _opt(limit), self.span(node))
 
     def visit_export(self, node, children):
         _, target, where, limit, cursor = children
         return ast.Export(target.name, where, _opt(limit), _opt(cursor), self.span(node))
 
 
-def _assignments(obj: Optional[ast.ObjectLit]) -> Optional[ast.Assignments]:
+def _assignments(obj: ast.ObjectLit | None) -> ast.Assignments | None:
     """UPDATE's SET bodies are parsed as objects and re-typed: their values may be update expressions."""
     if obj is None:
         return None
@@ -578,7 +572,7 @@ EXPECTED = {
     "not_block": "NOT",
     "optional_block": "OPTIONAL",
     "union_block": "UNION",
-    "proposition_body": "`id: …` or `subject, \"predicate\", object`",
+    "proposition_body": '`id: …` or `subject, "predicate", object`',
     "endpoint": "a subject/object (variable, `{…}` concept clause or `(…)` proposition clause)",
     "predicate": "a predicate (quoted name, :placeholder or variable)",
     "predicate_name": "a predicate (quoted name or :placeholder)",
@@ -603,10 +597,10 @@ EXPECTED = {
     "set_attributes": "SET ATTRIBUTES",
     "set_metadata": "SET METADATA",
     "set_propositions": "SET PROPOSITIONS",
-    "proposition_entry": "a `(\"predicate\", target)` entry",
+    "proposition_entry": 'a `("predicate", target)` entry',
     "with_metadata": "WITH METADATA",
     "delete_target": "ATTRIBUTES, METADATA, PROPOSITIONS or CONCEPT",
-    "describe_target": "PRIMER, DOMAINS, CONCEPT TYPES, CONCEPT TYPE \"…\", PROPOSITION TYPES or PROPOSITION TYPE \"…\"",
+    "describe_target": 'PRIMER, DOMAINS, CONCEPT TYPES, CONCEPT TYPE "…", PROPOSITION TYPES or PROPOSITION TYPE "…"',
     "SEARCH_TARGET": "CONCEPT or PROPOSITION",
     "with_type": "WITH TYPE",
     "mode": "MODE",
@@ -726,7 +720,7 @@ class _FailureLog(ParseError):
             self.names.append(name)
 
 
-def _syntax_error(source: str, rule: str, log: "_FailureLog") -> KipError:
+def _syntax_error(source: str, rule: str, log: _FailureLog) -> KipError:
     """Explain the furthest failure of a parse that recorded its failures in ``log``."""
     text = source[:-1]
     offset = min(max(log.pos, 0), len(text))
@@ -764,9 +758,9 @@ def _hint(text: str, offset: int, names: list[str], rule: str) -> str:
     if guess:
         return f"Did you mean `{guess[0]}`? Keywords must be spelled exactly, in upper case."
     if word.startswith('"') and not _STRING_RE.match(text, offset):
-        return "This string is not valid JSON: close it with `\"` on the same line, escape inner quotes as \\\" and line breaks as \\n."
+        return 'This string is not valid JSON: close it with `"` on the same line, escape inner quotes as \\" and line breaks as \\n.'
     if word == "'":
-        return "Strings use double quotes: \"like this\"."
+        return 'Strings use double quotes: "like this".'
     if word == "=" and "COMPARE" in tried:
         return "Use `==` to test equality."
     if word in ("and", "AND", "or", "OR", "&", "|") and "AND" in tried:
@@ -789,14 +783,14 @@ def _hint(text: str, offset: int, names: list[str], rule: str) -> str:
 
 #: The clause order of each command, for the generic hint of a syntax error.
 _SHAPES = {
-    "FIND": "a FIND reads FIND(?x, …) WHERE { … } [ORDER BY …] [LIMIT n] [CURSOR \"…\"]",
-    "UPSERT": "an UPSERT reads UPSERT { CONCEPT ?h { {type: \"T\", name: \"N\"} [SET ATTRIBUTES { … }] [SET PROPOSITIONS { (\"predicate\", target) }] } PROPOSITION ?p { (subject, \"predicate\", object) } } [WITH METADATA { … }]",
+    "FIND": 'a FIND reads FIND(?x, …) WHERE { … } [ORDER BY …] [LIMIT n] [CURSOR "…"]',
+    "UPSERT": 'an UPSERT reads UPSERT { CONCEPT ?h { {type: "T", name: "N"} [SET ATTRIBUTES { … }] [SET PROPOSITIONS { ("predicate", target) }] } PROPOSITION ?p { (subject, "predicate", object) } } [WITH METADATA { … }]',
     "UPDATE": "an UPDATE reads UPDATE ?x [SET ATTRIBUTES { key: value }] [SET METADATA { … }] WHERE { … } [LIMIT n]",
     "MERGE": "a MERGE reads MERGE CONCEPT ?source INTO ?target WHERE { … }",
-    "DELETE": "a DELETE reads DELETE CONCEPT ?x DETACH WHERE { … }, DELETE PROPOSITIONS ?l WHERE { … }, DELETE ATTRIBUTES {\"key\"} FROM ?x WHERE { … } or DELETE METADATA {\"key\"} FROM ?x WHERE { … }",
-    "DESCRIBE": "a DESCRIBE reads DESCRIBE PRIMER, DESCRIBE DOMAINS, DESCRIBE CONCEPT TYPES [LIMIT n] [CURSOR c], DESCRIBE CONCEPT TYPE \"T\", DESCRIBE PROPOSITION TYPES or DESCRIBE PROPOSITION TYPE \"p\"",
-    "SEARCH": "a SEARCH reads SEARCH CONCEPT|PROPOSITION \"term\" [WITH TYPE \"T\"] [MODE \"keyword\"|\"semantic\"|\"hybrid\"] [THRESHOLD 0.5] [LIMIT n]",
-    "EXPORT": "an EXPORT reads EXPORT ?x WHERE { … } [LIMIT n] [CURSOR \"…\"]",
+    "DELETE": 'a DELETE reads DELETE CONCEPT ?x DETACH WHERE { … }, DELETE PROPOSITIONS ?l WHERE { … }, DELETE ATTRIBUTES {"key"} FROM ?x WHERE { … } or DELETE METADATA {"key"} FROM ?x WHERE { … }',
+    "DESCRIBE": 'a DESCRIBE reads DESCRIBE PRIMER, DESCRIBE DOMAINS, DESCRIBE CONCEPT TYPES [LIMIT n] [CURSOR c], DESCRIBE CONCEPT TYPE "T", DESCRIBE PROPOSITION TYPES or DESCRIBE PROPOSITION TYPE "p"',
+    "SEARCH": 'a SEARCH reads SEARCH CONCEPT|PROPOSITION "term" [WITH TYPE "T"] [MODE "keyword"|"semantic"|"hybrid"] [THRESHOLD 0.5] [LIMIT n]',
+    "EXPORT": 'an EXPORT reads EXPORT ?x WHERE { … } [LIMIT n] [CURSOR "…"]',
 }
 #: Every function KIP has, by where it may stand, and the names LLMs reach for instead.
 _FUNCTIONS = {
@@ -805,18 +799,40 @@ _FUNCTIONS = {
     "update function": ("ADD", "MUL", "CLAMP", "COALESCE"),
 }
 _FUNCTION_ALIASES = {
-    "AVERAGE": "AVG", "MEAN": "AVG", "CNT": "COUNT", "TOTAL": "SUM", "MINIMUM": "MIN", "MAXIMUM": "MAX",
-    "INCREMENT": "ADD", "INC": "ADD", "PLUS": "ADD", "SUBTRACT": "ADD", "MULTIPLY": "MUL", "TIMES": "MUL",
-    "LIMIT": "CLAMP", "BOUND": "CLAMP", "IFNULL": "COALESCE", "NVL": "COALESCE",
-    "ISNULL": "IS_NULL", "EXISTS": "IS_NOT_NULL", "NOTNULL": "IS_NOT_NULL", "HAS": "IS_NOT_NULL",
-    "STARTSWITH": "STARTS_WITH", "ENDSWITH": "ENDS_WITH", "MATCH": "REGEX", "MATCHES": "REGEX", "LIKE": "REGEX",
-    "INCLUDES": "CONTAINS", "ANY": "IN", "ONE_OF": "IN",
+    "AVERAGE": "AVG",
+    "MEAN": "AVG",
+    "CNT": "COUNT",
+    "TOTAL": "SUM",
+    "MINIMUM": "MIN",
+    "MAXIMUM": "MAX",
+    "INCREMENT": "ADD",
+    "INC": "ADD",
+    "PLUS": "ADD",
+    "SUBTRACT": "ADD",
+    "MULTIPLY": "MUL",
+    "TIMES": "MUL",
+    "LIMIT": "CLAMP",
+    "BOUND": "CLAMP",
+    "IFNULL": "COALESCE",
+    "NVL": "COALESCE",
+    "ISNULL": "IS_NULL",
+    "EXISTS": "IS_NOT_NULL",
+    "NOTNULL": "IS_NOT_NULL",
+    "HAS": "IS_NOT_NULL",
+    "STARTSWITH": "STARTS_WITH",
+    "ENDSWITH": "ENDS_WITH",
+    "MATCH": "REGEX",
+    "MATCHES": "REGEX",
+    "LIKE": "REGEX",
+    "INCLUDES": "CONTAINS",
+    "ANY": "IN",
+    "ONE_OF": "IN",
 }
 
 
 def _function_hint(text: str, offset: int, word: str) -> str:
     """For ``NAME(`` that is not a KIP function: the function the author most likely meant."""
-    if not word[:1].isalpha() or not text[offset + len(word):].lstrip().startswith("("):
+    if not word[:1].isalpha() or not text[offset + len(word) :].lstrip().startswith("("):
         return ""
     name = word.upper()
     known = [f for group in _FUNCTIONS.values() for f in group]
@@ -829,7 +845,7 @@ def _function_hint(text: str, offset: int, word: str) -> str:
     return f"`{word}` is not a KIP function. KIP has these: {listing}."
 
 
-def _unclosed_bracket(text: str) -> Optional[int]:
+def _unclosed_bracket(text: str) -> int | None:
     """Offset of the innermost bracket left open at the end of the text, if any."""
     stack: list[int] = []
     for match in _BRACKET_RE.finditer(text):

@@ -6,11 +6,13 @@ certainly expected substitution, and silently storing the literal text would be 
 write nobody notices, so it is refused (KIP_1001). The check walks the AST's strings (each
 scanned once, linearly), not the command text.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Any, Iterator, Mapping, Optional
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from ..caching import TextCache
 from ..errors import INVALID_SYNTAX, KipError, line_column, snippet
@@ -34,7 +36,7 @@ def placeholders(node: Any) -> set[str]:
     return found
 
 
-def _strings(node: Any, key: Optional[str] = None) -> Iterator[tuple[str, ast.Span, Optional[str]]]:
+def _strings(node: Any, key: str | None = None) -> Iterator[tuple[str, ast.Span, str | None]]:
     """Every quoted string of the AST: (value, span of the node holding it, the object key it is the value of)."""
     if isinstance(node, ast.Literal):
         if isinstance(node.value, str):
@@ -67,7 +69,7 @@ def _strings(node: Any, key: Optional[str] = None) -> Iterator[tuple[str, ast.Sp
 _QUOTED = TextCache(1 << 20, 1024)
 
 
-def _quoted(command: Any, text: str) -> tuple[tuple[str, ast.Span, Optional[str], tuple[re.Match, ...]], ...]:
+def _quoted(command: Any, text: str) -> tuple[tuple[str, ast.Span, str | None, tuple[re.Match, ...]], ...]:
     """The strings of ``command`` that contain a ``:name``, with those matches — computed once
     per text: the walk costs ≈ 50 µs per 1,000 AST nodes, and an application re-sends one
     parameterized capsule text with new values (a new compile each time) again and again."""
@@ -79,7 +81,7 @@ def _quoted(command: Any, text: str) -> tuple[tuple[str, ast.Span, Optional[str]
     return found
 
 
-def check_quoted_placeholders(command: Any, text: str, params: Optional[Mapping[str, Any]]) -> None:
+def check_quoted_placeholders(command: Any, text: str, params: Mapping[str, Any] | None) -> None:
     """KIP_1001 for ``"… :name …"`` in ``command`` (parsed from ``text``) when ``name`` is a parameter."""
     if not params:
         return

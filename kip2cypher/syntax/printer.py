@@ -6,6 +6,7 @@ as JSON (non-ASCII kept verbatim), and parentheses in FILTER expressions only
 where precedence or left-associativity requires them. Used for error echoes,
 EXPORT capsules and the parser round-trip tests.
 """
+
 from __future__ import annotations
 
 import json

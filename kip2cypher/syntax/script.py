@@ -5,10 +5,11 @@ kind (KQL / KML / META) of a command that may not even parse.
 command by its first keyword so that a syntax error in a batch can still be reported with the
 batch rules of spec §6 (a KML syntax error does not stop a batch, a KML execution error does).
 """
+
 from __future__ import annotations
 
 import re
-from typing import Any, Optional
+from typing import Any
 
 from .. import errors
 from ..errors import KipError
@@ -18,7 +19,7 @@ from .parser import MAX_INPUT_BYTES, MAX_NESTING_DEPTH, first_word, parse, parse
 KML_KEYWORDS = ("UPSERT", "UPDATE", "MERGE", "DELETE")
 
 
-def sniff_kind(text: str) -> Optional[str]:
+def sniff_kind(text: str) -> str | None:
     """The kind of a command that did not compile, from its first keyword (None when unknown)."""
     word = first_word(text)
     if word in KML_KEYWORDS:
@@ -30,7 +31,7 @@ def sniff_kind(text: str) -> Optional[str]:
     return None
 
 
-def command_kind_of(text: str, settings: Any = None) -> Optional[str]:
+def command_kind_of(text: str, settings: Any = None) -> str | None:
     """``KQL`` / ``KML`` / ``META`` of a command text; falls back to its first keyword when it does not parse.
 
     With ``settings``, parsed with its bounds — the parse the compiler then finds in its cache."""

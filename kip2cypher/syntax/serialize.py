@@ -1,4 +1,5 @@
 """AST → JSON-able dicts (``kip2cypher parse``), keeping the class name and the source span."""
+
 from __future__ import annotations
 
 import dataclasses

@@ -8,13 +8,15 @@ node. The few helpers used while building the AST (``concept_clause``,
 ``check_predicate_atoms``, ``concept_sets``, ``check_identifier``) cover facts
 the AST cannot represent, such as an unknown key in a concept clause.
 """
+
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable, Optional
+from collections.abc import Iterable
+from typing import Any
 
-from . import ast
 from ..errors import INVALID_IDENTIFIER, INVALID_SYNTAX, KipError, line_column, snippet
+from . import ast
 from .values import describe
 
 IDENTIFIER_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -23,13 +25,13 @@ CONCEPT_KEYS = ("id", "type", "name")
 SCALAR_FIELDS = ("id", "type", "name", "subject", "predicate", "object")
 MAP_FIELDS = ("attributes", "metadata")
 FILTER_USAGE = {
-    "IN": "IN(?x, [\"a\", \"b\"])",
+    "IN": 'IN(?x, ["a", "b"])',
     "IS_NULL": "IS_NULL(?x)",
     "IS_NOT_NULL": "IS_NOT_NULL(?x)",
-    "CONTAINS": "CONTAINS(?x, \"sub\")",
-    "STARTS_WITH": "STARTS_WITH(?x, \"prefix\")",
-    "ENDS_WITH": "ENDS_WITH(?x, \"suffix\")",
-    "REGEX": "REGEX(?x, \"pattern\")",
+    "CONTAINS": 'CONTAINS(?x, "sub")',
+    "STARTS_WITH": 'STARTS_WITH(?x, "prefix")',
+    "ENDS_WITH": 'ENDS_WITH(?x, "suffix")',
+    "REGEX": 'REGEX(?x, "pattern")',
 }
 FILTER_ARITY = {"IN": 2, "IS_NULL": 1, "IS_NOT_NULL": 1, "CONTAINS": 2, "STARTS_WITH": 2, "ENDS_WITH": 2, "REGEX": 2}
 UPDATE_ARITY = {"ADD": 2, "MUL": 2, "CLAMP": 3, "COALESCE": 2}
@@ -53,25 +55,32 @@ def check_identifier(text: str, offset: int, name: str, what: str) -> None:
 
 
 # ---------------------------------------------------------------- build-time checks
-def concept_clause(text: str, var: Optional[str], obj: ast.ObjectLit, span: ast.Span) -> ast.ConceptClause:
+def concept_clause(text: str, var: str | None, obj: ast.ObjectLit, span: ast.Span) -> ast.ConceptClause:
     """Turn ``{id|type|name: …}`` into a ConceptClause, rejecting unknown, duplicate or mixed keys."""
     fields: dict[str, ast.Value] = {}
     for (key, value), key_span in zip(obj.entries, obj.key_spans):
         if key not in CONCEPT_KEYS:
-            raise error_at(text, key_span.start, f"Unknown key `{key}` in a concept clause.", "A concept clause matches by `id`, or by `type` and/or `name` — nothing else; filter other fields with FILTER.")
+            raise error_at(
+                text,
+                key_span.start,
+                f"Unknown key `{key}` in a concept clause.",
+                "A concept clause matches by `id`, or by `type` and/or `name` — nothing else; filter other fields with FILTER.",
+            )
         if key in fields:
             raise error_at(text, key_span.start, f"Duplicate key `{key}` in a concept clause.", "Give each of id, type, name at most once.")
         if not (isinstance(value, ast.Placeholder) or (isinstance(value, ast.Literal) and isinstance(value.value, str))):
-            raise error_at(text, value.span.start, f"A concept clause's `{key}` must be a string or a :placeholder, got {_shown(value)}.", f"Write {key}: \"…\".")
+            raise error_at(text, value.span.start, f"A concept clause's `{key}` must be a string or a :placeholder, got {_shown(value)}.", f'Write {key}: "…".')
         fields[key] = value
     if not fields:
-        raise error_at(text, span.start, "An empty concept clause `{}` matches nothing specific.", "Write {id: \"…\"}, {type: \"…\", name: \"…\"}, {type: \"…\"} or {name: \"…\"}.")
+        raise error_at(
+            text, span.start, "An empty concept clause `{}` matches nothing specific.", 'Write {id: "…"}, {type: "…", name: "…"}, {type: "…"} or {name: "…"}.'
+        )
     if "id" in fields and len(fields) > 1:
-        raise error_at(text, span.start, "A concept clause cannot combine `id` with `type`/`name`.", "Match by {id: \"…\"} alone, or by type and/or name.")
+        raise error_at(text, span.start, "A concept clause cannot combine `id` with `type`/`name`.", 'Match by {id: "…"} alone, or by type and/or name.')
     return ast.ConceptClause(var, fields.get("id"), fields.get("type"), fields.get("name"), span)
 
 
-def check_predicate_atoms(text: str, atoms: list, quantifier: Optional[ast.Quantifier]) -> None:
+def check_predicate_atoms(text: str, atoms: list, quantifier: ast.Quantifier | None) -> None:
     """A predicate variable stands alone: no path quantifier, no alternatives (spec §3.4.2)."""
     variables = [atom for atom in atoms if isinstance(atom, ast.Var)]
     if variables and (len(atoms) > 1 or quantifier is not None):
@@ -79,11 +88,11 @@ def check_predicate_atoms(text: str, atoms: list, quantifier: Optional[ast.Quant
             text,
             variables[0].span.start,
             f"The predicate variable ?{variables[0].name} cannot carry path quantifiers or alternatives.",
-            "Use literal predicates for paths and alternatives (\"follows\"{1,3}, \"a\" | \"b\"), or a lone ?p and FILTER on it.",
+            'Use literal predicates for paths and alternatives ("follows"{1,3}, "a" | "b"), or a lone ?p and FILTER on it.',
         )
 
 
-def concept_sets(text: str, sets: Iterable[tuple[Any, int]]) -> tuple[Optional[ast.ObjectLit], Optional[tuple]]:
+def concept_sets(text: str, sets: Iterable[tuple[Any, int]]) -> tuple[ast.ObjectLit | None, tuple | None]:
     """Split a CONCEPT block's SET clauses (any order) into attributes and propositions, each at most once."""
     attributes = propositions = None
     for body, offset in sets:
@@ -158,7 +167,11 @@ class _Validator:
         for item in items:
             if isinstance(item, ast.ConceptClause):
                 if item.var is None:
-                    raise self.fail(item, "A concept clause in WHERE needs a variable.", "Bind it: ?x {type: \"…\", name: \"…\"}; inline clauses without a variable belong inside a proposition clause.")
+                    raise self.fail(
+                        item,
+                        "A concept clause in WHERE needs a variable.",
+                        'Bind it: ?x {type: "…", name: "…"}; inline clauses without a variable belong inside a proposition clause.',
+                    )
             elif isinstance(item, ast.PropositionClause):
                 self.proposition(item)
             elif isinstance(item, ast.Filter):
@@ -175,7 +188,9 @@ class _Validator:
         if isinstance(clause.predicate, ast.PredicatePattern) and clause.predicate.quantifier is not None:
             quantifier = clause.predicate.quantifier
             if quantifier.max is not None and quantifier.min > quantifier.max:
-                raise self.fail(quantifier, f"The path quantifier {{{quantifier.min},{quantifier.max}}} has min > max.", "Write {min,max} with min ≤ max, e.g. {1,3}.")
+                raise self.fail(
+                    quantifier, f"The path quantifier {{{quantifier.min},{quantifier.max}}} has min > max.", "Write {min,max} with min ≤ max, e.g. {1,3}."
+                )
 
     def endpoint(self, endpoint: ast.Endpoint) -> None:
         if isinstance(endpoint, ast.Var):
@@ -217,7 +232,11 @@ class _Validator:
         if isinstance(operand, ast.DotPath):
             self.dot_path(operand)
         elif isinstance(operand, (ast.ListLit, ast.ObjectLit)):
-            raise self.fail(operand, f"FILTER compares primitive values; {_shown(operand)} is only allowed as the list of IN(?x, […]).", "Compare strings, numbers, booleans or null; test membership with IN.")
+            raise self.fail(
+                operand,
+                f"FILTER compares primitive values; {_shown(operand)} is only allowed as the list of IN(?x, […]).",
+                "Compare strings, numbers, booleans or null; test membership with IN.",
+            )
         elif not isinstance(operand, (ast.Var, ast.Literal, ast.Placeholder)):
             self.plain_value(operand)  # raises: update expressions are not FILTER operands
 
@@ -232,9 +251,17 @@ class _Validator:
             for _, item in value.entries:
                 self.plain_value(item)
         elif isinstance(value, ast.UpdateCall):
-            raise self.fail(value, f"The update expression {value.func}(…) is only valid in UPDATE … SET ATTRIBUTES/SET METADATA.", "Write a plain JSON value here; UPSERT values are never computed.")
+            raise self.fail(
+                value,
+                f"The update expression {value.func}(…) is only valid in UPDATE … SET ATTRIBUTES/SET METADATA.",
+                "Write a plain JSON value here; UPSERT values are never computed.",
+            )
         elif isinstance(value, ast.DotPath):
-            raise self.fail(value, f"The dot path ?{value.var}.{'.'.join(value.path)} is not a value.", "Dot paths belong in FIND, FILTER, ORDER BY and UPDATE expressions; write a JSON value or a :placeholder here.")
+            raise self.fail(
+                value,
+                f"The dot path ?{value.var}.{'.'.join(value.path)} is not a value.",
+                "Dot paths belong in FIND, FILTER, ORDER BY and UPDATE expressions; write a JSON value or a :placeholder here.",
+            )
 
     def object_keys(self, obj: Any, identifiers: bool) -> None:
         seen: set[str] = set()
@@ -245,25 +272,27 @@ class _Validator:
             if identifiers and not IDENTIFIER_RE.match(key):
                 check_identifier(self.text, key_span.start, key, "attribute or metadata key")
 
-    def key_map(self, obj: Optional[ast.ObjectLit]) -> None:
+    def key_map(self, obj: ast.ObjectLit | None) -> None:
         """SET ATTRIBUTES / WITH METADATA bodies: identifier keys, plain values."""
         if obj is not None:
             self.object_keys(obj, identifiers=True)
             for _, value in obj.entries:
                 self.plain_value(value)
 
-    def limit(self, value: Optional[ast.Value], what: str = "LIMIT") -> None:
+    def limit(self, value: ast.Value | None, what: str = "LIMIT") -> None:
         if value is None or isinstance(value, ast.Placeholder):
             return
         literal = value.value if isinstance(value, ast.Literal) else None
         if not isinstance(value, ast.Literal) or isinstance(literal, bool) or not isinstance(literal, int) or literal < 1:
-            raise self.fail(value, f"{what} expects a positive integer, got {_shown(value)}.", f"Write {what} followed by a whole number ≥ 1, or a :placeholder.")
+            raise self.fail(
+                value, f"{what} expects a positive integer, got {_shown(value)}.", f"Write {what} followed by a whole number ≥ 1, or a :placeholder."
+            )
 
-    def string_value(self, value: Optional[ast.Value], what: str) -> None:
+    def string_value(self, value: ast.Value | None, what: str) -> None:
         if value is None or isinstance(value, ast.Placeholder):
             return
         if not (isinstance(value, ast.Literal) and isinstance(value.value, str)):
-            raise self.fail(value, f"{what} expects a string, got {_shown(value)}.", "Write a double-quoted string (\"…\") or a :placeholder here.")
+            raise self.fail(value, f"{what} expects a string, got {_shown(value)}.", 'Write a double-quoted string ("…") or a :placeholder here.')
 
     # -- KML -----------------------------------------------------------------
     def cmd_Capsule(self, capsule: ast.Capsule) -> None:
@@ -281,16 +310,24 @@ class _Validator:
                 else:
                     self.kml_proposition(block.identity)
 
-    def version(self, value: Optional[ast.Value]) -> None:
+    def version(self, value: ast.Value | None) -> None:
         if value is None or isinstance(value, ast.Placeholder):
             return
         literal = value.value if isinstance(value, ast.Literal) else None
         if not isinstance(value, ast.Literal) or isinstance(literal, bool) or not isinstance(literal, int) or literal < 0:
-            raise self.fail(value, f"EXPECT VERSION expects a non-negative integer, got {_shown(value)}.", "Write EXPECT VERSION 0 (create-only), the element's current _version, or a :placeholder.")
+            raise self.fail(
+                value,
+                f"EXPECT VERSION expects a non-negative integer, got {_shown(value)}.",
+                "Write EXPECT VERSION 0 (create-only), the element's current _version, or a :placeholder.",
+            )
 
     def kml_concept(self, clause: ast.ConceptClause) -> None:
         if clause.id is None and (clause.type is None or clause.name is None):
-            raise self.fail(clause, "A concept identity in KML must be {type: \"…\", name: \"…\"} or {id: \"…\"}.", "Give both type and name (creates or matches one node), or the id of an existing node.")
+            raise self.fail(
+                clause,
+                'A concept identity in KML must be {type: "…", name: "…"} or {id: "…"}.',
+                "Give both type and name (creates or matches one node), or the id of an existing node.",
+            )
 
     def kml_proposition(self, clause: ast.PropositionClause) -> None:
         if clause.id is not None:
@@ -298,7 +335,11 @@ class _Validator:
             return
         predicate = clause.predicate
         if not isinstance(predicate, ast.PredicatePattern) or len(predicate.names) != 1 or predicate.quantifier is not None:
-            raise self.fail(predicate, "A proposition identity in KML needs one predicate name.", "Write (subject, \"predicate\", object) or (subject, :predicate, object): no predicate variable, path quantifier or alternatives.")
+            raise self.fail(
+                predicate,
+                "A proposition identity in KML needs one predicate name.",
+                'Write (subject, "predicate", object) or (subject, :predicate, object): no predicate variable, path quantifier or alternatives.',
+            )
         for endpoint in (clause.subject, clause.object):
             self.kml_target(endpoint)
 
@@ -314,7 +355,11 @@ class _Validator:
 
     def cmd_Update(self, update: ast.Update) -> None:
         if update.set_attributes is None and update.set_metadata is None:
-            raise self.fail(update, "UPDATE needs SET ATTRIBUTES { … } and/or SET METADATA { … }.", f"Write UPDATE ?{update.target} SET ATTRIBUTES {{ key: value }} WHERE {{ … }}.")
+            raise self.fail(
+                update,
+                "UPDATE needs SET ATTRIBUTES { … } and/or SET METADATA { … }.",
+                f"Write UPDATE ?{update.target} SET ATTRIBUTES {{ key: value }} WHERE {{ … }}.",
+            )
         for body in (update.set_attributes, update.set_metadata):
             if body is not None:
                 self.object_keys(body, identifiers=True)
@@ -326,18 +371,30 @@ class _Validator:
     def update_value(self, value: Any, target: str, numeric: bool = False) -> None:
         if isinstance(value, ast.DotPath):
             if value.var != target:
-                raise self.fail(value, f"An update expression can only read ?{target} itself, not ?{value.var}.", f"Each element's new value must come from its own state: use ?{target}.attributes.… / ?{target}.metadata.…, a literal or a :placeholder.")
+                raise self.fail(
+                    value,
+                    f"An update expression can only read ?{target} itself, not ?{value.var}.",
+                    f"Each element's new value must come from its own state: use ?{target}.attributes.… / ?{target}.metadata.…, a literal or a :placeholder.",
+                )
             self.dot_path(value)
         elif isinstance(value, ast.UpdateCall):
             arity = UPDATE_ARITY[value.func]
             if len(value.args) != arity:
-                raise self.fail(value, f"{value.func} takes {arity} arguments, got {len(value.args)}.", "ADD(a, b), MUL(a, b), CLAMP(x, lo, hi), COALESCE(x, default).")
+                raise self.fail(
+                    value, f"{value.func} takes {arity} arguments, got {len(value.args)}.", "ADD(a, b), MUL(a, b), CLAMP(x, lo, hi), COALESCE(x, default)."
+                )
             for index, arg in enumerate(value.args):
                 self.update_value(arg, target, numeric=value.func != "COALESCE" or index == 0)
-        elif numeric and not isinstance(value, ast.Placeholder) and not (
-            isinstance(value, ast.Literal) and isinstance(value.value, (int, float)) and not isinstance(value.value, bool)
+        elif (
+            numeric
+            and not isinstance(value, ast.Placeholder)
+            and not (isinstance(value, ast.Literal) and isinstance(value.value, (int, float)) and not isinstance(value.value, bool))
         ):
-            raise self.fail(value, f"Update expression operands must be numeric, got {_shown(value)}.", f"Use number literals, :placeholders, ?{target}.… paths or nested ADD/MUL/CLAMP/COALESCE.")
+            raise self.fail(
+                value,
+                f"Update expression operands must be numeric, got {_shown(value)}.",
+                f"Use number literals, :placeholders, ?{target}.… paths or nested ADD/MUL/CLAMP/COALESCE.",
+            )
         else:
             self.plain_value(value)
 
@@ -382,11 +439,11 @@ class _Validator:
         self.string_value(search.with_type, "WITH TYPE")
         self.string_value(search.mode, "MODE")
         if isinstance(search.mode, ast.Literal) and search.mode.value not in SEARCH_MODES:
-            raise self.fail(search.mode, f"Unknown search MODE {search.mode.value!r}.", "MODE is \"keyword\", \"semantic\" or \"hybrid\".")
+            raise self.fail(search.mode, f"Unknown search MODE {search.mode.value!r}.", 'MODE is "keyword", "semantic" or "hybrid".')
         self.threshold(search.threshold)
         self.limit(search.limit)
 
-    def threshold(self, value: Optional[ast.Value]) -> None:
+    def threshold(self, value: ast.Value | None) -> None:
         if value is None or isinstance(value, ast.Placeholder):
             return
         literal = value.value if isinstance(value, ast.Literal) else None

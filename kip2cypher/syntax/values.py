@@ -10,15 +10,17 @@ statement only compares or matches with, see ``lower.pattern``) resolves to ``De
 becomes the Cypher parameter ``$name`` the embedding code binds at run time; everywhere else the
 value shapes the statement and compile refuses (``shapes_statement``).
 """
+
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any
 
-from . import ast
 from ..errors import INVALID_IDENTIFIER, INVALID_SYNTAX, RESOURCE_EXHAUSTED, KipError
+from . import ast
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 #: 2^63 - 1: no count (LIMIT, …) reaches it.
@@ -46,7 +48,9 @@ def parameters_size(sets: Iterable[Mapping[str, Any]], max_bytes: int, max_depth
         if isinstance(value, str):
             total += len(value)
             if not value.isascii() and _SURROGATE.search(value):
-                raise _bad(where, "a string with an unpaired UTF-16 surrogate", "Send complete characters (a surrogate pair such as \\ud83d\\ude00 for one emoji).")
+                raise _bad(
+                    where, "a string with an unpaired UTF-16 surrogate", "Send complete characters (a surrogate pair such as \\ud83d\\ude00 for one emoji)."
+                )
         elif isinstance(value, (dict, list, tuple)):
             if depth > max_depth:
                 raise _bad(where, f"nested more than {max_depth} levels deep", "Flatten the value, or store it as a JSON string.")
@@ -137,12 +141,12 @@ def shapes_statement(placeholder: ast.Placeholder, role: str) -> KipError:
         f"The placeholder :{name} shapes the compiled statement ({role}), so compile needs its value. "
         "Only plain values a FILTER compares or a concept's name/id can stay run-time Cypher parameters.",
         f"Give its value: kip2cypher compile --params '{{\"{name}\": …}}' "
-        f"(Python: kip2cypher.compile(text, {{\"{name}\": …}}, keep_placeholders=True)), or write the value in the command.",
+        f'(Python: kip2cypher.compile(text, {{"{name}": …}}, keep_placeholders=True)), or write the value in the command.',
         offset=placeholder.span.start,
     )
 
 
-def resolve(value: ast.Value, params: Optional[Mapping[str, Any]] = None, *, deferrable: bool = False, role: str = BUILT_IN) -> Any:
+def resolve(value: ast.Value, params: Mapping[str, Any] | None = None, *, deferrable: bool = False, role: str = BUILT_IN) -> Any:
     """The plain JSON value of a value node; placeholders are looked up in ``params``.
 
     With ``Deferring`` params an unbound placeholder is a ``Deferred`` when ``deferrable`` (a whole
@@ -164,14 +168,14 @@ def resolve(value: ast.Value, params: Optional[Mapping[str, Any]] = None, *, def
             raise KipError(
                 INVALID_SYNTAX,
                 f"The placeholder :{value.name} has no value (parameters supplied: {supplied}).",
-                f"Add \"{value.name}\" to the request's `parameters` object, or write the value in the command.",
+                f'Add "{value.name}" to the request\'s `parameters` object, or write the value in the command.',
                 offset=value.span.start,
             )
         return params[value.name]
     raise KipError(INVALID_SYNTAX, f"{type(value).__name__} is not a JSON value here.")
 
 
-def resolve_int(value: ast.Value, params: Optional[Mapping[str, Any]], what: str) -> int:
+def resolve_int(value: ast.Value, params: Mapping[str, Any] | None, what: str) -> int:
     """A positive integer (LIMIT and friends) below 2^63 - 1 (the engine asks Neo4j for one row
     more than a LIMIT, in 64-bit arithmetic); placeholders must bind one too."""
     resolved = resolve(value, params, role=f"{what} is a number the compiler computes with")
@@ -185,7 +189,7 @@ def resolve_int(value: ast.Value, params: Optional[Mapping[str, Any]], what: str
     return resolved
 
 
-def resolve_str(value: ast.Value, params: Optional[Mapping[str, Any]], what: str, role: str = "") -> str:
+def resolve_str(value: ast.Value, params: Mapping[str, Any] | None, what: str, role: str = "") -> str:
     """A string; ``role`` says what it becomes, for an unbound placeholder of a keeping compile."""
     resolved = resolve(value, params, role=role or f"{what} is checked and used while the statement is built")
     if not isinstance(resolved, str):
@@ -198,7 +202,7 @@ def resolve_str(value: ast.Value, params: Optional[Mapping[str, Any]], what: str
     return resolved
 
 
-def resolve_number(value: ast.Value, params: Optional[Mapping[str, Any]], what: str) -> float:
+def resolve_number(value: ast.Value, params: Mapping[str, Any] | None, what: str) -> float:
     resolved = resolve(value, params, role=f"{what} is a number the compiler checks")
     if isinstance(resolved, bool) or not isinstance(resolved, (int, float)) or not math.isfinite(resolved):
         raise KipError(
@@ -209,20 +213,19 @@ def resolve_number(value: ast.Value, params: Optional[Mapping[str, Any]], what: 
     return resolved
 
 
-def resolve_predicate(name: ast.PredicateName, params: Optional[Mapping[str, Any]], offset: int) -> str:
+def resolve_predicate(name: ast.PredicateName, params: Mapping[str, Any] | None, offset: int) -> str:
     """A predicate name as the command means it: a quoted name as written, a ``:placeholder``
     bound to a string. Either is then checked the same way: a name Neo4j cannot hold as a
     relationship type (empty, or holding NUL) is KIP_1002; whether it is *defined* is the
     grounding's business (KIP_2001). ``offset``: where the name stands in the command text."""
     if isinstance(name, ast.Placeholder):
         offset = name.span.start
-        name = resolve_str(name, params, f"The predicate :{name.name}",
-                           "the predicate becomes a relationship type and is checked against the schema")
+        name = resolve_str(name, params, f"The predicate :{name.name}", "the predicate becomes a relationship type and is checked against the schema")
     if not name or "\x00" in name:
         raise KipError(
             INVALID_IDENTIFIER,
             f"The predicate name {describe(name)} is empty or contains a NUL character; Neo4j cannot hold it as a relationship type.",
-            "Use a non-empty predicate name without NUL (\\u0000) characters, e.g. snake_case such as \"treats\".",
+            'Use a non-empty predicate name without NUL (\\u0000) characters, e.g. snake_case such as "treats".',
             offset=offset,
         )
     return name

@@ -5,9 +5,11 @@ for a command: the plan's own, with its errors located in the command text. Afte
 write commits, the executor has the SEARCH embeddings of what it touched refreshed in the
 background (``..background``, ``embeddings.refresh_touched``).
 """
+
 from __future__ import annotations
 
-from typing import Any, Callable, Generator
+from collections.abc import Callable, Generator
+from typing import Any
 
 from ...errors import KipError
 from ...lower.describe import DomainsPlan, PrimerPlan, TypeDefinitionPlan, TypeListPlan

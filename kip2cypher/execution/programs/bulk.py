@@ -1,9 +1,11 @@
 """The program of every bulk KML mutation (UPDATE, DELETE ATTRIBUTES / METADATA / PROPOSITIONS /
 CONCEPT): one write statement, the refusals it reports (protected targets, operands beyond 64
 bits), the strict instance_schema checks, a KIP_2001 check only when it can matter."""
+
 from __future__ import annotations
 
-from typing import Any, Generator
+from collections.abc import Generator
+from typing import Any
 
 from ... import errors
 from ...cypher import storage
@@ -68,5 +70,5 @@ def check_schema(plan: BulkPlan, found: list[list[Any]]) -> Generator[Any, Any, 
 def _key_name(key: str) -> str:
     """``attr.k`` → ``attribute `k```, ``meta.k`` → ``metadata key `k```."""
     if key.startswith(storage.ATTR_PREFIX):
-        return f"attribute `{key[len(storage.ATTR_PREFIX):]}`"
-    return f"metadata key `{key[len(storage.META_PREFIX):]}`"
+        return f"attribute `{key[len(storage.ATTR_PREFIX) :]}`"
+    return f"metadata key `{key[len(storage.META_PREFIX) :]}`"

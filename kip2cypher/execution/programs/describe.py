@@ -1,7 +1,9 @@
 """The DESCRIBE programs: run the plan's statement(s) and shape the rows into the §6.2.2 result."""
+
 from __future__ import annotations
 
-from typing import Any, Generator, Optional
+from collections.abc import Generator
+from typing import Any
 
 from ... import cursor, embedding, errors
 from ...config import Settings
@@ -48,10 +50,10 @@ def type_definition(plan: TypeDefinitionPlan, ctx: Context) -> Generator[Any, An
     guess = errors.closest(plan.name, (yield from grounding.defined_names(plan.names, plan.meta_type)))
     listing = "DESCRIBE CONCEPT TYPES" if plan.meta_type == storage.CONCEPT_TYPE else "DESCRIBE PROPOSITION TYPES"
     if guess is not None:
-        hint = f"Did you mean \"{guess}\"? Names are case-sensitive; run {listing} to list the defined names."
+        hint = f'Did you mean "{guess}"? Names are case-sensitive; run {listing} to list the defined names.'
     else:
-        hint = f"Run {listing} to list the defined names, or define \"{plan.name}\" with an UPSERT of a {plan.meta_type} node."
-    raise KipError(errors.NOT_FOUND, f"The {plan.what} \"{plan.name}\" is not defined.", hint)
+        hint = f'Run {listing} to list the defined names, or define "{plan.name}" with an UPSERT of a {plan.meta_type} node.'
+    raise KipError(errors.NOT_FOUND, f'The {plan.what} "{plan.name}" is not defined.', hint)
 
 
 # ------------------------------------------------------------------ DOMAINS and PRIMER
@@ -86,7 +88,7 @@ def domain_summary(props: dict[str, Any], members: int) -> dict[str, Any]:
     return summary
 
 
-def identity_layer(self_props: Optional[dict[str, Any]], ctx: Context) -> dict[str, Any]:
+def identity_layer(self_props: dict[str, Any] | None, ctx: Context) -> dict[str, Any]:
     identity: dict[str, Any] = {"type": "Person", "name": "$self"}
     if self_props is None:
         identity.update({"id": None, "exists": False, "summary": SELF_IDENTITY_DEFAULT, "attributes": {}})

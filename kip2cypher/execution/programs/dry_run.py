@@ -1,8 +1,10 @@
 """The dry run of a read that has no checks of its own (EXPORT, DESCRIBE): Neo4j plans each
 statement (proving the Cypher valid against the live database), nothing runs."""
+
 from __future__ import annotations
 
-from typing import Any, Generator, Iterable
+from collections.abc import Generator, Iterable
+from typing import Any
 
 from ...lower.plan import Compiled
 from ..requests import Explain

@@ -5,18 +5,20 @@
 (their ``meta._updated_at``) and re-embeds those whose grounding text or model changed. ``refresh`` embeds a given list of
 ids; ``Nexus.sync_embeddings`` uses it to back-fill a whole nexus.
 """
+
 from __future__ import annotations
 
 import logging
-from typing import Any, Generator
+from collections.abc import Generator
+from typing import Any
 
 from ... import embedding
-from ...adoption import Adoption, AdoptedType
+from ...adoption import AdoptedType, Adoption
 from ...cypher import storage
 from ...lower import adopted_vectors
 from ...lower.adopted import Adopted
-from ...lower.plan import Compiled
 from ...lower.embeddings import CHUNK, KINDS, statements
+from ...lower.plan import Compiled
 from ..requests import Context, Embed, Run
 
 log = logging.getLogger("kip2cypher")

@@ -7,9 +7,11 @@ other concept by ``{type, name}``; any other proposition by a nested structural 
 ``(subject, "predicate", object)`` — ids are not portable. Reserved ``_`` metadata is never
 exported.
 """
+
 from __future__ import annotations
 
-from typing import Any, Generator, Iterable, Optional, Union
+from collections.abc import Generator, Iterable
+from typing import Any, Union
 
 from ... import adoption, cursor, errors
 from ...cypher import storage
@@ -66,21 +68,23 @@ def _identifiable(row: dict[str, Any]) -> None:
         return
     problems = []
     if row["nameless"]:
-        problems.append(f"{row['nameless']} exported element(s) have no text name (a node without the mapped name property, or a relationship "
-                        "with such an endpoint)")
+        problems.append(
+            f"{row['nameless']} exported element(s) have no text name (a node without the mapped name property, or a relationship with such an endpoint)"
+        )
     if row["duplicates"]:
         shown = ", ".join(f"{t} {n!r} ({c} nodes)" for t, n, c in row["examples"])
         problems.append(f"{row['duplicates']} name(s) are shared by several nodes of one type: {shown}")
     raise KipError(
         errors.CONSTRAINT_VIOLATION,
         "EXPORT cannot write this adopted data as a capsule: a capsule names each concept by {type, name}, and "
-        + "; ".join(problems) + ". Nothing was exported.",
-        "Narrow the export to elements whose names identify one node, e.g. FILTER(?d.name != \"…\") or FILTER on the key "
-        "(FILTER(?d.id != \"A:Drug:…\")); read the others with FIND (docs/adopt.md, \"EXPORT\").",
+        + "; ".join(problems)
+        + ". Nothing was exported.",
+        'Narrow the export to elements whose names identify one node, e.g. FILTER(?d.name != "…") or FILTER on the key '
+        '(FILTER(?d.id != "A:Drug:…")); read the others with FIND (docs/adopt.md, "EXPORT").',
     )
 
 
-def _identities(plan: ExportPlan, capsule: "_Capsule", ids: set[str]) -> Generator[Any, Any, None]:
+def _identities(plan: ExportPlan, capsule: _Capsule, ids: set[str]) -> Generator[Any, Any, None]:
     """Look up the identities of ``ids``, then of the endpoints of those that are propositions,
     down to concepts: one statement per nesting level."""
     while ids:
@@ -98,7 +102,7 @@ def value_node(value: Any) -> ast.Value:
     return ast.Literal(value)
 
 
-def object_node(values: dict[str, Any]) -> Optional[ast.ObjectLit]:
+def object_node(values: dict[str, Any]) -> ast.ObjectLit | None:
     return ast.ObjectLit(tuple((k, value_node(v)) for k, v in values.items())) if values else None
 
 
@@ -116,7 +120,7 @@ def exportable(props: dict[str, Any], label: str) -> tuple[dict[str, Any], dict[
                     errors.INVALID_VALUE_TYPE,
                     f"EXPORT cannot write {where} of {label}: it holds a number that is not finite (NaN or Infinity), "
                     "which no KIP capsule can express; nothing was exported.",
-                    f"Repair the value first (UPDATE ?x SET ATTRIBUTES {{ {key}: <a finite number or null> }} WHERE {{ ?x {{id: \"{props['id']}\"}} }}, "
+                    f'Repair the value first (UPDATE ?x SET ATTRIBUTES {{ {key}: <a finite number or null> }} WHERE {{ ?x {{id: "{props["id"]}"}} }}, '
                     "or DELETE ATTRIBUTES / METADATA), then export again.",
                 )
     return attributes, metadata
@@ -142,7 +146,7 @@ class _Capsule:
     def __init__(self) -> None:
         self.handles: dict[str, str] = {}
         self.known: dict[str, dict[str, Any]] = {}
-        self.blocks: list[Union[ast.ConceptBlock, ast.PropositionBlock]] = []
+        self.blocks: list[ast.ConceptBlock | ast.PropositionBlock] = []
 
     def unknown(self, ids: Iterable[str], inside: Iterable[str] = ()) -> set[str]:
         """The ids among ``ids`` with neither a handle nor a known identity (``inside``: ids that will get handles)."""
@@ -164,11 +168,17 @@ class _Capsule:
             return ast.ConceptClause(id=ast.Literal(element_id))
         row = self.known.get(element_id)
         if row is None or depth > MAX_REFERENCE_DEPTH:
-            raise KipError(errors.INTERNAL_ERROR, f"EXPORT could not resolve the endpoint {element_id}.", "The graph changed during the export or holds a dangling reference; retry.")
+            raise KipError(
+                errors.INTERNAL_ERROR,
+                f"EXPORT could not resolve the endpoint {element_id}.",
+                "The graph changed during the export or holds a dangling reference; retry.",
+            )
         if row.get("type") is not None:
             return _named(row)
         if row.get("predicate") is None:
-            raise KipError(errors.INTERNAL_ERROR, f"EXPORT found a dangling endpoint reference {element_id}.", "Repair the proposition that refers to it; retry.")
+            raise KipError(
+                errors.INTERNAL_ERROR, f"EXPORT found a dangling endpoint reference {element_id}.", "Repair the proposition that refers to it; retry."
+            )
         return ast.PropositionClause(
             subject=self.ref(row["subject"], depth + 1),
             predicate=ast.PredicatePattern((row["predicate"],)),
@@ -194,21 +204,31 @@ class _Capsule:
             object=self.ref(props["object"]),
         )
         self.blocks.append(
-            ast.PropositionBlock(handle=self._handle(props["id"], "p"), identity=identity, set_attributes=object_node(attributes), metadata=object_node(metadata))
+            ast.PropositionBlock(
+                handle=self._handle(props["id"], "p"), identity=identity, set_attributes=object_node(attributes), metadata=object_node(metadata)
+            )
         )
 
     def adopted_concept(self, obj: dict[str, Any]) -> None:
         """An adopted concept (its KIP object) as an ordinary block of its type: the mapped
         attributes, values as FIND shows them; no metadata (``adopted`` is not true of the copy)."""
-        self.blocks.append(ast.ConceptBlock(handle=self._handle(obj["id"], "c"), identity=ast.ConceptClause(type=ast.Literal(obj["type"]), name=ast.Literal(obj["name"])),
-                                            set_attributes=object_node(adoption.element_object(obj)["attributes"])))
+        self.blocks.append(
+            ast.ConceptBlock(
+                handle=self._handle(obj["id"], "c"),
+                identity=ast.ConceptClause(type=ast.Literal(obj["type"]), name=ast.Literal(obj["name"])),
+                set_attributes=object_node(adoption.element_object(obj)["attributes"]),
+            )
+        )
 
     def adopted_proposition(self, obj: dict[str, Any]) -> None:
         """An adopted relationship as a proposition of its predicate between its endpoints' ``{type, name}``
         (learned from the page's ``refs``; never their ``A:…`` ids, which a nexus without the mapping lacks)."""
-        identity = ast.PropositionClause(subject=_named(self.known[obj["subject"]]), predicate=ast.PredicatePattern((obj["predicate"],)),
-                                         object=_named(self.known[obj["object"]]))
-        self.blocks.append(ast.PropositionBlock(handle=self._handle(obj["id"], "p"), identity=identity, set_attributes=object_node(adoption.element_object(obj)["attributes"])))
+        identity = ast.PropositionClause(
+            subject=_named(self.known[obj["subject"]]), predicate=ast.PredicatePattern((obj["predicate"],)), object=_named(self.known[obj["object"]])
+        )
+        self.blocks.append(
+            ast.PropositionBlock(handle=self._handle(obj["id"], "p"), identity=identity, set_attributes=object_node(adoption.element_object(obj)["attributes"]))
+        )
 
     def _handle(self, element_id: str, prefix: str) -> str:
         handle = f"{prefix}{len(self.handles) + 1}"

@@ -1,7 +1,9 @@
 """The FIND program: one query; a KIP_2001 check only when the answer could hide a typo."""
+
 from __future__ import annotations
 
-from typing import Any, Generator
+from collections.abc import Generator
+from typing import Any
 
 from ... import cursor
 from ...cypher import storage
@@ -57,11 +59,11 @@ def missing_keys(plan: FindPlan) -> Generator[Any, Any, list[str]]:
             continue
         prefix = storage.ATTR_PREFIX if key.startswith(storage.ATTR_PREFIX) else storage.META_PREFIX
         what = "attribute" if prefix == storage.ATTR_PREFIX else "metadata key"
-        carried = sorted(k[len(prefix):] for k in row["keys"] if k.startswith(prefix) and not k.startswith(storage.META_PREFIX + "_"))
-        owner = f"{name}" if concept else f"\"{name}\" proposition"
-        guess = closest(key[len(prefix):], carried)
+        carried = sorted(k[len(prefix) :] for k in row["keys"] if k.startswith(prefix) and not k.startswith(storage.META_PREFIX + "_"))
+        owner = f"{name}" if concept else f'"{name}" proposition'
+        guess = closest(key[len(prefix) :], carried)
         warnings.append(
-            f"?{var}: {what} \"{key[len(prefix):]}\" is not present on any {owner}"
-            + (f"; did you mean \"{guess}\"?" if guess else (f"; its {what}s include {', '.join(carried[:8])}." if carried else "."))
+            f'?{var}: {what} "{key[len(prefix) :]}" is not present on any {owner}'
+            + (f'; did you mean "{guess}"?' if guess else (f"; its {what}s include {', '.join(carried[:8])}." if carried else "."))
         )
     return warnings

@@ -1,7 +1,9 @@
 """KIP_2001 checks as sub-programs: ``yield from check(names)`` inside any program."""
+
 from __future__ import annotations
 
-from typing import Any, Generator, Iterable
+from collections.abc import Generator, Iterable
+from typing import Any
 
 from ...cypher import storage
 from ...errors import TYPE_MISMATCH, KipError, did_you_mean
@@ -32,7 +34,7 @@ def fail(names: storage.Names, pairs: Names, undefined: Iterable[Any], at: Offse
     defined = [r["name"] for r in rows if isinstance(r["name"], str)]
     kind = "concept type" if meta == storage.CONCEPT_TYPE else "proposition type"
     what = "Concept type" if meta == storage.CONCEPT_TYPE else "Predicate"
-    raise KipError(TYPE_MISMATCH, f"{what} \"{name}\" is not defined in the schema.", did_you_mean(kind, name, defined), offset=dict(at).get((meta, name)))
+    raise KipError(TYPE_MISMATCH, f'{what} "{name}" is not defined in the schema.', did_you_mean(kind, name, defined), offset=dict(at).get((meta, name)))
 
 
 def defined_names(names: storage.Names, meta: str) -> Generator[Any, Any, list[str]]:

@@ -6,9 +6,11 @@ the links of the source to the target; a moved link that collides with an existi
 next level — one statement per level, until a level reports no collision. A dry run stops
 after the checks.
 """
+
 from __future__ import annotations
 
-from typing import Any, Generator
+from collections.abc import Generator
+from typing import Any
 
 from ... import errors
 from ...cypher import storage
@@ -61,11 +63,16 @@ def _bind(plan: MergePlan) -> Program:
             raise KipError(
                 errors.DUPLICATE_EXISTS,
                 f"MERGE CONCEPT needs ?{var} to bind exactly one concept, but it bound {n} (e.g. {', '.join(_label(i) for i in infos)}).",
-                f"Narrow the WHERE pattern until ?{var} matches exactly one node, e.g. with {{type: \"…\", name: \"…\"}} or {{id: \"…\"}}.",
+                f'Narrow the WHERE pattern until ?{var} matches exactly one node, e.g. with {{type: "…", name: "…"}} or {{id: "…"}}.',
                 offset=at,
             )
         if not infos[0]["concept"]:
-            raise KipError(errors.CONSTRAINT_VIOLATION, f"MERGE CONCEPT merges concept nodes, but ?{var} bound a proposition link.", "Bind ?source and ?target with concept clauses.", offset=at)
+            raise KipError(
+                errors.CONSTRAINT_VIOLATION,
+                f"MERGE CONCEPT merges concept nodes, but ?{var} bound a proposition link.",
+                "Bind ?source and ?target with concept clauses.",
+                offset=at,
+            )
     s, t = row["ss"][0], row["ts"][0]
     if s["id"] == t["id"]:
         return None
@@ -93,7 +100,7 @@ def _already_merged_hint(plan: MergePlan) -> Program:
         return ""
     return (
         f"The merge already happened: {rules.label(type_, name)} was merged into "
-        f"{rules.label(found[0]['type'], found[0]['name'])} (its metadata._merged_from lists \"{entry}\"). "
+        f'{rules.label(found[0]["type"], found[0]["name"])} (its metadata._merged_from lists "{entry}"). '
         "Treat this as success; query the surviving concept instead."
     )
 

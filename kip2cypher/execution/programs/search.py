@@ -5,9 +5,11 @@ LIMIT is not filled; propositions are also grounded by their predicate's name an
 description. Semantic embeds the term (an ``Embed`` request) and queries the vector index.
 Hybrid fuses both rankings. Without an embedder, semantic and hybrid run as keyword.
 """
+
 from __future__ import annotations
 
-from typing import Any, Generator, Optional
+from collections.abc import Generator
+from typing import Any
 
 from ... import adoption, embedding
 from ...errors import TYPE_MISMATCH, KipError, did_you_mean
@@ -31,16 +33,16 @@ def _rows(row: dict[str, Any]) -> list[tuple[int, str, Any, bool]]:
     return out
 
 
-def keyword(plan: SearchPlan, first: Optional[list[dict[str, Any]]] = None) -> Generator[Any, Any, list[Hit]]:
+def keyword(plan: SearchPlan, first: list[dict[str, Any]] | None = None) -> Generator[Any, Any, list[Hit]]:
     """Keyword hits; ``first``: the plain query's rows when the hybrid statement already fetched them."""
     if plan.plain_query is None:
         return []
     scorer = Scorer(list(plan.query_words))
     floor = max(plan.threshold, 1e-9)
     # id -> (score, order, props, whole); order: index rank (first query), then after it.
-    hits: dict[str, tuple[float, int, Optional[dict[str, Any]], bool]] = {}
+    hits: dict[str, tuple[float, int, dict[str, Any] | None, bool]] = {}
 
-    def candidates(query: str, offset: int, rows: Optional[list[dict[str, Any]]] = None) -> Generator[Any, Any, None]:
+    def candidates(query: str, offset: int, rows: list[dict[str, Any]] | None = None) -> Generator[Any, Any, None]:
         if rows is None:
             rows = yield Run(plan.fulltext, {"query": query, "type": plan.with_type, "whole": plan.limit})
         for row in rows:
@@ -99,7 +101,9 @@ def _vector_params(plan: SearchPlan, ctx: Context, vector: list[float]) -> dict[
     return {"vector": vector, "model": ctx.embedder.name, "type": plan.with_type, "k": k, "pool": plan.pool, "whole": plan.limit}
 
 
-def semantic(plan: SearchPlan, ctx: Context, vector: Optional[list[float]], warnings: list[str], rows: Optional[list[dict[str, Any]]] = None) -> Generator[Any, Any, list[Hit]]:
+def semantic(
+    plan: SearchPlan, ctx: Context, vector: list[float] | None, warnings: list[str], rows: list[dict[str, Any]] | None = None
+) -> Generator[Any, Any, list[Hit]]:
     """Vector hits of the embedded term ``vector`` (None: a blank term), memory and adopted
     elements in one ranking; ``rows``: the memory vector query's rows when the hybrid statement
     already fetched them."""
@@ -170,8 +174,12 @@ def search(plan: SearchPlan, ctx: Context) -> Generator[Any, Any, dict]:
     else:
         # One round trip for both indexes (the expanded keyword query still follows when needed).
         rows = yield Run(plan.hybrid, {**_vector_params(plan, ctx, vector), "query": plan.plain_query})
-        ranked = fuse([(yield from keyword(plan, [r for r in rows if r["source"] == "keyword"])),
-                       (yield from semantic(plan, ctx, vector, warnings, [r for r in rows if r["source"] == "vector"]))])
+        ranked = fuse(
+            [
+                (yield from keyword(plan, [r for r in rows if r["source"] == "keyword"])),
+                (yield from semantic(plan, ctx, vector, warnings, [r for r in rows if r["source"] == "vector"])),
+            ]
+        )
     chosen = [hit for hit in ranked if hit[1] >= plan.threshold and hit[1] > 0][: plan.limit]
     missing = [element_id for element_id, _, node in chosen if node is None]
     fetched = {row["node"]["id"]: row["node"] for row in (yield Run(plan.hydrate, {"ids": missing}))} if missing else {}
@@ -190,5 +198,5 @@ def search(plan: SearchPlan, ctx: Context) -> Generator[Any, Any, dict]:
         names = yield from grounding.defined_names(plan.names, plan.meta_type)
         if plan.with_type not in names:
             kind = "concept type" if plan.concept else "predicate"
-            raise KipError(TYPE_MISMATCH, f"WITH TYPE \"{plan.with_type}\" is not a defined {kind}.", did_you_mean(kind, plan.with_type, names))
+            raise KipError(TYPE_MISMATCH, f'WITH TYPE "{plan.with_type}" is not a defined {kind}.', did_you_mean(kind, plan.with_type, names))
     return {"result": results, "warnings": warnings} if warnings else {"result": results}

@@ -14,9 +14,11 @@ Round trips, independent of the number of blocks (``lower/upsert.py`` explains w
 A dry run stops after step 1 and probes the concept blocks (EXPECT VERSION, protection,
 ``{id}`` existence) without writing.
 """
+
 from __future__ import annotations
 
-from typing import Any, Generator, NamedTuple, Optional
+from collections.abc import Generator
+from typing import Any, NamedTuple
 
 from ...cypher import storage
 from ...cypher.builder import COLLECTED
@@ -50,6 +52,7 @@ def engine_overrides(ctx: Context) -> dict[str, Any]:
     """For the engine's own upgrade writes: no protected concepts or actors (rules.protected_pairs)."""
     return {rules.P_PROTECTED: [], rules.P_ACTORS: []} if ctx.engine else {}
 
+
 Program = Generator[Any, Any, Any]
 
 
@@ -64,11 +67,13 @@ def upsert(plan: UpsertPlan, ctx: Context) -> Generator[Any, Any, dict]:
             return {"result": {"blocks": plan.blocks, "upsert_concept_nodes": [], "upsert_proposition_links": []}}
         yield from run.write_concepts()
     yield from run.write_propositions()
-    return {"result": {
-        "blocks": plan.blocks,
-        "upsert_concept_nodes": [run.concept_ids[ref.pos] for ref in plan.order if isinstance(ref, ConceptBlockRef)],
-        "upsert_proposition_links": [run.prop_ids[ref.pos] for ref in plan.order if isinstance(ref, PropositionRowRef)],
-    }}
+    return {
+        "result": {
+            "blocks": plan.blocks,
+            "upsert_concept_nodes": [run.concept_ids[ref.pos] for ref in plan.order if isinstance(ref, ConceptBlockRef)],
+            "upsert_proposition_links": [run.prop_ids[ref.pos] for ref in plan.order if isinstance(ref, PropositionRowRef)],
+        }
+    }
 
 
 class _Upsert:
@@ -77,19 +82,19 @@ class _Upsert:
     def __init__(self, plan: UpsertPlan, ctx: Context) -> None:
         self.plan = plan
         self.ctx = ctx
-        self.ids: dict[Outside, Optional[str]] = {}
+        self.ids: dict[Outside, str | None] = {}
         self.concept_ids: dict[int, str] = {}
         self.prop_ids: dict[int, str] = {}
         self.schemas: dict[str, Any] = {}
         #: the elementId of each adopted endpoint's node (link_memory; its adopted id is in ``ids``)
         self.elements: dict[AdoptedConcept, str] = {}
         #: where the command first writes each outside target (the position of its KIP_3002)
-        self.target_at: dict[Outside, Optional[int]] = {}
+        self.target_at: dict[Outside, int | None] = {}
         for target in plan.targets:
             self.target_at.setdefault(target.ref, target.at)
 
     # -------------------------------------------------------------- references
-    def value(self, ref: Ref) -> Optional[str]:
+    def value(self, ref: Ref) -> str | None:
         if isinstance(ref, ConceptBlockRef):
             return self.concept_ids.get(ref.pos)
         if isinstance(ref, PropositionRowRef):
@@ -139,7 +144,7 @@ class _Upsert:
             todo = [r for r in todo if r not in ready]
 
     # -------------------------------------------------------------- resolve
-    def references(self) -> "_References":
+    def references(self) -> _References:
         """What the resolve lookup reads (``_References``)."""
         plan = self.plan
         refs: list[Outside] = []
@@ -159,7 +164,7 @@ class _Upsert:
             add(ConceptByName(storage.CONCEPT_TYPE, type_))
         return _References(refs, checks, strict_types, simple, sorted(required))
 
-    def check_schema_and_targets(self, read: Optional["_References"] = None, looked_up: Optional[list[dict[str, Any]]] = None) -> Program:
+    def check_schema_and_targets(self, read: _References | None = None, looked_up: list[dict[str, Any]] | None = None) -> Program:
         """Check the resolve lookup's rows (``looked_up``: already read with the concept write, for
         the references ``read``), raising the first failure in textual order; then look up the
         adopted endpoints and the structural targets."""
@@ -225,10 +230,12 @@ class _Upsert:
         if isinstance(ref, ConceptById):
             return _no_concept_with_id(ref.id, at)
         if isinstance(ref, PropositionById):
-            return not_found(f"No proposition has id {rules._q(ref.id)}.", "FIND the proposition to get its current id; (id: …) only matches, it never creates.", at)
+            return not_found(
+                f"No proposition has id {rules._q(ref.id)}.", "FIND the proposition to get its current id; (id: …) only matches, it never creates.", at
+            )
         return not_found(
             f"The proposition {self.plan.describe(ref)} does not exist.",
-            "A structural (s, \"p\", o) target must already exist: create it first with a PROPOSITION block placed earlier, or FIND it.",
+            'A structural (s, "p", o) target must already exist: create it first with a PROPOSITION block placed earlier, or FIND it.',
             at,
         )
 
@@ -237,10 +244,18 @@ class _Upsert:
         """The resolve lookup and the concept write in one round trip: the lookup's failures
         first (the write did not run then), as with two statements."""
         refs = self.references()
-        record = (yield Run(statement, {
-            "refs": [self.lookup_row(i, ref) for i, ref in enumerate(refs.refs)], "required": refs.required,
-            "rows": [c.payload() for c in self.plan.concepts], K.NOW: self.ctx.now, **engine_overrides(self.ctx),
-        }))[0]
+        record = (
+            yield Run(
+                statement,
+                {
+                    "refs": [self.lookup_row(i, ref) for i, ref in enumerate(refs.refs)],
+                    "required": refs.required,
+                    "rows": [c.payload() for c in self.plan.concepts],
+                    K.NOW: self.ctx.now,
+                    **engine_overrides(self.ctx),
+                },
+            )
+        )[0]
         yield from self.check_schema_and_targets(refs, record["refs"])
         yield from self.concepts_written(record[COLLECTED])
 
@@ -268,7 +283,7 @@ class _Upsert:
                 if schema is None and type_ is not None and type_ not in self.schemas:
                     schema = yield from self.fetch_schema(type_)
                 rules.check_value_types(type_, schema, dict(c.attrs), c.attr_at)
-                present = [k[len(storage.ATTR_PREFIX):] for k in r["attr_keys"]]
+                present = [k[len(storage.ATTR_PREFIX) :] for k in r["attr_keys"]]
                 rules.check_required(type_, schema, present, f"Concept {c.label}", c.at)
 
     def fetch_schema(self, type_: str) -> Program:
@@ -337,11 +352,17 @@ class _Upsert:
                         raise not_found(f"{self.plan.describe(ref)} could not be resolved.", "", row.at)
                     raise self.missing(ref)
         out = {
-            "i": row.pos, "s": self.value(row.subject) if row.subject else None, "p": row.predicate,
-            "o": self.value(row.object) if row.object else None, "pid": row.id,
-            "sc": is_concept(row.subject), "oc": is_concept(row.object),
+            "i": row.pos,
+            "s": self.value(row.subject) if row.subject else None,
+            "p": row.predicate,
+            "o": self.value(row.object) if row.object else None,
+            "pid": row.id,
+            "sc": is_concept(row.subject),
+            "oc": is_concept(row.object),
             "btd": row.predicate in (None, storage.BELONGS_TO_DOMAIN),
-            "props": dict(row.props), "own": own_column(row.props, row.own), "expect": row.expect,
+            "props": dict(row.props),
+            "own": own_column(row.props, row.own),
+            "expect": row.expect,
         }
         if self.plan.adopted_refs:
             out["sa"], out["oa"] = self.elements.get(row.subject), self.elements.get(row.object)
@@ -361,5 +382,7 @@ class _References(NamedTuple):
     required: list[int]
 
 
-def _no_concept_with_id(cid: Optional[str], at: Optional[int]) -> KipError:
-    return not_found(f"No concept has id {rules._q(cid)}.", "Ids are opaque: FIND or SEARCH the concept to get its current id; {id: …} only matches, it never creates.", at)
+def _no_concept_with_id(cid: str | None, at: int | None) -> KipError:
+    return not_found(
+        f"No concept has id {rules._q(cid)}.", "Ids are opaque: FIND or SEARCH the concept to get its current id; {id: …} only matches, it never creates.", at
+    )

@@ -1,20 +1,22 @@
 """The KIP errors of KML programs: the ``status`` column of a guarded write (``lower.writes.apply_tail``)
 and the other refusals of a write, as messages an LLM can act on."""
+
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Optional
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from ... import errors
 from ...errors import KipError
 from ...lower import rules
 
 
-def not_found(message: str, hint: str = "", offset: Optional[int] = None) -> KipError:
+def not_found(message: str, hint: str = "", offset: int | None = None) -> KipError:
     """KIP_3002 (``offset``: where the command names the missing element)."""
     return KipError(errors.NOT_FOUND, message, hint or errors.DEFAULT_HINTS[errors.NOT_FOUND], offset=offset)
 
 
-def version_conflict(element: str, expected: Any, found: Any, at: Optional[int] = None) -> KipError:
+def version_conflict(element: str, expected: Any, found: Any, at: int | None = None) -> KipError:
     if expected == 0:
         message = f"EXPECT VERSION 0 (create-only) failed: {element} already exists (its _version is {found})."
     elif found is None:
@@ -24,7 +26,7 @@ def version_conflict(element: str, expected: Any, found: Any, at: Optional[int] 
     return KipError(errors.VERSION_CONFLICT, message, errors.DEFAULT_HINTS[errors.VERSION_CONFLICT], offset=at)
 
 
-def check_status(row: Mapping[str, Any], describe: Callable[[], str], expect: Optional[int], at: Optional[int] = None) -> None:
+def check_status(row: Mapping[str, Any], describe: Callable[[], str], expect: int | None, at: int | None = None) -> None:
     """Raise the KIP error a write's status row reports for the element ``describe()`` names
     (``ok``: nothing), positioned at ``at`` (where the command writes the element). The name is
     built only for an error: a 100-block capsule's labels cost more than its status checks."""
