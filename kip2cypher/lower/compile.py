@@ -48,7 +48,8 @@ def lower(command: ast.Command, parameters: dict[str, Any] | None = None, settin
     """Lower a parsed command to a plan, binding the request's parameters (``Deferring`` ones
     keep unbound placeholders as run-time Cypher parameters, ``syntax.values``)."""
     bound = Deferring(parameters) if isinstance(parameters, Deferring) else dict(parameters or {})
-    return LOWERINGS[type(command)](command, bound, settings or _default_settings())
+    plan = LOWERINGS[type(command)](command, bound, settings or _default_settings())
+    return dataclasses.replace(plan, command_kind=ast.command_kind(command))
 
 
 @lru_cache(maxsize=1)
@@ -59,10 +60,12 @@ def _default_settings() -> Settings:
 def _compile(text: str, params_json: str, settings: Settings, keep_placeholders: bool = False) -> Plan:
     parameters = Deferring(json.loads(params_json)) if keep_placeholders else json.loads(params_json)
     command = parse(text, max_bytes=settings.max_input_bytes, max_depth=settings.max_nesting_depth)
-    check_quoted_placeholders(command, text, parameters)
     try:
+        check_quoted_placeholders(command, text, parameters)
         plan = lower(command, parameters, settings)
     except errors.KipError as exc:
+        # The command parsed: its kind travels with the error, so the batch rules never parse it again.
+        exc.command_kind = ast.command_kind(command)
         raise exc.locate(text)
     return dataclasses.replace(plan, command_text=text, namespace=settings.namespace)
 
