@@ -51,6 +51,10 @@ def test_the_lexer_highlights_every_command_word():
     assert set(ast.command_words()) <= set(KEYWORDS)
 
 
+def test_a_syntax_error_hint_knows_the_shape_of_every_command():
+    assert list(parser._SHAPES) == list(ast.command_words())
+
+
 def test_a_plan_has_the_kind_and_access_of_its_command():
     """``Plan.kind`` / ``Plan.access`` follow from the AST (no per-plan declaration to drift), for
     a fixture of every command class (those that lower without a schema or more parameters)."""
