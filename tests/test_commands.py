@@ -5,6 +5,7 @@ command words to agents (DESCRIBE PRIMER, the read-only refusal, the MCP tools).
 from __future__ import annotations
 
 import typing
+from functools import partial
 
 import parser_fixtures
 import pytest
@@ -16,7 +17,7 @@ from kip2cypher.config import Settings
 from kip2cypher.errors import KipError
 from kip2cypher.execution import neo4j_errors
 from kip2cypher.execution.programs.describe import NEXUS_DESCRIPTION, capabilities
-from kip2cypher.execution.request import readonly_error, request_program
+from kip2cypher.execution.request import command_program, readonly_error, request_program
 from kip2cypher.lower.compile import LOWERINGS, compile_plan
 from kip2cypher.syntax import ast, parser
 from kip2cypher.syntax.grammars import GRAMMAR, TOKENS
@@ -111,19 +112,22 @@ def _read_only_database():
     return error
 
 
-def _parses_during(monkeypatch, arguments, *, readonly: bool) -> int:
-    """How many times the grammar runs while one request is compiled (a syntax error is never cached)."""
+def _parses_during(monkeypatch, program) -> int:
+    """How many times the grammar runs while ``program()`` answers (a syntax error is never cached)."""
     calls = []
     real = parser._parse
     monkeypatch.setattr(parser, "_parse", lambda *a, **k: calls.append(a[0]) or real(*a, **k))
-    program = request_program(arguments, readonly=readonly, settings=Settings())
     with pytest.raises(StopIteration) as stop:
-        next(program)
-    assert "error" in str(stop.value.value)
+        next(program())
+    answer = stop.value.value
+    assert "error" in (answer if isinstance(answer, dict) else answer.response)
     return len(calls)
 
 
 @pytest.mark.parametrize("readonly", [False, True], ids=["execute_kip", "execute_kip_readonly"])
 @pytest.mark.parametrize("text", ['FIND(?d.name WHERE { ?d {type: "Drug"} }', 'UPSERT { CONCEPT ?d { {type: "Drug"} }'])
 def test_a_syntax_error_is_parsed_once_per_request(monkeypatch, text, readonly):
-    assert _parses_during(monkeypatch, {"command": text}, readonly=readonly) == 1
+    settings = Settings()
+    assert _parses_during(monkeypatch, partial(request_program, {"command": text}, readonly=readonly, settings=settings)) == 1
+    # one command at a time: kip2cypher run, the shell
+    assert _parses_during(monkeypatch, partial(command_program, text, {}, dry_run=False, readonly=readonly, settings=settings)) == 1

@@ -1,9 +1,11 @@
 """The §6 request rules as a sans-IO program, shared by the sync ``Nexus`` and the ``AsyncNexus``.
 
 ``request_program`` validates the function-call arguments, compiles every command once (its
-kind comes from that compile: ``_compile``), applies the read-only rule (any KML refuses the whole request before anything runs), then
-yields one ``RunPlan`` per command to run and receives its response (or the ``KipError`` it
-raised); a KML *execution* error stops a batch, syntax and read errors come back inline.
+kind comes from that compile, or under read-only from the compiler's own cached parse; a
+syntax error is never parsed twice), applies the read-only rule (any KML refuses the whole
+request before anything runs or compiles), then yields one ``RunPlan`` per command to run
+and receives its response (or the ``KipError`` it raised); a KML *execution* error stops a
+batch, syntax and read errors come back inline.
 It returns the §6 response dict and never raises.
 """
 
@@ -17,7 +19,7 @@ from typing import Any, Union
 from .. import errors
 from ..config import Settings
 from ..errors import KipError
-from ..lower.compile import compile_plan
+from ..lower.compile import classify, compile_plan
 from ..lower.plan import Plan
 from ..models import ExecuteRequest
 from ..syntax.ast import READ_WORDS, WRITE_WORDS, listing, writes
@@ -84,6 +86,13 @@ def _compile(text: str, parameters: dict[str, Any], settings: Settings, checked:
     return _Compiled(plan, None, plan.kind)
 
 
+def _classified(text: str, settings: Settings) -> tuple[str | None, _Compiled | None]:
+    """Read-only, before anything compiles: a command's kind from the compiler's own (cached)
+    parse, and its outcome already when it does not parse (its syntax error, kept, not re-parsed)."""
+    kind, error = classify(text, settings)
+    return kind, (None if error is None else _Compiled(None, error.to_dict(), kind))
+
+
 def _run(compiled: _Compiled, dry_run: bool, readonly: bool) -> Generator[RunPlan, Reply, Outcome]:
     if compiled.plan is None:
         return Outcome({"error": compiled.error}, compiled.kind)
@@ -101,7 +110,10 @@ def command_program(
     """One command text → its ``Outcome`` (for callers that drive their own loop: ``kip2cypher run``, the shell)."""
     try:
         _check(deadline)
-        return (yield from _run(_compile(text, parameters, settings), dry_run, readonly))
+        kind, known = _classified(text, settings) if readonly else (None, None)
+        if writes(kind):
+            return Outcome({"error": readonly_error("This is a KML command").to_dict()}, kind)
+        return (yield from _run(known or _compile(text, parameters, settings), dry_run, readonly))
     except Exception as exc:  # noqa: BLE001
         log.error("command failure: %r", exc, exc_info=True)
         return Outcome({"error": KipError(errors.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}").to_dict()}, sniff_kind(text))
@@ -120,13 +132,17 @@ def request_program(arguments: Any, *, readonly: bool, settings: Settings, deadl
         else:
             items = [(request.command or "", request.parameters or {})]
         parameters_size([params for _, params in items], settings.max_parameter_bytes, settings.max_nesting_depth)
+        # A command's outcome known before it compiles: its syntax error, found by the read-only check.
         compiled: list[_Compiled | None] = [None] * len(items)
         if readonly:
-            # Before anything runs: every command compiled once, its kind from that compile.
-            for i, (text, params) in enumerate(items):
+            # Before anything runs or compiles: the kinds come from the compiler's own parses
+            # (cached: compiling a command later does not parse it again); a syntax error is kept.
+            kinds = []
+            for i, (text, _) in enumerate(items):
                 _check(deadline)
-                compiled[i] = _compile(text, params, settings, checked=True)
-            _refuse_kml([c.kind for c in compiled], request.is_batch)
+                kind, compiled[i] = _classified(text, settings)
+                kinds.append(kind)
+            _refuse_kml(kinds, request.is_batch)
         if not request.is_batch:
             _check(deadline)
             outcome = yield from _run(compiled[0] or _compile(*items[0], settings, checked=True), request.dry_run, readonly)
