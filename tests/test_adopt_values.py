@@ -329,3 +329,42 @@ def test_adopt_dry_run_warns_about_names_no_element_carries_with_the_nearest_nam
     dry = CliRunner().invoke(main, ["adopt", str(path), "--dry-run", "--format", "json"], env=env, catch_exceptions=False)
     assert json.loads(dry.stdout)["warnings"] == MISSPELLED_WARNINGS
     assert adopting.apply(team.nexus, adoption.parse(MAPPING), dry_run=True)["warnings"] == []
+
+
+# ---------------------------------------------------------------- beyond what the driver can hold, grouping, kept placeholders
+def test_dates_outside_years_1_to_9999_are_shown_not_a_broken_record(team):
+    """The Python driver cannot hold a date of year 10000 or -44 (it raised BrokenRecordError):
+    the text is made in Cypher."""
+    team.driver.execute_query(
+        "CREATE (:Incident {code: 'I9', name: 'ancient', day: date('-0044-03-15'), opened_at: datetime('+12026-01-05T10:00:00Z')})", database_=team.database
+    )
+    try:
+        assert team.find('FIND(?i.attributes) WHERE { ?i {id: "A:Incident:I9"} }') == [{"day": "-0044-03-15", "opened_at": "+12026-01-05T10:00:00Z"}]
+        assert team.names('FILTER(?i.attributes.day < "0001-01-01")') == ["ancient"]
+    finally:
+        team.driver.execute_query("MATCH (n:Incident {code: 'I9'}) DELETE n", database_=team.database)
+
+
+def test_grouping_by_an_adopted_temporal_value_orders_by_the_value(team):
+    assert team.find('FIND(?l.attributes.first_day, COUNT(?i)) WHERE { ?l (?i, "hit", ?s) } ORDER BY ?l.attributes.first_day') == [["2026-01-05"], [2]]
+    assert team.find('FIND(?i.attributes.opened_at, COUNT(?l)) WHERE { ?l (?i, "hit", ?s) } ORDER BY ?i.attributes.opened_at') == [
+        ["2026-01-05T10:30:00.5+01:00", "2026-01-05T10:00:00Z"],
+        [1, 1],
+    ]
+
+
+def test_a_kept_placeholder_bound_to_a_neo4j_datetime_compares_exactly(team):
+    """``compile(…, keep_placeholders=True)``: the caller binds ``$since`` with its driver; a Neo4j
+    datetime compares as an instant, text of another type is refused like a literal."""
+    import neo4j.exceptions
+    import neo4j.time
+
+    from kip2cypher import compile as compile_kip
+
+    command = 'FIND(?i.name) WHERE { ?l (?i, "hit", ?s) FILTER(?l.attributes.since >= :since) } ORDER BY ?i.name'
+    statement = compile_kip(command, adoption=adoption.parse(MAPPING), keep_placeholders=True)[0]
+    since = neo4j.time.DateTime(2026, 1, 5, 9, 45, 0, tzinfo=__import__("datetime").timezone.utc)
+    records = team.driver.execute_query(statement["cypher"], {**statement["parameters"], "since": since}, database_=team.database).records
+    assert [r["c0"] for r in records] == ["outage"]
+    with pytest.raises(neo4j.exceptions.ClientError, match="KIP_ADOPTED_VALUE"):  # the caller's driver sees Neo4j's report
+        team.driver.execute_query(statement["cypher"], {**statement["parameters"], "since": "2026-01-05T09:45:00Z"}, database_=team.database)

@@ -213,7 +213,7 @@ def membership(value: Side, items: Side, twins: Fragment | None, compared: Fragm
     listed = twins if twins is not None else items.value
     kin = frag("NOT ", x, " IS :: ", TEMPORAL, " OR valueType(", x, ") = ", value.type_of)
     temporal = frag(value.value, " IS :: ", TEMPORAL, " AND all(", x, " IN ", listed, " WHERE ", kin, ")")
-    members = frag("[", x, " IN ", listed, " WHERE ", x, " IS :: ", TEMPORAL, " | ", instant(x), "]")
+    members = frag("[", x, " IN ", listed, " WHERE (", x, " IS :: ", TEMPORAL, ") | ", instant(x), "]")
     other = frag("NOT ", value.value, " IS :: ", TEMPORAL, " AND all(", x, " IN ", listed, " WHERE valueType(", x, ") <> ", value.type_of, ")")
     return frag(
         "CASE WHEN ", _plain((value, items)), " THEN ", compared, " WHEN ", _null((value, items)), " THEN null",
