@@ -228,6 +228,7 @@ def test_values_of_different_types_are_never_equal_which_is_exact(team):
     assert team.names('FILTER(?i.attributes.opened_at != "tomorrow")') == ["legacy", "outage", "slow"]
     assert team.names('FILTER(IN(?i.attributes.opened_at, ["tomorrow", 3, "2026-01-05T10:00:00Z"]))') == ["outage"]
     assert team.names('FILTER(IN("2026-01-06", ?i.attributes.days))') == ["outage"]
+    assert team.names('FILTER(?i.attributes.blob == "AP9raXA=")') == []  # Neo4j's value is a list of integers, never text
 
 
 def test_durations_are_not_ordered_a_kip_error_says_why(team):
@@ -244,7 +245,7 @@ def test_durations_are_not_ordered_a_kip_error_says_why(team):
     [
         ('FILTER(?i.attributes.spot < "point")', "POINT"),
         ("FILTER(?i.attributes.spot == ?i.attributes.geo)", "POINT"),
-        ('FILTER(?i.attributes.blob == "AP9raXA=")', "LIST<INTEGER>, compared with a STRING: a byte array"),
+        ('FILTER(?i.attributes.blob < "AP9raXA=")', "LIST<INTEGER>, compared with a STRING: a byte array"),
         ('FILTER(?i.attributes.days > "2026-01-01")', "LIST<DATE"),
         ('FILTER(IN(?i.attributes.day, ["2026-01-05T10:00:00Z"]))', "DATE"),
         ("FILTER(?i.attributes.opened_at > 5)", "ZONED DATETIME"),

@@ -103,10 +103,11 @@ class Side:
     ``value`` — the operand, or the temporal twin of a literal text; ``type_of`` — its
     ``valueType`` (known at compile time for a literal); ``instant`` — what a temporal comparison
     compares. ``checked``: of unknown type until it runs (an adopted property, or a placeholder
-    the caller binds); ``adopted``: it reads the team's graph."""
+    the caller binds); ``adopted``: it reads the team's graph; ``twin``: a literal text that
+    spells a temporal value."""
 
-    def __init__(self, text: str, value: Part, *, checked: bool = False, adopted: bool = False, type_of: Part | None = None) -> None:
-        self.text, self.value, self.checked, self.adopted = text, value, checked, adopted
+    def __init__(self, text: str, value: Part, *, checked: bool = False, adopted: bool = False, type_of: Part | None = None, twin: bool = False) -> None:
+        self.text, self.value, self.checked, self.adopted, self.twin = text, value, checked, adopted, twin
         self.type_of = type_of if type_of is not None else frag("valueType(", value, ")")
         self.instant = instant(value) if checked else value
 
@@ -122,7 +123,15 @@ def checked(lowerer: Any, op: str, exprs: Sequence[Any], cyphers: Sequence[Fragm
     if not any(s.adopted for s in sides):
         return compared
     if op == "IN":
-        return membership(sides[0], sides[1], _twins(lowerer, exprs[1]), compared)
+        twins = _twins(lowerer, exprs[1])
+        if twins is not None and not twins[1]:
+            return compared  # no temporal text among the items: Cypher's IN is already the exact answer
+        return membership(sides[0], sides[1], twins[0] if twins is not None else None, compared)
+    others = [s for s in sides if not s.adopted]
+    if op in ("==", "!=") and others and not any(s.checked or s.twin for s in others):
+        # Against a literal that spells no temporal value (or a memory value), Cypher's = / <> is
+        # already the exact answer (values of different types are never equal): an index seek.
+        return compared
     if op in ("==", "!=", *ORDERING):
         return comparison(op, sides[0], sides[1], compared)
     return text_only(op, sides, compared)
@@ -142,7 +151,7 @@ def side(lowerer: Any, expr: Any, cypher: Fragment, scope: Any, used_in: str) ->
             return Side(text, cypher, checked=True)
         twin = temporal_twin(value)
         if twin is not None:
-            return Side(text, twin[0], type_of=literal(twin[1]))
+            return Side(text, twin[0], type_of=literal(twin[1]), twin=True)
     return Side(text, cypher)
 
 
@@ -154,13 +163,15 @@ def reads_property(what: Any, path: tuple[str, ...]) -> bool:
     return path == ("name",) and isinstance(what, adopt.AdoptedType)
 
 
-def _twins(lowerer: Any, expr: Any) -> Fragment | None:
-    """A literal list (or a placeholder bound to one) with each text as its temporal twin."""
+def _twins(lowerer: Any, expr: Any) -> tuple[Fragment, bool] | None:
+    """A literal list (or a placeholder bound to one) with each text as its temporal twin, and
+    whether any item has one."""
     values = lowerer.value_of(expr) if isinstance(expr, (ast.ListLit, ast.Placeholder)) else None
     if not isinstance(values, list):
         return None
     twins = [temporal_twin(v) for v in values]
-    return frag("[", join(", ", [t[0] if t is not None else Param(v) for t, v in zip(twins, values)]), "]")
+    items = [t[0] if t is not None else Param(v) for t, v in zip(twins, values)]
+    return frag("[", join(", ", items), "]"), any(t is not None for t in twins)
 
 
 def _plain(sides: Sequence[Side]) -> Fragment:
