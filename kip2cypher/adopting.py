@@ -146,16 +146,18 @@ def _nearest(name: str, candidates: list[str]) -> str:
     return f"; did you mean {guess!r}?" if guess is not None else "."
 
 
-def name_warnings(nexus: Any, adoption: Adoption) -> list[str]:
+def name_warnings(nexus: Any, adoption: Adoption, surveyed: dict[str, Any]) -> list[str]:
     """The mapping's labels, relationship types and properties that no element of the database
     carries (read only), each with the nearest name that exists: a misspelled mapping would
-    otherwise expose nothing and say only "0 nodes". Properties are checked against every node
-    of the label (every relationship of the type)."""
+    otherwise expose nothing and say only "0 nodes". ``surveyed``: ``survey``'s counts (a label
+    only KIP's own nodes carry is no team label). Properties are checked against every node of
+    the label (every relationship of the type)."""
     records, _, _ = nexus.driver.execute_query(catalog.GRAPH_NAMES, database_=nexus.database, routing_="r")
     labels = [label for label in records[0]["labels"] if not storage.is_engine_label(label)]
     types = records[0]["types"]
     entries = [*adoption.types, *adoption.predicates]
-    present = [what for what in entries if (what.label in labels if isinstance(what, AdoptedType) else what.rel_type in types)]
+    counts = {t["type"]: t["nodes"] for t in surveyed["types"]} | {p["predicate"]: p["relationships"] + p["not_exposed"] for p in surveyed["predicates"]}
+    present = [what for what in entries if counts[what.name]]
     text, params = adopted_cy.carried_statement(present, sample=None).build()
     rows, _, _ = nexus.driver.execute_query(text, params, database_=nexus.database, routing_="r")
     carried = {present[row["i"]].name: row["keys"] for row in rows}
@@ -274,7 +276,7 @@ def apply(nexus: Any, adoption: Adoption, *, dry_run: bool = False, create_index
     """Register ``adoption`` in the nexus's namespace (see the module docstring); returns a report."""
     previous = stored(nexus)
     report: dict[str, Any] = {"namespace": nexus.settings.namespace, "dry_run": dry_run, **survey(nexus, adoption)}
-    report["warnings"] = name_warnings(nexus, adoption)
+    report["warnings"] = name_warnings(nexus, adoption, report)
     _link_memory(report, nexus, previous, adoption)
     index, rel_index = text_index(nexus, adoption), relationship_text_index(nexus, adoption)
 

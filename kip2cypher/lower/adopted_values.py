@@ -51,7 +51,7 @@ EXAMPLES = {
     "LOCAL TIME": '"10:00:00"',
     "ZONED TIME": '"10:00:00+01:00"',
     "LOCAL DATETIME": '"2026-01-05T10:00:00"',
-    "ZONED DATETIME": '"2026-01-05T10:00:00Z" (or an offset: "2026-01-05T10:00:00+01:00")',
+    "ZONED DATETIME": '"2026-01-05T10:00:00Z" or "2026-01-05T10:00:00+01:00"',
     "DURATION": '"P1DT2H"',
 }
 
@@ -229,7 +229,7 @@ def membership(value: Side, items: Side, twins: Fragment | None, compared: Fragm
     return frag(
         "CASE WHEN ", _plain((value, items)), " THEN ", compared, " WHEN ", _null((value, items)), " THEN null",
         " WHEN ", temporal, " THEN ", value.instant, " IN ", members, " WHEN ", other, " THEN false",
-        " ELSE ", refusal(f"IN({value.text}, {items.text})", value.type_of, items.type_of), " END",
+        " ELSE ", refusal(f"IN({value.text}, {items.text})", value.type_of, frag("valueType(", listed, ")")), " END",
     )  # fmt: skip
 
 
@@ -271,12 +271,12 @@ def _why(expression: str, left: str, right: str) -> str:
     if expression.startswith(TEXT_FUNCTIONS):
         return f"{where}; {expression.split('(')[0]} reads text, so it cannot answer exactly."
     if {left, right} == {"LIST<INTEGER>", "STRING"}:
-        return f"{where}, compared with a {right}: a byte array is a list of integers to Neo4j but shown as base64 text, so this cannot answer exactly."
+        return f"{where}, compared with {_a(right)}: a byte array is a list of integers to Neo4j but shown as base64 text, so this cannot answer exactly."
     if left == right == "DURATION":
         return f"{where}: durations have no order (is P1M longer than P30D?), so <, <=, > and >= cannot answer exactly."
     if _kind(left) in ("POINT", "BYTES", "LIST") or left == right:
         return f"{where}; KIP compares only strings, numbers, booleans, lists of them and temporal values, so this cannot answer exactly."
-    return f"{where}, compared with a {right}: values of different Neo4j types never compare equal or ordered, so this cannot answer exactly."
+    return f"{where}, compared with {_a(right)}: values of different Neo4j types never compare equal or ordered, so this cannot answer exactly."
 
 
 def _fix(expression: str, left: str, right: str) -> str:
@@ -293,6 +293,10 @@ def _fix(expression: str, left: str, right: str) -> str:
             "(or another property of that type); use IS_NULL / IS_NOT_NULL to test presence, and FIND to read the value."
         )
     return 'Test it with IS_NULL / IS_NOT_NULL, and read it with FIND (docs/adopt.md, "Values" lists how each Neo4j type is shown).'
+
+
+def _a(neo4j_type: str) -> str:
+    return ("an " if neo4j_type[0] in "AEIOU" else "a ") + neo4j_type
 
 
 def _kind(neo4j_type: str) -> str:
