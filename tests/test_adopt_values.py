@@ -17,6 +17,7 @@ import pytest
 from click.testing import CliRunner
 from test_adopt import World, _open, _wipe
 
+import kip2cypher
 from kip2cypher import adopting, adoption
 from kip2cypher.cli import main
 
@@ -106,6 +107,18 @@ def test_find_of_one_adopted_temporal_value_and_of_a_relationship_shows_the_same
     assert team.find('FIND(?l.attributes) WHERE { ?l (?i, "hit", ?s) FILTER(?i.name == "outage") }') == [
         {"first_day": "2026-01-05", "lasted": "PT2H", "since": "2026-01-05T10:05:00Z"}
     ]
+
+
+def test_export_writes_the_values_as_find_shows_them_and_the_capsule_parses(team):
+    exported = team.find('EXPORT ?i WHERE { ?i {id: "A:Incident:I1"} }')
+    kip2cypher.parse(exported["capsule"])
+    assert exported == {
+        "capsule": 'UPSERT {\n  CONCEPT ?c1 {\n    {type: "Incident", name: "outage"}\n    SET ATTRIBUTES {at: "10:00:00+01:00", blob: "AP9raXA=", '
+        'clock: "10:00:00", day: "2026-01-05", days: ["2026-01-05", "2026-01-06"], geo: {srid: 4326, x: 12.5, y: 55.75}, local: "2026-01-05T10:00:00", '
+        'opened_at: "2026-01-05T10:00:00Z", sev: 2, spot: {srid: 7203, x: 1.5, y: 2.0}, tags: ["db", "eu"], took: "P1DT2H"}\n  }\n}',
+        "concepts": 1,
+        "propositions": 0,
+    }
 
 
 def test_the_shown_text_is_what_neo4j_tostring_writes_and_what_filter_reads_back(team):
@@ -300,10 +313,10 @@ def test_unmapped_adopted_attribute_names_the_teams_property_and_the_mapping_fix
             "and run `kip2cypher adopt` again to read it."
         ],
     }
-    response = team.run('FIND(?l.attributes.lastd) WHERE { ?l (?i, "hit", ?s) FILTER(?i.name == "outage") }')
-    assert response["warnings"] == [
-        '?l: attribute "lastd" is not mapped for the adopted predicate hit (relationship type HIT), so it reads as null; did you mean "lasted"?'
-    ]
+    assert team.run('FIND(?l.attributes.lastd) WHERE { ?l (?i, "hit", ?s) FILTER(?i.name == "outage") }') == {
+        "result": [None],
+        "warnings": ['?l: attribute "lastd" is not mapped for the adopted predicate hit (relationship type HIT), so it reads as null; did you mean "lasted"?'],
+    }
 
 
 # ---------------------------------------------------------------- adopt warns about names nothing carries
