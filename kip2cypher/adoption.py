@@ -303,6 +303,8 @@ def _valid(parts: dict[str, str | None]) -> bool:
 
 
 def _zone_fits(zone: str, parts: dict[str, str | None]) -> bool:
+    """``zone`` is a time zone id, and an offset written with it is the zone's offset at that
+    local time (Neo4j refuses ``…+05:00[Europe/Berlin]``: the conversion must never fail)."""
     try:
         tz = zoneinfo.ZoneInfo(zone)
     except (zoneinfo.ZoneInfoNotFoundError, ValueError):

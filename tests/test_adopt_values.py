@@ -130,6 +130,39 @@ def test_the_shown_text_is_what_neo4j_tostring_writes_and_what_filter_reads_back
         assert team.names(f"FILTER(?i.attributes.{key} == :v)", v=text[0]) == ["slow"], key
 
 
+TEMPORAL_TEXTS = {
+    "2026-01-05": "date",
+    "2024-02-29": "date",
+    "-0044-03-15": "date",
+    "+12026-01-05": "date",
+    "10:00": "localtime",
+    "23:59:59.999999999": "localtime",
+    "10:00:00.5+01:00": "time",
+    "08:00Z": "time",
+    "2026-01-05T10:00": "localdatetime",
+    "2026-01-05T10:00:00Z": "datetime",
+    "2026-01-05T10:00:00.123456789-05:30": "datetime",
+    "2026-07-05T10:00:00+02:00[Europe/Berlin]": "datetime",
+    "2026-07-05T10:00:00[Europe/Berlin]": "datetime",
+    "P1DT2H": "duration",
+    "-P1D": "duration",
+    "P1Y2M3W4DT5H6M7.008S": "duration",
+    "PT-1.5S": "duration",
+    "PT0S": "duration",
+}
+NOT_TEMPORAL = ["2026-02-30", "24:00", "2026-07-05T10:00:00+01:00[Europe/Berlin]", "2026-07-05T10:00:00[Mars/Olympus]", "P", "PT", "P1D2H", "2026", "tomorrow"]
+
+
+def test_every_text_read_as_temporal_is_one_neo4j_converts(team):
+    """``adoption.temporal_kind`` lets only valid texts through, so the conversion a FILTER
+    compiles never fails in Neo4j; texts it does not read as temporal stay text."""
+    assert {text: adoption.temporal_kind(text) for text in TEMPORAL_TEXTS} == TEMPORAL_TEXTS
+    assert [adoption.temporal_kind(text) for text in NOT_TEMPORAL] == [None] * len(NOT_TEMPORAL)
+    for text, kind in TEMPORAL_TEXTS.items():
+        record = team.driver.execute_query(f"RETURN valueType({kind}($t)) AS t", t=text, database_=team.database).records[0]
+        assert record["t"].startswith(("DATE", "LOCAL", "ZONED", "DURATION")), (text, record["t"])
+
+
 # ---------------------------------------------------------------- FILTER over temporal values
 def test_filter_on_adopted_datetime_compares_with_iso_text_not_silently_empty(team):
     assert team.names('FILTER(?i.attributes.opened_at > "2026-01-01T00:00:00Z")') == ["legacy", "outage", "slow"]

@@ -104,10 +104,12 @@ class Side:
     ``valueType`` (known at compile time for a literal); ``instant`` — what a temporal comparison
     compares. ``checked``: of unknown type until it runs (an adopted property, or a placeholder
     the caller binds); ``adopted``: it reads the team's graph; ``twin``: a literal text that
-    spells a temporal value."""
+    spells a temporal value; ``string``: a literal text."""
 
-    def __init__(self, text: str, value: Part, *, checked: bool = False, adopted: bool = False, type_of: Part | None = None, twin: bool = False) -> None:
-        self.text, self.value, self.checked, self.adopted, self.twin = text, value, checked, adopted, twin
+    def __init__(
+        self, text: str, value: Part, *, checked: bool = False, adopted: bool = False, type_of: Part | None = None, twin: bool = False, string: bool = False
+    ) -> None:
+        self.text, self.value, self.checked, self.adopted, self.twin, self.string = text, value, checked, adopted, twin, string
         self.type_of = type_of if type_of is not None else frag("valueType(", value, ")")
         self.instant = instant(value) if checked else value
 
@@ -151,7 +153,8 @@ def side(lowerer: Any, expr: Any, cypher: Fragment, scope: Any, used_in: str) ->
             return Side(text, cypher, checked=True)
         twin = temporal_twin(value)
         if twin is not None:
-            return Side(text, twin[0], type_of=literal(twin[1]), twin=True)
+            return Side(text, twin[0], type_of=literal(twin[1]), twin=True, string=True)
+        return Side(text, cypher, string=isinstance(value, str))
     return Side(text, cypher)
 
 
@@ -188,7 +191,7 @@ def _bytes_as_text(left: Side, right: Side) -> Fragment | None:
     tests = [
         frag(a.value, " IS :: LIST<INTEGER> NOT NULL AND ", b.value, " IS :: STRING NOT NULL")
         for a, b in ((left, right), (right, left))
-        if a.checked and (b.checked or b.text.startswith('"'))
+        if a.checked and (b.checked or b.string)
     ]
     return join(" OR ", tests) if tests else None
 
