@@ -158,9 +158,11 @@ def name_warnings(nexus: Any, adoption: Adoption, surveyed: dict[str, Any]) -> l
     entries = [*adoption.types, *adoption.predicates]
     counts = {t["type"]: t["nodes"] for t in surveyed["types"]} | {p["predicate"]: p["relationships"] + p["not_exposed"] for p in surveyed["predicates"]}
     present = [what for what in entries if counts[what.name]]
-    text, params = adopted_cy.carried_statement(present, sample=None).build()
-    rows, _, _ = nexus.driver.execute_query(text, params, database_=nexus.database, routing_="r")
-    carried = {present[row["i"]].name: row["keys"] for row in rows}
+    carried: dict[str, list[str]] = {}
+    if present:
+        text, params = adopted_cy.carried_statement(present, sample=None).build()
+        rows, _, _ = nexus.driver.execute_query(text, params, database_=nexus.database, routing_="r")
+        carried = {present[row["i"]].name: row["keys"] for row in rows}
     out = []
     for what in entries:
         is_type = isinstance(what, AdoptedType)

@@ -398,6 +398,8 @@ def test_adopt_dry_run_warns_about_names_no_element_carries_with_the_nearest_nam
     dry = CliRunner().invoke(main, ["adopt", str(path), "--dry-run", "--format", "json"], env=env, catch_exceptions=False)
     assert json.loads(dry.stdout)["warnings"] == MISSPELLED_WARNINGS
     assert adopting.apply(team.nexus, adoption.parse(MAPPING), dry_run=True)["warnings"] == []
+    nothing = adopting.apply(team.nexus, adoption.parse('[types.Ghost]\nlabel = "Incidents"\n'), dry_run=True)
+    assert nothing["warnings"] == ["types.Ghost: no node carries the label 'Incidents'; did you mean 'Incident'?"]
 
 
 # ---------------------------------------------------------------- beyond what the driver can hold, grouping, kept placeholders
