@@ -155,8 +155,10 @@ def from_neo4j(exc: BaseException, cypher: str | None = None, params: dict[str, 
     if "Invalid Regex" in message:
         # A value beyond the pattern's reach (regex_guard), an adopted value a FILTER cannot compare
         # exactly (adopted_values.refusal), or a pattern Java rejects that the guard's parser accepted.
-        return reach_error(message) or value_error(message) or KipError(
-            INVALID_SYNTAX, f"Invalid REGEX pattern: {message.splitlines()[0]}", "Fix the regular expression (Java syntax)."
+        return (
+            reach_error(message)
+            or value_error(message)
+            or KipError(INVALID_SYNTAX, f"Invalid REGEX pattern: {message.splitlines()[0]}", "Fix the regular expression (Java syntax).")
         )
     if "Statement.SyntaxError" in code or "Statement.SemanticError" in code or "Statement.TypeError" in code:
         # Our compiler produced Cypher Neo4j rejects: that is our bug, never the caller's.
