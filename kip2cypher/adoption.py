@@ -55,6 +55,9 @@ DOMAIN = "Adopted"
 #: Engine label / relationship-type stems (``cypher.storage``); repeated here because the
 #: foundation layer may not import the cypher layer. ``tests/test_adopt.py`` checks they agree.
 ENGINE_STEMS = ("KipConcept", "KipProposition", "KipNexus", "KipAdoptedVector", "KIP_SUBJECT", "KIP_OBJECT")
+#: Memory's own concept-type labels and predicate types (``kip:Drug``, ``kip.alice:treats``:
+#: ``cypher.storage.is_vocabulary_name``, spelled here because the mapping sits below the storage layer).
+VOCABULARY_NAME = re.compile(r"kip(?:\.[a-z][a-z0-9_]{0,31})?:")
 
 
 @dataclass(frozen=True)
@@ -532,12 +535,12 @@ class _Checker:
             )
 
     def engine_name(self, loc: tuple[str, ...], name: str, what: str) -> None:
-        if any(name == stem or name.startswith(stem + "__") for stem in ENGINE_STEMS):
+        if any(name == stem or name.startswith(stem + "__") for stem in ENGINE_STEMS) or VOCABULARY_NAME.match(name):
             raise self.fail(
                 loc,
                 f"{name!r} is a {what} the engine owns.",
-                f"Adopt only the team's own labels and relationship types; {', '.join(ENGINE_STEMS)} (and those names with a __namespace suffix) are the "
-                "engine's.",
+                f"Adopt only the team's own labels and relationship types; {', '.join(ENGINE_STEMS)} (and those names with a __namespace suffix) and the "
+                "names beginning with kip: or kip.<namespace>: (memory's own types and predicates) are the engine's.",
                 errors.IMMUTABLE_TARGET,
             )
 

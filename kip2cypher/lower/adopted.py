@@ -24,8 +24,10 @@ Adopted = Union[AdoptedType, AdoptedPredicate]
 
 
 def not_engine(ref: Part) -> Fragment:
-    """``ref`` carries no engine label: a memory concept of any namespace carries its concept-type
-    name as a label too (docs/namespaces.md), so ``:Drug`` alone could match KIP's own nodes."""
+    """``ref`` is one of the team's nodes, not one of KIP's (it carries no engine label): what a
+    memory proposition's endpoint relationship reaches when it links an adopted concept. A node
+    of an adopted type needs no such test: memory concepts carry their type's label in KIP's
+    label space (``kip:Drug``), never a team label (docs/storage-model.md, "Label space")."""
     label = Internal("label")
     tests = [frag(label, " = ", literal(stem), " OR ", label, " STARTS WITH ", literal(stem + "__")) for stem in storage.RESERVED_LABEL_STEMS]
     return frag("none(", label, " IN labels(", ref, ") WHERE ", join(" OR ", tests), ")")
@@ -37,10 +39,9 @@ def node(ref: Part, t: AdoptedType, name: Part | None = None, id_value: str | No
     out = frag("(", ref, ":", Ident(t.label))
     if name is not None:
         out.add(" {", Ident(t.name_property), ": ", name, "}")
-    conds = [not_engine(ref)]
     if id_value is not None:
-        conds.append(id_test(ref, t, id_value))
-    out.add(" WHERE ", join(" AND ", conds), ")")
+        out.add(" WHERE ", id_test(ref, t, id_value))
+    out.add(")")
     return out
 
 
@@ -293,7 +294,8 @@ def search_statement(adoption: adopt.Adoption, index: str, with_type: AdoptedTyp
     types = [with_type] if with_type is not None else [t for t in adoption.types if t.text]
     stmt = Statement()
     stmt.line("CALL db.index.fulltext.queryNodes(", literal(index), ", ", Param(None, "query"), ") YIELD node")
-    stmt.line("WHERE ", not_engine(node), *([" AND node:", Ident(with_type.label)] if with_type is not None else []))
+    if with_type is not None:
+        stmt.line("WHERE node:", Ident(with_type.label))
     stmt.line("WITH node LIMIT ", Param(None, "pool"))
     cases = []
     for t in types:
