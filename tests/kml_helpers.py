@@ -138,7 +138,7 @@ def integrity(nexus) -> None:
         """
         MATCH (a)-[r]->(b) WHERE r.kip_id IS NOT NULL
         OPTIONAL MATCH (p:KipProposition {id: r.kip_id})
-        WITH r, a, b, p WHERE p IS NULL OR p.subject <> a.id OR p.object <> b.id OR p.predicate <> type(r)
+        WITH r, a, b, p WHERE p IS NULL OR p.subject <> a.id OR p.object <> b.id OR 'kip:' + p.predicate <> type(r)
         RETURN r.kip_id AS id
         """,
         database_=nexus.database,

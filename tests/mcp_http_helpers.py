@@ -250,7 +250,7 @@ class MixedTraffic:
     def half_written(self, nexus) -> list[str]:
         """Stored items whose link (written in the same statement) is missing."""
         records = nexus.driver.execute_query(
-            "MATCH (n:KipConcept {type: 'SoakItem'}) WHERE NOT (n)-[:belongs_to_domain]->(:KipConcept {type: 'Domain', name: 'CoreSchema'}) RETURN n.name AS name",
+            "MATCH (n:KipConcept {type: 'SoakItem'}) WHERE NOT (n)-[:`kip:belongs_to_domain`]->(:KipConcept {type: 'Domain', name: 'CoreSchema'}) RETURN n.name AS name",
             database_=nexus.database,
         ).records
         return [r["name"] for r in records]

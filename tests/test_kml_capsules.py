@@ -27,7 +27,7 @@ def test_bootstrap_with_capsules_defines_everything(full):
     # every definition is filed under CoreSchema
     names = TYPES | PREDICATES
     filed = full.driver.execute_query(
-        "MATCH (d:KipConcept)-[:belongs_to_domain]->(:KipConcept {type: 'Domain', name: 'CoreSchema'}) RETURN d.name AS n"
+        "MATCH (d:KipConcept)-[:`kip:belongs_to_domain`]->(:KipConcept {type: 'Domain', name: 'CoreSchema'}) RETURN d.name AS n"
     ).records
     assert names <= {r["n"] for r in filed}
     for actor in ("$self", "$system"):
@@ -101,9 +101,9 @@ def test_capsule_types_in_use(full):
         UPSERT { CONCEPT ?e { {type: "Event", name: "Conversation:2026-07-04T10:00:00Z:dark mode"}
           SET PROPOSITIONS { ("consolidated_to", {type: "Preference", name: "Alice:dark_mode"}) ("mentions", {type: "Preference", name: "Alice:dark_mode"}) } } }""")
     )
-    assert count(full, "MATCH (:Person {name: 'Alice'})-[:prefers]->(:Preference)<-[:derived_from]-() RETURN count(*)") == 0
-    assert count(full, "MATCH (:Person {name: 'Alice'})-[:prefers]->(p:Preference)-[:derived_from]->(:Event) RETURN count(p)") == 1
-    assert count(full, "MATCH (:SleepTask)-[:assigned_to]->(:Person {name: '$system'}) RETURN count(*)") == 1
+    assert count(full, "MATCH (:`kip:Person` {name: 'Alice'})-[:`kip:prefers`]->(:`kip:Preference`)<-[:`kip:derived_from`]-() RETURN count(*)") == 0
+    assert count(full, "MATCH (:`kip:Person` {name: 'Alice'})-[:`kip:prefers`]->(p:`kip:Preference`)-[:`kip:derived_from`]->(:`kip:Event`) RETURN count(p)") == 1
+    assert count(full, "MATCH (:`kip:SleepTask`)-[:`kip:assigned_to`]->(:`kip:Person` {name: '$system'}) RETURN count(*)") == 1
     integrity(full)
 
 

@@ -261,7 +261,7 @@ def test_delete_propositions_spec_example(med):
     assert res == {"deleted_propositions": 1}
     a = concept(med, "Drug", "Aspirin")
     assert link(med, a["id"], "treats", concept(med, "Symptom", "Brain Fog")["id"]) is None
-    assert count(med, "MATCH (:Drug {name: 'Aspirin'})-[r:treats]->() RETURN count(r)") == 1
+    assert count(med, "MATCH (:`kip:Drug` {name: 'Aspirin'})-[r:`kip:treats`]->() RETURN count(r)") == 1
     integrity(med)
 
 

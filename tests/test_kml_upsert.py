@@ -37,8 +37,8 @@ def test_genesis_response_and_idempotent_replay(nexus):
     assert ct["metadata"]["source"] == "SystemBootstrap"
     assert ct["attributes"]["key_instances"] == ["$ConceptType", "$PropositionType", "Domain"]
     assert ct["attributes"]["instance_schema"]["description"]["is_required"] is True
-    assert count(nexus, "MATCH (:KipConcept)-[r:belongs_to_domain]->(:KipConcept {name: 'CoreSchema'}) RETURN count(r)") == 7
-    assert count(nexus, "MATCH (n:`$ConceptType`:KipConcept) RETURN count(n)") == 3
+    assert count(nexus, "MATCH (:KipConcept)-[r:`kip:belongs_to_domain`]->(:KipConcept {name: 'CoreSchema'}) RETURN count(r)") == 7
+    assert count(nexus, "MATCH (n:`kip:$ConceptType`:KipConcept) RETURN count(n)") == 3
     integrity(nexus)
 
 
@@ -69,7 +69,7 @@ def test_cognizine_capsule(med):
         p = link(med, cog_id, pred, target)
         assert p is not None and p["id"].startswith("P:") and p["id"].endswith(":" + pred)
         assert p["metadata"]["confidence"] == 0.95 and p["metadata"]["_version"] == 1
-    assert count(med, "MATCH (:Drug {name: 'Cognizine'})-[r:treats]->(:Symptom {name: 'Brain Fog'}) RETURN count(r)") == 1
+    assert count(med, "MATCH (:`kip:Drug` {name: 'Cognizine'})-[r:`kip:treats`]->(:`kip:Symptom` {name: 'Brain Fog'}) RETURN count(r)") == 1
     integrity(med)
     before = snapshot(med)
     assert ok(med.execute_kip(COGNIZINE)) == res  # idempotent: same ids, no new data, no version bump

@@ -182,7 +182,7 @@ def test_same_proposition_upserted_at_once_exists_once(cx, retry_log):
         links = cx.driver.execute_query(
             """MATCH (a:KipConcept {type: 'Item', name: $s}), (b:KipConcept {type: 'Item', name: $o})
                MATCH (p:KipProposition {subject: a.id, predicate: 'related_to', object: b.id})
-               RETURN count(p) AS props, COUNT { (a)-[:related_to]->(b) } AS natives""",
+               RETURN count(p) AS props, COUNT { (a)-[:`kip:related_to`]->(b) } AS natives""",
             {"s": s, "o": o},
             database_=cx.database,
         ).records

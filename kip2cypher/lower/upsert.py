@@ -306,7 +306,7 @@ def _match_or_create_lines(
 
 def _create_concept(s: Statement, names: storage.Names) -> None:
     s.line("MERGE (n:", names.concept, " {type: row.type, name: row.name})")
-    s.line("  ", K.on_create_set(K.new_concept_id(), "n:$(row.type)"))
+    s.line("  ", K.on_create_set(K.new_concept_id(), frag("n:", vocabulary_name(names, "row.type"))))
 
 
 def _create_proposition(s: Statement, names: storage.Names, linked: bool = False) -> None:
@@ -343,7 +343,7 @@ def _create_links(s: Statement, names: storage.Names) -> None:
         names.object_rel,
         "]->(o), ",
         "(s)-[:",
-        native_type(names, "row.p"),
+        vocabulary_name(names, "row.p"),
         " {",
         Ident(names.link_id),
         ": n.id}]->(o)",
@@ -469,12 +469,10 @@ def statements(names: storage.Names = storage.DEFAULT) -> UpsertStatements:
     )
 
 
-def native_type(names: storage.Names, predicate: str) -> Fragment:
-    """``$(<predicate expression>)``: the dynamic native relationship type of a proposition
-    (``$('alice/' + row.p)`` in namespace ``alice``)."""
-    if not names.predicate_prefix:
-        return frag("$(", predicate, ")")
-    return frag("$(", literal(names.predicate_prefix), " + ", predicate, ")")
+def vocabulary_name(names: storage.Names, name: str) -> Fragment:
+    """``$('kip:' + <expression>)``: a dynamic concept-type label or predicate relationship type in
+    the namespace's label space (``$('kip.alice:' + row.p)`` in namespace ``alice``)."""
+    return frag("$(", literal(names.predicate_prefix), " + ", name, ")")
 
 
 # ====================================================================== the plan
