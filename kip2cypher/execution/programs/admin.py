@@ -48,12 +48,15 @@ def migrate(ctx: Context, *, batch: int = migration.DEFAULT_BATCH, dry_run: bool
             raise migration.newer_layout(layout, namespace)
     report = []
     for namespace, layout in sorted(layouts.items()):
-        report.append((yield from _namespace(storage.names(namespace), layout, batch, dry_run)))
+        entry = yield from _namespace(storage.names(namespace), layout, batch, dry_run)
+        if entry is not None:
+            report.append(entry)
     return {"layout": storage.LAYOUT, "dry_run": dry_run, "batch": batch, "namespaces": report}
 
 
-def _namespace(names: storage.Names, layout: int | None, batch: int, dry_run: bool) -> Generator[Any, Any, dict[str, Any]]:
-    """One namespace's migration (or its count) and its report entry."""
+def _namespace(names: storage.Names, layout: int | None, batch: int, dry_run: bool) -> Generator[Any, Any, dict[str, Any] | None]:
+    """One namespace's migration (or its count) and its report entry (None: a label of the database's
+    token store that no layout-1 element carries, and no nexus node — nothing to report)."""
     entry: dict[str, Any] = {"namespace": names.namespace, "layout": layout, "concepts": 0, "relationships": 0, "labels": [], "types": []}
     if layout == storage.LAYOUT:
         entry["state"] = "current"
@@ -65,8 +68,7 @@ def _namespace(names: storage.Names, layout: int | None, batch: int, dry_run: bo
     entry["concepts"] = sum(row["count"] for row in concepts)
     entry["relationships"] = sum(row["count"] for row in links)
     if layout is None and not (entry["concepts"] or entry["relationships"]):
-        entry["state"] = "current"  # no nexus node and nothing in layout 1: a namespace of this layout
-        return entry
+        return None
     if dry_run:
         entry["state"] = "would migrate"
         return entry
