@@ -340,3 +340,11 @@ def test_a_migration_killed_half_way_finishes_when_run_again(old):
     old.migrate(batch=50)
     assert interrupted == fingerprint(old.driver)  # the same graph as an uninterrupted migration's
     assert count(old.driver, MIGRATED_DRUGS) == BULK_SIZE + 2
+
+
+def test_migration_is_not_cut_short_by_the_agent_query_timeout(old):
+    """The migration is administrative work: a query timeout no agent query could meet does not apply to it."""
+    with Nexus(old.uri, database=old.database, settings=settings(query_timeout_s=0.001, max_request_s=0.001)) as hurried:
+        report = hurried.migrate(batch=3)
+    assert [entry["state"] for entry in report["namespaces"]] == ["migrated"] * 3
+    assert strip_layout(fingerprint(old.driver)) == migrated_fixture()

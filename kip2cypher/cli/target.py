@@ -45,13 +45,12 @@ def check_target(nexus: Any, what: str, *, yes: bool, own_mark: str | None = Non
 
 
 def existing_schema_objects(nexus: Any) -> set[str]:
-    """The names of the database's constraints and indexes."""
-    records, _, _ = nexus.driver.execute_query(
-        "SHOW INDEXES YIELD name RETURN collect(name) AS names UNION ALL SHOW CONSTRAINTS YIELD name RETURN collect(name) AS names",
-        database_=nexus.database,
-        routing_="r",
-    )
-    return {name for record in records for name in record["names"]}
+    """The names of the database's constraints and indexes (SHOW commands do not combine with UNION)."""
+    names: set[str] = set()
+    for show in ("SHOW INDEXES", "SHOW CONSTRAINTS"):
+        records, _, _ = nexus.driver.execute_query(f"{show} YIELD name RETURN collect(name) AS names", database_=nexus.database, routing_="r")
+        names |= set(records[0]["names"])
+    return names
 
 
 def _nexus_node_exists(nexus: Any) -> bool:
