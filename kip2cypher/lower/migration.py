@@ -84,8 +84,11 @@ def _pending_concept(stmt: Statement, names: storage.Names, p: dict[str, Param])
 def _legacy_link(stmt: Statement, names: storage.Names, p: dict[str, Param]) -> None:
     """``r``: the layout-1 native relationship of proposition ``p`` (bound), from its subject ``s``
     to its object ``o``: the namespace's link property holds the proposition's id, the type is the old one."""
-    stmt.line("MATCH (p)-[:", names.subject_rel, "]->(s), (p)-[:", names.object_rel, "]->(o)")
-    stmt.line("MATCH (s)-[r]->(o) WHERE r.", Ident(names.link_id), " = p.id AND type(r) = ", p["legacy"], " + p.predicate")
+    stmt.line("MATCH (p)-[:", names.subject_rel, "]->(s)")
+    stmt.line("MATCH (p)-[:", names.object_rel, "]->(o)")
+    # both ends bound first: one Expand(Into) of the old type, never a walk of a dense end's relationships
+    stmt.line("WITH p, s, o")
+    stmt.line("MATCH (s)-[r:$(", p["legacy"], " + p.predicate)]->(o) WHERE r.", Ident(names.link_id), " = p.id")
 
 
 def _tally(names: storage.Names, var: str, label: str, select: Any, name: str, what: str) -> Compiled:
