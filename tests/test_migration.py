@@ -20,6 +20,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import anyio
 import pytest
 from click.testing import CliRunner
 from conftest import wipe
@@ -348,3 +349,22 @@ def test_migration_is_not_cut_short_by_the_agent_query_timeout(old):
         report = hurried.migrate(batch=3)
     assert [entry["state"] for entry in report["namespaces"]] == ["migrated"] * 3
     assert strip_layout(fingerprint(old.driver)) == migrated_fixture()
+
+
+def test_mcp_answers_the_migration_error_until_the_nexus_is_migrated(old, neo4j_server):
+    """A server started on a layout-1 nexus (its --bootstrap refused and logged) answers every tool
+    call with the migration error, and serves as soon as the nexus is migrated: the nexus node is
+    read again at every request until its layout is this build's."""
+    from test_mcp import _server, payload, run
+
+    async def body(session, init):
+        before = payload(await session.call_tool("execute_kip_readonly", {"command": "DESCRIBE PRIMER"}))
+        write = payload(await session.call_tool("execute_kip", {"command": 'UPSERT { CONCEPT ?d { {type: "Drug", name: "Ibuprofen"} } }'}))
+        await anyio.to_thread.run_sync(old.migrate)
+        after = payload(await session.call_tool("execute_kip_readonly", {"command": ANSWERS[""]["paged"]["command"].replace(" LIMIT 1", "")}))
+        return before, write, after
+
+    before, write, after = run(_server(neo4j_server, "--bootstrap", "--yes"), body)
+    assert_migration_error(before["error"])
+    assert_migration_error(write["error"])
+    assert after == {"result": ["Aspirin", "Paracetamol"]}
