@@ -4,22 +4,19 @@ prints it and writes nothing), and it never runs under the agents' per-query tim
 
 from __future__ import annotations
 
-import re
-
 import pytest
 from click.testing import CliRunner
 from conftest import wipe
 
 from kip2cypher import resources
 from kip2cypher.cli.app import main
-from kip2cypher.cli.target import capsule_elements, existing_schema_objects
+from kip2cypher.cli.target import DDL_NAME, capsule_elements, existing_schema_objects
 from kip2cypher.config import Settings
 from kip2cypher.cypher import catalog, storage
 from kip2cypher.cypher.builder import quote
 from kip2cypher.execute import Nexus
 
 FOREIGN = "CREATE (:Customer {name: 'not KIP data'})-[:BOUGHT]->(:Product {sku: 'P1'})"
-DDL_NAME = re.compile(r"CREATE (?:\w+ )?(CONSTRAINT|INDEX) (\S+) ")
 
 
 def drop_default_schema(driver) -> None:
@@ -74,7 +71,7 @@ def test_bootstrap_next_to_foreign_data_prints_what_it_creates_and_needs_yes(sha
 
     done = bootstrap(shared, "--yes")
     assert done.exit_code == 0 and "applied Genesis" in done.output, done.output
-    assert {n for ddl in catalog.schema(storage.DEFAULT) for n in [DDL_NAME.match(ddl).group(2)]} <= existing_schema_objects(shared)
+    assert {DDL_NAME.match(ddl).group(2) for ddl in catalog.schema(storage.DEFAULT)} <= existing_schema_objects(shared)
     team = shared.driver.execute_query("MATCH (c:Customer)-[:BOUGHT]->(p:Product) RETURN labels(c) AS c, properties(p) AS p").records
     assert [(r["c"], r["p"]) for r in team] == [(["Customer"], {"sku": "P1"})]  # the team's data as it was
 

@@ -638,9 +638,9 @@ def mcp_cmd(
 def _bootstrap_target(nexus: Any, capsules: list[str], *, yes: bool, dry_run: bool, echo: Any) -> bool:
     """Before a bootstrap: next to data that is not KIP's (or with ``dry_run``), print exactly what
     it creates; refuse (KIP's data aside) without ``yes``. True when the bootstrap may run."""
-    from .target import TargetRefused, bootstrap_plan, check_target
+    from .target import TargetRefused, bootstrap_plan, foreign_nodes
 
-    foreign = check_target(nexus, "bootstrap would add its schema objects, nexus node and Genesis elements", yes=True)
+    foreign = foreign_nodes(nexus)
     if foreign or dry_run:
         for line in bootstrap_plan(nexus, capsules):
             echo(line)

@@ -14,8 +14,8 @@ from typing import Any
 from ..cypher import storage
 from ..cypher.builder import quote
 
-#: ``CREATE [FULLTEXT|VECTOR] (CONSTRAINT|INDEX) <name> IF NOT EXISTS …``: a catalog statement's object name.
-_DDL_NAME = re.compile(r"CREATE (?:\w+ )?(?:CONSTRAINT|INDEX) (\S+) IF NOT EXISTS")
+#: ``CREATE [FULLTEXT|VECTOR] (CONSTRAINT|INDEX) <name> IF NOT EXISTS …``: a catalog statement's kind and object name.
+DDL_NAME = re.compile(r"CREATE (?:\w+ )?(CONSTRAINT|INDEX) (\S+) IF NOT EXISTS")
 
 
 class TargetRefused(Exception):
@@ -89,7 +89,7 @@ def bootstrap_plan(nexus: Any, capsules: list[str]) -> list[str]:
     names = storage.names(nexus.settings.namespace)
     where = f"namespace {names.namespace!r}" if names.namespace else "the default namespace"
     present = existing_schema_objects(nexus)
-    missing = [ddl for ddl in catalog.schema(names) if (m := _DDL_NAME.match(ddl)) is None or m.group(1) not in present]
+    missing = [ddl for ddl in catalog.schema(names) if (m := DDL_NAME.match(ddl)) is None or m.group(2) not in present]
     lines = [f"Bootstrap of {where} creates:"]
     lines += [f"  schema: {ddl}" for ddl in missing] or ["  schema: nothing (every constraint and index exists)"]
     if not _nexus_node_exists(nexus):
