@@ -232,7 +232,7 @@ def test_values_and_ids_json_lacks_are_converted_never_wrong():
 def test_without_adoption_the_compiled_cypher_is_unchanged():
     command = 'FIND(?d.name) WHERE { ?d {type: "Drug"} (?d, "treats", ?x) }'
     plain = compile_command(command, {}, Settings())
-    assert plain[0]["cypher"].startswith("MATCH (d:KipConcept:`Drug`)\nMATCH (d)-[:`treats`]->(x)\n")
+    assert plain[0]["cypher"].startswith("MATCH (d:`kip:Drug`)\nMATCH (d)-[:`kip:treats`]->(x)\n")
     adopted = compile_command(command, {}, Settings(adoption=adoption.parse(MAPPING)))
     assert "(d:`Drug`" in adopted[0]["cypher"] and "-[_r0:`TREATS`]->" in adopted[0]["cypher"]
 
@@ -244,7 +244,7 @@ def test_compile_offline_with_a_mapping(tmp_path):
     path.write_text(MAPPING, encoding="utf-8")
     out = CliRunner().invoke(main, ["compile", 'FIND(?d) WHERE { ?d {type: "Drug"} }', "--mapping", str(path)], catch_exceptions=False)
     assert out.exit_code == 0 and "MATCH (d:`Drug` WHERE" in out.output
-    assert "KipConcept:`Drug`" in CliRunner().invoke(main, ["compile", 'FIND(?d) WHERE { ?d {type: "Drug"} }'], catch_exceptions=False).output
+    assert "(d:`kip:Drug`)" in CliRunner().invoke(main, ["compile", 'FIND(?d) WHERE { ?d {type: "Drug"} }'], catch_exceptions=False).output
 
 
 def test_hostile_names_are_quoted_never_cypher():
