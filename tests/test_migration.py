@@ -368,3 +368,49 @@ def test_mcp_answers_the_migration_error_until_the_nexus_is_migrated(old, neo4j_
     assert_migration_error(before["error"])
     assert_migration_error(write["error"])
     assert after == {"result": ["Aspirin", "Paracetamol"]}
+
+
+def drive(program, replies: list) -> list[str]:
+    """The labels of the statements a program issues, fed ``replies`` in order (no Neo4j)."""
+    issued, reply = [], None
+    while True:
+        try:
+            request = program.send(reply)
+        except StopIteration as stop:
+            issued.append(stop.value)
+            return issued
+        issued.append(request.statement.label)
+        reply = replies.pop(0)
+
+
+def survey(labels: list[str], **layouts) -> list:
+    """``SURVEY``'s reply: the database's labels and its nexus nodes' layouts."""
+    return [{"labels": labels, "nexuses": [{"namespace": ns, "layout": v} for ns, v in layouts.items()]}]
+
+
+def test_the_migration_program_checks_every_layout_before_its_first_write():
+    from kip2cypher.execution.programs import admin
+    from kip2cypher.execution.requests import Context
+
+    ctx = Context(Settings(), "2026-01-01T00:00:00.000Z", admin=True)
+    with pytest.raises(KipError) as refused:
+        drive(admin.migrate(ctx), [survey([], alpha=1, beta=storage.LAYOUT + 1)])
+    assert "namespace 'beta'" in refused.value.message  # before any statement but the survey
+    alpha = storage.names("alpha")
+    counts = [migration.pending_concepts(storage.DEFAULT).label, migration.pending_links(storage.DEFAULT).label]
+    counted = drive(admin.migrate(ctx, dry_run=True), [survey(["KipConcept"], alpha=1), [], [], [{"name": "Drug", "count": 2}], []])
+    assert counted[:-1] == [migration.SURVEY.label, *counts, *counts]  # counts only: no write in a dry run
+    # the default namespace (a label, no nexus node, nothing in layout 1) is not reported
+    assert counted[-1]["namespaces"] == [
+        {
+            "namespace": "alpha",
+            "layout": 1,
+            "state": "would migrate",
+            "concepts": 2,
+            "relationships": 0,
+            "labels": [{"from": "Drug", "to": alpha.label("Drug"), "count": 2}],
+            "types": [],
+        }
+    ]
+    current = drive(admin.migrate(ctx), [survey(["KipConcept__alpha"], alpha=storage.LAYOUT)])
+    assert current[:-1] == [migration.SURVEY.label] and current[-1]["namespaces"][0]["state"] == "current"
