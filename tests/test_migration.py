@@ -154,8 +154,9 @@ def test_a_layout_1_nexus_answers_the_migration_error_to_every_command(old):
             return await nexus.execute_kip_readonly('FIND(?d.name) WHERE { ?d {type: "Drug"} }')
 
     assert_migration_error(asyncio.run(through_asyncio())["error"])
-    out = CliRunner().invoke(main, ["call", "--uri", old.uri, "--readonly", "DESCRIBE PRIMER"])
-    assert out.exit_code == 1 and "kip2cypher migrate" in out.output
+    for args in (["call", "--readonly", "DESCRIBE PRIMER"], ["bootstrap", "--yes", "--namespace", "alpha"]):
+        out = CliRunner().invoke(main, [*args, "--uri", old.uri])
+        assert out.exit_code == 1 and '"KIP_4003"' in out.output and "kip2cypher migrate" in out.output, out.output
     assert fingerprint(old.driver) == before  # nothing read as empty, nothing written
 
 
