@@ -27,7 +27,6 @@ from .execution import background, loop, programs
 from .execution.neo4j_errors import DRIVER_ERRORS, from_neo4j
 from .execution.programs import admin
 from .execution.programs import embeddings as refresh_program
-from .execution.programs.admin import refuse_other_layout
 from .execution.request import Outcome, command_program, request_program
 from .execution.requests import Context, Deadline, Run, within
 from .lower import embeddings, migration
@@ -382,7 +381,7 @@ def nexus_settings(settings: Settings, record: Any, configured_secret: bool) -> 
     from .adoption import Adoption
 
     if record:
-        refuse_other_layout(record["layout"], settings.namespace)
+        admin.refuse_other_layout(record["layout"], settings.namespace)
     secret = record["secret"] if record else None
     stored = record["adoption"] if record else None
     changes: dict[str, Any] = {"adoption": Adoption.from_json(stored) if stored else None}

@@ -85,10 +85,12 @@ def schema(names: storage.Names = storage.DEFAULT) -> tuple[str, ...]:
 #: JSON; absent when nothing is adopted) and the storage layout (``storage.LAYOUT_KEY``). Created
 #: with a fresh random secret and the layout this build writes by ``ensure_schema``; an existing
 #: node keeps what it has (a node without the key is layout 1, docs/migration.md).
+#: The layout of a nexus node without ``storage.LAYOUT_KEY`` (every node written before layouts were recorded).
+LEGACY_LAYOUT = 1
 NEXUS_CREATE = (
     f"MERGE (n:{storage.NEXUS} {{namespace: $namespace}}) "
     f"ON CREATE SET n.{storage.CURSOR_SECRET} = $secret, n.{storage.LAYOUT_KEY} = $layout "
-    f"RETURN n.{storage.CURSOR_SECRET} AS secret, n.{storage.ADOPTION} AS adoption, coalesce(n.{storage.LAYOUT_KEY}, 1) AS layout"
+    f"RETURN n.{storage.CURSOR_SECRET} AS secret, n.{storage.ADOPTION} AS adoption, coalesce(n.{storage.LAYOUT_KEY}, {LEGACY_LAYOUT}) AS layout"
 )
 
 
@@ -102,8 +104,8 @@ def nexus_read(names: storage.Names) -> str:
     return (
         f"OPTIONAL MATCH (n:{storage.NEXUS} {{namespace: $namespace}}) "
         f"RETURN n.{storage.CURSOR_SECRET} AS secret, n.{storage.ADOPTION} AS adoption, "
-        f"CASE WHEN n IS NOT NULL THEN coalesce(n.{storage.LAYOUT_KEY}, 1) "
-        f"WHEN EXISTS {{ MATCH (c:{names.concept} {{type: {meta}}}) WHERE c.type IN labels(c) }} THEN 1 END AS layout"
+        f"CASE WHEN n IS NOT NULL THEN coalesce(n.{storage.LAYOUT_KEY}, {LEGACY_LAYOUT}) "
+        f"WHEN EXISTS {{ MATCH (c:{names.concept} {{type: {meta}}}) WHERE c.type IN labels(c) }} THEN {LEGACY_LAYOUT} END AS layout"
     )
 
 

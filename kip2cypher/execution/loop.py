@@ -8,8 +8,9 @@ inference never blocks the event loop). ``run_sync`` / ``run_async`` run a WRITE
 one managed transaction — the driver retries transient failures and re-runs the whole
 program — and a READ program as auto-commit statements of a READ session (one round trip
 each, retried here; an ADMIN program likewise, in a WRITE session: schema DDL and the
-migration's ``CALL { … } IN TRANSACTIONS``, ``AUTO_COMMIT``), and map every driver exception to a KIP error in one place
-(``neo4j_errors.from_neo4j``), with the statement in flight as debug information.
+migration's ``CALL { … } IN TRANSACTIONS``, ``AUTO_COMMIT``), and map every driver exception
+to a KIP error in one place (``neo4j_errors.from_neo4j``), with the statement in flight as
+debug information.
 
 These two loops are the only code that touches the neo4j driver while a command runs.
 """

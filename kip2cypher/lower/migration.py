@@ -35,8 +35,7 @@ from ..errors import INTERNAL_ERROR, KipError
 from ..version import __version__
 from .plan import EMPTY, Compiled
 
-#: The layout of a nexus node without ``storage.LAYOUT_KEY`` (every node written before layouts were recorded).
-LEGACY_LAYOUT = 1
+LEGACY_LAYOUT = catalog.LEGACY_LAYOUT
 #: Elements changed per inner transaction by default (``kip2cypher migrate --batch``).
 DEFAULT_BATCH = 2_000
 
