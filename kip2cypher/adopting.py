@@ -219,7 +219,8 @@ def _link_memory(report: dict[str, Any], nexus: Any, previous: Adoption | None, 
             errors.CONSTRAINT_VIOLATION,
             f"link_memory cannot be turned off in namespace {nexus.settings.namespace!r}: {linked} memory proposition(s) link to adopted concepts, "
             "and with the option off KIP would read their adopted endpoints as memory elements.",
-            'Keep [options] link_memory = true, or first delete those propositions (e.g. DELETE PROPOSITIONS ?l WHERE { ?d {type: "Drug"} ?l (?n, "about", ?d) } '
+            'Keep [options] link_memory = true, or first delete those propositions (e.g. DELETE PROPOSITIONS ?l WHERE { ?d {type: "Drug"} ?l (?n, "about", ?d) '
+            "} "
             "per adopted type and predicate), then adopt again (docs/adopt.md).",
         )
 

@@ -461,7 +461,8 @@ class _Checker:
             raise self.fail(
                 loc,
                 f"{name!r} is a {what} the engine owns.",
-                f"Adopt only the team's own labels and relationship types; {', '.join(ENGINE_STEMS)} (and those names with a __namespace suffix) are the engine's.",
+                f"Adopt only the team's own labels and relationship types; {', '.join(ENGINE_STEMS)} (and those names with a __namespace suffix) are the "
+                "engine's.",
                 errors.IMMUTABLE_TARGET,
             )
 

@@ -417,7 +417,8 @@ def test_a_link_whose_team_node_was_deleted_is_not_read_and_can_be_deleted(linke
     assert pid not in json.dumps(linked.find('FIND(?l) WHERE { ?l (?s, "about", ?o) }'))
     whole, stored = linked.driver.execute_query(
         "MATCH (p:KipProposition__linked {predicate: 'about'}) "
-        "RETURN count(CASE WHEN EXISTS { (p)-[:KIP_SUBJECT__linked]->() } AND EXISTS { (p)-[:KIP_OBJECT__linked]->() } THEN p END) AS whole, count(p) AS stored",
+        "RETURN count(CASE WHEN EXISTS { (p)-[:KIP_SUBJECT__linked]->() } AND EXISTS { (p)-[:KIP_OBJECT__linked]->() } THEN p END) AS whole, count(p) AS "
+        "stored",
         database_=linked.database,
     ).records[0]
     assert stored == whole + 1 and linked.find('FIND(COUNT(?l)) WHERE { ?l (?s, "about", ?o) }') == whole  # (?s, ?o unread: not expanded)
@@ -587,8 +588,10 @@ def team_mentions(linked, notes):
         ok(nexus.execute_kip(MENTIONS))
     for t in (quote("mentions"),):
         linked.driver.execute_query(
-            "MATCH (d1:Drug {drug_id: 'D1'}), (d2:Drug {drug_id: 'D2'}), (h:Disease {name: 'Headache'}), (f:Disease {name: 'Fever'}), (s:Supplier {name: 'Acme'}) "
-            f"CREATE (d1)-[:{t} {{team_link: 1}}]->(h), (d1)-[:{t} {{team_link: 2}}]->(f), (d1)-[:{t} {{team_link: 3}}]->(d2), (s)-[:{t} {{team_link: 4}}]->(d1)",
+            "MATCH (d1:Drug {drug_id: 'D1'}), (d2:Drug {drug_id: 'D2'}), (h:Disease {name: 'Headache'}), (f:Disease {name: 'Fever'}), (s:Supplier {name: "
+            "'Acme'}) "
+            f"CREATE (d1)-[:{t} {{team_link: 1}}]->(h), (d1)-[:{t} {{team_link: 2}}]->(f), (d1)-[:{t} {{team_link: 3}}]->(d2), (s)-[:{t} {{team_link: "
+            "4}]->(d1)",
             database_=linked.database,
         )
     linked.team = team_state(linked.driver, linked.database)
@@ -700,7 +703,8 @@ def test_writes_on_a_link_beside_a_team_relationship_of_its_type_leave_the_team_
             {"deleted_propositions": 0},
         ),
         (
-            'UPDATE ?n SET ATTRIBUTES { flag: true } WHERE { ?n {type: "Note"} ?d {id: "A:Drug:D1"} ?y {type: "Drug"} (?n, "mentions", ?d) (?d, "mentions", ?y) }',
+            'UPDATE ?n SET ATTRIBUTES { flag: true } WHERE { ?n {type: "Note"} ?d {id: "A:Drug:D1"} ?y {type: "Drug"} (?n, "mentions", ?d) (?d, "mentions", '
+            "?y) }",
             {"matched": 0, "updated": 0},
         ),
         (

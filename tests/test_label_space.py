@@ -103,7 +103,8 @@ def _writes(n: int) -> list[str]:
         out.append(
             "UPSERT { "
             f'CONCEPT ?p {{ {{type: "Person", name: "agent person {i}"}} SET ATTRIBUTES {{ description: "seen in turn {i}" }} }} '
-            f'CONCEPT ?e {{ {{type: "Event", name: "turn {i}"}} SET ATTRIBUTES {{ event_class: "Conversation", start_time: "2026-12-04T10:00:00Z", content_summary: "turn {i}" }} '
+            f'CONCEPT ?e {{ {{type: "Event", name: "turn {i}"}} '
+            f'SET ATTRIBUTES {{ event_class: "Conversation", start_time: "2026-12-04T10:00:00Z", content_summary: "turn {i}" }} '
             'SET PROPOSITIONS { ("involves", ?p) ("belongs_to_domain", {type: "Domain", name: "Operations"}) } } '
             '} WITH METADATA { source: "label space test", confidence: 0.9 }'
         )

@@ -252,8 +252,10 @@ def test_opposite_lock_order_capsules_are_retried_and_atomic(cx, retry_log):
     """Writers touching A then B and B then A in one statement deadlock; the driver retries them,
     and each statement is all-or-nothing: both nodes always carry the same last writer."""
     ok(cx.execute_kip('UPSERT { CONCEPT ?a { {type: "Item", name: "lock-A"} } CONCEPT ?b { {type: "Item", name: "lock-B"} } }'))
-    ab = 'UPSERT { CONCEPT ?a { {type: "Item", name: "lock-A"} SET ATTRIBUTES { w: :w } } CONCEPT ?b { {type: "Item", name: "lock-B"} SET ATTRIBUTES { w: :w } } }'
-    ba = 'UPSERT { CONCEPT ?b { {type: "Item", name: "lock-B"} SET ATTRIBUTES { w: :w } } CONCEPT ?a { {type: "Item", name: "lock-A"} SET ATTRIBUTES { w: :w } } }'
+    lock_a = 'CONCEPT ?a { {type: "Item", name: "lock-A"} SET ATTRIBUTES { w: :w } }'
+    lock_b = 'CONCEPT ?b { {type: "Item", name: "lock-B"} SET ATTRIBUTES { w: :w } }'
+    ab = f"UPSERT {{ {lock_a} {lock_b} }}"
+    ba = f"UPSERT {{ {lock_b} {lock_a} }}"
 
     def worker(i: int) -> list[str]:
         return [code(cx.execute_kip(ab if (i + k) % 2 else ba, parameters={"w": f"{i}-{k}"})) for k in range(25)]

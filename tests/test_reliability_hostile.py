@@ -194,7 +194,8 @@ def test_one_mib_values_round_trip_with_the_default_embedder(neo4j_server, hx):
             assert len(V.encode("utf-8")) >= (1 << 20) - 4
             res = ok(
                 nx.execute_kip(
-                    'UPSERT { CONCEPT ?c { {type: "Domain", name: :n} SET ATTRIBUTES { value: :v, description: :v, nested: { inner: [:v] } } } WITH METADATA { note: :v } }',
+                    'UPSERT { CONCEPT ?c { {type: "Domain", name: :n} SET ATTRIBUTES { value: :v, description: :v, nested: { inner: [:v] } } } WITH METADATA { '
+                    "note: :v } }",
                     parameters={"n": payload.id, "v": V},
                 )
             )

@@ -20,9 +20,12 @@ UPSERT {
   CONCEPT ?drug_type { {type: "$ConceptType", name: "Drug"} SET ATTRIBUTES { description: "A medicinal substance." } }
   CONCEPT ?symptom_type { {type: "$ConceptType", name: "Symptom"} SET ATTRIBUTES { description: "A sign of illness." } }
   CONCEPT ?class_type { {type: "$ConceptType", name: "DrugClass"} SET ATTRIBUTES { description: "A class of drugs." } }
-  CONCEPT ?treats { {type: "$PropositionType", name: "treats"} SET ATTRIBUTES { description: "The drug relieves the symptom.", subject_types: ["Drug"], object_types: ["Symptom"] } }
-  CONCEPT ?has_side_effect { {type: "$PropositionType", name: "has_side_effect"} SET ATTRIBUTES { description: "The drug may cause the symptom.", subject_types: ["Drug"], object_types: ["Symptom"] } }
-  CONCEPT ?belongs_to_class { {type: "$PropositionType", name: "belongs_to_class"} SET ATTRIBUTES { description: "The drug is a member of the class.", subject_types: ["Drug"], object_types: ["DrugClass"] } }
+  CONCEPT ?treats { {type: "$PropositionType", name: "treats"}
+    SET ATTRIBUTES { description: "The drug relieves the symptom.", subject_types: ["Drug"], object_types: ["Symptom"] } }
+  CONCEPT ?has_side_effect { {type: "$PropositionType", name: "has_side_effect"}
+    SET ATTRIBUTES { description: "The drug may cause the symptom.", subject_types: ["Drug"], object_types: ["Symptom"] } }
+  CONCEPT ?belongs_to_class { {type: "$PropositionType", name: "belongs_to_class"}
+    SET ATTRIBUTES { description: "The drug is a member of the class.", subject_types: ["Drug"], object_types: ["DrugClass"] } }
 }
 WITH METADATA { source: "kip2cypher demo", author: "demo" }
 """
@@ -48,7 +51,8 @@ WITH METADATA { source: "kip2cypher demo", confidence: 0.9 }
 """
 
 DEMO_QUERIES = [
-    'FIND(?drug.name, ?drug.attributes.risk_level) WHERE { ?drug {type: "Drug"} (?drug, "treats", {type: "Symptom", name: "Headache"}) } ORDER BY ?drug.attributes.risk_level ASC',
+    'FIND(?drug.name, ?drug.attributes.risk_level) WHERE { ?drug {type: "Drug"} (?drug, "treats", {type: "Symptom", name: "Headache"}) } ORDER BY '
+    "?drug.attributes.risk_level ASC",
     'FIND(?drug.name) WHERE { ?drug {type: "Drug"} NOT { (?drug, "belongs_to_class", {name: "NSAID"}) } }',
     'FIND(?drug.name, ?effect.name) WHERE { ?drug {type: "Drug"} OPTIONAL { (?drug, "has_side_effect", ?effect) } }',
     'FIND(?pred, COUNT(?o)) WHERE { (?d {type: "Drug", name: "Aspirin"}, ?pred, ?o) }'.replace("?d {", "{"),

@@ -55,7 +55,8 @@ def _fulltext(name: str, var: str, label: str, fields: tuple[str, ...]) -> str:
 
 
 def _vector(name: str, var: str, label: str) -> str:
-    return f"CREATE VECTOR INDEX {name} IF NOT EXISTS FOR ({var}:{label}) ON {var}.{storage.EMBEDDING} OPTIONS {{indexConfig: {{`vector.similarity_function`: 'cosine'}}}}"
+    options = "{indexConfig: {`vector.similarity_function`: 'cosine'}}"
+    return f"CREATE VECTOR INDEX {name} IF NOT EXISTS FOR ({var}:{label}) ON {var}.{storage.EMBEDDING} OPTIONS {options}"
 
 
 @functools.lru_cache(maxsize=64)
@@ -121,7 +122,8 @@ def adopted_text_index(names: storage.Names) -> str:
 def adopted_text_ddl(names: storage.Names, labels: tuple[str, ...], properties: tuple[str, ...]) -> str:
     """``CREATE FULLTEXT INDEX`` over the team's labels and text properties (mapping names, quoted)."""
     on_each = ", ".join(f"n.{quote(p)}" for p in properties)
-    return f"CREATE FULLTEXT INDEX {adopted_text_index(names)} IF NOT EXISTS FOR (n:{'|'.join(quote(l) for l in labels)}) ON EACH [{on_each}] OPTIONS {_FULLTEXT_OPTIONS}"
+    label_union = "|".join(quote(label) for label in labels)
+    return f"CREATE FULLTEXT INDEX {adopted_text_index(names)} IF NOT EXISTS FOR (n:{label_union}) ON EACH [{on_each}] OPTIONS {_FULLTEXT_OPTIONS}"
 
 
 def adopted_vector_index(names: storage.Names) -> str:
@@ -155,4 +157,6 @@ def adopted_relationship_text_index(names: storage.Names) -> str:
 def adopted_relationship_text_ddl(names: storage.Names, rel_types: tuple[str, ...], properties: tuple[str, ...]) -> str:
     """``CREATE FULLTEXT INDEX`` over the team's relationship types and text properties (mapping names, quoted)."""
     on_each = ", ".join(f"r.{quote(p)}" for p in properties)
-    return f"CREATE FULLTEXT INDEX {adopted_relationship_text_index(names)} IF NOT EXISTS FOR ()-[r:{'|'.join(quote(t) for t in rel_types)}]-() ON EACH [{on_each}] OPTIONS {_FULLTEXT_OPTIONS}"
+    type_union = "|".join(quote(t) for t in rel_types)
+    index = adopted_relationship_text_index(names)
+    return f"CREATE FULLTEXT INDEX {index} IF NOT EXISTS FOR ()-[r:{type_union}]-() ON EACH [{on_each}] OPTIONS {_FULLTEXT_OPTIONS}"

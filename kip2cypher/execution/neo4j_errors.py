@@ -26,6 +26,7 @@ from ..errors import (
     KipError,
 )
 from ..lower.regex_guard import reach_error
+from ..syntax.ast import READ_WORDS, listing
 
 #: What the loops catch and hand to ``from_neo4j``; the driver raises OverflowError when it
 #: packs a parameter holding an integer beyond 64 bits (nothing was sent).
@@ -100,7 +101,7 @@ def from_neo4j(exc: BaseException, cypher: str | None = None, params: dict[str, 
         return KipError(
             INTERNAL_ERROR,
             f"The Neo4j database is read-only: {message}",
-            "Only FIND, DESCRIBE, SEARCH and EXPORT can run on this deployment; use execute_kip_readonly.",
+            f"Only {listing(READ_WORDS)} can run on this deployment; use execute_kip_readonly.",
         )
     if "Security.Forbidden" in code:
         return KipError(

@@ -56,7 +56,6 @@ class FindPlan(Plan):
     whatever the rest matched, in the same round trip.
     """
 
-    KIND = "KQL"
     query: Compiled
     columns: tuple[tuple[str, str], ...]  # (column name, decoder)
     limit: int | None
@@ -160,7 +159,8 @@ class _FindLowering:
                 if name not in self.identity_grouped():
                     raise KipError(
                         INVALID_SYNTAX,
-                        f"With aggregation in FIND, ORDER BY can use a FIND expression, or a dot path of a variable FIND groups by (?{name} or ?{name}.id in FIND).",
+                        f"With aggregation in FIND, ORDER BY can use a FIND expression, or a dot path of a variable FIND groups by (?{name} or ?{name}.id in "
+                        "FIND).",
                         "Order by a grouping expression or an aggregation that also appears in FIND (e.g. ORDER BY COUNT(?n) DESC).",
                     )
                 self.hidden_groups.append(name)

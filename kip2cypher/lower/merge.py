@@ -198,8 +198,6 @@ class MergePlan(Plan):
     already-merged diagnosis of a replay needs (``source_identity``: the {type, name} the WHERE
     gives ``?source`` literally, if any)."""
 
-    KIND = "KML"
-    ACCESS = "WRITE"
     bind: Compiled
     source: str
     target: str

@@ -1012,7 +1012,8 @@ class Lowerer:
         them, and the warning that says so (docs/adopt.md, "link_memory")."""
         note = (
             f"?{name} binds memory concepts and propositions only: a memory proposition may also end at an adopted concept "
-            f'(link_memory); bind ?{name} to an adopted type before this clause (e.g. ?{name} {{type: "{self.adoption.types[0].name}"}}) to read those (docs/adopt.md).'
+            f'(link_memory); bind ?{name} to an adopted type before this clause (e.g. ?{name} {{type: "{self.adoption.types[0].name}"}}) to read those '
+            "(docs/adopt.md)."
         )
         if note not in self.notes:
             self.notes.append(note)

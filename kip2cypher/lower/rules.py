@@ -231,7 +231,8 @@ def check_required(type_name: str, instance_schema: Any, present: Iterable[str],
     if missing:
         raise KipError(
             errors.CONSTRAINT_VIOLATION,
-            f"{element} is missing required attribute{'s' if len(missing) > 1 else ''} {', '.join('`' + m + '`' for m in missing)} of concept type {type_name}.",
+            f"{element} is missing required attribute{'s' if len(missing) > 1 else ''} {', '.join('`' + m + '`' for m in missing)} of concept type "
+            f"{type_name}.",
             f'Supply the missing required attributes in SET ATTRIBUTES; run DESCRIBE CONCEPT TYPE "{type_name}" to see its instance_schema.',
             offset=at,
         )

@@ -80,8 +80,6 @@ class BulkPlan(Plan):
     run (a typo there would not empty the match), all names when nothing matched.
     """
 
-    KIND = "KML"
-    ACCESS = "WRITE"
     keyword: str
     write: Compiled
     probe: Compiled

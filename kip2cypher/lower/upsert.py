@@ -482,8 +482,6 @@ class UpsertPlan(Plan):
     the command-independent module constants; rows, references and the timestamp travel as
     run-time parameters."""
 
-    KIND = "KML"
-    ACCESS = "WRITE"
     strict: bool  # Settings.strict_schema: instance_schema checks
     blocks: int  # number of UPSERT statements
     concepts: tuple[ConceptRow, ...]
@@ -864,12 +862,14 @@ def _refuse_engine_name(type_: str, name: str) -> None:
             errors.IMMUTABLE_TARGET,
             f"The {kind} name {rules._q(name)} is reserved: the engine uses it as a Neo4j "
             f"{'label' if kind == 'concept type' else 'relationship type'} of its own storage model.",
-            f"Choose another name; {', '.join(storage.RESERVED_LABEL_STEMS + storage.RESERVED_REL_STEMS)} (and those names with a __namespace suffix) are engine-reserved.",
+            f"Choose another name; {', '.join(storage.RESERVED_LABEL_STEMS + storage.RESERVED_REL_STEMS)} (and those names with a __namespace suffix) are "
+            "engine-reserved.",
         )
     if type_ == storage.PROPOSITION_TYPE and storage.PREDICATE_SEPARATOR in name:
         raise KipError(
             errors.INVALID_IDENTIFIER,
-            f"The predicate name {rules._q(name)} contains {storage.PREDICATE_SEPARATOR!r}, which the engine reserves: it separates a namespace from a predicate in the relationship types of namespaced nexuses.",
+            f"The predicate name {rules._q(name)} contains {storage.PREDICATE_SEPARATOR!r}, which the engine reserves: it separates a namespace from a "
+            "predicate in the relationship types of namespaced nexuses.",
             f"Use another separator, e.g. {rules._q(name.replace(storage.PREDICATE_SEPARATOR, '_'))} (snake_case predicates are the convention).",
         )
 
