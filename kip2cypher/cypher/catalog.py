@@ -111,6 +111,13 @@ def nexus_read(names: storage.Names) -> str:
 
 
 #: Store (``$adoption``: JSON) or remove (null) the adoption mapping of a namespace.
+#: The labels and relationship types the database's elements carry (``kip2cypher adopt`` names
+#: the nearest for a mapping's misspelled one).
+GRAPH_NAMES = (
+    "CALL () { CALL db.labels() YIELD label RETURN collect(label) AS labels } "
+    "CALL () { CALL db.relationshipTypes() YIELD relationshipType RETURN collect(relationshipType) AS types } "
+    "RETURN labels, types"
+)
 NEXUS_ADOPT = f"MATCH (n:{storage.NEXUS} {{namespace: $namespace}}) SET n.{storage.ADOPTION} = $adoption RETURN count(n) AS nexus"
 
 

@@ -17,7 +17,8 @@ from .. import adoption as adopt
 from ..adoption import AdoptedPredicate, AdoptedType
 from ..cypher import storage
 from ..cypher.builder import Fragment, Ident, Internal, Param, Part, Statement, frag, join, literal
-from ..errors import DUPLICATE_EXISTS, IMMUTABLE_TARGET, INVALID_SYNTAX, NOT_FOUND, KipError
+from ..errors import DUPLICATE_EXISTS, IMMUTABLE_TARGET, INVALID_SYNTAX, NOT_FOUND, KipError, closest
+from .adopted_values import display
 
 Adopted = Union[AdoptedType, AdoptedPredicate]
 
@@ -68,10 +69,11 @@ def proposition_id(ref: Part, p: AdoptedPredicate) -> Fragment:
 
 
 def attribute_map(ref: Part, pairs: tuple[tuple[str, str], ...]) -> Fragment:
-    """``{k: ref.`prop`, …}`` (missing properties come back null; the decoder drops them)."""
+    """``{k: ref.`prop`, …}`` as FIND shows the values (``adopted_values.display``; missing
+    properties come back null; the decoder drops them)."""
     if not pairs:
         return frag("{}")
-    return frag("{", join(", ", [frag(Ident(key), ": ", ref, ".", Ident(prop)) for key, prop in pairs]), "}")
+    return frag("{", join(", ", [frag(Ident(key), ": ", display(frag(ref, ".", Ident(prop)))) for key, prop in pairs]), "}")
 
 
 def metadata_map(what: Adopted) -> Fragment:
@@ -89,9 +91,7 @@ def element(ref: Part, what: Adopted, adoption: adopt.Adoption) -> Fragment:
             ", type: ",
             Param(what.name),
             ", name: ",
-            ref,
-            ".",
-            Ident(what.name_property),
+            display(frag(ref, ".", Ident(what.name_property))),
             ", attributes: ",
             attribute_map(ref, what.attributes),
             ", metadata: ",
@@ -203,6 +203,52 @@ def lookup_statement(refs: Sequence[tuple[AdoptedType, str | None, str | None]])
             stmt.line("RETURN ", str(i), " AS i, [n IN found | elementId(n)] AS elements, [n IN found | ", concept_id(n, t), "] AS ids")
     stmt.line("RETURN i, elements, ids")
     return stmt
+
+
+#: How many of an adopted type's nodes (or a predicate's relationships) show which properties the
+#: team's graph uses (the did-you-mean of an unmapped attribute in ``warnings``).
+PROPERTY_SAMPLE = 1000
+
+
+def carried_statement(targets: Sequence[Adopted], sample: int | None = PROPERTY_SAMPLE) -> Statement:
+    """Per target ``i``: the property keys carried by up to ``sample`` (None: all) of its team's
+    nodes (a type) or relationships (a predicate of that relationship type) — the names an
+    unmapped attribute key was likely meant to be."""
+    n = frag("n")
+    stmt = Statement()
+    with stmt.block("CALL ()"):
+        for i, what in enumerate(targets):
+            if i:
+                stmt.line("UNION ALL")
+            stmt.line("MATCH ", node(n, what) if isinstance(what, AdoptedType) else frag("()-[", n, ":", Ident(what.rel_type), "]->()"))
+            if sample is not None:
+                stmt.line("WITH n LIMIT ", str(sample))
+            stmt.line("UNWIND keys(n) AS k")
+            stmt.line("RETURN ", str(i), " AS i, collect(DISTINCT k) AS keys")
+    stmt.line("RETURN i, keys")
+    return stmt
+
+
+def unmapped_warning(var: str, key: str, what: Adopted, carried: Sequence[str]) -> str:
+    """The ``warnings`` entry for ``?var.attributes.key`` of an adopted element whose mapping does
+    not expose ``key`` (it reads as null): the mapped attribute or the team's property it most
+    likely meant (``carried``: properties its nodes or relationships have)."""
+    mapped = [k for k, _ in what.attributes]
+    kind = f"type {what.name} (label {what.label})" if isinstance(what, AdoptedType) else f"predicate {what.name} (relationship type {what.rel_type})"
+    table = f"[{'types' if isinstance(what, AdoptedType) else 'predicates'}.{what.name}]"
+    head = f'?{var}: attribute "{key}" is not mapped for the adopted {kind}, so it reads as null'
+    guess = closest(key, mapped)
+    if guess is not None:
+        return f'{head}; did you mean "{guess}"?'
+    exposed = {prop for _, prop in what.attributes}
+    unexposed = sorted(p for p in carried if p not in exposed)
+    guess = key if key in unexposed else closest(key, unexposed)
+    if guess is not None:
+        return (
+            f'{head}; did you mean "{guess}"? The team\'s elements carry a property "{guess}" the mapping does not expose: '
+            f"add it to the attributes of {table} and run `kip2cypher adopt` again to read it."
+        )
+    return f"{head}; its attributes are {', '.join(mapped)}." if mapped else f"{head}; the mapping exposes no attribute of it."
 
 
 def endpoint_missing(label: str, offset: int | None = None) -> KipError:

@@ -59,6 +59,7 @@ from ..errors import INVALID_SYNTAX, REFERENCE_ERROR, RESOURCE_EXHAUSTED, KipErr
 from ..syntax import ast
 from ..syntax.values import Deferred, describe, resolve, resolve_predicate
 from . import adopted as adopted_cy
+from . import adopted_values
 from .regex_guard import compile_search, regex_calls
 
 CONCEPT = "concept"
@@ -482,6 +483,8 @@ class Lowerer:
         self.regex_budget = settings.max_regex_steps
         #: attribute/metadata keys the command reads: (variable, stored key) → first text offset
         self.key_uses: dict[tuple[str, str], int] = {}
+        #: (variable, attribute key) read of an adopted element whose mapping does not expose the key
+        self.unmapped: dict[tuple[str, str], Any] = {}
         #: what a variable's elements are known to be: (True, concept type) / (False, predicate)
         self.var_kinds: dict[str, tuple[bool, str]] = {}
         #: the namespace's adoption mapping (docs/adopt.md); None: nothing adopted
@@ -1441,6 +1444,8 @@ class Lowerer:
                 f"Use ?{expr.var} itself.",
             )
         if binding.adopted is not None:
+            if expr.path[0] == "attributes" and len(expr.path) == 2 and binding.adopted.property_of(expr.path[1]) is None:
+                self.unmapped.setdefault((expr.var, expr.path[1]), binding.adopted)  # always null: said in ``warnings``
             return adopted_cy.field(binding.ref, binding.adopted, expr.path, self.adoption)
         head = expr.path[0]
         if head in SCALAR_FIELDS:
@@ -1529,7 +1534,7 @@ class Lowerer:
                     return frag("null")  # an order comparison with null is unknown
             left = self.operand(expr.left, scope, used_in, guard=self.needs_guard(expr.op, expr.right))
             right = self.operand(expr.right, scope, used_in, guard=self.needs_guard(_FLIP[expr.op], expr.left))
-            return frag(left, _CMP[expr.op], right)
+            return adopted_values.checked(self, expr.op, (expr.left, expr.right), (left, right), frag(left, _CMP[expr.op], right), scope, used_in)
         if isinstance(expr, ast.FuncCall):
             return self.function(expr, scope, used_in)
         # A bare value used as a condition: true only when it is the boolean true.
@@ -1600,11 +1605,13 @@ class Lowerer:
                     f"IN needs a list as its second argument, got {describe(self.value_of(args[1]))}.",
                     'Write IN(?x, ["a", "b"]) or bind the placeholder to an array.',
                 )
-            return frag(self.operand(args[0], scope, used_in, guard=not literal_list), " IN ", self.operand(args[1], scope, used_in))
+            value, items = self.operand(args[0], scope, used_in, guard=not literal_list), self.operand(args[1], scope, used_in)
+            return adopted_values.checked(self, "IN", args, (value, items), frag(value, " IN ", items), scope, used_in)
         if name in _STRING_FUNCS:
-            return frag(self.operand(args[0], scope, used_in), _STRING_FUNCS[name], self.operand(args[1], scope, used_in))
+            text, other = self.operand(args[0], scope, used_in), self.operand(args[1], scope, used_in)
+            return adopted_values.checked(self, name, args, (text, other), frag(text, _STRING_FUNCS[name], other), scope, used_in)
         if name == "REGEX":
-            return self.regex(args, scope, used_in)
+            return adopted_values.checked(self, name, args, (frag("null"), frag("null")), self.regex(args, scope, used_in), scope, used_in)
         raise KipError(INVALID_SYNTAX, f"Unknown FILTER function {name}.", "Use IN, IS_NULL, IS_NOT_NULL, CONTAINS, STARTS_WITH, ENDS_WITH or REGEX.")
 
     def regex(self, args: tuple[Any, ...], scope: Mapping[str, Binding], used_in: str) -> Fragment:
