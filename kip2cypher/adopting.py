@@ -231,7 +231,8 @@ def _vector_index_exists(nexus: Any, index: Any) -> bool:
 
 def stored(nexus: Any) -> Adoption | None:
     """The mapping stored on the namespace's nexus node (None: nothing adopted)."""
-    records, _, _ = nexus.driver.execute_query(catalog.NEXUS_READ, namespace=nexus.settings.namespace, database_=nexus.database, routing_="r")
+    statement = catalog.nexus_read(storage.names(nexus.settings.namespace))
+    records, _, _ = nexus.driver.execute_query(statement, namespace=nexus.settings.namespace, database_=nexus.database, routing_="r")
     text = records[0]["adoption"] if records else None
     return Adoption.from_json(text) if text else None
 

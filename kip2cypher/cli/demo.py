@@ -10,9 +10,10 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from ..cypher import storage
 from ..errors import KipError
 from ..lower.compile import compile_command
+from . import target
+from .target import TargetRefused
 
 DEMO_SCHEMA = """
 UPSERT {
@@ -112,8 +113,7 @@ def _summary(capsule: str, response) -> str:
     return writes_summary(write_counts(capsule))
 
 
-class DemoRefused(Exception):
-    """The target database holds data other than KIP's and ``--yes`` was not given."""
+DemoRefused = TargetRefused
 
 
 def where(nexus) -> str:
@@ -122,25 +122,19 @@ def where(nexus) -> str:
 
 
 def foreign_nodes(nexus) -> int:
-    """Nodes that are not the engine's (concepts and propositions of any namespace, nexus nodes)
-    nor the demo's example team graph: somebody else's data."""
-    records, _, _ = nexus.driver.execute_query(
-        f"MATCH (n) WHERE NOT any(l IN labels(n) WHERE any(s IN $stems WHERE l = s OR l STARTS WITH s + '__')) AND n.{DEMO_MARK} IS NULL RETURN count(n) AS c",
-        stems=list(storage.RESERVED_LABEL_STEMS),
-        database_=nexus.database,
-    )
-    return records[0]["c"]
+    """Nodes that are neither KIP's nor the demo's example team graph: somebody else's data."""
+    return target.foreign_nodes(nexus, DEMO_MARK)
 
 
 def check_target(nexus, *, yes: bool) -> None:
     """Refuse (DemoRefused) to write the example capsules next to data that is not KIP's, unless ``yes``."""
-    foreign = foreign_nodes(nexus)
-    if foreign and not yes:
-        raise DemoRefused(
-            f"{nexus.uri} holds {foreign} node(s) that are not KIP data; the demo would add its example types and "
-            "capsules (Drug, Symptom, …) to that database. Re-run with --yes to write there anyway, or unset "
-            "NEO4J_URI / --uri to run the demo on its own local server."
-        )
+    target.check_target(
+        nexus,
+        "the demo would add its example types and capsules (Drug, Symptom, …) to that database",
+        yes=yes,
+        own_mark=DEMO_MARK,
+        advice=", or unset NEO4J_URI / --uri to run the demo on its own local server",
+    )
 
 
 def run_demo(nexus, echo: Callable[[str], None], *, yes: bool = False) -> None:

@@ -82,13 +82,34 @@ def schema(names: storage.Names = storage.DEFAULT) -> tuple[str, ...]:
 
 
 #: The nexus node of a namespace (``$namespace``; ``""`` is the default): engine facts every process
-#: must share — the secret CURSOR tokens are signed with, and the adoption mapping (docs/adopt.md,
-#: JSON; absent when nothing is adopted). Created with a fresh random secret by ``ensure_schema``.
+#: must share — the secret CURSOR tokens are signed with, the adoption mapping (docs/adopt.md,
+#: JSON; absent when nothing is adopted) and the storage layout (``storage.LAYOUT_KEY``). Created
+#: with a fresh random secret and the layout this build writes by ``ensure_schema``; an existing
+#: node keeps what it has (a node without the key is layout 1, docs/migration.md).
+#: The layout of a nexus node without ``storage.LAYOUT_KEY`` (every node written before layouts were recorded).
+LEGACY_LAYOUT = 1
 NEXUS_CREATE = (
-    f"MERGE (n:{storage.NEXUS} {{namespace: $namespace}}) ON CREATE SET n.{storage.CURSOR_SECRET} = $secret "
-    f"RETURN n.{storage.CURSOR_SECRET} AS secret, n.{storage.ADOPTION} AS adoption"
+    f"MERGE (n:{storage.NEXUS} {{namespace: $namespace}}) "
+    f"ON CREATE SET n.{storage.CURSOR_SECRET} = $secret, n.{storage.LAYOUT_KEY} = $layout "
+    f"RETURN n.{storage.CURSOR_SECRET} AS secret, n.{storage.ADOPTION} AS adoption, coalesce(n.{storage.LAYOUT_KEY}, {LEGACY_LAYOUT}) AS layout"
 )
-NEXUS_READ = f"MATCH (n:{storage.NEXUS} {{namespace: $namespace}}) RETURN n.{storage.CURSOR_SECRET} AS secret, n.{storage.ADOPTION} AS adoption"
+
+
+@functools.lru_cache(maxsize=64)
+def nexus_read(names: storage.Names) -> str:
+    """The facts of a namespace's nexus node, one row always: ``secret``, ``adoption`` and
+    ``layout`` — the node's (1 when it has none), else 1 when the namespace holds a layout-1
+    Genesis without a nexus node (its ``$ConceptType`` concepts still carry the bare type label;
+    an index seek on ``type``), else null: a namespace that was never bootstrapped."""
+    meta = literal(storage.CONCEPT_TYPE)
+    return (
+        f"OPTIONAL MATCH (n:{storage.NEXUS} {{namespace: $namespace}}) "
+        f"RETURN n.{storage.CURSOR_SECRET} AS secret, n.{storage.ADOPTION} AS adoption, "
+        f"CASE WHEN n IS NOT NULL THEN coalesce(n.{storage.LAYOUT_KEY}, {LEGACY_LAYOUT}) "
+        f"WHEN EXISTS {{ MATCH (c:{names.concept} {{type: {meta}}}) WHERE c.type IN labels(c) }} THEN {LEGACY_LAYOUT} END AS layout"
+    )
+
+
 #: Store (``$adoption``: JSON) or remove (null) the adoption mapping of a namespace.
 #: The labels and relationship types the database's elements carry (``kip2cypher adopt`` names
 #: the nearest for a mapping's misspelled one).
