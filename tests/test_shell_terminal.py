@@ -209,7 +209,7 @@ def test_colon_switches_readonly_json_and_cypher(shell, medical):
     shell.run(":json off")
     shell.run(":cypher on")
     screen = shell.run('FIND(?d.name) WHERE { ?d {type: "Drug"} };')
-    assert "-- Cypher: FIND" in screen and "MATCH (d:KipConcept:`Drug`)" in screen and "│ Paracetamol" in screen
+    assert "-- Cypher: FIND" in screen and "MATCH (d:`kip:Drug`)" in screen and "│ Paracetamol" in screen
 
 
 # ---------------------------------------------------------------- run: the live bar on a terminal
