@@ -67,6 +67,7 @@ GROWERS = {
     "projections": ("read", lambda n: _find("", ", ".join(["?a.name"] * n))),
     "order_by": ("read", lambda n: _find("", tail=" ORDER BY " + ", ".join(["?a.name"] * n))),
     "predicate_alternatives": ("read", lambda n: _find("(?a, " + " | ".join(['"treats"'] * n) + ", ?b)")),
+    "path_hops": ("number", lambda n: _find(f'(?a, "treats"{{1,{n}}}, ?b)')),
     "export_union": ("read", lambda n: f"EXPORT ?a WHERE {{ {C}" + f" UNION {{ {C} }}" * n + " }"),
     "capsule_blocks": ("write", lambda n: "UPSERT { " + " ".join(f'CONCEPT ?c{i} {{ {{type: "Grown", name: "g{i}"}} }}' for i in range(n)) + " }"),
     "set_propositions": (
@@ -161,3 +162,14 @@ def test_filter_of_4096_or_operands_held_neo4j_planning_past_the_timeout(grown):
     assert error["code"] == "KIP_4002" and str(MAX_FILTER_TESTS) in error["message"], error
     assert ok(grown.execute_kip_readonly(GROWERS["in_list"][1](4096))) == []
 
+
+def test_path_maximum_above_int64_was_pasted_into_the_cypher(grown):
+    """``{1,9223372036854775808}`` reached the Cypher text and answered KIP_4003 "Neo4j rejected
+    the generated Cypher" (echoing the statement): now KIP_1001 naming the value, with its place."""
+    command = 'FIND(?b.name) WHERE { ?a {type: "Drug", name: "A"} (?a, "treats"{1,9223372036854775808}, ?b) }'
+    error = grown.execute_kip_readonly(command)["error"]
+    assert error["code"] == "KIP_1001" and "9223372036854775808" in error["message"], error
+    assert (error["line"], error["column"]) == (1, command.index("{1,") + 1)
+    assert "MATCH" not in error["message"]
+    largest = command.replace("9223372036854775808", "9223372036854775807")
+    assert sorted(ok(grown.execute_kip_readonly(largest))) == ["A", "B"]

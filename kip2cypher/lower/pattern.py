@@ -1556,7 +1556,16 @@ class Lowerer:
         low = int(quantifier.min)
         high = None if quantifier.max is None else int(quantifier.max)
         if high is not None and low > high:
-            raise KipError(INVALID_SYNTAX, f"The path quantifier {{{low},{high}}} has min > max.", "Write {min,max} with min ≤ max.")
+            raise KipError(
+                INVALID_SYNTAX, f"The path quantifier {{{low},{high}}} has min > max.", "Write {min,max} with min ≤ max.", offset=quantifier.span.start
+            )
+        if high is not None and high > storage.INT64_MAX:  # the bound is Cypher text: Neo4j parses it as a 64-bit integer
+            raise KipError(
+                INVALID_SYNTAX,
+                f"The path quantifier's maximum {high} is above {storage.INT64_MAX}, the largest hop count there is.",
+                f"Leave the maximum open ({{{low},}}) or write a smaller one.",
+                offset=quantifier.span.start,
+            )
         cap = self.settings.max_hops
         if low > cap:
             raise KipError(
