@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from kml_helpers import ok
 
 #: A NUL in a type name: Neo4j refuses it as a label (TokenNameError → KIP_1002 at run time).
@@ -50,3 +51,19 @@ def test_syntax_error_of_a_kml_command_still_does_not_halt_the_batch(genesis):
     items = response["result"]
     assert len(items) == 2 and items[0]["error"]["code"] == "KIP_1001" and "result" in items[1], items
     assert "stopped the batch" not in items[0]["error"]["message"]
+
+
+def _types(nexus) -> list[str]:
+    return ok(nexus.execute_kip_readonly("DESCRIBE CONCEPT TYPES"))
+
+
+@pytest.mark.parametrize("name", ["", "   ", "\t", "Drug\nDrug", "Bad\u001bType", "\u0085"])
+@pytest.mark.parametrize("meta", ["$ConceptType", "$PropositionType"])
+def test_empty_or_control_character_type_name_could_be_defined_and_failed_only_at_run_time(genesis, meta, name):
+    before = _types(genesis)
+    response = genesis.execute_kip(f'UPSERT {{ CONCEPT ?t {{ {{type: "{meta}", name: :n}} }} }}', parameters={"n": name})
+    error = response["error"]
+    assert error["code"] == "KIP_1002" and "cannot be defined" in error["message"], error
+    assert "§2.8.1" in error["hint"] and "[a-zA-Z_][a-zA-Z0-9_]*" in error["hint"]
+    assert (error["line"], error["column"]) == (1, len(f'UPSERT {{ CONCEPT ?t {{ {{type: "{meta}", name: ') + 1)
+    assert _types(genesis) == before
