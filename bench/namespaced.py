@@ -5,8 +5,9 @@ graph lives beside it (docs/performance.md, "Namespaces"). The hand-written side
 same question of the same stored graph, so its statements use ``alpha``'s vocabulary
 (docs/storage-model.md, "Namespaces"): the namespace's concept/proposition labels and
 structural relationship types, its link property, its predicate relationship types
-(`` `alpha/knows` ``), its index names — and a concept-type label is combined with the
-namespace's concept label, because type labels are shared by every namespace.
+(`` `kip.alpha:knows` ``), its concept-type labels (`` `kip.alpha:Person` ``), its index names.
+The default namespace's type labels and predicate types are in KIP's label space too
+(`` `kip:Person` ``, `` `kip:knows` ``), so every statement passes through ``cypher``.
 
 The bench's Cypher is written once for the default namespace; ``cypher`` rewrites it. Only the
 bench's own statements pass through here (no user text), and the rewrite is checked by the
@@ -33,18 +34,20 @@ def use(namespace: str) -> None:
 
 
 def cypher(text: str) -> str:
-    """``text`` (written for the default namespace) in the vocabulary of ``names``."""
-    if not names.namespace:
-        return text
+    """``text`` (written for the default namespace, with bare type labels and predicate types) in
+    the vocabulary of ``names``: every concept-type label and predicate relationship type in the
+    namespace's label space (`` `kip:Person` ``, `` `kip.alpha:knows` ``), and outside the default
+    namespace its engine labels, link property and index names."""
     prefix = names.predicate_prefix
-    for index in _INDEXES:
-        text = text.replace(f"'{index(storage.DEFAULT)}'", f"'{index(names)}'")
-    text = re.sub(r"\bKipConcept\b", names.concept, text)
-    text = re.sub(r"\bKipProposition\b", names.proposition, text)
-    text = re.sub(r"\bKIP_SUBJECT\b", names.subject_rel, text)
-    text = re.sub(r"\bKIP_OBJECT\b", names.object_rel, text)
-    text = re.sub(r"\bkip_id\b", names.link_id, text)
-    text = re.sub(r"\((\w*):(" + "|".join(_TYPES) + r")\b", lambda m: f"({m[1]}:{names.concept}:{m[2]}", text)
+    if names.namespace:
+        for index in _INDEXES:
+            text = text.replace(f"'{index(storage.DEFAULT)}'", f"'{index(names)}'")
+        text = re.sub(r"\bKipConcept\b", names.concept, text)
+        text = re.sub(r"\bKipProposition\b", names.proposition, text)
+        text = re.sub(r"\bKIP_SUBJECT\b", names.subject_rel, text)
+        text = re.sub(r"\bKIP_OBJECT\b", names.object_rel, text)
+        text = re.sub(r"\bkip_id\b", names.link_id, text)
+    text = re.sub(r"\((\w*):(" + "|".join(_TYPES) + r")\b", lambda m: f"({m[1]}:`{prefix}{m[2]}`", text)
     text = re.sub(r"\[(\w*):([a-z][a-z_]*)", lambda m: f"[{m[1]}:`{prefix}{m[2]}`", text)
-    text = text.replace("$(row.p)", f"$('{prefix}' + row.p)")
+    text = text.replace("$(row.p)", f"$('{prefix}' + row.p)").replace("$(row.type)", f"$('{prefix}' + row.type)")
     return text.replace("type(r)", f"substring(type(r), {len(prefix)})")

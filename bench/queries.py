@@ -376,7 +376,8 @@ def build(graph: MemoryGraph, cursor_token: str | None = None) -> list[Query]:
             "higher-order lookup (spec example 3)",
             'FIND(?s.metadata.confidence) WHERE { ?f ({type: "Person", name: :a}, "knows", {type: "Person", name: :b}) '
             '?s ({type: "Person", name: :w}, "stated", ?f) }',
-            "MATCH (:KipConcept {type: 'Person', name: $a})<-[:KIP_SUBJECT]-(f:KipProposition {predicate: 'knows'})-[:KIP_OBJECT]->(:KipConcept {type: 'Person', name: $b}) "
+            "MATCH (:KipConcept {type: 'Person', name: $a})<-[:KIP_SUBJECT]-(f:KipProposition {predicate: 'knows'})-[:KIP_OBJECT]->(:KipConcept {type: "
+            "'Person', name: $b}) "
             "MATCH (:KipConcept {type: 'Person', name: $w})<-[:KIP_SUBJECT]-(s:KipProposition {predicate: 'stated'})-[:KIP_OBJECT]->(f) "
             "RETURN s.`meta.confidence`",
             hp,
@@ -585,13 +586,15 @@ def write_queries(graph: MemoryGraph) -> list[Query]:
         Query(
             "update_bulk",
             "bulk UPDATE (counter on ~20% of Events)",
-            'UPDATE ?e SET ATTRIBUTES { views: ADD(COALESCE(?e.attributes.views, 0), 1) } WHERE { ?e {type: "Event"} FILTER(?e.attributes.event_class == "Meeting") }',
+            'UPDATE ?e SET ATTRIBUTES { views: ADD(COALESCE(?e.attributes.views, 0), 1) } WHERE { ?e {type: "Event"} FILTER(?e.attributes.event_class == '
+            '"Meeting") }',
             "MATCH (e:Event) WHERE e.`attr.event_class` = 'Meeting' "
             "SET e.`attr.views` = coalesce(e.`attr.views`, 0) + 1, e.`meta._version` = e.`meta._version` + 1, e.`meta._updated_at` = $now "
             "RETURN count(e) AS n",
             write=True,
             vary=lambda i: (
-                'UPDATE ?e SET ATTRIBUTES { views: ADD(COALESCE(?e.attributes.views, 0), 1) } WHERE { ?e {type: "Event"} FILTER(?e.attributes.event_class == "Meeting") }',
+                'UPDATE ?e SET ATTRIBUTES { views: ADD(COALESCE(?e.attributes.views, 0), 1) } WHERE { ?e {type: "Event"} FILTER(?e.attributes.event_class == '
+                '"Meeting") }',
                 {},
                 {"now": writer.now_iso()},
             ),

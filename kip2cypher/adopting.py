@@ -127,6 +127,57 @@ def survey(nexus: Any, adoption: Adoption) -> dict[str, Any]:
     return {"types": types, "predicates": predicates}
 
 
+def _mapped_properties(what: AdoptedType | AdoptedPredicate) -> dict[str, str]:
+    """The properties a mapping entry reads, each with the role it plays there (first role wins)."""
+    roles: dict[str, str] = {}
+    if isinstance(what, AdoptedType):
+        roles[what.name_property] = "name"
+        if what.key is not None:
+            roles.setdefault(what.key, "key")
+    for key, prop in what.attributes:
+        roles.setdefault(prop, f"attribute {key}")
+    for prop in what.text:
+        roles.setdefault(prop, "text")
+    return roles
+
+
+def _nearest(name: str, candidates: list[str]) -> str:
+    guess = errors.closest(name, candidates)
+    return f"; did you mean {guess!r}?" if guess is not None else "."
+
+
+def name_warnings(nexus: Any, adoption: Adoption, surveyed: dict[str, Any]) -> list[str]:
+    """The mapping's labels, relationship types and properties that no element of the database
+    carries (read only), each with the nearest name that exists: a misspelled mapping would
+    otherwise expose nothing and say only "0 nodes". ``surveyed``: ``survey``'s counts (a label
+    only KIP's own nodes carry is no team label). Properties are checked against every node of
+    the label (every relationship of the type)."""
+    records, _, _ = nexus.driver.execute_query(catalog.GRAPH_NAMES, database_=nexus.database, routing_="r")
+    labels = [label for label in records[0]["labels"] if not storage.is_engine_label(label)]
+    types = records[0]["types"]
+    entries = [*adoption.types, *adoption.predicates]
+    counts = {t["type"]: t["nodes"] for t in surveyed["types"]} | {p["predicate"]: p["relationships"] + p["not_exposed"] for p in surveyed["predicates"]}
+    present = [what for what in entries if counts[what.name]]
+    carried: dict[str, list[str]] = {}
+    if present:
+        text, params = adopted_cy.carried_statement(present, sample=None).build()
+        rows, _, _ = nexus.driver.execute_query(text, params, database_=nexus.database, routing_="r")
+        carried = {present[row["i"]].name: row["keys"] for row in rows}
+    out = []
+    for what in entries:
+        is_type = isinstance(what, AdoptedType)
+        where = f"{'types' if is_type else 'predicates'}.{what.name}"
+        if what.name not in carried:
+            missing = f"no node carries the label {what.label!r}" if is_type else f"no relationship has the type {what.rel_type!r}"
+            out.append(f"{where}: {missing}{_nearest(what.label if is_type else what.rel_type, labels if is_type else types)}")
+            continue
+        owner = f"{what.label} node" if is_type else f"{what.rel_type} relationship"
+        for prop, role in _mapped_properties(what).items():
+            if prop not in carried[what.name]:
+                out.append(f"{where}: no {owner} carries the property {prop!r} ({role}){_nearest(prop, carried[what.name])}")
+    return out
+
+
 def text_index(nexus: Any, adoption: Adoption) -> dict[str, Any] | None:
     """The full-text index of the mapping's text properties: its name, DDL and whether it exists
     as defined (None when no type has text properties)."""
@@ -180,7 +231,8 @@ def _vector_index_exists(nexus: Any, index: Any) -> bool:
 
 def stored(nexus: Any) -> Adoption | None:
     """The mapping stored on the namespace's nexus node (None: nothing adopted)."""
-    records, _, _ = nexus.driver.execute_query(catalog.NEXUS_READ, namespace=nexus.settings.namespace, database_=nexus.database, routing_="r")
+    statement = catalog.nexus_read(storage.names(nexus.settings.namespace))
+    records, _, _ = nexus.driver.execute_query(statement, namespace=nexus.settings.namespace, database_=nexus.database, routing_="r")
     text = records[0]["adoption"] if records else None
     return Adoption.from_json(text) if text else None
 
@@ -218,7 +270,8 @@ def _link_memory(report: dict[str, Any], nexus: Any, previous: Adoption | None, 
             errors.CONSTRAINT_VIOLATION,
             f"link_memory cannot be turned off in namespace {nexus.settings.namespace!r}: {linked} memory proposition(s) link to adopted concepts, "
             "and with the option off KIP would read their adopted endpoints as memory elements.",
-            'Keep [options] link_memory = true, or first delete those propositions (e.g. DELETE PROPOSITIONS ?l WHERE { ?d {type: "Drug"} ?l (?n, "about", ?d) } '
+            'Keep [options] link_memory = true, or first delete those propositions (e.g. DELETE PROPOSITIONS ?l WHERE { ?d {type: "Drug"} ?l (?n, "about", ?d) '
+            "} "
             "per adopted type and predicate), then adopt again (docs/adopt.md).",
         )
 
@@ -227,6 +280,7 @@ def apply(nexus: Any, adoption: Adoption, *, dry_run: bool = False, create_index
     """Register ``adoption`` in the nexus's namespace (see the module docstring); returns a report."""
     previous = stored(nexus)
     report: dict[str, Any] = {"namespace": nexus.settings.namespace, "dry_run": dry_run, **survey(nexus, adoption)}
+    report["warnings"] = name_warnings(nexus, adoption, report)
     _link_memory(report, nexus, previous, adoption)
     index, rel_index = text_index(nexus, adoption), relationship_text_index(nexus, adoption)
 
@@ -368,6 +422,7 @@ def report_lines(report: dict[str, Any]) -> list[str]:
         lines.append(
             f"predicate {p['predicate']} {verb} — ({p['subject']})-[:{p['relationship_type']}]->({p['object']}): {p['relationships']} relationship(s){other}"
         )
+    lines += [f"warning: {warning}" for warning in report.get("warnings", [])]
     lines.append(f"mapping: {report['mapping']}")
     link = report.get("link_memory")
     if link is not None and link["enabled"]:

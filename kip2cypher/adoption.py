@@ -26,10 +26,14 @@ key, its line and the fix (the defined name it probably meant, when there is one
 
 from __future__ import annotations
 
+import base64
+import calendar
+import datetime as dt
 import json
 import math
 import re
 import tomllib
+import zoneinfo
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Union
@@ -51,6 +55,9 @@ DOMAIN = "Adopted"
 #: Engine label / relationship-type stems (``cypher.storage``); repeated here because the
 #: foundation layer may not import the cypher layer. ``tests/test_adopt.py`` checks they agree.
 ENGINE_STEMS = ("KipConcept", "KipProposition", "KipNexus", "KipAdoptedVector", "KIP_SUBJECT", "KIP_OBJECT")
+#: Memory's own concept-type labels and predicate types (``kip:Drug``, ``kip.alice:treats``:
+#: ``cypher.storage.is_vocabulary_name``, spelled here because the mapping sits below the storage layer).
+VOCABULARY_NAME = re.compile(r"kip(?:\.[a-z][a-z0-9_]{0,31})?:")
 
 
 @dataclass(frozen=True)
@@ -230,12 +237,18 @@ def key_candidates(value: str) -> list[Any]:
 
 
 def jsonable(value: Any) -> Any:
-    """A property value of the team's graph as a JSON value: temporal values as ISO 8601 text,
-    points and anything else JSON lacks as text (lists and maps converted item by item)."""
+    """A property value of the team's graph as a JSON value (docs/adopt.md, "Values"): temporal
+    values arrive as Neo4j's own ISO 8601 text (``lower.adopted_values.display`` converts them in
+    Cypher), a point as ``{"srid", "x", "y"[, "z"]}``, a byte array as base64 text, NaN /
+    ±Infinity as text; lists and maps are converted item by item."""
     if isinstance(value, float) and not math.isfinite(value):
         return str(value).replace("inf", "Infinity").replace("nan", "NaN")  # JSON has no such number
     if value is None or isinstance(value, (str, bool, int, float)):
         return value
+    if isinstance(value, (bytes, bytearray)):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    if isinstance(value, tuple) and hasattr(value, "srid"):  # the driver's Point: a tuple of coordinates with an SRID
+        return {"srid": value.srid, **dict(zip(("x", "y", "z"), (jsonable(c) for c in value)))}
     if isinstance(value, (list, tuple)):
         return [jsonable(v) for v in value]
     if isinstance(value, dict):
@@ -243,6 +256,71 @@ def jsonable(value: Any) -> Any:
     if hasattr(value, "iso_format"):
         return value.iso_format()
     return str(value)
+
+
+#: ISO 8601 texts of Neo4j's temporal types, as Neo4j's ``toString()`` writes them (what FIND
+#: shows) and the common variants Neo4j's own parsers accept: ``2026-01-05``, ``10:00``,
+#: ``10:00:00.5+01:00``, ``2026-01-05T10:00:00Z``, ``…T10:00:00+01:00[Europe/Berlin]``, ``P1DT2H``.
+_DATE = r"(?P<year>[+-]\d{4,9}|\d{4})-(?P<month>\d{2})-(?P<day>\d{2})"
+_TIME = r"(?P<hour>\d{2}):(?P<minute>\d{2})(?::(?P<second>\d{2})(?:\.\d{1,9})?)?"
+_OFFSET = r"(?P<offset>Z|[+-](?P<oh>\d{2}):(?P<om>\d{2}))"
+_TEMPORAL_TEXT = (
+    ("date", re.compile(_DATE + r"\Z")),
+    ("localtime", re.compile(_TIME + r"\Z")),
+    ("time", re.compile(_TIME + _OFFSET + r"\Z")),
+    ("localdatetime", re.compile(_DATE + "T" + _TIME + r"\Z")),
+    ("datetime", re.compile(_DATE + "T" + _TIME + r"(?:" + _OFFSET + r"(?:\[(?P<zone>[A-Za-z0-9_+\-/]+)\])?|\[(?P<zone_only>[A-Za-z0-9_+\-/]+)\])\Z")),
+)
+_NUMBER = r"[+-]?\d{1,18}"
+_DURATION = re.compile(
+    rf"-?P(?=.)(?:{_NUMBER}Y)?(?:{_NUMBER}M)?(?:{_NUMBER}W)?(?:{_NUMBER}D)?(?:T(?=.)(?:{_NUMBER}H)?(?:{_NUMBER}M)?(?:{_NUMBER}(?:\.\d{{1,9}})?S)?)?\Z"
+)
+
+
+def temporal_kind(text: str) -> str | None:
+    """The Neo4j temporal type ``text`` spells — its Cypher constructor (``date``, ``localtime``,
+    ``time``, ``localdatetime``, ``datetime``, ``duration``) — or None. Only valid values count
+    (no February 30th, no unknown time zone), so converting the text in Cypher never fails."""
+    if _DURATION.match(text):
+        return "duration"
+    for kind, pattern in _TEMPORAL_TEXT:
+        found = pattern.match(text)
+        if found is not None:
+            return kind if _valid(found.groupdict()) else None
+    return None
+
+
+def _valid(parts: dict[str, str | None]) -> bool:
+    """The fields of a matched temporal text are in range (a zone id must be one Python knows;
+    with an offset too, the offset must be the zone's at that time, as Neo4j requires)."""
+    if parts.get("year") is not None:
+        year, month, day = int(parts["year"]), int(parts["month"]), int(parts["day"])
+        if not 1 <= month <= 12 or not 1 <= day <= calendar.monthrange(year if 1 <= year <= 9999 else 2000 + year % 400, month)[1]:
+            return False
+    if parts.get("hour") is not None and (int(parts["hour"]) > 23 or int(parts["minute"]) > 59 or int(parts["second"] or 0) > 59):
+        return False
+    if parts.get("oh") is not None and (int(parts["oh"]) > 18 or int(parts["om"]) > 59):
+        return False
+    zone = parts.get("zone") or parts.get("zone_only")
+    return zone is None or _zone_fits(zone, parts)
+
+
+def _zone_fits(zone: str, parts: dict[str, str | None]) -> bool:
+    """``zone`` is a time zone id, and an offset written with it is the zone's offset at that
+    local time (Neo4j refuses ``…+05:00[Europe/Berlin]``: the conversion must never fail)."""
+    try:
+        tz = zoneinfo.ZoneInfo(zone)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        return False
+    if parts.get("offset") is None:
+        return True
+    year = int(parts["year"])
+    if not 1 <= year <= 9999:
+        return False  # Python cannot tell the zone's offset then: refuse rather than guess
+    local = dt.datetime(year, int(parts["month"]), int(parts["day"]), int(parts["hour"]), int(parts["minute"]), int(parts["second"] or 0))
+    sign = -1 if parts["offset"].startswith("-") else 1
+    offset = dt.timedelta(0) if parts["offset"] == "Z" else sign * dt.timedelta(hours=int(parts["oh"]), minutes=int(parts["om"]))
+    return any(local.replace(tzinfo=tz, fold=fold).utcoffset() == offset for fold in (0, 1))
 
 
 def element_object(value: Any) -> Any:
@@ -457,11 +535,12 @@ class _Checker:
             )
 
     def engine_name(self, loc: tuple[str, ...], name: str, what: str) -> None:
-        if any(name == stem or name.startswith(stem + "__") for stem in ENGINE_STEMS):
+        if any(name == stem or name.startswith(stem + "__") for stem in ENGINE_STEMS) or VOCABULARY_NAME.match(name):
             raise self.fail(
                 loc,
                 f"{name!r} is a {what} the engine owns.",
-                f"Adopt only the team's own labels and relationship types; {', '.join(ENGINE_STEMS)} (and those names with a __namespace suffix) are the engine's.",
+                f"Adopt only the team's own labels and relationship types; {', '.join(ENGINE_STEMS)} (and those names with a __namespace suffix) and the "
+                "names beginning with kip: or kip.<namespace>: (memory's own types and predicates) are the engine's.",
                 errors.IMMUTABLE_TARGET,
             )
 

@@ -34,14 +34,17 @@ from .execute import (
     new_context,
     new_secret,
     nexus_settings,
+    now,
     plan_text,
     stale_vectors,
     with_namespace,
 )
 from .execution import background, loop, programs
 from .execution.neo4j_errors import DRIVER_ERRORS, from_neo4j
+from .execution.programs import admin
 from .execution.request import Outcome, command_program, request_program
-from .execution.requests import Deadline, within
+from .execution.requests import Context, Deadline, within
+from .lower import migration
 from .lower.compile import compile_plan
 from .lower.plan import Plan
 from .version import __version__
@@ -125,28 +128,36 @@ class AsyncNexus:
 
     # ------------------------------------------------------------------ schema
     async def ensure_schema(self) -> None:
-        """Create constraints and indexes idempotently, each in a transaction of its own, and
-        the nexus node with its cursor-signing secret."""
-        async with await self.session() as session:
-            for statement in catalog.schema(storage.names(self.settings.namespace)):
-                await (await session.run(statement)).consume()
-            record = await (await session.run(catalog.NEXUS_CREATE, namespace=self.settings.namespace, secret=new_secret())).single()
-        self._load_nexus_node(record)
+        """``Nexus.ensure_schema``: constraints, indexes and the nexus node; another layout is refused."""
+        self._load_nexus_node(await self.run_admin(lambda ctx: admin.ensure_schema(ctx, new_secret())))
+
+    async def migrate(self, *, dry_run: bool = False, batch: int = migration.DEFAULT_BATCH) -> dict[str, Any]:
+        """``Nexus.migrate``: every namespace of the database to this build's storage layout."""
+        report = await self.run_admin(lambda ctx: admin.migrate(ctx, batch=batch, dry_run=dry_run))
+        self._secret_loaded = False
+        return report
+
+    async def run_admin(self, program: Any) -> Any:
+        """``Nexus.run_admin``: an administrative program under ADMIN access."""
+        ctx = Context(self.settings, now(), admin=True)
+        return await self._run_program("ADMIN", lambda: program(ctx), ctx, metadata(self.settings, "ADMIN", False, False, interface="admin"))
 
     async def _request_settings(self) -> Settings:
-        """``Nexus._request_settings``: the stored cursor secret and the adoption mapping, read once."""
+        """``Nexus._request_settings``: the stored cursor secret and the adoption mapping, read once;
+        a nexus in another storage layout is refused at every request until migrated."""
         if not self._secret_loaded:
             try:
                 async with await self.session("READ") as session:
-                    record = await (await session.run(catalog.NEXUS_READ, namespace=self.settings.namespace)).single()
+                    statement = catalog.nexus_read(storage.names(self.settings.namespace))
+                    record = await (await session.run(statement, namespace=self.settings.namespace)).single()
             except DRIVER_ERRORS as exc:
                 raise from_neo4j(exc) from None
             self._load_nexus_node(record)
         return self.settings
 
     def _load_nexus_node(self, record: Any) -> None:
-        self._secret_loaded = True
         self.settings = nexus_settings(self.settings, record, self._configured_secret)
+        self._secret_loaded = True
 
     async def bootstrap(self, *, capsules: bool = False, upgrade: bool = False) -> dict[str, Any]:
         """Create the schema objects and apply Genesis (and, optionally, the standard capsules);
@@ -156,7 +167,7 @@ class AsyncNexus:
         for name in bootstrap_capsules(capsules):
             plan = compile_plan(resources.capsule_text(name), {}, await self._request_settings())
             try:
-                applied[name] = (await self.run_plan(plan, engine=upgrade))["result"]
+                applied[name] = (await self.run_plan(plan, engine=upgrade, admin=True))["result"]
             except KipError as exc:
                 raise KipError(exc.code, f"Capsule {name} failed: {exc.message}", exc.hint) from None
         await self.wait_for_embeddings(self.settings.embedding_wait_s)  # a bootstrapped nexus is searchable
@@ -212,11 +223,11 @@ class AsyncNexus:
                 reply = exc
 
     async def run_plan(
-        self, plan: Plan, *, dry_run: bool = False, readonly: bool = False, engine: bool = False, deadline: Deadline | None = None
+        self, plan: Plan, *, dry_run: bool = False, readonly: bool = False, engine: bool = False, deadline: Deadline | None = None, admin: bool = False
     ) -> dict[str, Any]:
         """Run a plan in one managed transaction (READ for reads, dry runs and readonly); failures are KipErrors."""
         access = "READ" if (readonly or dry_run or plan.access == "READ") else "WRITE"
-        ctx = new_context(self.settings, plan, dry_run, engine, deadline)
+        ctx = new_context(self.settings, plan, dry_run, engine, deadline, admin)
         fresh = not (plan.reads_vectors and ctx.embedder is not None) or await self._refresher.wait(within(self.settings.embedding_wait_s, deadline))
         response = await self._run_program(access, lambda: programs.start(plan, ctx), ctx, metadata(self.settings, plan.kind, readonly, dry_run))
         if programs.refreshes_embeddings(plan, ctx):

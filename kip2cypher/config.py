@@ -59,6 +59,10 @@ class Settings(BaseSettings):
     #: embedding and every statement. Past it the remaining commands answer KIP_4001 without
     #: running and a running transaction's timeout is cut to what is left. 0 = no budget.
     max_request_s: NonNegativeFloat = 120.0
+    #: Seconds one transaction of administrative work (bootstrap, schema, ``kip2cypher migrate``)
+    #: may run. 0 (the default) = no limit: not the agents' ``query_timeout_s``, and not the
+    #: server's ``db.transaction.timeout`` either (docs/migration.md).
+    admin_timeout_s: NonNegativeFloat = 0.0
     #: Rows one command may return before KIP_4002 asks for LIMIT/CURSOR.
     max_result_rows: PositiveInt = 10000
     #: Steps (an upper bound of Java's backtracking, priced at compile time) the REGEX of one

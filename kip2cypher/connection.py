@@ -79,29 +79,53 @@ def check_uri(uri: str) -> None:
         )
 
 
-def open_driver(uri: str, auth: Any, options: dict[str, Any]) -> Any:
-    """``GraphDatabase.driver`` whose configuration errors are KIP errors that never quote credentials."""
+def _open(factory: Any, uri: str, auth: Any, options: dict[str, Any]) -> Any:
+    """``factory.driver`` (``GraphDatabase`` or ``AsyncGraphDatabase``) whose configuration errors
+    are KIP errors that never quote credentials."""
     check_uri(uri)
     try:
-        return GraphDatabase.driver(uri, auth=auth, **options)
+        return factory.driver(uri, auth=auth, **options)
     except (DriverError, ValueError, TypeError) as exc:
         raise KipError(
             errors.INTERNAL_ERROR, f"Cannot open a Neo4j driver for {redact(uri)}: {_scrub(str(exc), uri)}", "Fix NEO4J_URI / --uri or the driver options."
         ) from None
 
 
-class ReachabilityCheck:
+def open_driver(uri: str, auth: Any, options: dict[str, Any]) -> Any:
+    """A ``neo4j.GraphDatabase`` driver (``_open``)."""
+    return _open(GraphDatabase, uri, auth, options)
+
+
+def open_async_driver(uri: str, auth: Any, options: dict[str, Any]) -> Any:
+    """A ``neo4j.AsyncGraphDatabase`` driver (``_open``)."""
+    return _open(AsyncGraphDatabase, uri, auth, options)
+
+
+class _Reachability:
     """Once per Nexus, before its first transaction: does a Neo4j answer at this URI, quickly?
 
     An owned driver is probed by a throw-away driver with short connection and acquisition
     timeouts (the Nexus's own driver keeps the driver's defaults for its pool). A driver the
     application passed in is checked with its own ``verify_connectivity`` and timeouts. A failed
     check is not remembered: the next request checks again (the server may have come up).
-    """
+    The two faces below differ only in how they wait (a thread lock, or an asyncio lock and
+    ``await``); what is probed and how a failure reads is here once."""
 
     def __init__(self, uri: str, auth: Any, options: dict[str, Any], driver: Any = None) -> None:
         self._uri, self._auth, self._options, self._driver = uri, auth, options, driver
         self._done = False
+
+    def _probe_driver(self, factory: Any) -> Any:
+        """The throw-away driver of the probe: one connection, short timeouts."""
+        options = {**self._options, "connection_timeout": CHECK_TIMEOUT_S, "connection_acquisition_timeout": CHECK_TIMEOUT_S, "max_connection_pool_size": 1}
+        return factory.driver(self._uri, auth=self._auth, **options)
+
+
+class ReachabilityCheck(_Reachability):
+    """``_Reachability`` for a ``Nexus`` (threads)."""
+
+    def __init__(self, uri: str, auth: Any, options: dict[str, Any], driver: Any = None) -> None:
+        super().__init__(uri, auth, options, driver)
         self._lock = threading.Lock()
 
     def ensure(self) -> None:
@@ -118,9 +142,34 @@ class ReachabilityCheck:
             if self._driver is not None:
                 self._driver.verify_connectivity()
                 return
-            options = {**self._options, "connection_timeout": CHECK_TIMEOUT_S, "connection_acquisition_timeout": CHECK_TIMEOUT_S, "max_connection_pool_size": 1}
-            with GraphDatabase.driver(self._uri, auth=self._auth, **options) as probe:
+            with self._probe_driver(GraphDatabase) as probe:
                 probe.verify_connectivity()
+        except (Neo4jError, DriverError, OSError) as exc:
+            raise unreachable(self._uri, exc) from None
+
+
+class AsyncReachabilityCheck(_Reachability):
+    """``_Reachability`` for an ``AsyncNexus``: the same probe, awaited."""
+
+    def __init__(self, uri: str, auth: Any, options: dict[str, Any], driver: Any = None) -> None:
+        super().__init__(uri, auth, options, driver)
+        self._lock = asyncio.Lock()
+
+    async def ensure(self) -> None:
+        if self._done:
+            return
+        async with self._lock:
+            if not self._done:
+                await self._probe()
+                self._done = True
+
+    async def _probe(self) -> None:
+        try:
+            if self._driver is not None:
+                await self._driver.verify_connectivity()
+                return
+            async with self._probe_driver(AsyncGraphDatabase) as probe:
+                await probe.verify_connectivity()
         except (Neo4jError, DriverError, OSError) as exc:
             raise unreachable(self._uri, exc) from None
 
@@ -145,43 +194,3 @@ def _scrub(text: str, uri: str) -> str:
     if credentials and credentials[1]:
         text = text.replace(credentials[1], "***")
     return text
-
-
-# ---------------------------------------------------------------------------- asyncio
-def open_async_driver(uri: str, auth: Any, options: dict[str, Any]) -> Any:
-    """``open_driver`` for ``neo4j.AsyncGraphDatabase``."""
-    check_uri(uri)
-    try:
-        return AsyncGraphDatabase.driver(uri, auth=auth, **options)
-    except (DriverError, ValueError, TypeError) as exc:
-        raise KipError(
-            errors.INTERNAL_ERROR, f"Cannot open a Neo4j driver for {redact(uri)}: {_scrub(str(exc), uri)}", "Fix NEO4J_URI / --uri or the driver options."
-        ) from None
-
-
-class AsyncReachabilityCheck:
-    """``ReachabilityCheck`` for an ``AsyncNexus``: the same probe, awaited."""
-
-    def __init__(self, uri: str, auth: Any, options: dict[str, Any], driver: Any = None) -> None:
-        self._uri, self._auth, self._options, self._driver = uri, auth, options, driver
-        self._done = False
-        self._lock = asyncio.Lock()
-
-    async def ensure(self) -> None:
-        if self._done:
-            return
-        async with self._lock:
-            if not self._done:
-                await self._probe()
-                self._done = True
-
-    async def _probe(self) -> None:
-        try:
-            if self._driver is not None:
-                await self._driver.verify_connectivity()
-                return
-            options = {**self._options, "connection_timeout": CHECK_TIMEOUT_S, "connection_acquisition_timeout": CHECK_TIMEOUT_S, "max_connection_pool_size": 1}
-            async with AsyncGraphDatabase.driver(self._uri, auth=self._auth, **options) as probe:
-                await probe.verify_connectivity()
-        except (Neo4jError, DriverError, OSError) as exc:
-            raise unreachable(self._uri, exc) from None

@@ -90,6 +90,8 @@ class KipError(Exception):
         #: Where in the command text the fault is (a character offset), until ``locate`` turns
         #: it into line/column and an excerpt with a caret.
         self.offset = offset
+        #: KQL / KML / META when the command that failed parsed (set by the compiler), else None.
+        self.command_kind: str | None = None
 
     def locate(self, text: str) -> KipError:
         """Give a semantic error raised with an ``offset`` its line, column and source excerpt."""
@@ -153,7 +155,8 @@ def did_you_mean(kind: str, name: str, candidates: list[str]) -> str:
         return f'Names are case-sensitive: use "{guess}", not "{name}".'
     if guess is not None:
         return f'Did you mean "{guess}"? Run {describe} to list the defined names.'
-    return f'Run {describe} to list the defined names, or define "{name}" first with an UPSERT of a {"$ConceptType" if kind == "concept type" else "$PropositionType"} node.'
+    meta_type = "$ConceptType" if kind == "concept type" else "$PropositionType"
+    return f'Run {describe} to list the defined names, or define "{name}" first with an UPSERT of a {meta_type} node.'
 
 
 def too_many_rows(cap: int) -> KipError:

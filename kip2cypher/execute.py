@@ -25,10 +25,11 @@ from .cypher import catalog, storage
 from .errors import KipError
 from .execution import background, loop, programs
 from .execution.neo4j_errors import DRIVER_ERRORS, from_neo4j
+from .execution.programs import admin
 from .execution.programs import embeddings as refresh_program
 from .execution.request import Outcome, command_program, request_program
 from .execution.requests import Context, Deadline, Run, within
-from .lower import embeddings
+from .lower import embeddings, migration
 from .lower.compile import compile_plan
 from .lower.plan import Plan
 from .version import __version__
@@ -74,10 +75,12 @@ def metadata(settings: Settings, kind: str, readonly: bool, dry_run: bool, *, in
     }
 
 
-def new_context(settings: Settings, plan: Plan, dry_run: bool, engine: bool = False, deadline: Deadline | None = None) -> Context:
+def new_context(settings: Settings, plan: Plan, dry_run: bool, engine: bool = False, deadline: Deadline | None = None, admin: bool = False) -> Context:
     """What a plan's program is told: the settings, the command's timestamp, the embedder for
-    META/KML, whether the engine itself writes (bootstrap upgrade), the request's deadline."""
-    return Context(settings, now(), dry_run=dry_run, embedder=embedding.resolve(settings) if plan.kind != "KQL" else None, engine=engine, deadline=deadline)
+    META/KML, whether the engine itself writes (bootstrap upgrade), the request's deadline,
+    whether it is administrative work (bootstrap: ``Settings.admin_timeout_s``)."""
+    embedder = embedding.resolve(settings) if plan.kind != "KQL" else None
+    return Context(settings, now(), dry_run=dry_run, embedder=embedder, engine=engine, deadline=deadline, admin=admin)
 
 
 #: ``Nexus.uri`` of a Nexus built on an application's driver (which does not expose its URI).
@@ -176,21 +179,35 @@ class Nexus:
     # ------------------------------------------------------------------ schema
     def ensure_schema(self) -> None:
         """Create constraints and indexes idempotently, each in a transaction of its own, and
-        the nexus node with its cursor-signing secret."""
-        with self.session() as session:
-            for statement in catalog.schema(storage.names(self.settings.namespace)):
-                session.run(statement).consume()
-            record = session.run(catalog.NEXUS_CREATE, namespace=self.settings.namespace, secret=new_secret()).single()
-        self._load_nexus_node(record)
+        the nexus node with its cursor-signing secret (``programs.admin.ensure_schema``); a
+        nexus in another storage layout is refused (KipError) before anything is created."""
+        self._load_nexus_node(self.run_admin(lambda ctx: admin.ensure_schema(ctx, new_secret())))
+
+    def migrate(self, *, dry_run: bool = False, batch: int = migration.DEFAULT_BATCH) -> dict[str, Any]:
+        """Move every namespace of this database (not only this nexus's) to the storage layout
+        this build reads (docs/migration.md), ``batch`` elements per inner transaction; with
+        ``dry_run`` only count, per namespace, what would be relabelled. Idempotent: re-run it
+        after an interruption. Returns the report; raises KipError (a newer layout found)."""
+        report = self.run_admin(lambda ctx: admin.migrate(ctx, batch=batch, dry_run=dry_run))
+        self._secret_loaded = False  # the next request reads the migrated nexus node
+        return report
+
+    def run_admin(self, program: Any) -> Any:
+        """Run the administrative program ``program(ctx)`` (ADMIN access: auto-commit statements,
+        ``Settings.admin_timeout_s``, never the agents' query timeout)."""
+        ctx = Context(self.settings, now(), admin=True)
+        return self.run_program("ADMIN", lambda: program(ctx), ctx, metadata(self.settings, "ADMIN", False, False, interface="admin"))
 
     def _request_settings(self) -> Settings:
         """The settings requests compile and run with, completed once per process from this
         namespace's nexus node: without a configured ``cursor_secret``, the one stored at
-        bootstrap (so every process signs alike), and the adoption mapping (docs/adopt.md)."""
+        bootstrap (so every process signs alike), and the adoption mapping (docs/adopt.md). A
+        nexus in another storage layout raises the layout refusal, read again at every request
+        until it is migrated (docs/migration.md)."""
         if not self._secret_loaded:
             try:
                 with self.session("READ") as session:
-                    record = session.run(catalog.NEXUS_READ, namespace=self.settings.namespace).single()
+                    record = session.run(catalog.nexus_read(storage.names(self.settings.namespace)), namespace=self.settings.namespace).single()
             except DRIVER_ERRORS as exc:
                 raise from_neo4j(exc) from None
             self._load_nexus_node(record)
@@ -202,8 +219,8 @@ class Nexus:
         self._secret_loaded = False
 
     def _load_nexus_node(self, record: Any) -> None:
-        self._secret_loaded = True
         self.settings = nexus_settings(self.settings, record, self._configured_secret)
+        self._secret_loaded = True
 
     def bootstrap(self, *, capsules: bool = False, upgrade: bool = False) -> dict[str, Any]:
         """Create the schema objects and apply Genesis (and, optionally, the standard capsules).
@@ -219,7 +236,7 @@ class Nexus:
         for name in bootstrap_capsules(capsules):
             plan = compile_plan(resources.capsule_text(name), {}, self._request_settings())
             try:
-                applied[name] = self.run_plan(plan, engine=upgrade)["result"]
+                applied[name] = self.run_plan(plan, engine=upgrade, admin=True)["result"]
             except KipError as exc:
                 raise KipError(exc.code, f"Capsule {name} failed: {exc.message}", exc.hint) from None
         self.wait_for_embeddings(self.settings.embedding_wait_s)  # a bootstrapped nexus is searchable
@@ -263,8 +280,11 @@ class Nexus:
             except KipError as exc:
                 reply = exc
 
-    def run_plan(self, plan: Plan, *, dry_run: bool = False, readonly: bool = False, engine: bool = False, deadline: Deadline | None = None) -> dict[str, Any]:
-        """Run a plan in one managed transaction; every failure becomes a KipError.
+    def run_plan(
+        self, plan: Plan, *, dry_run: bool = False, readonly: bool = False, engine: bool = False, deadline: Deadline | None = None, admin: bool = False
+    ) -> dict[str, Any]:
+        """Run a plan in one managed transaction; every failure becomes a KipError. ``admin``: the
+        engine's own work (bootstrap's capsules), under ``Settings.admin_timeout_s``.
 
         Reads (KQL, META, every dry run, everything under readonly) run in a READ-access
         session through ``execute_read``: read routing on clusters, and Neo4j itself refuses
@@ -273,7 +293,7 @@ class Nexus:
         """
         access = "READ" if (readonly or dry_run or plan.access == "READ") else "WRITE"
         tx_metadata = metadata(self.settings, plan.kind, readonly, dry_run)
-        ctx = new_context(self.settings, plan, dry_run, engine, deadline)
+        ctx = new_context(self.settings, plan, dry_run, engine, deadline, admin)
         fresh = not (plan.reads_vectors and ctx.embedder is not None) or self._refresher.wait(within(self.settings.embedding_wait_s, deadline))
         response = self.run_program(access, lambda: programs.start(plan, ctx), ctx, tx_metadata)
         if programs.refreshes_embeddings(plan, ctx):
@@ -354,11 +374,14 @@ def with_namespace(settings: Settings, namespace: str | None) -> Settings:
 
 
 def nexus_settings(settings: Settings, record: Any, configured_secret: bool) -> Settings:
-    """``settings`` completed with the facts of a nexus node record (``secret``, ``adoption``;
-    None: the namespace has no nexus node yet): the cursor key derived from the stored secret
-    unless one is configured, and the adoption mapping (None when nothing is adopted)."""
+    """``settings`` completed with the facts of a nexus node record (``secret``, ``adoption``,
+    ``layout``; None or nulls: the namespace has no nexus node yet): the cursor key derived from
+    the stored secret unless one is configured, and the adoption mapping (None when nothing is
+    adopted). A nexus in another storage layout raises its refusal (docs/migration.md)."""
     from .adoption import Adoption
 
+    if record:
+        admin.refuse_other_layout(record["layout"], settings.namespace)
     secret = record["secret"] if record else None
     stored = record["adoption"] if record else None
     changes: dict[str, Any] = {"adoption": Adoption.from_json(stored) if stored else None}

@@ -36,6 +36,7 @@ from mcp.server.lowlevel import Server
 from .cypher import storage
 from .errors import EXECUTION_TIMEOUT, IMMUTABLE_TARGET, INTERNAL_ERROR, INVALID_SYNTAX, RESOURCE_EXHAUSTED, KipError
 from .models import tool_input_schema, tool_output_schema
+from .syntax.ast import KML, KQL, META, READ_WORDS, WRITE_WORDS, command_words, listing
 from .version import __version__
 
 log = logging.getLogger("kip2cypher.mcp")
@@ -55,17 +56,23 @@ _PROTOCOL = (
     'Results with next_cursor continue with CURSOR "<token>".'
 )
 
+
+def _words(kind: str) -> str:
+    """The command words of ``kind`` as the tool descriptions list them (``syntax.ast.COMMANDS``)."""
+    return " / ".join(command_words(kind))
+
+
 DESCRIPTIONS = {
     EXECUTE_KIP: (
-        "Execute KIP commands against the Cognitive Nexus with read-write capability: KQL FIND, KML UPSERT / UPDATE / "
-        "MERGE / DELETE (to solidify new, confirmed knowledge), META DESCRIBE / SEARCH / EXPORT. "
+        f"Execute KIP commands against the Cognitive Nexus with read-write capability: KQL {_words(KQL)}, KML {_words(KML)} "
+        f"(to solidify new, confirmed knowledge), META {_words(META)}. "
         + _PROTOCOL
         + " In a batch, a failing KML command stops the rest; read and syntax errors are returned inline. "
         "Use dry_run: true to validate writes against the live schema without writing."
     ),
     EXECUTE_KIP_READONLY: (
-        "Execute read-only KIP commands — KQL FIND and META DESCRIBE / SEARCH / EXPORT — against the Cognitive Nexus. "
-        "Prefer this tool whenever you only need to retrieve knowledge; any UPSERT/UPDATE/MERGE/DELETE is rejected "
+        f"Execute read-only KIP commands — KQL {_words(KQL)} and META {_words(META)} — against the Cognitive Nexus. "
+        f"Prefer this tool whenever you only need to retrieve knowledge; any {'/'.join(WRITE_WORDS)} is rejected "
         "(KIP_3004) before anything runs. " + _PROTOCOL
     ),
 }
@@ -185,7 +192,7 @@ def _read_only_token_error() -> KipError:
     return KipError(
         IMMUTABLE_TARGET,
         "This client's token is read-only (ro): it may call execute_kip_readonly only; nothing was executed.",
-        "Send FIND, DESCRIBE, SEARCH and EXPORT through execute_kip_readonly. Writes need a token with rw access from the server's administrator.",
+        f"Send {listing(READ_WORDS)} through execute_kip_readonly. Writes need a token with rw access from the server's administrator.",
     )
 
 

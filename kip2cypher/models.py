@@ -205,7 +205,9 @@ class ExecuteResponse(BaseModel):
     next_cursor: str | None = Field(default=None, description='More results are available: repeat the command with CURSOR "<token>".')
     warnings: list[str] | None = Field(
         default=None,
-        description="Not part of the spec (additive): things the command names that look mistaken although it ran, e.g. an attribute no element of that type carries.",
+        description=(
+            "Not part of the spec (additive): things the command names that look mistaken although it ran, e.g. an attribute no element of that type carries."
+        ),
     )
 
     @model_validator(mode="after")

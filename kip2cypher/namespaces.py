@@ -3,7 +3,8 @@
 A namespace exists when its nexus node does (``ensure_schema``/``bootstrap`` made it) or when
 elements carry its labels. Dropping one deletes exactly what carries that namespace's names —
 its concepts and propositions (with their relationships), the shadow nodes of its adopted
-concepts' and relationships' vectors, its constraints and indexes, its nexus node — and nothing else: other namespaces and non-KIP data cannot carry those names.
+concepts' and relationships' vectors, its constraints and indexes, its nexus node — and nothing
+else: other namespaces and non-KIP data cannot carry those names.
 """
 
 from __future__ import annotations

@@ -251,6 +251,22 @@ def genesis(nexus):
     return nexus
 
 
+#: The fixture that starts (or reaches) the test Neo4j; every test that needs a server uses it,
+#: directly or through another fixture (``nexus``, ``genesis``, ``private`` …).
+SERVER_FIXTURE = "neo4j_server"
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark every test that needs the server ``neo4j``, so ``-m "not neo4j"`` is the offline tier.
+
+    Derived from the fixture closure (``item.fixturenames`` lists the fixtures a test uses
+    through other fixtures too), not declared by hand, so a new test lands in the right tier
+    by what it uses."""
+    for item in items:
+        if SERVER_FIXTURE in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.neo4j)
+
+
 def pytest_terminal_summary(terminalreporter):
     if _TESTED_AGAINST:
         terminalreporter.write_line(f"Neo4j tested against: {_TESTED_AGAINST[-1]}")

@@ -14,8 +14,10 @@ UPSERT {
   CONCEPT ?person_t { {type: "$ConceptType", name: "Person"} SET ATTRIBUTES { description: "An actor." } }
   CONCEPT ?skill_t { {type: "$ConceptType", name: "SkillTopic"} SET ATTRIBUTES { description: "A skill." } }
   CONCEPT ?treats { {type: "$PropositionType", name: "treats"} SET ATTRIBUTES { description: "treats", subject_types: ["Drug"], object_types: ["Symptom"] } }
-  CONCEPT ?hse { {type: "$PropositionType", name: "has_side_effect"} SET ATTRIBUTES { description: "side effect", subject_types: ["Drug"], object_types: ["Symptom"] } }
-  CONCEPT ?btc { {type: "$PropositionType", name: "belongs_to_class"} SET ATTRIBUTES { description: "class", subject_types: ["Drug"], object_types: ["DrugClass"] } }
+  CONCEPT ?hse { {type: "$PropositionType", name: "has_side_effect"} SET ATTRIBUTES { description: "side effect",
+    subject_types: ["Drug"], object_types: ["Symptom"] } }
+  CONCEPT ?btc { {type: "$PropositionType", name: "belongs_to_class"} SET ATTRIBUTES { description: "class",
+    subject_types: ["Drug"], object_types: ["DrugClass"] } }
   CONCEPT ?stated { {type: "$PropositionType", name: "stated"} SET ATTRIBUTES { description: "stated", subject_types: ["Person"], object_types: ["*"] } }
   CONCEPT ?related { {type: "$PropositionType", name: "related_to"} SET ATTRIBUTES { description: "related", subject_types: ["*"], object_types: ["*"] } }
   CONCEPT ?nootropic { {type: "DrugClass", name: "Nootropic"} }
@@ -138,7 +140,7 @@ def integrity(nexus) -> None:
         """
         MATCH (a)-[r]->(b) WHERE r.kip_id IS NOT NULL
         OPTIONAL MATCH (p:KipProposition {id: r.kip_id})
-        WITH r, a, b, p WHERE p IS NULL OR p.subject <> a.id OR p.object <> b.id OR p.predicate <> type(r)
+        WITH r, a, b, p WHERE p IS NULL OR p.subject <> a.id OR p.object <> b.id OR 'kip:' + p.predicate <> type(r)
         RETURN r.kip_id AS id
         """,
         database_=nexus.database,

@@ -229,7 +229,7 @@ def load(driver, database: str | None = None, names: storage.Names = storage.DEF
     concept, proposition = names.concept, names.proposition
     with driver.session(database=database) as session:
         for c in C.values():
-            labels = f":{concept}:{quote(c.type)}"
+            labels = f":{concept}:{quote(names.label(c.type))}"
             session.run(
                 f"CREATE (n{labels}) SET n = $props, n.id = $id, n.type = $type, n.name = $name",
                 props=_props(c.attributes, c.metadata),

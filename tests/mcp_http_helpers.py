@@ -153,7 +153,10 @@ def leaves(exc):
 
 #: The write of the mixed traffic: a concept and a proposition in one statement, so a half-written
 #: request would show as a concept without its link (kml_helpers.integrity, ``MixedTraffic.half_written``).
-WRITE = 'UPSERT { CONCEPT ?x { {type: "SoakItem", name: :n} SET ATTRIBUTES { i: :i } SET PROPOSITIONS { ("belongs_to_domain", {type: "Domain", name: "CoreSchema"}) } } }'
+WRITE = (
+    'UPSERT { CONCEPT ?x { {type: "SoakItem", name: :n} SET ATTRIBUTES { i: :i } '
+    'SET PROPOSITIONS { ("belongs_to_domain", {type: "Domain", name: "CoreSchema"}) } } }'
+)
 SOAK_TYPE = 'UPSERT { CONCEPT ?t { {type: "$ConceptType", name: "SoakItem"} SET ATTRIBUTES { description: "load test" } } }'
 
 
@@ -250,7 +253,8 @@ class MixedTraffic:
     def half_written(self, nexus) -> list[str]:
         """Stored items whose link (written in the same statement) is missing."""
         records = nexus.driver.execute_query(
-            "MATCH (n:KipConcept {type: 'SoakItem'}) WHERE NOT (n)-[:belongs_to_domain]->(:KipConcept {type: 'Domain', name: 'CoreSchema'}) RETURN n.name AS name",
+            "MATCH (n:KipConcept {type: 'SoakItem'}) WHERE NOT (n)-[:`kip:belongs_to_domain`]->(:KipConcept {type: 'Domain', name: 'CoreSchema'}) "
+            "RETURN n.name AS name",
             database_=nexus.database,
         ).records
         return [r["name"] for r in records]

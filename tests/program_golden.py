@@ -24,17 +24,18 @@ pins what the program does with them: which it runs, in which order, with which 
 parameters, and what it answers for the rows it was given. Every statement a program issues
 must be one ``lower.compile.issued`` lists (what ``kip2cypher compile`` prints, and what the
 plan goldens EXPLAIN on Neo4j): the plan's steps and, after a KML write, the embedding refresh
-the executor composes after it (``programs.start``). Regenerate with ``KIP2CYPHER_REGEN_GOLDEN=1``.
+the executor composes after it (``programs.start``). Regenerate with ``KIP2CYPHER_REGEN_GOLDEN=1``
+(``golden_harness.py``: the harness shared with the Cypher goldens).
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
-PROGRAM_DIR = Path(__file__).parent / "golden" / "programs"
+from golden_harness import GOLDEN_DIR, GoldenKind, Sections, unknown_section
+
 NOW = "2026-01-01T00:00:00.000Z"
 
 
@@ -60,19 +61,9 @@ class GoldenEmbedder:
         raise AssertionError("program goldens reply to Embed requests with canned vectors")
 
 
-SECTIONS = ("kip", "request parameters", "settings", "dry run", "replies", "program", "response")
-
-
-def parse_text(text: str, filename: str) -> list[ProgramCase]:
-    cases: list[ProgramCase] = []
-    section: str | None = None
-    buffer: list[str] = []
-
-    def close() -> None:
-        if section is None or not cases:
-            return
-        body = "\n".join(buffer).strip("\n")
-        case = cases[-1]
+def build(name: str, sections: Sections, filename: str) -> ProgramCase:
+    case = ProgramCase(name)
+    for section, body in sections:
         if section == "kip":
             case.kip = body
         elif section == "request parameters":
@@ -88,42 +79,25 @@ def parse_text(text: str, filename: str) -> list[ProgramCase]:
         elif section == "response":
             case.response = body
         else:
-            raise ValueError(f"{filename}: unknown section --- {section} in case {case.name!r}")
-
-    for line in text.splitlines():
-        if line.startswith("=== "):
-            close()
-            section, buffer = None, []
-            cases.append(ProgramCase(line[4:].strip()))
-        elif line.startswith("--- "):
-            close()
-            section, buffer = line[4:].strip(), []
-        elif section is not None:
-            buffer.append(line)
-        elif line.strip() and not line.startswith("#"):
-            raise ValueError(f"{filename}: text outside a section: {line!r}")
-    close()
-    names = [c.name for c in cases]
-    duplicates = {n for n in names if names.count(n) > 1}
-    if duplicates:
-        raise ValueError(f"{filename}: duplicate case names {sorted(duplicates)}")
-    return cases
+            raise unknown_section(filename, section, name)
+    return case
 
 
-def render(header: str, cases: list[ProgramCase]) -> str:
-    out = [header.rstrip("\n")] if header.strip() else []
-    for case in cases:
-        out += [f"=== {case.name}", "--- kip", case.kip]
-        if case.request is not None:
-            out += ["--- request parameters", _json(case.request)]
-        if case.settings is not None:
-            out += ["--- settings", _json(case.settings)]
-        if case.dry_run:
-            out.append("--- dry run")
-        out.append("--- replies")
-        out += [_json(reply) for reply in case.replies]
-        out += ["--- program", case.program, "--- response", case.response, ""]
-    return "\n".join(out)
+def render(case: ProgramCase) -> list[str]:
+    out = [f"=== {case.name}", "--- kip", case.kip]
+    if case.request is not None:
+        out += ["--- request parameters", _json(case.request)]
+    if case.settings is not None:
+        out += ["--- settings", _json(case.settings)]
+    if case.dry_run:
+        out.append("--- dry run")
+    out.append("--- replies")
+    out += [_json(reply) for reply in case.replies]
+    return out + ["--- program", case.program, "--- response", case.response, ""]
+
+
+#: The program goldens: ``tests/golden/programs/*.txt``; the generated part is the requests and the response.
+PROGRAMS = GoldenKind(GOLDEN_DIR / "programs", build, render, lambda case: (case.program, case.response))
 
 
 def _json(value: Any) -> str:

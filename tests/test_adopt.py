@@ -232,7 +232,7 @@ def test_values_and_ids_json_lacks_are_converted_never_wrong():
 def test_without_adoption_the_compiled_cypher_is_unchanged():
     command = 'FIND(?d.name) WHERE { ?d {type: "Drug"} (?d, "treats", ?x) }'
     plain = compile_command(command, {}, Settings())
-    assert plain[0]["cypher"].startswith("MATCH (d:KipConcept:`Drug`)\nMATCH (d)-[:`treats`]->(x)\n")
+    assert plain[0]["cypher"].startswith("MATCH (d:`kip:Drug`)\nMATCH (d)-[:`kip:treats`]->(x)\n")
     adopted = compile_command(command, {}, Settings(adoption=adoption.parse(MAPPING)))
     assert "(d:`Drug`" in adopted[0]["cypher"] and "-[_r0:`TREATS`]->" in adopted[0]["cypher"]
 
@@ -243,8 +243,8 @@ def test_compile_offline_with_a_mapping(tmp_path):
     path = tmp_path / "mapping.toml"
     path.write_text(MAPPING, encoding="utf-8")
     out = CliRunner().invoke(main, ["compile", 'FIND(?d) WHERE { ?d {type: "Drug"} }', "--mapping", str(path)], catch_exceptions=False)
-    assert out.exit_code == 0 and "MATCH (d:`Drug` WHERE" in out.output
-    assert "KipConcept:`Drug`" in CliRunner().invoke(main, ["compile", 'FIND(?d) WHERE { ?d {type: "Drug"} }'], catch_exceptions=False).output
+    assert out.exit_code == 0 and "MATCH (d:`Drug`)\n" in out.output
+    assert "(d:`kip:Drug`)" in CliRunner().invoke(main, ["compile", 'FIND(?d) WHERE { ?d {type: "Drug"} }'], catch_exceptions=False).output
 
 
 def test_hostile_names_are_quoted_never_cypher():
@@ -401,7 +401,7 @@ def test_async_nexus_reads_adopted_data(world, neo4j_server):
 
 def test_explain_compiles_with_the_stored_mapping(world):
     explained = world.nexus.explain('FIND(?d.name) WHERE { ?d {type: "Drug"} }')
-    assert "(d:`Drug` WHERE" in explained[0]["cypher"] and "NodeByLabelScan" in explained[0]["plan"]
+    assert "MATCH (d:`Drug`)\n" in explained[0]["cypher"] and "NodeByLabelScan" in explained[0]["plan"]
 
 
 def test_an_untyped_concept_clause_reads_memory_and_says_so(world):
@@ -523,8 +523,9 @@ def test_a_hostile_mapping_is_quoted_and_changes_nothing(world, neo4j_server):
     world.assert_team_unchanged()
 
 
-@pytest.mark.parametrize("label", ["KipConcept", "KipConcept__other", "KipNexus", "KipProposition"])
+@pytest.mark.parametrize("label", ["KipConcept", "KipConcept__other", "KipNexus", "KipProposition", "kip:Drug", "kip.alice:Drug"])
 def test_engine_labels_cannot_be_adopted(label):
+    """The engine's labels, and memory's own type labels in KIP's label space, are not the team's."""
     with pytest.raises(KipError) as err:
         adoption.parse(f"[types.T]\nlabel = {json.dumps(label)}\n")
     assert err.value.code == "KIP_3004"

@@ -150,9 +150,9 @@ def test_upsert_writes_memory_propositions_ending_at_adopted_concepts(linked, no
     assert kip_links_at_team_nodes(linked.driver, linked.database) == sorted(
         [("KIP_OBJECT__linked", ())] * 2
         + [("KIP_SUBJECT__linked", ())] * 3
-        + [("linked/about", ("kip_id__linked",))] * 2
-        + [("linked/mentioned_in", ("kip_id__linked",))]
-        + [("linked/suspected_for", ("kip_id__linked",))]
+        + [("kip.linked:about", ("kip_id__linked",))] * 2
+        + [("kip.linked:mentioned_in", ("kip_id__linked",))]
+        + [("kip.linked:suspected_for", ("kip_id__linked",))]
     )
     assert _links(linked) == 4
     linked.assert_team_unchanged()
@@ -417,7 +417,8 @@ def test_a_link_whose_team_node_was_deleted_is_not_read_and_can_be_deleted(linke
     assert pid not in json.dumps(linked.find('FIND(?l) WHERE { ?l (?s, "about", ?o) }'))
     whole, stored = linked.driver.execute_query(
         "MATCH (p:KipProposition__linked {predicate: 'about'}) "
-        "RETURN count(CASE WHEN EXISTS { (p)-[:KIP_SUBJECT__linked]->() } AND EXISTS { (p)-[:KIP_OBJECT__linked]->() } THEN p END) AS whole, count(p) AS stored",
+        "RETURN count(CASE WHEN EXISTS { (p)-[:KIP_SUBJECT__linked]->() } AND EXISTS { (p)-[:KIP_OBJECT__linked]->() } THEN p END) AS whole, count(p) AS "
+        "stored",
         database_=linked.database,
     ).records[0]
     assert stored == whole + 1 and linked.find('FIND(COUNT(?l)) WHERE { ?l (?s, "about", ?o) }') == whole  # (?s, ?o unread: not expanded)
@@ -432,7 +433,7 @@ def test_a_link_whose_team_node_was_deleted_is_not_read_and_can_be_deleted(linke
         ["Aspirin", "Tempzine"],
     ]
     native = linked.driver.execute_query("MATCH (:Drug {drug_id: 'D7'})-[r]->() RETURN type(r) AS t, r.kip_id__linked AS k", database_=linked.database).records
-    assert [(r["t"], r["k"]) for r in native] == [("linked/about", pid)]
+    assert [(r["t"], r["k"]) for r in native] == [("kip.linked:about", pid)]
     assert linked.run("DELETE PROPOSITIONS ?l WHERE { ?l (id: :p) }", p=pid) == {"result": {"deleted_propositions": 1}}
     linked.driver.execute_query("MATCH (d:Drug {drug_id: 'D7'}) DETACH DELETE d", database_=linked.database)
     linked.assert_team_unchanged()
@@ -575,8 +576,8 @@ MENTIONS = 'UPSERT { CONCEPT ?t { {type: "$PropositionType", name: "mentions"} S
 
 @pytest.fixture
 def team_mentions(linked, notes):
-    """The team's application has its own ``mentions`` relationships — the native type of the memory
-    predicate ``mentions`` (``mentions`` in the default namespace, ``linked/mentions`` in ``linked``):
+    """The team's application has its own ``mentions`` relationships — the name of the memory
+    predicate ``mentions``, whose own type is in KIP's label space (``kip:mentions``, ``kip.linked:mentions``):
     D1 → Headache, D1 → Fever, D1 → D2 and Acme (a Supplier, not adopted) → D1. None carries a kip_id,
     so none is a memory proposition. Memory of ``linked``: m1 mentions D1, D1 mentions Fever (a
     link between two adopted concepts, beside the team's own D1 → Fever), D2 mentions m2. A walk
@@ -585,11 +586,12 @@ def team_mentions(linked, notes):
 
     for nexus in (linked.nexus, linked.default.nexus):
         ok(nexus.execute_kip(MENTIONS))
-    for namespace in ("", "linked"):
-        t = quote(storage.names(namespace).rel("mentions"))
+    for t in (quote("mentions"),):
         linked.driver.execute_query(
-            "MATCH (d1:Drug {drug_id: 'D1'}), (d2:Drug {drug_id: 'D2'}), (h:Disease {name: 'Headache'}), (f:Disease {name: 'Fever'}), (s:Supplier {name: 'Acme'}) "
-            f"CREATE (d1)-[:{t} {{team_link: 1}}]->(h), (d1)-[:{t} {{team_link: 2}}]->(f), (d1)-[:{t} {{team_link: 3}}]->(d2), (s)-[:{t} {{team_link: 4}}]->(d1)",
+            "MATCH (d1:Drug {drug_id: 'D1'}), (d2:Drug {drug_id: 'D2'}), (h:Disease {name: 'Headache'}), (f:Disease {name: 'Fever'}), (s:Supplier {name: "
+            "'Acme'}) "
+            f"CREATE (d1)-[:{t} {{team_link: 1}}]->(h), (d1)-[:{t} {{team_link: 2}}]->(f), (d1)-[:{t} {{team_link: 3}}]->(d2), (s)-[:{t} {{team_link: "
+            "4}]->(d1)",
             database_=linked.database,
         )
     linked.team = team_state(linked.driver, linked.database)
@@ -687,7 +689,7 @@ def test_writes_on_a_link_beside_a_team_relationship_of_its_type_leave_the_team_
     linked.assert_team_unchanged()
     assert linked.run(f"DELETE PROPOSITIONS ?l WHERE {{ {where} }}") == {"result": {"deleted_propositions": 1}}
     rels = linked.driver.execute_query(
-        "MATCH (:Drug {drug_id: 'D1'})-[r:`linked/mentions`]->(:Disease {name: 'Fever'}) RETURN properties(r) AS p", database_=linked.database
+        "MATCH (:Drug {drug_id: 'D1'})-[r:mentions|`kip.linked:mentions`]->(:Disease {name: 'Fever'}) RETURN properties(r) AS p", database_=linked.database
     ).records
     assert [r["p"] for r in rels] == [{"team_link": 2}]  # KIP's relationship went with the proposition; the team's stayed
     linked.assert_team_unchanged()
@@ -701,7 +703,8 @@ def test_writes_on_a_link_beside_a_team_relationship_of_its_type_leave_the_team_
             {"deleted_propositions": 0},
         ),
         (
-            'UPDATE ?n SET ATTRIBUTES { flag: true } WHERE { ?n {type: "Note"} ?d {id: "A:Drug:D1"} ?y {type: "Drug"} (?n, "mentions", ?d) (?d, "mentions", ?y) }',
+            'UPDATE ?n SET ATTRIBUTES { flag: true } WHERE { ?n {type: "Note"} ?d {id: "A:Drug:D1"} ?y {type: "Drug"} (?n, "mentions", ?d) (?d, "mentions", '
+            "?y) }",
             {"matched": 0, "updated": 0},
         ),
         (

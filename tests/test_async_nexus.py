@@ -29,8 +29,10 @@ READS = [
 
 CAPSULE = """
 UPSERT {
-  CONCEPT ?drug { {type: "$ConceptType", name: "Drug"} SET ATTRIBUTES { description: "A medicine." } SET PROPOSITIONS { ("belongs_to_domain", {type: "Domain", name: "CoreSchema"}) } }
-  CONCEPT ?treats { {type: "$PropositionType", name: "treats"} SET ATTRIBUTES { description: "A drug treats a symptom." } SET PROPOSITIONS { ("belongs_to_domain", {type: "Domain", name: "CoreSchema"}) } }
+  CONCEPT ?drug { {type: "$ConceptType", name: "Drug"} SET ATTRIBUTES { description: "A medicine." } SET PROPOSITIONS {
+    ("belongs_to_domain", {type: "Domain", name: "CoreSchema"}) } }
+  CONCEPT ?treats { {type: "$PropositionType", name: "treats"} SET ATTRIBUTES { description: "A drug treats a symptom." } SET PROPOSITIONS {
+    ("belongs_to_domain", {type: "Domain", name: "CoreSchema"}) } }
   CONCEPT ?symptom { {type: "$ConceptType", name: "Symptom"} SET PROPOSITIONS { ("belongs_to_domain", {type: "Domain", name: "CoreSchema"}) } }
 }
 UPSERT {

@@ -297,7 +297,7 @@ def test_run_summary_counts_set_propositions_links(cli, medical, tmp_path):
     assert out.exit_code == 0, out.output
     assert "upserted 18 concepts and 72 propositions (72 via SET PROPOSITIONS) in 13 UPSERT blocks" in out.output
     written = medical.driver.execute_query(
-        "MATCH (:KipConcept {type: 'Drug'})-[r:treats]->(s:KipConcept {type: 'Symptom'}) WHERE s.name STARTS WITH 'S' RETURN count(r) AS n"
+        "MATCH (:KipConcept {type: 'Drug'})-[r:`kip:treats`]->(s:KipConcept {type: 'Symptom'}) WHERE s.name STARTS WITH 'S' RETURN count(r) AS n"
     ).records[0]["n"]
     assert written == 72
     out = cli("run", str(path), "--dry-run")

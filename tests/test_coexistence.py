@@ -79,11 +79,13 @@ def test_count_over_a_free_free_pattern_does_not_count_the_teams_relationships(b
 
 
 def test_join_starting_with_a_free_pattern_reads_memory_only(both):
-    """The first pattern of a join tests ``kip_id`` with the key as a parameter (the planner keeps
-    its join order, docs/performance.md round 4); the team's d1-mentions->d2-cites->d3 stays out."""
+    """A join of free patterns reads memory relationships by their type alone (``kip:mentions``,
+    KIP's label space): no ``kip_id`` test left to re-order the joins; the team's
+    d1-mentions->d2-cites->d3 stays out."""
     nexus, _ = both
     command = 'FIND(?a.name, ?b.name, ?c.name) WHERE { (?a, "mentions", ?b) (?b, "cites", ?c) }'
-    assert "[$kip_link] IS NOT NULL" in kip2cypher.compile(command)[0]["cypher"]
+    cypher = kip2cypher.compile(command)[0]["cypher"]
+    assert "kip_id" not in cypher and "kip_link" not in cypher and "-[:`kip:mentions`]->" in cypher
     assert run(nexus, command) == {"result": [["Ann"], ["Bob"], ["Cy"]]}
 
 
@@ -153,15 +155,19 @@ def test_export_over_a_free_pattern_exports_memory_only(both):
     assert run(nexus, 'EXPORT ?b WHERE { (?a, "mentions", ?b) }') == {"result": {"capsule": capsule, "concepts": 1, "propositions": 0}}
 
 
-@pytest.mark.parametrize("namespace, tested", [("", True), ("alpha", False)])
-def test_only_the_default_namespace_tests_kip_id_on_free_patterns(namespace, tested):
-    """A namespace's relationship types carry its prefix (``alpha/mentions``), which no team uses:
-    its free patterns compile as before; a pinned pattern never needs the test."""
+@pytest.mark.parametrize("namespace, prefix", [("", "kip:"), ("alpha", "kip.alpha:")])
+def test_free_patterns_need_no_kip_id_test_in_any_namespace(namespace, prefix):
+    """Every namespace's predicate types are in KIP's label space (``kip:mentions``,
+    ``kip.alpha:mentions``), which no team uses: a free pattern is exact by its type alone, and a
+    predicate variable tests the type's prefix (no property read)."""
     from kip2cypher.config import Settings
     from kip2cypher.lower.compile import compile_command
 
     def cypher(text: str) -> str:
         return compile_command(text, settings=Settings(namespace=namespace))[0]["cypher"]
 
-    assert ("kip_id" in cypher('FIND(?a, ?b) WHERE { (?a, "mentions", ?b) }')) is tested
+    free = cypher('FIND(?a, ?b) WHERE { (?a, "mentions", ?b) }')
+    assert "kip_id" not in free and f"-[:`{prefix}mentions`]->" in free
     assert "kip_id" not in cypher('FIND(?a) WHERE { ?a {type: "Person"} (?a, "mentions", ?b) }')
+    variable = cypher("FIND(?a, ?p, ?b) WHERE { (?a, ?p, ?b) } LIMIT 5")
+    assert "kip_id" not in variable and f"STARTS WITH '{prefix}'" in variable

@@ -50,7 +50,8 @@ class GatedEmbedder(TopicEmbedder):
 
 def stored(nexus, name: str = "Nausea") -> dict:
     records, _, _ = nexus.driver.execute_query(
-        "MATCH (n:KipConcept {type: 'Symptom', name: $name}) RETURN n.kip_embedding_hash AS hash, n.`meta._version` AS version, n.`attr.description` AS description",
+        "MATCH (n:KipConcept {type: 'Symptom', name: $name}) RETURN n.kip_embedding_hash AS hash, n.`meta._version` AS version, n.`attr.description` AS "
+        "description",
         name=name,
         database_=nexus.database,
     )

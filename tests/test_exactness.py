@@ -22,7 +22,8 @@ UPSERT {
   CONCEPT ?headache { {type: "Symptom", name: "Headache"} }
   CONCEPT ?fever { {type: "Symptom", name: "Fever"} }
   CONCEPT ?pain { {type: "Symptom", name: "Pain"} }
-  CONCEPT ?aspirin { {type: "Drug", name: "Aspirin"} SET ATTRIBUTES { score: 1 } SET PROPOSITIONS { ("treats", ?headache) ("treats", ?fever) ("treats", ?pain) } }
+  CONCEPT ?aspirin { {type: "Drug", name: "Aspirin"} SET ATTRIBUTES { score: 1 } SET PROPOSITIONS { ("treats", ?headache) ("treats", ?fever)
+    ("treats", ?pain) } }
   CONCEPT ?ibuprofen { {type: "Drug", name: "Ibuprofen"} SET ATTRIBUTES { score: 1 } SET PROPOSITIONS { ("treats", ?headache) } }
   CONCEPT ?naproxen { {type: "Drug", name: "Naproxen"} SET ATTRIBUTES { score: 1 } SET PROPOSITIONS { ("treats", ?pain) } }
 }

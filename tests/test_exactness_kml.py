@@ -197,7 +197,8 @@ GADGET = """
 UPSERT {
   CONCEPT ?t {
     {type: "$ConceptType", name: "Gadget"}
-    SET ATTRIBUTES { instance_schema: { kind: { type: "string", is_required: true }, count: { type: "integer" }, level: { type: "string", enum: ["low", "high"] } } }
+    SET ATTRIBUTES { instance_schema: { kind: { type: "string", is_required: true }, count: { type: "integer" },
+      level: { type: "string", enum: ["low", "high"] } } }
     SET PROPOSITIONS { ("belongs_to_domain", {type: "Domain", name: "CoreSchema"}) }
   }
   CONCEPT ?g { {type: "Gadget", name: "g1"} SET ATTRIBUTES { kind: "a", count: 2 } }

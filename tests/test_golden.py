@@ -15,25 +15,25 @@ File format (one file per area: kql.txt, kml.txt, meta.txt …; many cases per f
 
 or, for a command that must not compile, ``--- error`` followed by the KIP error code.
 
-Every expected statement is also run under EXPLAIN on the test Neo4j, so a Cypher
-syntax error cannot hide in a golden file. Regenerate after an intended change with
-``KIP2CYPHER_REGEN_GOLDEN=1 python -m pytest tests/test_golden.py`` and review the diff.
+Two tests per case, one per tier: ``test_golden`` diffs the compiled text and parameters
+(offline: no Neo4j), and ``test_golden_explain`` (marked ``neo4j``: it uses the server) runs
+every statement the compiler produces under EXPLAIN on the test Neo4j, so a Cypher syntax
+error cannot hide in a golden file. Regenerate after an intended change with
+``KIP2CYPHER_REGEN_GOLDEN=1 python -m pytest tests/test_golden.py`` and review the diff
+(``golden_harness.py``: the harness shared with the program goldens).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
-
-GOLDEN_DIR = Path(__file__).parent / "golden"
-REGEN = os.environ.get("KIP2CYPHER_REGEN_GOLDEN") == "1"
+from golden_harness import GOLDEN_DIR, GoldenKind, Sections, unknown_section
 
 logging.getLogger("neo4j").setLevel(logging.ERROR)
 
@@ -47,20 +47,9 @@ class Case:
     error: str | None = None
 
 
-def parse_file(path: Path) -> list[Case]:
-    return parse_text(path.read_text(encoding="utf-8"), path.name)
-
-
-def parse_text(text: str, filename: str) -> list[Case]:
-    cases: list[Case] = []
-    section: str | None = None
-    buffer: list[str] = []
-
-    def close() -> None:
-        if section is None or not cases:
-            return
-        text = "\n".join(buffer).strip("\n")
-        case = cases[-1]
+def build(name: str, sections: Sections, filename: str) -> Case:
+    case = Case(name, "")
+    for section, text in sections:
         if section == "kip":
             case.kip = text
         elif section == "request parameters":
@@ -74,56 +63,23 @@ def parse_text(text: str, filename: str) -> list[Case]:
         elif section == "error":
             case.error = text.strip()
         else:
-            raise ValueError(f"{filename}: unknown section --- {section} in case {case.name!r}")
-
-    for line in text.splitlines():
-        if line.startswith("=== "):
-            close()
-            section, buffer = None, []
-            cases.append(Case(line[4:].strip(), ""))
-        elif line.startswith("--- "):
-            close()
-            section, buffer = line[4:].strip(), []
-        elif section is not None:
-            buffer.append(line)
-        elif line.strip() and not line.startswith("#"):
-            raise ValueError(f"{filename}: text outside a section: {line!r}")
-    close()
-    names = [c.name for c in cases]
-    duplicates = {n for n in names if names.count(n) > 1}
-    if duplicates:
-        raise ValueError(f"{filename}: duplicate case names {sorted(duplicates)}")
-    return cases
+            raise unknown_section(filename, section, name)
+    return case
 
 
-def render_file(header: str, cases: list[Case]) -> str:
-    out = [header.rstrip("\n")] if header.strip() else []
-    for case in cases:
-        out.append(f"=== {case.name}")
-        out.append("--- kip")
-        out.append(case.kip)
-        if case.request is not None:
-            out.append("--- request parameters")
-            out.append(json.dumps(case.request, ensure_ascii=False, sort_keys=True))
-        if case.error is not None:
-            out.append("--- error")
-            out.append(case.error)
-        for label, cypher, params in case.statements:
-            out.append(f"--- cypher: {label}" if label else "--- cypher")
-            out.append(cypher)
-            out.append("--- params")
-            out.append(json.dumps(params, ensure_ascii=False, sort_keys=True))
-        out.append("")
-    return "\n".join(out)
+def render(case: Case) -> list[str]:
+    out = [f"=== {case.name}", "--- kip", case.kip]
+    if case.request is not None:
+        out += ["--- request parameters", json.dumps(case.request, ensure_ascii=False, sort_keys=True)]
+    if case.error is not None:
+        out += ["--- error", case.error]
+    for label, cypher, params in case.statements:
+        out += [f"--- cypher: {label}" if label else "--- cypher", cypher, "--- params", json.dumps(params, ensure_ascii=False, sort_keys=True)]
+    return out + [""]
 
 
-def file_header(path: Path) -> str:
-    lines = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.startswith("=== "):
-            break
-        lines.append(line)
-    return "\n".join(lines) + "\n"
+#: The Cypher goldens: ``tests/golden/*.txt``; the generated part is the error or the statements.
+CYPHER = GoldenKind(GOLDEN_DIR, build, render, lambda case: (case.error, case.statements))
 
 
 def golden_settings():
@@ -144,14 +100,6 @@ def compile_case(case: Case) -> Case:
         return actual
     actual.statements = [(s.get("label", ""), s["cypher"], json.loads(json.dumps(s["parameters"]))) for s in statements]
     return actual
-
-
-def _all_cases() -> list[Any]:
-    params = []
-    for path in sorted(GOLDEN_DIR.glob("*.txt")):
-        for case in parse_file(path):
-            params.append(pytest.param(path, case, id=f"{path.stem}::{case.name}"))
-    return params
 
 
 @pytest.fixture(scope="module")
@@ -181,26 +129,29 @@ def explain(driver, database, cypher: str, params: dict[str, Any]) -> None:
                 params[name.strip()] = None
 
 
-@pytest.mark.parametrize("path, case", _all_cases())
-def test_golden(path: Path, case: Case, explain_driver) -> None:
+CASES = CYPHER.params()
+
+
+@pytest.mark.parametrize("path, case", CASES)
+def test_golden(path: Path, case: Case) -> None:
+    """The compiled statements' text and parameters, or the error code (offline)."""
     actual = compile_case(case)
-    if REGEN and (actual.statements != case.statements or actual.error != case.error):
-        cases = parse_file(path)
-        cases = [actual if c.name == case.name else c for c in cases]
-        path.write_text(render_file(file_header(path), cases), encoding="utf-8")
-        case = actual
+    case = CYPHER.expected(path, case, actual)
     assert actual.error == case.error, f"{case.name}: expected error {case.error}, got {actual.error}"
     assert [s[0] for s in actual.statements] == [s[0] for s in case.statements], case.name
     for (label, got_text, got_params), (_, want_text, want_params) in zip(actual.statements, case.statements):
         assert got_text == want_text, f"{case.name} [{label}]: Cypher differs"
         assert got_params == want_params, f"{case.name} [{label}]: parameters differ"
+
+
+@pytest.mark.parametrize("path, case", [c for c in CASES if c.values[1].error is None])
+def test_golden_explain(path: Path, case: Case, explain_driver) -> None:
+    """Neo4j plans every statement the compiler produces for the case (the Neo4j tier): what
+    ``test_golden`` pins as text is Cypher the server accepts."""
     driver, database = explain_driver
-    for _, cypher, params in case.statements:
+    for _, cypher, params in compile_case(case).statements:
         explain(driver, database, cypher, params)
 
 
 def test_golden_files_parse_and_round_trip() -> None:
-    for path in sorted(GOLDEN_DIR.glob("*.txt")):
-        cases = parse_file(path)
-        assert cases, f"{path.name} has no cases"
-        assert parse_text(render_file(file_header(path), cases), path.name) == cases
+    CYPHER.check_round_trip()

@@ -27,7 +27,7 @@ def test_bootstrap_with_capsules_defines_everything(full):
     # every definition is filed under CoreSchema
     names = TYPES | PREDICATES
     filed = full.driver.execute_query(
-        "MATCH (d:KipConcept)-[:belongs_to_domain]->(:KipConcept {type: 'Domain', name: 'CoreSchema'}) RETURN d.name AS n"
+        "MATCH (d:KipConcept)-[:`kip:belongs_to_domain`]->(:KipConcept {type: 'Domain', name: 'CoreSchema'}) RETURN d.name AS n"
     ).records
     assert names <= {r["n"] for r in filed}
     for actor in ("$self", "$system"):
@@ -67,7 +67,8 @@ def test_capsule_types_in_use(full):
           CONCEPT ?alice { {type: "Person", name: "Alice"} SET ATTRIBUTES { person_class: "Human" } }
           CONCEPT ?event {
             {type: "Event", name: "Conversation:2026-07-04T10:00:00Z:dark mode"}
-            SET ATTRIBUTES { event_class: "Conversation", start_time: "2026-07-04T10:00:00Z", participants: ["Alice"], content_summary: "Alice asked for dark mode again." }
+            SET ATTRIBUTES { event_class: "Conversation", start_time: "2026-07-04T10:00:00Z", participants: ["Alice"],
+              content_summary: "Alice asked for dark mode again." }
             SET PROPOSITIONS { ("involves", ?alice) ("involves", {type: "Person", name: "$self"}) }
           }
           WITH METADATA { expires_at: "2026-08-04T00:00:00Z" }
@@ -99,11 +100,14 @@ def test_capsule_types_in_use(full):
     ok(
         full.execute_kip("""
         UPSERT { CONCEPT ?e { {type: "Event", name: "Conversation:2026-07-04T10:00:00Z:dark mode"}
-          SET PROPOSITIONS { ("consolidated_to", {type: "Preference", name: "Alice:dark_mode"}) ("mentions", {type: "Preference", name: "Alice:dark_mode"}) } } }""")
+          SET PROPOSITIONS { ("consolidated_to", {type: "Preference", name: "Alice:dark_mode"})
+            ("mentions", {type: "Preference", name: "Alice:dark_mode"}) } } }""")
     )
-    assert count(full, "MATCH (:Person {name: 'Alice'})-[:prefers]->(:Preference)<-[:derived_from]-() RETURN count(*)") == 0
-    assert count(full, "MATCH (:Person {name: 'Alice'})-[:prefers]->(p:Preference)-[:derived_from]->(:Event) RETURN count(p)") == 1
-    assert count(full, "MATCH (:SleepTask)-[:assigned_to]->(:Person {name: '$system'}) RETURN count(*)") == 1
+    assert count(full, "MATCH (:`kip:Person` {name: 'Alice'})-[:`kip:prefers`]->(:`kip:Preference`)<-[:`kip:derived_from`]-() RETURN count(*)") == 0
+    assert (
+        count(full, "MATCH (:`kip:Person` {name: 'Alice'})-[:`kip:prefers`]->(p:`kip:Preference`)-[:`kip:derived_from`]->(:`kip:Event`) RETURN count(p)") == 1
+    )
+    assert count(full, "MATCH (:`kip:SleepTask`)-[:`kip:assigned_to`]->(:`kip:Person` {name: '$system'}) RETURN count(*)") == 1
     integrity(full)
 
 

@@ -73,8 +73,8 @@ def test_merge_spec_example(skills):
     # the higher-order chain (X related_to (Ann related_to JS)) still resolves: its object kept its id
     assert count(skills, "MATCH (p:KipProposition {predicate: 'related_to', object: $id}) RETURN count(p)", id=ann_js["id"]) == 1
     # native relationships follow
-    assert count(skills, "MATCH (:SkillTopic {name: 'JavaScript'})-[r:related_to]->(:SkillTopic {name: 'JavaScript'}) RETURN count(r)") == 1
-    assert count(skills, "MATCH (:Person {name: 'Ann'})-[r:related_to]->(:SkillTopic {name: 'JavaScript'}) RETURN count(r)") == 1
+    assert count(skills, "MATCH (:`kip:SkillTopic` {name: 'JavaScript'})-[r:`kip:related_to`]->(:`kip:SkillTopic` {name: 'JavaScript'}) RETURN count(r)") == 1
+    assert count(skills, "MATCH (:`kip:Person` {name: 'Ann'})-[r:`kip:related_to`]->(:`kip:SkillTopic` {name: 'JavaScript'}) RETURN count(r)") == 1
     integrity(skills)
 
 

@@ -25,7 +25,8 @@ def test_update_spec_example_confidence_decay(med):
             SET PROPOSITIONS {
               ("treats", {type: "Symptom", name: "Brain Fog"}) WITH METADATA { confidence: 0.8, created_at: "2020-01-01T00:00:00Z" }
               ("belongs_to_class", {type: "DrugClass", name: "Nootropic"}) WITH METADATA { confidence: 1.0, created_at: "2020-01-01T00:00:00Z" }
-              ("has_side_effect", {type: "Symptom", name: "Neural Bloom"}) WITH METADATA { confidence: 0.6, created_at: "2020-01-01T00:00:00Z", superseded: true }
+              ("has_side_effect", {type: "Symptom", name: "Neural Bloom"})
+                WITH METADATA { confidence: 0.6, created_at: "2020-01-01T00:00:00Z", superseded: true }
             }
           }
         }""")
@@ -102,7 +103,8 @@ def test_update_null_and_non_number_operands_skip_key_per_element(med):
     # other keys of the same element still update; COALESCE treats a stored null as null
     res = ok(
         med.execute_kip(
-            'UPDATE ?d SET ATTRIBUTES { score: ADD(?d.attributes.score, 1), seen: true, s2: COALESCE(?d.attributes.score, 7) } WHERE { ?d {type: "Drug"} FILTER(STARTS_WITH(?d.name, "N")) }'
+            'UPDATE ?d SET ATTRIBUTES { score: ADD(?d.attributes.score, 1), seen: true, s2: COALESCE(?d.attributes.score, 7) } WHERE { ?d {type: "Drug"} '
+            'FILTER(STARTS_WITH(?d.name, "N")) }'
         )
     )
     assert res == {"updated": 4, "matched": 4}
@@ -261,7 +263,7 @@ def test_delete_propositions_spec_example(med):
     assert res == {"deleted_propositions": 1}
     a = concept(med, "Drug", "Aspirin")
     assert link(med, a["id"], "treats", concept(med, "Symptom", "Brain Fog")["id"]) is None
-    assert count(med, "MATCH (:Drug {name: 'Aspirin'})-[r:treats]->() RETURN count(r)") == 1
+    assert count(med, "MATCH (:`kip:Drug` {name: 'Aspirin'})-[r:`kip:treats`]->() RETURN count(r)") == 1
     integrity(med)
 
 
@@ -289,7 +291,8 @@ def test_delete_concept_spec_example_and_cascade(med):
         UPSERT {
           CONCEPT ?d { {type: "Drug", name: "OutdatedDrug"} SET PROPOSITIONS { ("treats", {type: "Symptom", name: "Brain Fog"}) } }
           CONCEPT ?j { {type: "Person", name: "John"} SET PROPOSITIONS { ("stated", (?d, "treats", {type: "Symptom", name: "Brain Fog"})) ("related_to", ?d) } }
-          PROPOSITION ?x { ({type: "Person", name: "John"}, "related_to", ({type: "Person", name: "John"}, "stated", (?d, "treats", {type: "Symptom", name: "Brain Fog"}))) }
+          PROPOSITION ?x { ({type: "Person", name: "John"}, "related_to",
+            ({type: "Person", name: "John"}, "stated", (?d, "treats", {type: "Symptom", name: "Brain Fog"}))) }
         }""")
     )
     before_props = count(med, "MATCH (p:KipProposition) RETURN count(p)")

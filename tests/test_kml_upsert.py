@@ -37,8 +37,8 @@ def test_genesis_response_and_idempotent_replay(nexus):
     assert ct["metadata"]["source"] == "SystemBootstrap"
     assert ct["attributes"]["key_instances"] == ["$ConceptType", "$PropositionType", "Domain"]
     assert ct["attributes"]["instance_schema"]["description"]["is_required"] is True
-    assert count(nexus, "MATCH (:KipConcept)-[r:belongs_to_domain]->(:KipConcept {name: 'CoreSchema'}) RETURN count(r)") == 7
-    assert count(nexus, "MATCH (n:`$ConceptType`:KipConcept) RETURN count(n)") == 3
+    assert count(nexus, "MATCH (:KipConcept)-[r:`kip:belongs_to_domain`]->(:KipConcept {name: 'CoreSchema'}) RETURN count(r)") == 7
+    assert count(nexus, "MATCH (n:`kip:$ConceptType`:KipConcept) RETURN count(n)") == 3
     integrity(nexus)
 
 
@@ -69,7 +69,7 @@ def test_cognizine_capsule(med):
         p = link(med, cog_id, pred, target)
         assert p is not None and p["id"].startswith("P:") and p["id"].endswith(":" + pred)
         assert p["metadata"]["confidence"] == 0.95 and p["metadata"]["_version"] == 1
-    assert count(med, "MATCH (:Drug {name: 'Cognizine'})-[r:treats]->(:Symptom {name: 'Brain Fog'}) RETURN count(r)") == 1
+    assert count(med, "MATCH (:`kip:Drug` {name: 'Cognizine'})-[r:`kip:treats`]->(:`kip:Symptom` {name: 'Brain Fog'}) RETURN count(r)") == 1
     integrity(med)
     before = snapshot(med)
     assert ok(med.execute_kip(COGNIZINE)) == res  # idempotent: same ids, no new data, no version bump
@@ -177,7 +177,10 @@ def test_reserved_metadata_key_is_2002(med, where):
     elif where == "block":
         text = 'UPSERT { CONCEPT ?a { {type: "Drug", name: "A"} } WITH METADATA { _updated_at: "x" } }'
     else:
-        text = 'UPSERT { CONCEPT ?a { {type: "Drug", name: "A"} SET PROPOSITIONS { ("treats", {type: "Symptom", name: "Brain Fog"}) WITH METADATA { _merged_from: [] } } } }'
+        text = (
+            'UPSERT { CONCEPT ?a { {type: "Drug", name: "A"} SET PROPOSITIONS { ("treats", {type: "Symptom", name: "Brain Fog"}) '
+            "WITH METADATA { _merged_from: [] } } } }"
+        )
     err(med.execute_kip(text), "KIP_2002")
     assert concept(med, "Drug", "A") is None
 
@@ -238,7 +241,8 @@ def test_metadata_precedence_inner_wins_key_by_key_including_null(med):
 def test_set_propositions_is_additive_and_updates_existing_link(med):
     ok(
         med.execute_kip(
-            'UPSERT { CONCEPT ?a { {type: "Drug", name: "A"} SET PROPOSITIONS { ("treats", {type: "Symptom", name: "Brain Fog"}) WITH METADATA { confidence: 0.5 } } } }'
+            'UPSERT { CONCEPT ?a { {type: "Drug", name: "A"} SET PROPOSITIONS { ("treats", {type: "Symptom", name: "Brain Fog"}) WITH METADATA { confidence: '
+            "0.5 } } } }"
         )
     )
     ok(med.execute_kip('UPSERT { CONCEPT ?a { {type: "Drug", name: "A"} SET PROPOSITIONS { ("belongs_to_class", {type: "DrugClass", name: "Nootropic"}) } } }'))
@@ -248,7 +252,8 @@ def test_set_propositions_is_additive_and_updates_existing_link(med):
     assert t is not None and count(med, "MATCH (p:KipProposition {subject: $s}) RETURN count(p)", s=a["id"]) == 2
     ok(
         med.execute_kip(
-            'UPSERT { CONCEPT ?a { {type: "Drug", name: "A"} SET PROPOSITIONS { ("treats", {type: "Symptom", name: "Brain Fog"}) WITH METADATA { confidence: 0.9, note: "x" } } } }'
+            'UPSERT { CONCEPT ?a { {type: "Drug", name: "A"} SET PROPOSITIONS { ("treats", {type: "Symptom", name: "Brain Fog"}) WITH METADATA { confidence: '
+            '0.9, note: "x" } } } }'
         )
     )
     t2 = link(med, a["id"], "treats", fog["id"])
@@ -322,7 +327,8 @@ def test_structural_target_missing_is_3002(med):
     ok(med.execute_kip('UPSERT { CONCEPT ?a { {type: "Drug", name: "Aspirin"} } CONCEPT ?h { {type: "Symptom", name: "Headache"} } }'))
     e = err(
         med.execute_kip("""
-        UPSERT { CONCEPT ?j { {type: "Person", name: "John"} SET PROPOSITIONS { ("stated", ({type: "Drug", name: "Aspirin"}, "treats", {type: "Symptom", name: "Headache"})) } } }"""),
+        UPSERT { CONCEPT ?j { {type: "Person", name: "John"} SET PROPOSITIONS {
+          ("stated", ({type: "Drug", name: "Aspirin"}, "treats", {type: "Symptom", name: "Headache"})) } } }"""),
         "KIP_3002",
     )
     assert "treats" in e["message"]
@@ -404,7 +410,8 @@ def test_expect_version(med):
 def test_expect_version_on_proposition(med):
     res = ok(
         med.execute_kip(
-            'UPSERT { PROPOSITION ?p { ({type: "DrugClass", name: "Nootropic"}, "related_to", {type: "Symptom", name: "Brain Fog"}) EXPECT VERSION 0 SET ATTRIBUTES { w: 1 } } }'
+            'UPSERT { PROPOSITION ?p { ({type: "DrugClass", name: "Nootropic"}, "related_to", {type: "Symptom", name: "Brain Fog"}) EXPECT VERSION 0 SET '
+            "ATTRIBUTES { w: 1 } } }"
         )
     )
     pid = res["upsert_proposition_links"][0]
@@ -529,7 +536,8 @@ def test_strict_instance_schema(genesis):
     ok(
         genesis.execute_kip("""
         UPSERT { CONCEPT ?t { {type: "$ConceptType", name: "Gadget"} SET ATTRIBUTES { description: "x",
-          instance_schema: { weight: { type: "number", is_required: true }, tags: { type: "array", item_type: "string" }, kind: { type: "string", enum: ["a", "b"] } } } } }""")
+          instance_schema: { weight: { type: "number", is_required: true }, tags: { type: "array", item_type: "string" },
+            kind: { type: "string", enum: ["a", "b"] } } } } }""")
     )
     ok(genesis.execute_kip('UPSERT { CONCEPT ?g { {type: "Gadget", name: "loose"} } }'))  # default: guidance only
     with Nexus(genesis.uri, database=genesis.database, settings=Settings(strict_schema=True)) as strict:

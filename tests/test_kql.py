@@ -159,7 +159,8 @@ def test_concept_by_id_type_name_type_and_name(kg):
 def test_placeholders_in_clauses_limit_and_filters(kg):
     r = run(
         kg,
-        'FIND(?drug.name) WHERE { ?symptom {name: :symptom_name} (?drug, "treats", ?symptom) FILTER(?drug.attributes.risk_level >= :min) } ORDER BY ?drug.name LIMIT :limit',
+        'FIND(?drug.name) WHERE { ?symptom {name: :symptom_name} (?drug, "treats", ?symptom) FILTER(?drug.attributes.risk_level >= :min) } ORDER BY ?drug.name '
+        "LIMIT :limit",
         symptom_name="Headache",
         min=2,
         limit=10,
@@ -180,7 +181,8 @@ def test_proposition_by_id_and_structure(kg):
 def test_variables_unify_across_clauses(kg):
     r = run(
         kg,
-        'FIND(?d.name) WHERE { (?d, "treats", {name: "Headache"}) (?d, "treats", {name: "Fever"}) (?d, "belongs_to_class", ?c) ?c {name: "NSAID"} } ORDER BY ?d.name',
+        'FIND(?d.name) WHERE { (?d, "treats", {name: "Headache"}) (?d, "treats", {name: "Fever"}) (?d, "belongs_to_class", ?c) ?c {name: "NSAID"} } ORDER BY '
+        "?d.name",
     )
     assert r == {"result": ["Aspirin", "Ibuprofen"]}
 
@@ -336,7 +338,8 @@ def test_filter_sees_every_variable_of_its_scope_wherever_written(kg):
 def test_filter_comparing_two_variables(kg):
     r = run(
         kg,
-        'FIND(?a.name, ?b.name) WHERE { ?a {type: "Drug"} ?b {type: "Drug"} FILTER(?a.attributes.risk_level == ?b.attributes.risk_level && ?a.name < ?b.name) }',
+        'FIND(?a.name, ?b.name) WHERE { ?a {type: "Drug"} ?b {type: "Drug"} FILTER(?a.attributes.risk_level == ?b.attributes.risk_level && ?a.name < ?b.name) '
+        "}",
     )
     assert r == {"result": [["Aspirin"], ["Ibuprofen"]]}
     r = run(kg, 'FIND(?a.name) WHERE { (?a, "treats", ?s) (?b, "treats", ?s) ?b {name: "Naproxen"} FILTER(?a != ?b) }')
@@ -513,7 +516,8 @@ def test_implicit_group_by_and_order_by_aggregate(kg):
 def test_aggregations_only_give_scalars(kg):
     r = run(
         kg,
-        'FIND(COUNT(?d), COUNT(DISTINCT ?d.attributes.risk_level), SUM(?d.attributes.price), AVG(?d.attributes.risk_level), MIN(?d.name), MAX(?d.attributes.risk_level)) WHERE { ?d {type: "Drug"} }',
+        "FIND(COUNT(?d), COUNT(DISTINCT ?d.attributes.risk_level), SUM(?d.attributes.price), AVG(?d.attributes.risk_level), MIN(?d.name), "
+        'MAX(?d.attributes.risk_level)) WHERE { ?d {type: "Drug"} }',
     )
     assert r == {"result": [6, 4, 13.5, 2.6, "Acetaminophen", 5]}
     assert run(kg, 'FIND(COUNT(?d)) WHERE { ?d {type: "Drug"} }') == {"result": 6}
@@ -610,7 +614,9 @@ def test_undefined_type_and_predicate_are_kip_2001_with_hint(kg):
     assert r == {
         "error": {
             "code": "KIP_2001",
-            "message": 'Concept type "drug" is not defined in the schema. (line 1, column 28)\nFIND(?d) WHERE { ?d {type: "drug"} }\n                           ^',
+            "message": (
+                'Concept type "drug" is not defined in the schema. (line 1, column 28)\nFIND(?d) WHERE { ?d {type: "drug"} }\n                           ^'
+            ),
             "hint": 'Names are case-sensitive: use "Drug", not "drug".',
             "line": 1,
             "column": 28,

@@ -250,7 +250,10 @@ def test_a_token_bound_to_a_namespace_reaches_that_namespace_only(genesis, neo4j
         "MATCH (d {type: 'Domain'}) WHERE d.name IN ['AlphaOnly', 'BetaOnly'] RETURN d.name AS name, labels(d) AS labels ORDER BY name",
         database_=genesis.database,
     ).records
-    assert [(r["name"], sorted(r["labels"])) for r in labels] == [("AlphaOnly", ["Domain", "KipConcept__alpha"]), ("BetaOnly", ["Domain", "KipConcept__beta"])]
+    assert [(r["name"], sorted(r["labels"])) for r in labels] == [
+        ("AlphaOnly", ["KipConcept__alpha", "kip.alpha:Domain"]),
+        ("BetaOnly", ["KipConcept__beta", "kip.beta:Domain"]),
+    ]
 
 
 # ---------------------------------------------------------------- many clients

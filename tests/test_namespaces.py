@@ -32,7 +32,8 @@ ASPIRIN = (
 CANARY = """
 UPSERT {
   CONCEPT ?kind { {type: "$ConceptType", name: "CanaryKind"} SET ATTRIBUTES { description: "canary type" } }
-  CONCEPT ?pred { {type: "$PropositionType", name: "canary_relieves"} SET ATTRIBUTES { description: "canary predicate", subject_types: ["*"], object_types: ["*"] } }
+  CONCEPT ?pred { {type: "$PropositionType", name: "canary_relieves"} SET ATTRIBUTES { description: "canary predicate",
+    subject_types: ["*"], object_types: ["*"] } }
   CONCEPT ?drug { {type: "Drug", name: "Canaryzine"} SET ATTRIBUTES { description: "A canary drug that relieves pain and headache.", risk_level: 1 }
     SET PROPOSITIONS { ("treats", {type: "Symptom", name: "Headache"}) ("canary_relieves", {type: "Drug", name: "Aspirin"}) } }
   CONCEPT ?bird { {type: "CanaryKind", name: "Canary bird"} SET PROPOSITIONS { ("canary_relieves", ?drug) } }
@@ -196,7 +197,9 @@ def test_find_predicate_variables_and_paths_stay_in_alpha(fresh):
     reach = _result(
         fresh.run(
             {
-                "command": 'FIND(?x.name) WHERE { ?d {type: "Drug", name: "Aspirin"} (?d, "related_to"|"treats"|"has_side_effect"{1,4}, ?x) } ORDER BY ?x.name ASC'
+                "command": (
+                    'FIND(?x.name) WHERE { ?d {type: "Drug", name: "Aspirin"} (?d, "related_to"|"treats"|"has_side_effect"{1,4}, ?x) } ORDER BY ?x.name ASC'
+                )
             }
         )
     )

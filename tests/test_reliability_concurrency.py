@@ -182,7 +182,7 @@ def test_same_proposition_upserted_at_once_exists_once(cx, retry_log):
         links = cx.driver.execute_query(
             """MATCH (a:KipConcept {type: 'Item', name: $s}), (b:KipConcept {type: 'Item', name: $o})
                MATCH (p:KipProposition {subject: a.id, predicate: 'related_to', object: b.id})
-               RETURN count(p) AS props, COUNT { (a)-[:related_to]->(b) } AS natives""",
+               RETURN count(p) AS props, COUNT { (a)-[:`kip:related_to`]->(b) } AS natives""",
             {"s": s, "o": o},
             database_=cx.database,
         ).records
@@ -286,8 +286,10 @@ def test_opposite_lock_order_capsules_are_retried_and_atomic(cx, retry_log):
     """Writers touching A then B and B then A in one statement deadlock; the driver retries them,
     and each statement is all-or-nothing: both nodes always carry the same last writer."""
     ok(cx.execute_kip('UPSERT { CONCEPT ?a { {type: "Item", name: "lock-A"} } CONCEPT ?b { {type: "Item", name: "lock-B"} } }'))
-    ab = 'UPSERT { CONCEPT ?a { {type: "Item", name: "lock-A"} SET ATTRIBUTES { w: :w } } CONCEPT ?b { {type: "Item", name: "lock-B"} SET ATTRIBUTES { w: :w } } }'
-    ba = 'UPSERT { CONCEPT ?b { {type: "Item", name: "lock-B"} SET ATTRIBUTES { w: :w } } CONCEPT ?a { {type: "Item", name: "lock-A"} SET ATTRIBUTES { w: :w } } }'
+    lock_a = 'CONCEPT ?a { {type: "Item", name: "lock-A"} SET ATTRIBUTES { w: :w } }'
+    lock_b = 'CONCEPT ?b { {type: "Item", name: "lock-B"} SET ATTRIBUTES { w: :w } }'
+    ab = f"UPSERT {{ {lock_a} {lock_b} }}"
+    ba = f"UPSERT {{ {lock_b} {lock_a} }}"
 
     def worker(i: int) -> list[str]:
         return [code(cx.execute_kip(ab if (i + k) % 2 else ba, parameters={"w": f"{i}-{k}"})) for k in range(25)]

@@ -304,7 +304,8 @@ def commands(draw) -> str:
     if kind == "find-agg":
         return f"FIND(?{v}.name, COUNT(DISTINCT ?{draw(st.sampled_from(bound))})) {where}"
     if kind == "update":
-        return f"UPDATE ?{v} SET ATTRIBUTES {{ {draw(keys).lstrip('_')}: ADD(COALESCE(?{v}.attributes.n, 0), :hn) }} SET METADATA {{ note: {literal(draw(json_values))} }} {where} LIMIT 10"
+        increment = f"{draw(keys).lstrip('_')}: ADD(COALESCE(?{v}.attributes.n, 0), :hn)"
+        return f"UPDATE ?{v} SET ATTRIBUTES {{ {increment} }} SET METADATA {{ note: {literal(draw(json_values))} }} {where} LIMIT 10"
     if kind == "delete-attrs":
         return f'DELETE ATTRIBUTES {{ {literal(draw(names))}, "x" }} FROM ?{v} {where}'
     if kind == "delete-concept":

@@ -105,15 +105,15 @@ def test_hostile_string_everywhere_round_trips_verbatim(hx, payload):
         assert sorted(names) == sorted([P, P2])
     assert described["name"] == P and described["attributes"]["description"] == P
 
-    # Stored form: the payload is a label and a relationship type, verbatim.
+    # Stored form: the payload is a label and a relationship type, verbatim, in KIP's label space.
     (stored,) = _rows(
         hx,
         "MATCH (n:KipConcept {id: $a}) MATCH (s)-[r]->(o) WHERE r.kip_id = $l RETURN labels(n) AS labels, type(r) AS t, s.id AS s, o.id AS o",
         a=a["id"],
         l=link["id"],
     )
-    assert sorted(stored["labels"]) == sorted(["KipConcept", P])
-    assert (stored["t"], stored["s"], stored["o"]) == (P, b["id"], a["id"])
+    assert sorted(stored["labels"]) == sorted(["KipConcept", storage.DEFAULT.label(P)])
+    assert (stored["t"], stored["s"], stored["o"]) == (storage.DEFAULT.rel(P), b["id"], a["id"])
 
     # KML matching by the payload as a label: mutates exactly the two concepts, then removes them.
     kml = ok(
@@ -196,7 +196,8 @@ def test_one_mib_values_round_trip_with_the_default_embedder(neo4j_server, hx):
             assert len(V.encode("utf-8")) >= (1 << 20) - 4
             res = ok(
                 nx.execute_kip(
-                    'UPSERT { CONCEPT ?c { {type: "Domain", name: :n} SET ATTRIBUTES { value: :v, description: :v, nested: { inner: [:v] } } } WITH METADATA { note: :v } }',
+                    'UPSERT { CONCEPT ?c { {type: "Domain", name: :n} SET ATTRIBUTES { value: :v, description: :v, nested: { inner: [:v] } } } WITH METADATA { '
+                    "note: :v } }",
                     parameters={"n": payload.id, "v": V},
                 )
             )
@@ -241,7 +242,7 @@ def test_unicode_escape_in_identifier_cannot_close_the_backticks(hx):
     }
     assert ok(hx.execute_kip_readonly("FIND(?a.name) WHERE { ?a {type: :h} }", parameters={"h": hostile})) == ["x"]
     assert _fp(hx) == before
-    assert _rows(hx, "MATCH (n:Drug) RETURN n.name AS n") == [{"n": "Aspirin"}]
+    assert _rows(hx, "MATCH (n:`kip:Drug`) RETURN n.name AS n") == [{"n": "Aspirin"}]
     for type_ in (hostile, "Drug"):
         ok(hx.execute_kip("DELETE CONCEPT ?x DETACH WHERE { ?x {type: :t} }", parameters={"t": type_}))
         ok(hx.execute_kip('DELETE CONCEPT ?x DETACH WHERE { ?x {type: "$ConceptType", name: :t} }', parameters={"t": type_}))

@@ -72,7 +72,8 @@ def test_placeholders_are_collected_from_every_position():
     search = parse("SEARCH CONCEPT :term WITH TYPE :type MODE :mode THRESHOLD :th LIMIT :lim")
     assert placeholders(search) == {"term", "type", "mode", "th", "lim"}
     upsert = parse(
-        'UPSERT { CONCEPT ?a { {type: "A", name: :name} EXPECT VERSION :v SET ATTRIBUTES { x: {y: [:deep]} } } WITH METADATA { m: :meta } } WITH METADATA { o: :outer }'
+        'UPSERT { CONCEPT ?a { {type: "A", name: :name} EXPECT VERSION :v SET ATTRIBUTES { x: {y: [:deep]} } } WITH METADATA { m: :meta } } WITH METADATA { o: '
+        ":outer }"
     )
     assert placeholders(upsert) == {"name", "v", "deep", "meta", "outer"}
     update = parse("UPDATE ?n SET ATTRIBUTES { s: MUL(?n.attributes.s, :factor) } WHERE { ?n {type: :type} } LIMIT :limit")

@@ -498,6 +498,9 @@ def shell_cmd(readonly: bool, show_cypher: bool, history_file: str | None, conn:
         Shell(nexus, readonly=readonly, show_cypher=show_cypher, history_file=history_file).loop()
 
 
+_YES_BOOTSTRAP = click.option("--yes", is_flag=True, help="Bootstrap even a database that holds data other than KIP's (the plan is printed first).")
+
+
 def _csv(value: str | None) -> list[str]:
     return [item.strip() for item in (value or "").split(",") if item.strip()]
 
@@ -575,6 +578,7 @@ def _csv(value: str | None) -> list[str]:
 @click.option("--readonly", is_flag=True, cls=_EnvOption, envvar="KIP2CYPHER_READONLY", help="Expose only execute_kip_readonly [env KIP2CYPHER_READONLY=1].")
 @click.option("--bootstrap", is_flag=True, help="Create the schema objects and apply Genesis before serving (idempotent; not with --readonly).")
 @click.option("--with-capsules", is_flag=True, help="With --bootstrap: also apply the standard capsules ($self, Person, Event, …).")
+@_YES_BOOTSTRAP
 @click.option("--start-local", is_flag=True, help="Start the bundled local Neo4j when no --uri / NEO4J_URI is set.")
 @_connect_options
 def mcp_cmd(
@@ -591,6 +595,7 @@ def mcp_cmd(
     readonly: bool,
     bootstrap: bool,
     with_capsules: bool,
+    yes: bool,
     start_local: bool,
     conn: Connect,
 ) -> None:
@@ -602,6 +607,8 @@ def mcp_cmd(
     from .. import mcp_server
 
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(name)s: %(message)s", force=True)
+    if bootstrap:
+        _check_mcp_bootstrap(conn, start_local=start_local, capsules=with_capsules, yes=yes)
     http = None
     try:
         if transport == "http":
@@ -628,6 +635,39 @@ def mcp_cmd(
         raise click.ClickException(str(exc))
 
 
+def _bootstrap_target(nexus: Any, capsules: list[str], *, yes: bool, dry_run: bool, echo: Any) -> bool:
+    """Before a bootstrap: next to data that is not KIP's (or with ``dry_run``), print exactly what
+    it creates; refuse (KIP's data aside) without ``yes``. True when the bootstrap may run."""
+    from .target import TargetRefused, bootstrap_plan, foreign_nodes
+
+    foreign = foreign_nodes(nexus)
+    if foreign or dry_run:
+        for line in bootstrap_plan(nexus, capsules):
+            echo(line)
+    if dry_run:
+        echo("--dry-run: nothing was written.")
+        return False
+    if foreign and not yes:
+        raise TargetRefused(
+            f"{nexus.uri} holds {foreign} node(s) that are not KIP data; bootstrap would add what is listed above to that database. "
+            "Re-run with --yes to write there anyway, or point --uri / NEO4J_URI / --database at a database of its own."
+        )
+    return True
+
+
+def _check_mcp_bootstrap(conn: Connect, *, start_local: bool, capsules: bool, yes: bool) -> None:
+    """``mcp --bootstrap`` next to data that is not KIP's: the plan on stderr (stdout may carry
+    the protocol), and no server without ``--yes``."""
+    from ..execute import bootstrap_capsules
+    from .target import TargetRefused
+
+    with conn.open(start_local=start_local) as nexus:
+        try:
+            _bootstrap_target(nexus, bootstrap_capsules(capsules), yes=yes, dry_run=False, echo=lambda line: click.echo(line, err=True))
+        except TargetRefused as exc:
+            raise click.ClickException(str(exc))
+
+
 @main.command("bootstrap")
 @click.option("--with-capsules", is_flag=True, help="Also apply the standard capsules (Event, Person, $self, …).")
 @click.option(
@@ -639,16 +679,28 @@ def mcp_cmd(
     "--format", "fmt", type=click.Choice(["text", "json", "table"]), default="text", show_default=True, help="json: each capsule's UPSERT result, ids included."
 )
 @click.option("-v", "--verbose", is_flag=True, help="text/table: also list the element ids each capsule upserted.")
+@click.option("--dry-run", is_flag=True, help="Print what bootstrap would create (constraints, indexes, nexus node, Genesis elements) and write nothing.")
+@_YES_BOOTSTRAP
 @_connect_options
-def bootstrap_cmd(with_capsules: bool, upgrade: bool, fmt: str, verbose: bool, conn: Connect) -> None:
-    """Create the schema objects and apply the Genesis capsule (idempotent)."""
+def bootstrap_cmd(with_capsules: bool, upgrade: bool, fmt: str, verbose: bool, dry_run: bool, yes: bool, conn: Connect) -> None:
+    """Create the schema objects and apply the Genesis capsule (idempotent).
+
+    Into a database that holds data other than KIP's it first prints what it will create and
+    needs --yes; --dry-run prints that and writes nothing."""
     from .. import resources
+    from ..execute import bootstrap_capsules
     from .demo import where
     from .output import make_console, table, writes_summary
     from .source import write_counts
+    from .target import TargetRefused
 
     with conn.open(start_local=True) as nexus:
-        click.echo(f"Bootstrapping {where(nexus)}", err=True)
+        click.echo(f"{'Planning a bootstrap of' if dry_run else 'Bootstrapping'} {where(nexus)}", err=True)
+        try:
+            if not _bootstrap_target(nexus, bootstrap_capsules(with_capsules), yes=yes, dry_run=dry_run, echo=click.echo):
+                return
+        except TargetRefused as exc:
+            raise click.ClickException(str(exc))
         applied = nexus.bootstrap(capsules=with_capsules, upgrade=upgrade)
     if fmt == "json":
         click.echo(dump(applied))
@@ -664,6 +716,50 @@ def bootstrap_cmd(with_capsules: bool, upgrade: bool, fmt: str, verbose: bool, c
     if verbose:
         for name, result in applied.items():
             console.print(f"{name} ids: {json.dumps(result, ensure_ascii=False)}", soft_wrap=True)
+
+
+@main.command("migrate")
+@click.option("--dry-run", is_flag=True, help="Only count, per namespace, what would be relabelled and retyped; write nothing.")
+@click.option("--batch", type=click.IntRange(min=1), default=None, help="Elements changed per inner transaction (default 2000).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@_connect_options(namespace=False)
+def migrate_cmd(dry_run: bool, batch: int | None, fmt: str, conn: Connect) -> None:
+    """Move every namespace of the database to the storage layout this kip2cypher reads
+    (docs/migration.md): type labels and predicate relationship types into KIP's own label space.
+
+    Runs in batches and can be re-run after an interruption (it changes only what is still in the
+    old layout); a nexus written by a newer kip2cypher is refused."""
+    from ..lower import migration
+    from .demo import where
+
+    with conn.open() as nexus:
+        click.echo(f"{'Surveying' if dry_run else 'Migrating'} {where(nexus)}", err=True)
+        report = nexus.migrate(dry_run=dry_run, batch=batch or migration.DEFAULT_BATCH)
+    if fmt == "json":
+        click.echo(dump(report))
+        return
+    for line in _migration_lines(report):
+        click.echo(line)
+
+
+def _migration_lines(report: dict[str, Any]) -> list[str]:
+    """The migration report as text: per namespace its state, counts and each label / type renamed."""
+    verb = ("would relabel", "would retype") if report["dry_run"] else ("relabelled", "retyped")
+    lines = []
+    for entry in report["namespaces"]:
+        where = f"namespace {entry['namespace']!r}" if entry["namespace"] else "default namespace"
+        if entry["state"] == "current":
+            lines.append(f"{where}: layout {report['layout']} already, nothing to do")
+            continue
+        lines.append(
+            f"{where}: layout {entry['layout'] or 1} -> {report['layout']} ({entry['state']}): "
+            f"{verb[0]} {entry['concepts']} concepts, {verb[1]} {entry['relationships']} relationships"
+        )
+        lines += [f"  label {item['from']} -> {item['to']}: {item['count']} concepts" for item in entry["labels"]]
+        lines += [f"  type {item['from']} -> {item['to']}: {item['count']} relationships" for item in entry["types"]]
+    if report["dry_run"]:
+        lines.append("--dry-run: nothing was written.")
+    return lines
 
 
 @main.command("adopt")

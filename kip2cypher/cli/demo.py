@@ -10,18 +10,22 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from ..cypher import storage
 from ..errors import KipError
 from ..lower.compile import compile_command
+from . import target
+from .target import TargetRefused
 
 DEMO_SCHEMA = """
 UPSERT {
   CONCEPT ?drug_type { {type: "$ConceptType", name: "Drug"} SET ATTRIBUTES { description: "A medicinal substance." } }
   CONCEPT ?symptom_type { {type: "$ConceptType", name: "Symptom"} SET ATTRIBUTES { description: "A sign of illness." } }
   CONCEPT ?class_type { {type: "$ConceptType", name: "DrugClass"} SET ATTRIBUTES { description: "A class of drugs." } }
-  CONCEPT ?treats { {type: "$PropositionType", name: "treats"} SET ATTRIBUTES { description: "The drug relieves the symptom.", subject_types: ["Drug"], object_types: ["Symptom"] } }
-  CONCEPT ?has_side_effect { {type: "$PropositionType", name: "has_side_effect"} SET ATTRIBUTES { description: "The drug may cause the symptom.", subject_types: ["Drug"], object_types: ["Symptom"] } }
-  CONCEPT ?belongs_to_class { {type: "$PropositionType", name: "belongs_to_class"} SET ATTRIBUTES { description: "The drug is a member of the class.", subject_types: ["Drug"], object_types: ["DrugClass"] } }
+  CONCEPT ?treats { {type: "$PropositionType", name: "treats"}
+    SET ATTRIBUTES { description: "The drug relieves the symptom.", subject_types: ["Drug"], object_types: ["Symptom"] } }
+  CONCEPT ?has_side_effect { {type: "$PropositionType", name: "has_side_effect"}
+    SET ATTRIBUTES { description: "The drug may cause the symptom.", subject_types: ["Drug"], object_types: ["Symptom"] } }
+  CONCEPT ?belongs_to_class { {type: "$PropositionType", name: "belongs_to_class"}
+    SET ATTRIBUTES { description: "The drug is a member of the class.", subject_types: ["Drug"], object_types: ["DrugClass"] } }
 }
 WITH METADATA { source: "kip2cypher demo", author: "demo" }
 """
@@ -47,7 +51,8 @@ WITH METADATA { source: "kip2cypher demo", confidence: 0.9 }
 """
 
 DEMO_QUERIES = [
-    'FIND(?drug.name, ?drug.attributes.risk_level) WHERE { ?drug {type: "Drug"} (?drug, "treats", {type: "Symptom", name: "Headache"}) } ORDER BY ?drug.attributes.risk_level ASC',
+    'FIND(?drug.name, ?drug.attributes.risk_level) WHERE { ?drug {type: "Drug"} (?drug, "treats", {type: "Symptom", name: "Headache"}) } ORDER BY '
+    "?drug.attributes.risk_level ASC",
     'FIND(?drug.name) WHERE { ?drug {type: "Drug"} NOT { (?drug, "belongs_to_class", {name: "NSAID"}) } }',
     'FIND(?drug.name, ?effect.name) WHERE { ?drug {type: "Drug"} OPTIONAL { (?drug, "has_side_effect", ?effect) } }',
     'FIND(?pred, COUNT(?o)) WHERE { (?d {type: "Drug", name: "Aspirin"}, ?pred, ?o) }'.replace("?d {", "{"),
@@ -108,8 +113,7 @@ def _summary(capsule: str, response) -> str:
     return writes_summary(write_counts(capsule))
 
 
-class DemoRefused(Exception):
-    """The target database holds data other than KIP's and ``--yes`` was not given."""
+DemoRefused = TargetRefused
 
 
 def where(nexus) -> str:
@@ -118,25 +122,19 @@ def where(nexus) -> str:
 
 
 def foreign_nodes(nexus) -> int:
-    """Nodes that are not the engine's (concepts and propositions of any namespace, nexus nodes)
-    nor the demo's example team graph: somebody else's data."""
-    records, _, _ = nexus.driver.execute_query(
-        f"MATCH (n) WHERE NOT any(l IN labels(n) WHERE any(s IN $stems WHERE l = s OR l STARTS WITH s + '__')) AND n.{DEMO_MARK} IS NULL RETURN count(n) AS c",
-        stems=list(storage.RESERVED_LABEL_STEMS),
-        database_=nexus.database,
-    )
-    return records[0]["c"]
+    """Nodes that are neither KIP's nor the demo's example team graph: somebody else's data."""
+    return target.foreign_nodes(nexus, DEMO_MARK)
 
 
 def check_target(nexus, *, yes: bool) -> None:
     """Refuse (DemoRefused) to write the example capsules next to data that is not KIP's, unless ``yes``."""
-    foreign = foreign_nodes(nexus)
-    if foreign and not yes:
-        raise DemoRefused(
-            f"{nexus.uri} holds {foreign} node(s) that are not KIP data; the demo would add its example types and "
-            "capsules (Drug, Symptom, …) to that database. Re-run with --yes to write there anyway, or unset "
-            "NEO4J_URI / --uri to run the demo on its own local server."
-        )
+    target.check_target(
+        nexus,
+        "the demo would add its example types and capsules (Drug, Symptom, …) to that database",
+        yes=yes,
+        own_mark=DEMO_MARK,
+        advice=", or unset NEO4J_URI / --uri to run the demo on its own local server",
+    )
 
 
 def run_demo(nexus, echo: Callable[[str], None], *, yes: bool = False) -> None:

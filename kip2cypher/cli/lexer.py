@@ -2,30 +2,36 @@
 
 Registered as the pygments entry point ``kip`` (pyproject.toml), so once the package is
 installed ``pygmentize -l kip file.kip`` and Sphinx/MkDocs ```` ```kip ```` blocks use it.
-The keyword lists mirror the token rules of ``grammar/kip.peg``; a test keeps them equal,
-and the shell's completer offers the same words.
+The keyword and function words are read from the token rules of ``grammar/kip.peg`` (a new
+command's keywords need no edit here), and the shell's completer offers the same words.
 """
 
 from __future__ import annotations
 
+import re
+
 from pygments.lexer import RegexLexer, bygroups, words
 from pygments.token import Comment, Keyword, Name, Number, Operator, Punctuation, String, Text, Whitespace
 
+from ..resources import grammar_text
+
 __all__ = ["KipLexer", "KEYWORDS", "FUNCTIONS", "CONSTANTS"]
 
-#: Statement and clause keywords (the upper-case token rules of the grammar).
-KEYWORDS = (
-    "ASC", "ATTRIBUTES", "BY", "CONCEPT", "CURSOR", "DELETE", "DESC", "DESCRIBE", "DETACH", "DISTINCT",
-    "DOMAINS", "EXPECT", "EXPORT", "FILTER", "FIND", "FROM", "INTO", "LIMIT", "MERGE", "METADATA", "MODE",
-    "NOT", "OPTIONAL", "ORDER", "PRIMER", "PROPOSITION", "PROPOSITIONS", "SEARCH", "SET", "THRESHOLD",
-    "TYPE", "TYPES", "UNION", "UPDATE", "UPSERT", "VERSION", "WHERE", "WITH",
-)  # fmt: skip
-#: Aggregates, FILTER functions and UPDATE value functions: words followed by ``(``.
-FUNCTIONS = (
-    "COUNT", "SUM", "AVG", "MIN", "MAX",
-    "IN", "IS_NULL", "IS_NOT_NULL", "CONTAINS", "STARTS_WITH", "ENDS_WITH", "REGEX",
-    "ADD", "MUL", "CLAMP", "COALESCE",
-)  # fmt: skip
+
+def _token_words() -> dict[str, tuple[str, ...]]:
+    """The upper-case words each regex token rule of the grammar accepts (``FIND = ~r"FIND(?!\\w)" _``).
+
+    Read from the text, not the compiled grammar: highlighting a file must not build the parser."""
+    rules = re.findall(r'^([A-Z_]+)\s*=\s*~r"(.*?)"', grammar_text(), re.M)
+    return {name: tuple(re.findall(r"[A-Z][A-Z_]+", pattern)) for name, pattern in rules}
+
+
+_WORDS = _token_words()
+#: The tokens of words followed by ``(``: aggregates, FILTER functions, UPDATE value functions.
+_FUNCTION_TOKENS = ("AGGREGATE", "FUNCTION", "UPDATE_FUNCTION")
+#: Statement and clause keywords (the other upper-case token rules of the grammar).
+KEYWORDS = tuple(sorted({word for name, found in _WORDS.items() if name not in _FUNCTION_TOKENS for word in found}))
+FUNCTIONS = tuple(word for name in _FUNCTION_TOKENS for word in _WORDS[name])
 CONSTANTS = ("true", "false", "null")
 
 _STRING = r'"(?:[^"\\\n]|\\.)*"'

@@ -114,7 +114,8 @@ def _report(steps: list[Step], totals: Totals, elapsed: float, *, fmt: str, dry_
         click.echo(dump({"result": [s.response for s in ran]}))
     elif fmt == "table":
         out.print(table(["#", "line", "command", "outcome"], [[s.number, s.line, s.first_line, _outcome(s, dry_run)] for s in ran], console=out, count=False))
-    summary = f"{totals.ran}/{len(steps)} commands run{' (dry run)' if dry_run else ''}: {totals.ran - len(totals.failed)} ok, {len(totals.failed)} failed in {elapsed:.2f}s"
+    ok = totals.ran - len(totals.failed)
+    summary = f"{totals.ran}/{len(steps)} commands run{' (dry run)' if dry_run else ''}: {ok} ok, {len(totals.failed)} failed in {elapsed:.2f}s"
     if totals.written.upserts:
         summary += "; " + writes_summary(totals.written, dry_run=dry_run)
     if totals.stopped:

@@ -55,7 +55,8 @@ def _fulltext(name: str, var: str, label: str, fields: tuple[str, ...]) -> str:
 
 
 def _vector(name: str, var: str, label: str) -> str:
-    return f"CREATE VECTOR INDEX {name} IF NOT EXISTS FOR ({var}:{label}) ON {var}.{storage.EMBEDDING} OPTIONS {{indexConfig: {{`vector.similarity_function`: 'cosine'}}}}"
+    options = "{indexConfig: {`vector.similarity_function`: 'cosine'}}"
+    return f"CREATE VECTOR INDEX {name} IF NOT EXISTS FOR ({var}:{label}) ON {var}.{storage.EMBEDDING} OPTIONS {options}"
 
 
 @functools.lru_cache(maxsize=64)
@@ -81,14 +82,42 @@ def schema(names: storage.Names = storage.DEFAULT) -> tuple[str, ...]:
 
 
 #: The nexus node of a namespace (``$namespace``; ``""`` is the default): engine facts every process
-#: must share — the secret CURSOR tokens are signed with, and the adoption mapping (docs/adopt.md,
-#: JSON; absent when nothing is adopted). Created with a fresh random secret by ``ensure_schema``.
+#: must share — the secret CURSOR tokens are signed with, the adoption mapping (docs/adopt.md,
+#: JSON; absent when nothing is adopted) and the storage layout (``storage.LAYOUT_KEY``). Created
+#: with a fresh random secret and the layout this build writes by ``ensure_schema``; an existing
+#: node keeps what it has (a node without the key is layout 1, docs/migration.md).
+#: The layout of a nexus node without ``storage.LAYOUT_KEY`` (every node written before layouts were recorded).
+LEGACY_LAYOUT = 1
 NEXUS_CREATE = (
-    f"MERGE (n:{storage.NEXUS} {{namespace: $namespace}}) ON CREATE SET n.{storage.CURSOR_SECRET} = $secret "
-    f"RETURN n.{storage.CURSOR_SECRET} AS secret, n.{storage.ADOPTION} AS adoption"
+    f"MERGE (n:{storage.NEXUS} {{namespace: $namespace}}) "
+    f"ON CREATE SET n.{storage.CURSOR_SECRET} = $secret, n.{storage.LAYOUT_KEY} = $layout "
+    f"RETURN n.{storage.CURSOR_SECRET} AS secret, n.{storage.ADOPTION} AS adoption, coalesce(n.{storage.LAYOUT_KEY}, {LEGACY_LAYOUT}) AS layout"
 )
-NEXUS_READ = f"MATCH (n:{storage.NEXUS} {{namespace: $namespace}}) RETURN n.{storage.CURSOR_SECRET} AS secret, n.{storage.ADOPTION} AS adoption"
+
+
+@functools.lru_cache(maxsize=64)
+def nexus_read(names: storage.Names) -> str:
+    """The facts of a namespace's nexus node, one row always: ``secret``, ``adoption`` and
+    ``layout`` — the node's (1 when it has none), else 1 when the namespace holds a layout-1
+    Genesis without a nexus node (its ``$ConceptType`` concepts still carry the bare type label;
+    an index seek on ``type``), else null: a namespace that was never bootstrapped."""
+    meta = literal(storage.CONCEPT_TYPE)
+    return (
+        f"OPTIONAL MATCH (n:{storage.NEXUS} {{namespace: $namespace}}) "
+        f"RETURN n.{storage.CURSOR_SECRET} AS secret, n.{storage.ADOPTION} AS adoption, "
+        f"CASE WHEN n IS NOT NULL THEN coalesce(n.{storage.LAYOUT_KEY}, {LEGACY_LAYOUT}) "
+        f"WHEN EXISTS {{ MATCH (c:{names.concept} {{type: {meta}}}) WHERE c.type IN labels(c) }} THEN {LEGACY_LAYOUT} END AS layout"
+    )
+
+
 #: Store (``$adoption``: JSON) or remove (null) the adoption mapping of a namespace.
+#: The labels and relationship types the database's elements carry (``kip2cypher adopt`` names
+#: the nearest for a mapping's misspelled one).
+GRAPH_NAMES = (
+    "CALL () { CALL db.labels() YIELD label RETURN collect(label) AS labels } "
+    "CALL () { CALL db.relationshipTypes() YIELD relationshipType RETURN collect(relationshipType) AS types } "
+    "RETURN labels, types"
+)
 NEXUS_ADOPT = f"MATCH (n:{storage.NEXUS} {{namespace: $namespace}}) SET n.{storage.ADOPTION} = $adoption RETURN count(n) AS nexus"
 
 
@@ -100,7 +129,8 @@ def adopted_text_index(names: storage.Names) -> str:
 def adopted_text_ddl(names: storage.Names, labels: tuple[str, ...], properties: tuple[str, ...]) -> str:
     """``CREATE FULLTEXT INDEX`` over the team's labels and text properties (mapping names, quoted)."""
     on_each = ", ".join(f"n.{quote(p)}" for p in properties)
-    return f"CREATE FULLTEXT INDEX {adopted_text_index(names)} IF NOT EXISTS FOR (n:{'|'.join(quote(l) for l in labels)}) ON EACH [{on_each}] OPTIONS {_FULLTEXT_OPTIONS}"
+    label_union = "|".join(quote(label) for label in labels)
+    return f"CREATE FULLTEXT INDEX {adopted_text_index(names)} IF NOT EXISTS FOR (n:{label_union}) ON EACH [{on_each}] OPTIONS {_FULLTEXT_OPTIONS}"
 
 
 def adopted_vector_index(names: storage.Names) -> str:
@@ -134,4 +164,6 @@ def adopted_relationship_text_index(names: storage.Names) -> str:
 def adopted_relationship_text_ddl(names: storage.Names, rel_types: tuple[str, ...], properties: tuple[str, ...]) -> str:
     """``CREATE FULLTEXT INDEX`` over the team's relationship types and text properties (mapping names, quoted)."""
     on_each = ", ".join(f"r.{quote(p)}" for p in properties)
-    return f"CREATE FULLTEXT INDEX {adopted_relationship_text_index(names)} IF NOT EXISTS FOR ()-[r:{'|'.join(quote(t) for t in rel_types)}]-() ON EACH [{on_each}] OPTIONS {_FULLTEXT_OPTIONS}"
+    type_union = "|".join(quote(t) for t in rel_types)
+    index = adopted_relationship_text_index(names)
+    return f"CREATE FULLTEXT INDEX {index} IF NOT EXISTS FOR ()-[r:{type_union}]-() ON EACH [{on_each}] OPTIONS {_FULLTEXT_OPTIONS}"

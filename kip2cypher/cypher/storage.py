@@ -27,9 +27,22 @@ ADOPTED_VECTOR = "KipAdoptedVector"
 ADOPTED_RELATIONSHIP_VECTOR = "KipAdoptedRelationshipVector"
 #: A namespace name: lower-case letters, digits and ``_``, starting with a letter (docs/namespaces.md).
 NAMESPACE_RE = re.compile(r"[a-z][a-z0-9_]{0,31}\Z")
-#: Between a namespace and a predicate in a native relationship type (``alice/treats``). A
-#: predicate may not contain it, so no predicate of one namespace can spell another's type.
+#: The reserved label space of memory vocabulary (docs/storage-model.md, "Label space"): a concept
+#: type's label and a predicate's relationship type are ``kip:<name>`` in the default namespace and
+#: ``kip.<namespace>:<name>`` in a named one. A team's schema does not spell labels with a colon
+#: (they need backticks), and the two forms cannot meet: the default prefix is ``kip:``, every
+#: named one ``kip.`` + a namespace name, which holds no colon.
+VOCABULARY_STEM = "kip"
+#: Kept from layout 1, where it separated a namespace from a predicate (``alice/treats``): a
+#: predicate may still not contain it, so a layout-1 relationship type stays unambiguous until
+#: the migration has renamed it.
 PREDICATE_SEPARATOR = "/"
+#: The storage layout this build reads and writes, recorded on every nexus node under
+#: ``LAYOUT_KEY``: 1 = type labels and predicate types bare (``Drug``, ``treats``; ``alice/treats``
+#: in a namespace; a nexus node without the key), 2 = in KIP's own label space. ``kip2cypher
+#: migrate`` moves a nexus from 1 to 2 (docs/storage-model.md, "Migration").
+LAYOUT = 2
+LAYOUT_KEY = "layout"
 
 
 @dataclass(frozen=True)
@@ -48,6 +61,8 @@ class Names:
     subject_rel: str
     object_rel: str
     link_id: str
+    #: ``kip:`` / ``kip.<namespace>:``: the prefix of every concept-type label and predicate
+    #: relationship type of this namespace (``label``, ``rel``).
     predicate_prefix: str
     #: The label of KIP's shadow nodes holding the SEARCH vectors of adopted concepts (docs/adopt.md):
     #: the team's nodes never carry a vector.
@@ -57,8 +72,13 @@ class Names:
     adopted_relationship_vector: str
 
     def rel(self, predicate: str) -> str:
-        """The native relationship type of ``predicate``."""
+        """The native relationship type of ``predicate`` (``kip:treats``, ``kip.alice:treats``)."""
         return self.predicate_prefix + predicate
+
+    def label(self, type_name: str) -> str:
+        """The label of the concepts of type ``type_name`` (``kip:Drug``, ``kip.alice:Drug``):
+        always together with ``concept``; never a label of the team's own schema."""
+        return self.predicate_prefix + type_name
 
     def schema_object(self, base: str) -> str:
         """The name of a constraint or index of this namespace."""
@@ -78,7 +98,7 @@ def names(namespace: str = "") -> Names:
         subject_rel="KIP_SUBJECT" + suffix,
         object_rel="KIP_OBJECT" + suffix,
         link_id="kip_id" + suffix,
-        predicate_prefix=namespace + PREDICATE_SEPARATOR if namespace else "",
+        predicate_prefix=f"{VOCABULARY_STEM}.{namespace}:" if namespace else f"{VOCABULARY_STEM}:",
         adopted_vector=ADOPTED_VECTOR + suffix,
         adopted_relationship_vector=ADOPTED_RELATIONSHIP_VECTOR + suffix,
     )
@@ -94,6 +114,22 @@ RESERVED_REL_STEMS = ("KIP_SUBJECT", "KIP_OBJECT")
 
 def is_engine_label(label: str) -> bool:
     return any(label == stem or label.startswith(stem + "__") for stem in RESERVED_LABEL_STEMS)
+
+
+def is_vocabulary_name(name: str) -> bool:
+    """A label or relationship type in KIP's reserved vocabulary space (``kip:…``, ``kip.<ns>:…``)."""
+    stem = VOCABULARY_STEM
+    if name.startswith(stem + ":"):
+        return True
+    if name.startswith(stem + "."):
+        namespace, colon, _ = name[len(stem) + 1 :].partition(":")
+        return bool(colon) and NAMESPACE_RE.match(namespace) is not None
+    return False
+
+
+def is_kip_label(label: str) -> bool:
+    """Any label kip2cypher creates: an engine label or a concept-type label."""
+    return is_engine_label(label) or is_vocabulary_name(label)
 
 
 def is_engine_rel_type(name: str) -> bool:

@@ -7,8 +7,10 @@ each ``Embed`` goes to the context's embedder (in a worker thread under asyncio,
 inference never blocks the event loop). ``run_sync`` / ``run_async`` run a WRITE program in
 one managed transaction — the driver retries transient failures and re-runs the whole
 program — and a READ program as auto-commit statements of a READ session (one round trip
-each, retried here), and map every driver exception to a KIP error in one place
-(``neo4j_errors.from_neo4j``), with the statement in flight as debug information.
+each, retried here; an ADMIN program likewise, in a WRITE session: schema DDL and the
+migration's ``CALL { … } IN TRANSACTIONS``, ``AUTO_COMMIT``), and map every driver exception
+to a KIP error in one place (``neo4j_errors.from_neo4j``), with the statement in flight as
+debug information.
 
 These two loops are the only code that touches the neo4j driver while a command runs.
 """
@@ -30,11 +32,18 @@ from ..cypher.builder import COLLECTED
 from ..errors import KipError, too_many_rows
 from ..lower.plan import Compiled
 from .neo4j_errors import DRIVER_ERRORS, from_neo4j
-from .requests import Context, Embed, Explain, Run, transaction_timeout
+from .requests import Context, Embed, Explain, Run
 
 log = logging.getLogger("kip2cypher.cypher")
 
 Program = Generator[Any, Any, dict]
+
+#: The accesses whose programs run each statement as an auto-commit transaction: READ (one round
+#: trip per read, ``_AutoCommit``) and ADMIN — a WRITE session for administrative programs
+#: (schema DDL, the layout migration's ``CALL { … } IN TRANSACTIONS``), whose statements Neo4j
+#: runs only outside an explicit transaction. An ADMIN program must be idempotent: a retryable
+#: failure runs it again from the start, as a READ program is.
+AUTO_COMMIT = ("READ", "ADMIN")
 
 
 class _Trace:
@@ -144,7 +153,7 @@ class _AutoCommit:
     def __init__(self, session: Any, ctx: Context, metadata: dict[str, Any]) -> None:
         self.session = session
         # Each statement's timeout is taken when it starts: what is left of the request's budget.
-        self.query = lambda text: neo4j.Query(text, metadata=metadata, timeout=transaction_timeout(ctx.settings, ctx.deadline))
+        self.query = lambda text: neo4j.Query(text, metadata=metadata, timeout=ctx.timeout())
 
     def run(self, text: str, parameters: dict[str, Any]) -> Any:
         return self.session.run(self.query(text), parameters)
@@ -186,15 +195,15 @@ def retrying(attempt: Callable[[], Any], max_retry_s: float) -> Any:
 
 def run_sync(session: Any, access: str, start: Callable[[], Program], ctx: Context, metadata: dict[str, Any]) -> dict:
     """Run the program ``start()`` builds in ``session``: a WRITE program in one managed
-    transaction, a READ program as auto-commit statements (``_AutoCommit``)."""
+    transaction, a READ or ADMIN program as auto-commit statements (``_AutoCommit``)."""
     trace = _Trace()
 
-    @neo4j.unit_of_work(timeout=transaction_timeout(ctx.settings, ctx.deadline), metadata=metadata)
+    @neo4j.unit_of_work(timeout=ctx.timeout(), metadata=metadata)
     def work(tx: Any) -> dict:
         return drive_sync(start(), tx, ctx, trace)
 
     try:
-        if access == "READ":
+        if access in AUTO_COMMIT:
             return retrying(lambda: drive_sync(start(), _AutoCommit(session, ctx, metadata), ctx, trace), ctx.settings.max_retry_s)
         return session.execute_write(work)
     except DRIVER_ERRORS as exc:
@@ -250,12 +259,12 @@ async def run_async(session: Any, access: str, start: Callable[[], Program], ctx
     """``run_sync`` for an ``AsyncSession``."""
     trace = _Trace()
 
-    @neo4j.unit_of_work(timeout=transaction_timeout(ctx.settings, ctx.deadline), metadata=metadata)
+    @neo4j.unit_of_work(timeout=ctx.timeout(), metadata=metadata)
     async def work(tx: Any) -> dict:
         return await drive_async(start(), tx, ctx, trace)
 
     try:
-        if access == "READ":
+        if access in AUTO_COMMIT:
             for pause in retry_delays(ctx.settings.max_retry_s):
                 try:
                     return await drive_async(start(), _AsyncAutoCommit(session, ctx, metadata), ctx, trace)

@@ -25,7 +25,9 @@ from ..errors import (
     RESOURCE_EXHAUSTED,
     KipError,
 )
+from ..lower.adopted_values import value_error
 from ..lower.regex_guard import reach_error
+from ..syntax.ast import READ_WORDS, listing
 
 #: What the loops catch and hand to ``from_neo4j``; the driver raises OverflowError when it
 #: packs a parameter holding an integer beyond 64 bits (nothing was sent).
@@ -100,7 +102,7 @@ def from_neo4j(exc: BaseException, cypher: str | None = None, params: dict[str, 
         return KipError(
             INTERNAL_ERROR,
             f"The Neo4j database is read-only: {message}",
-            "Only FIND, DESCRIBE, SEARCH and EXPORT can run on this deployment; use execute_kip_readonly.",
+            f"Only {listing(READ_WORDS)} can run on this deployment; use execute_kip_readonly.",
         )
     if "Security.Forbidden" in code:
         return KipError(
@@ -151,9 +153,12 @@ def from_neo4j(exc: BaseException, cypher: str | None = None, params: dict[str, 
             "(e.g. MUL(?x.attributes.n, 1.0) or ADD(?x.attributes.n, 1.0)), or keep the values in range. Retrying fails the same way.",
         )
     if "Invalid Regex" in message:
-        # A value beyond the pattern's reach (regex_guard), or a pattern Java rejects that the guard's parser accepted.
-        return reach_error(message) or KipError(
-            INVALID_SYNTAX, f"Invalid REGEX pattern: {message.splitlines()[0]}", "Fix the regular expression (Java syntax)."
+        # A value beyond the pattern's reach (regex_guard), an adopted value a FILTER cannot compare
+        # exactly (adopted_values.refusal), or a pattern Java rejects that the guard's parser accepted.
+        return (
+            reach_error(message)
+            or value_error(message)
+            or KipError(INVALID_SYNTAX, f"Invalid REGEX pattern: {message.splitlines()[0]}", "Fix the regular expression (Java syntax).")
         )
     if "Statement.SyntaxError" in code or "Statement.SemanticError" in code or "Statement.TypeError" in code:
         # Our compiler produced Cypher Neo4j rejects: that is our bug, never the caller's.

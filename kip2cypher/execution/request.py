@@ -1,9 +1,11 @@
 """The §6 request rules as a sans-IO program, shared by the sync ``Nexus`` and the ``AsyncNexus``.
 
-``request_program`` validates the function-call arguments, compiles every command once,
-applies the read-only rule (any KML refuses the whole request before anything runs), then
-yields one ``RunPlan`` per command to run and receives its response (or the ``KipError`` it
-raised); a KML *execution* error stops a batch, syntax and read errors come back inline.
+``request_program`` validates the function-call arguments, compiles every command once (its
+kind comes from that compile, or under read-only from the compiler's own cached parse; a
+syntax error is never parsed twice), applies the read-only rule (any KML refuses the whole
+request before anything runs or compiles), then yields one ``RunPlan`` per command to run
+and receives its response (or the ``KipError`` it raised); a KML *execution* error stops a
+batch, syntax and read errors come back inline.
 It returns the §6 response dict and never raises.
 """
 
@@ -17,10 +19,11 @@ from typing import Any, Union
 from .. import errors
 from ..config import Settings
 from ..errors import KipError
-from ..lower.compile import compile_plan
+from ..lower.compile import classify, compile_plan
 from ..lower.plan import Plan
 from ..models import ExecuteRequest
-from ..syntax.script import command_kind_of, sniff_kind
+from ..syntax.ast import READ_WORDS, WRITE_WORDS, listing, writes
+from ..syntax.script import sniff_kind
 from ..syntax.values import parameters_size
 from .requests import Deadline
 
@@ -59,7 +62,7 @@ class Outcome:
         goes on; a KML command the compiler refused for its schema or logic (KIP_2xxx–4xxx)
         halts it too, since what follows may depend on it."""
         error = self.response.get("error")
-        return bool(error) and self.kind == "KML" and (self.ran or not str(error.get("code", "")).startswith("KIP_1"))
+        return bool(error) and writes(self.kind) and (self.ran or not str(error.get("code", "")).startswith("KIP_1"))
 
 
 @dataclass(frozen=True)
@@ -72,11 +75,13 @@ class _Compiled:
 
 
 def _compile(text: str, parameters: dict[str, Any], settings: Settings, checked: bool = False) -> _Compiled:
-    """``checked``: ``request_program`` has already sized and checked the request's parameters."""
+    """Plan and kind from one compile: a command that parsed but failed later carries its kind on
+    the error; one that did not parse is classified by its first word — never parsed again.
+    ``checked``: ``request_program`` has already sized and checked the request's parameters."""
     try:
         plan = compile_plan(text, parameters, settings, parameters_checked=checked)
     except KipError as exc:
-        return _Compiled(None, exc.to_dict(), command_kind_of(text, settings))
+        return _Compiled(None, exc.to_dict(), exc.command_kind or sniff_kind(text))
     except Exception as exc:  # noqa: BLE001 - a compiler bug must still come back as a KIP error
         log.error("compiler failure: %r", exc, exc_info=True)
         err = KipError(
@@ -86,11 +91,18 @@ def _compile(text: str, parameters: dict[str, Any], settings: Settings, checked:
     return _Compiled(plan, None, plan.kind)
 
 
+def _classified(text: str, settings: Settings) -> tuple[str | None, _Compiled | None]:
+    """Read-only, before anything compiles: a command's kind from the compiler's own (cached)
+    parse, and its outcome already when it does not parse (its syntax error, kept, not re-parsed)."""
+    kind, error = classify(text, settings)
+    return kind, (None if error is None else _Compiled(None, error.to_dict(), kind))
+
+
 def _run(compiled: _Compiled, dry_run: bool, readonly: bool) -> Generator[RunPlan, Reply, Outcome]:
     if compiled.plan is None:
         return Outcome({"error": compiled.error}, compiled.kind)
-    if readonly and compiled.kind == "KML":  # refused before; a second lock on the door
-        return Outcome({"error": readonly_error("This is a KML command").to_dict()}, "KML")
+    if readonly and writes(compiled.kind):  # refused before; a second lock on the door
+        return Outcome({"error": readonly_error("This is a KML command").to_dict()}, compiled.kind)
     reply = yield RunPlan(compiled.plan, dry_run, readonly)
     if isinstance(reply, KipError):
         return Outcome({"error": reply.to_dict()}, compiled.kind, ran=True)
@@ -103,9 +115,10 @@ def command_program(
     """One command text → its ``Outcome`` (for callers that drive their own loop: ``kip2cypher run``, the shell)."""
     try:
         _check(deadline)
-        if readonly and command_kind_of(text, settings) == "KML":
-            return Outcome({"error": readonly_error("This is a KML command").to_dict()}, "KML")
-        return (yield from _run(_compile(text, parameters, settings), dry_run, readonly))
+        kind, known = _classified(text, settings) if readonly else (None, None)
+        if writes(kind):
+            return Outcome({"error": readonly_error("This is a KML command").to_dict()}, kind)
+        return (yield from _run(known or _compile(text, parameters, settings), dry_run, readonly))
     except Exception as exc:  # noqa: BLE001
         log.error("command failure: %r", exc, exc_info=True)
         return Outcome({"error": KipError(errors.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}").to_dict()}, sniff_kind(text))
@@ -124,24 +137,27 @@ def request_program(arguments: Any, *, readonly: bool, settings: Settings, deadl
         else:
             items = [(request.command or "", request.parameters or {})]
         parameters_size([params for _, params in items], settings.max_parameter_bytes, settings.max_nesting_depth)
+        # A command's outcome known before it compiles: its syntax error, found by the read-only check.
+        compiled: list[_Compiled | None] = [None] * len(items)
         if readonly:
-            # Before anything runs (or compiles): the kinds come from the parses, which the
-            # compiler then finds in the parse cache — each command's text is scanned once.
+            # Before anything runs or compiles: the kinds come from the compiler's own parses
+            # (cached: compiling a command later does not parse it again); a syntax error is kept.
             kinds = []
-            for text, _ in items:
+            for i, (text, _) in enumerate(items):
                 _check(deadline)
-                kinds.append(command_kind_of(text, settings))
+                kind, compiled[i] = _classified(text, settings)
+                kinds.append(kind)
             _refuse_kml(kinds, request.is_batch)
         if not request.is_batch:
             _check(deadline)
-            outcome = yield from _run(_compile(*items[0], settings, checked=True), request.dry_run, readonly)
+            outcome = yield from _run(compiled[0] or _compile(*items[0], settings, checked=True), request.dry_run, readonly)
             return outcome.response
         results = []
-        for index, (text, params) in enumerate(items):
+        for index, ((text, params), done) in enumerate(zip(items, compiled)):
             if deadline is not None and deadline.expired():
-                results.append({"error": deadline.error().to_dict()})  # not compiled, not run
+                results.append({"error": deadline.error().to_dict()})  # not run
                 continue
-            outcome = yield from _run(_compile(text, params, settings, checked=True), request.dry_run, readonly)
+            outcome = yield from _run(done or _compile(text, params, settings, checked=True), request.dry_run, readonly)
             results.append(outcome.response)
             if outcome.stops_batch:
                 _say_stopped(outcome.response["error"], index, len(items))
@@ -176,7 +192,7 @@ def _check(deadline: Deadline | None) -> None:
 
 def _refuse_kml(kinds: list[str | None], batch: bool) -> None:
     """Readonly: refuse the whole request, before anything runs, if any command is KML."""
-    kml = [i for i, kind in enumerate(kinds) if kind == "KML"]
+    kml = [i for i, kind in enumerate(kinds) if writes(kind)]
     if not kml:
         return
     if not batch:
@@ -188,7 +204,7 @@ def _refuse_kml(kinds: list[str | None], batch: bool) -> None:
 def readonly_error(what: str) -> KipError:
     return KipError(
         errors.IMMUTABLE_TARGET,
-        f"execute_kip_readonly only runs FIND, DESCRIBE, SEARCH and EXPORT. {what} (UPSERT/UPDATE/MERGE/DELETE); nothing was executed.",
+        f"execute_kip_readonly only runs {listing(READ_WORDS)}. {what} ({'/'.join(WRITE_WORDS)}); nothing was executed.",
         "Send write commands through execute_kip. Reads may stay on execute_kip_readonly.",
     )
 

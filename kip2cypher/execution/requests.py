@@ -103,8 +103,14 @@ def within(seconds: float, deadline: Deadline | None) -> float:
     return seconds if deadline is None else max(0.0, min(seconds, deadline.remaining()))
 
 
-def transaction_timeout(settings: Settings, deadline: Deadline | None) -> float | None:
-    """The timeout of one transaction (None: the server's default)."""
+def transaction_timeout(settings: Settings, deadline: Deadline | None, admin: bool = False) -> float | None:
+    """The timeout of one transaction (None: the server's default). Administrative work (``admin``:
+    bootstrap, schema, migration) is not an agent's query: ``Settings.admin_timeout_s`` instead of
+    ``query_timeout_s`` and no request budget, 0 meaning no limit at all (the driver's 0: even the
+    server's ``db.transaction.timeout`` does not apply) — a cold first bootstrap under load took
+    52.8 s and was cut short by the agents' 30 s (tests/test_migration.py)."""
+    if admin:
+        return settings.admin_timeout_s
     if deadline is not None:
         return deadline.timeout(settings.query_timeout_s)
     return settings.query_timeout_s or None
@@ -128,11 +134,18 @@ class Context:
     #: newer Genesis or standard capsule refreshes may change. Never set for an agent's request.
     engine: bool = False
     deadline: Deadline | None = field(default=None, compare=False)
+    #: Administrative work (bootstrap, schema, migration; never an agent's request): its
+    #: transactions take ``Settings.admin_timeout_s``, not the agents' ``query_timeout_s``.
+    admin: bool = False
 
     @property
     def names(self) -> storage.Names:
         """The storage vocabulary of the nexus's namespace."""
         return storage.names(self.settings.namespace)
+
+    def timeout(self) -> float | None:
+        """The timeout of this program's transactions (``transaction_timeout``)."""
+        return transaction_timeout(self.settings, self.deadline, self.admin)
 
     def check_deadline(self) -> None:
         """KIP_4001 once the request's budget is spent (the loops call it before every request)."""

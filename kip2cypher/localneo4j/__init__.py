@@ -19,7 +19,6 @@ import time
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Optional
 
 JVM_FLAGS = [
     # The flags Neo4j's own neo4j.conf passes to the JVM.

@@ -17,14 +17,17 @@ from .. import adoption as adopt
 from ..adoption import AdoptedPredicate, AdoptedType
 from ..cypher import storage
 from ..cypher.builder import Fragment, Ident, Internal, Param, Part, Statement, frag, join, literal
-from ..errors import DUPLICATE_EXISTS, IMMUTABLE_TARGET, INVALID_SYNTAX, NOT_FOUND, KipError
+from ..errors import DUPLICATE_EXISTS, IMMUTABLE_TARGET, INVALID_SYNTAX, NOT_FOUND, KipError, closest
+from .adopted_values import display
 
 Adopted = Union[AdoptedType, AdoptedPredicate]
 
 
 def not_engine(ref: Part) -> Fragment:
-    """``ref`` carries no engine label: a memory concept of any namespace carries its concept-type
-    name as a label too (docs/namespaces.md), so ``:Drug`` alone could match KIP's own nodes."""
+    """``ref`` is one of the team's nodes, not one of KIP's (it carries no engine label): what a
+    memory proposition's endpoint relationship reaches when it links an adopted concept. A node
+    of an adopted type needs no such test: memory concepts carry their type's label in KIP's
+    label space (``kip:Drug``), never a team label (docs/storage-model.md, "Label space")."""
     label = Internal("label")
     tests = [frag(label, " = ", literal(stem), " OR ", label, " STARTS WITH ", literal(stem + "__")) for stem in storage.RESERVED_LABEL_STEMS]
     return frag("none(", label, " IN labels(", ref, ") WHERE ", join(" OR ", tests), ")")
@@ -36,10 +39,9 @@ def node(ref: Part, t: AdoptedType, name: Part | None = None, id_value: str | No
     out = frag("(", ref, ":", Ident(t.label))
     if name is not None:
         out.add(" {", Ident(t.name_property), ": ", name, "}")
-    conds = [not_engine(ref)]
     if id_value is not None:
-        conds.append(id_test(ref, t, id_value))
-    out.add(" WHERE ", join(" AND ", conds), ")")
+        out.add(" WHERE ", id_test(ref, t, id_value))
+    out.add(")")
     return out
 
 
@@ -68,10 +70,11 @@ def proposition_id(ref: Part, p: AdoptedPredicate) -> Fragment:
 
 
 def attribute_map(ref: Part, pairs: tuple[tuple[str, str], ...]) -> Fragment:
-    """``{k: ref.`prop`, …}`` (missing properties come back null; the decoder drops them)."""
+    """``{k: ref.`prop`, …}`` as FIND shows the values (``adopted_values.display``; missing
+    properties come back null; the decoder drops them)."""
     if not pairs:
         return frag("{}")
-    return frag("{", join(", ", [frag(Ident(key), ": ", ref, ".", Ident(prop)) for key, prop in pairs]), "}")
+    return frag("{", join(", ", [frag(Ident(key), ": ", display(frag(ref, ".", Ident(prop)))) for key, prop in pairs]), "}")
 
 
 def metadata_map(what: Adopted) -> Fragment:
@@ -89,9 +92,7 @@ def element(ref: Part, what: Adopted, adoption: adopt.Adoption) -> Fragment:
             ", type: ",
             Param(what.name),
             ", name: ",
-            ref,
-            ".",
-            Ident(what.name_property),
+            display(frag(ref, ".", Ident(what.name_property))),
             ", attributes: ",
             attribute_map(ref, what.attributes),
             ", metadata: ",
@@ -205,6 +206,52 @@ def lookup_statement(refs: Sequence[tuple[AdoptedType, str | None, str | None]])
     return stmt
 
 
+#: How many of an adopted type's nodes (or a predicate's relationships) show which properties the
+#: team's graph uses (the did-you-mean of an unmapped attribute in ``warnings``).
+PROPERTY_SAMPLE = 1000
+
+
+def carried_statement(targets: Sequence[Adopted], sample: int | None = PROPERTY_SAMPLE) -> Statement:
+    """Per target ``i``: the property keys carried by up to ``sample`` (None: all) of its team's
+    nodes (a type) or relationships (a predicate of that relationship type) — the names an
+    unmapped attribute key was likely meant to be."""
+    n = frag("n")
+    stmt = Statement()
+    with stmt.block("CALL ()"):
+        for i, what in enumerate(targets):
+            if i:
+                stmt.line("UNION ALL")
+            stmt.line("MATCH ", node(n, what) if isinstance(what, AdoptedType) else frag("()-[", n, ":", Ident(what.rel_type), "]->()"))
+            if sample is not None:
+                stmt.line("WITH n LIMIT ", str(sample))
+            stmt.line("UNWIND keys(n) AS k")
+            stmt.line("RETURN ", str(i), " AS i, collect(DISTINCT k) AS keys")
+    stmt.line("RETURN i, keys")
+    return stmt
+
+
+def unmapped_warning(var: str, key: str, what: Adopted, carried: Sequence[str]) -> str:
+    """The ``warnings`` entry for ``?var.attributes.key`` of an adopted element whose mapping does
+    not expose ``key`` (it reads as null): the mapped attribute or the team's property it most
+    likely meant (``carried``: properties its nodes or relationships have)."""
+    mapped = [k for k, _ in what.attributes]
+    kind = f"type {what.name} (label {what.label})" if isinstance(what, AdoptedType) else f"predicate {what.name} (relationship type {what.rel_type})"
+    table = f"[{'types' if isinstance(what, AdoptedType) else 'predicates'}.{what.name}]"
+    head = f'?{var}: attribute "{key}" is not mapped for the adopted {kind}, so it reads as null'
+    guess = closest(key, mapped)
+    if guess is not None:
+        return f'{head}; did you mean "{guess}"?'
+    exposed = {prop for _, prop in what.attributes}
+    unexposed = sorted(p for p in carried if p not in exposed)
+    guess = key if key in unexposed else closest(key, unexposed)
+    if guess is not None:
+        return (
+            f'{head}; did you mean "{guess}"? The team\'s elements carry a property "{guess}" the mapping does not expose: '
+            f"add it to the attributes of {table} and run `kip2cypher adopt` again to read it."
+        )
+    return f"{head}; its attributes are {', '.join(mapped)}." if mapped else f"{head}; the mapping exposes no attribute of it."
+
+
 def endpoint_missing(label: str, offset: int | None = None) -> KipError:
     """KIP_3002: an adopted endpoint that matches no node of the team's graph."""
     return KipError(
@@ -247,7 +294,8 @@ def search_statement(adoption: adopt.Adoption, index: str, with_type: AdoptedTyp
     types = [with_type] if with_type is not None else [t for t in adoption.types if t.text]
     stmt = Statement()
     stmt.line("CALL db.index.fulltext.queryNodes(", literal(index), ", ", Param(None, "query"), ") YIELD node")
-    stmt.line("WHERE ", not_engine(node), *([" AND node:", Ident(with_type.label)] if with_type is not None else []))
+    if with_type is not None:
+        stmt.line("WHERE node:", Ident(with_type.label))
     stmt.line("WITH node LIMIT ", Param(None, "pool"))
     cases = []
     for t in types:

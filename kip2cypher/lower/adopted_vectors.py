@@ -84,10 +84,6 @@ def reads(r: Part, p: AdoptedPredicate, adoption: Adoption) -> Fragment:
         o,
         ":",
         Ident(adoption.type(p.object).label),
-        " AND ",
-        adopted.not_engine(s),
-        " AND ",
-        adopted.not_engine(o),
     )
 
 
@@ -162,9 +158,9 @@ def write(label: str) -> Compiled:
 
 def _current(ref: Part, s: Part, adoption: Adoption, build) -> Fragment:
     """``CASE`` over the shadow's type: ``build(t)`` when the node ``ref`` is still a concept of
-    that type (it has the label, no engine label), else null."""
+    that type (it has the label: no KIP node carries a team label), else null."""
     cases = [frag("WHEN ", s, ".type = ", Param(t.name), " AND ", ref, ":", Ident(t.label), " THEN ", build(t)) for t in adoption.types]
-    return frag("CASE WHEN ", ref, " IS NULL OR NOT ", adopted.not_engine(ref), " THEN null ", join(" ", cases), " END")
+    return frag("CASE WHEN ", ref, " IS NULL THEN null ", join(" ", cases), " END")
 
 
 def _prune(label: str, s: Part, find: Fragment, gone_or_changed: Fragment, what: str) -> Compiled:

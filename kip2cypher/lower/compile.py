@@ -20,6 +20,7 @@ from ..config import Settings
 from ..syntax import ast
 from ..syntax.parser import CACHEABLE_CHARS, parse
 from ..syntax.placeholders import check_quoted_placeholders
+from ..syntax.script import sniff_kind
 from ..syntax.values import Deferring, parameters_size
 from . import delete, describe, embeddings, export, find, merge, search, update, upsert
 from .plan import Compiled, Plan
@@ -48,7 +49,8 @@ def lower(command: ast.Command, parameters: dict[str, Any] | None = None, settin
     """Lower a parsed command to a plan, binding the request's parameters (``Deferring`` ones
     keep unbound placeholders as run-time Cypher parameters, ``syntax.values``)."""
     bound = Deferring(parameters) if isinstance(parameters, Deferring) else dict(parameters or {})
-    return LOWERINGS[type(command)](command, bound, settings or _default_settings())
+    plan = LOWERINGS[type(command)](command, bound, settings or _default_settings())
+    return dataclasses.replace(plan, command_kind=ast.command_kind(command))
 
 
 @lru_cache(maxsize=1)
@@ -56,13 +58,32 @@ def _default_settings() -> Settings:
     return Settings()
 
 
+def _parse(text: str, settings: Settings) -> ast.Command:
+    """The compiler's parse of a command: with the settings' bounds, through the parse cache."""
+    return parse(text, max_bytes=settings.max_input_bytes, max_depth=settings.max_nesting_depth)
+
+
+def classify(text: str, settings: Settings | None = None) -> tuple[str | None, errors.KipError | None]:
+    """A command's kind before it is compiled, and its syntax error when it does not parse.
+
+    The parse is the compiler's own (same bounds, same cache), so compiling a command that
+    parsed does not parse it again; one that did not is classified by its first word, and the
+    caller keeps its error instead of parsing it again."""
+    try:
+        return ast.command_kind(_parse(text, settings or _default_settings())), None
+    except errors.KipError as exc:
+        return sniff_kind(text), exc
+
+
 def _compile(text: str, params_json: str, settings: Settings, keep_placeholders: bool = False) -> Plan:
     parameters = Deferring(json.loads(params_json)) if keep_placeholders else json.loads(params_json)
-    command = parse(text, max_bytes=settings.max_input_bytes, max_depth=settings.max_nesting_depth)
-    check_quoted_placeholders(command, text, parameters)
+    command = _parse(text, settings)
     try:
+        check_quoted_placeholders(command, text, parameters)
         plan = lower(command, parameters, settings)
     except errors.KipError as exc:
+        # The command parsed: its kind travels with the error, so the batch rules never parse it again.
+        exc.command_kind = ast.command_kind(command)
         raise exc.locate(text)
     except RecursionError:
         # A last line of defence: every walk over a command is meant to be iterative or bounded

@@ -100,7 +100,7 @@ def lower_delete_concept(command: ast.DeleteConcept, parameters: dict[str, Any],
     v, stmt, names = targets.var, targets.stmt, targets.names
     if targets.kind != pat.CONCEPT:  # an endpoint variable may bind propositions too
         stmt.line("WITH ", v, " WHERE ", v, ":", names.concept)
-    protected = frag("coalesce(", rules.cy_protected_node("x", actors=True), ", false)")
+    protected = frag("coalesce(", rules.cy_protected_node("x", names, actors=True), ", false)")
     probe = targets.collect_guarded("_cs", protected)
     probe.line("WITH _cs, _bad, CASE WHEN size(_bad) = 0 THEN ", dependents("_cs", names), " ELSE [] END AS _ps")
     probe.line("RETURN size(_cs) AS matched, size(_cs) AS concepts, size(_ps) AS propositions, _bad")

@@ -33,7 +33,6 @@ class TypeListPlan(Plan):
     """DESCRIBE CONCEPT TYPES / PROPOSITION TYPES: one page of defined names (``limit`` + 1
     fetched to know whether a ``next_cursor`` is due; the cursor carries the last name)."""
 
-    KIND = "META"
     query: Compiled
     limit: int
     fingerprint: str
@@ -47,7 +46,6 @@ class TypeDefinitionPlan(Plan):
     """DESCRIBE CONCEPT TYPE / PROPOSITION TYPE "name": the definition node; when there is none,
     the defined names of ``meta_type`` for the did-you-mean hint of KIP_3002."""
 
-    KIND = "META"
     query: Compiled
     meta_type: str
     what: str  # "concept type" | "proposition type"
@@ -61,7 +59,6 @@ class TypeDefinitionPlan(Plan):
 class DomainsPlan(Plan):
     """DESCRIBE DOMAINS: every Domain with its member count."""
 
-    KIND = "META"
     query: Compiled
 
     def steps(self) -> tuple[Compiled, ...]:
@@ -72,7 +69,6 @@ class DomainsPlan(Plan):
 class PrimerPlan(Plan):
     """DESCRIBE PRIMER: the ``$self`` node (identity layer) and the domain map."""
 
-    KIND = "META"
     self_query: Compiled
     domains: Compiled
 

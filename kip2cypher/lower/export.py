@@ -45,7 +45,6 @@ class ExportPlan(Plan):
     fingerprint and the names a KIP_2001 check may need (like FIND: all of them when the first
     page is empty, those used only in OPTIONAL / NOT / UNION always)."""
 
-    KIND = "META"
     page: Compiled
     refs: Compiled
     limit: int

@@ -19,11 +19,11 @@ from typing import Any
 from .. import cursor
 from ..config import Settings
 from ..cypher import storage
-from ..cypher.builder import Fragment, Internal, Param, Statement, Var, frag, join
+from ..cypher.builder import Fragment, Internal, Param, Part, Statement, Var, frag, join
 from ..errors import INVALID_SYNTAX, KipError
 from ..syntax import ast
 from ..syntax.values import resolve, resolve_int
-from . import adopted, grounding
+from . import adopted, adopted_values, grounding
 from . import pattern as pat
 from .pattern import CONCEPT, PREDICATE, PROPOSITION, Binding, Pattern, lower_where
 from .plan import Compiled, Plan
@@ -56,7 +56,6 @@ class FindPlan(Plan):
     whatever the rest matched, in the same round trip.
     """
 
-    KIND = "KQL"
     query: Compiled
     columns: tuple[tuple[str, str], ...]  # (column name, decoder)
     limit: int | None
@@ -70,12 +69,18 @@ class FindPlan(Plan):
     key_checks: tuple[tuple[bool, str, str, str], ...] = ()
     #: Said with every answer (``warnings``): how the query read adopted data (docs/adopt.md).
     notes: tuple[str, ...] = ()
+    #: Attribute keys read of adopted elements that the mapping does not expose (variable, key,
+    #: adopted type or predicate): always null, so said with every answer, with the properties
+    #: the team's elements carry (``unmapped_check``) for the did-you-mean.
+    unmapped: tuple[tuple[str, str, Any], ...] = ()
+    unmapped_check: Compiled | None = None
 
     def steps(self) -> tuple[Compiled, ...]:
         checks = (grounding.check_statement(self.grounding, self.names), grounding.defined_names(self.names)) if self.grounding else ()
         keys = (key_check(self.names),) if self.key_checks else ()
+        unmapped = (self.unmapped_check,) if self.unmapped_check is not None else ()
         # the grounding check runs only for a dry run (which EXPLAINs the query instead of running it)
-        return (self.query, *checks, *keys)
+        return (self.query, *checks, *keys, *unmapped)
 
 
 @functools.lru_cache(maxsize=64)
@@ -160,7 +165,8 @@ class _FindLowering:
                 if name not in self.identity_grouped():
                     raise KipError(
                         INVALID_SYNTAX,
-                        f"With aggregation in FIND, ORDER BY can use a FIND expression, or a dot path of a variable FIND groups by (?{name} or ?{name}.id in FIND).",
+                        f"With aggregation in FIND, ORDER BY can use a FIND expression, or a dot path of a variable FIND groups by (?{name} or ?{name}.id in "
+                        "FIND).",
                         "Order by a grouping expression or an aggregation that also appears in FIND (e.g. ORDER BY COUNT(?n) DESC).",
                     )
                 self.hidden_groups.append(name)
@@ -222,6 +228,16 @@ class _FindLowering:
             if binding.adopted is not None:
                 return adopted.element(binding.ref, binding.adopted, self.settings.adoption)
         return self.pattern.value(expr)
+
+    def shown(self, column: _Column, value: Part) -> Part:
+        """A column's value as returned: a property read of an adopted element (or its MIN / MAX)
+        as FIND shows it, temporal values as text (``adopted_values.display``). Grouping and
+        sorting happen before, on the values themselves (instants, not texts)."""
+        expr = column.expr.arg if isinstance(column.expr, ast.Aggregate) else column.expr
+        if column.decode != ADOPTED_VALUE or not isinstance(expr, ast.DotPath):
+            return value
+        read = adopted_values.reads_property(self.pattern.bindings[expr.var].adopted, expr.path)
+        return adopted_values.display(value) if read else value
 
     def aggregate(self, agg: ast.Aggregate) -> Fragment:
         func = AGG[agg.func]
@@ -369,7 +385,7 @@ class _FindLowering:
                     order.append(frag(column.var))  # nodes are orderable (by id): no elementId string per row
                 elif not (isinstance(column.expr, ast.DotPath) and len(column.expr.path) == 1 and column.expr.path[0] in pat.MAP_FIELDS):
                     order.append(frag(column.var))
-            returning = [c.var for c in self.columns]
+            returning = [frag(self.shown(c, c.var), " AS ", c.var) if c.decode == ADOPTED_VALUE else c.var for c in self.columns]
         elif self.hidden_sort_vars():
             # §3.3: solutions collapse on FIND's variables before ORDER BY. A sort key on a
             # variable FIND does not keep is read per collapsed solution as a representative:
@@ -387,7 +403,7 @@ class _FindLowering:
                 sort(frag(alias), key.descending)
             core.append(frag("WITH ", join(", ", items)))
             order.extend(frag(bindings[n].ref) for n in kept)  # identity tie-break: a total order
-            returning = [frag(self.projection(c.expr), " AS ", c.var) for c in self.columns]
+            returning = [frag(self.shown(c, self.projection(c.expr)), " AS ", c.var) for c in self.columns]
         else:
             projected: list[Fragment] = []
             for key in self.command.order_by:
@@ -409,13 +425,14 @@ class _FindLowering:
                 # Nodes are orderable values (by their id): sorting on the node itself costs nothing,
                 # elementId(…) built a string per row (≈ 10 % of a 20k-row top-k at 100k).
                 order.append(frag(binding.ref))
-            returning = [frag(self.projection(c.expr), " AS ", c.var) for c in self.columns]
+            returning = [frag(self.shown(c, self.projection(c.expr)), " AS ", c.var) for c in self.columns]
             if order and not projected and not pattern.projected:
                 # DISTINCT was left out and nothing was projected: ORDER BY needs a WITH.
                 core.append(frag("WITH ", join(", ", [bindings[n].ref for n in self.key_vars()])))
         if order:
             core.append(frag("ORDER BY ", join(", ", order)))
         return_line = frag("RETURN ", join(", ", returning))
+        unmapped = tuple((var, key, what) for (var, key), what in pattern.lowerer.unmapped.items())
 
         fp_stmt = Statement()
         for line in [*core, return_line]:
@@ -461,6 +478,8 @@ class _FindLowering:
             grounding_at=grounding.offsets(pattern.grounding),
             key_checks=self.key_checks(),
             notes=tuple(dict.fromkeys(pattern.lowerer.notes)),
+            unmapped=unmapped,
+            unmapped_check=Compiled.of(adopted.carried_statement([what for _, _, what in unmapped]), "properties of adopted elements") if unmapped else None,
         )
 
 

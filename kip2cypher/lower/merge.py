@@ -45,7 +45,7 @@ from . import pattern as pat
 from . import writes as K
 from .delete import delete_propositions
 from .plan import Compiled, Plan
-from .upsert import native_type
+from .upsert import vocabulary_name
 
 ALIASES = storage.attr_key("aliases")
 
@@ -125,7 +125,7 @@ def _repoint_statement(names: storage.Names) -> Compiled:
             s.line("SET l.subject = ns, l.object = no, ", K.version_bump("l", K.stored_version("cur")))
             s.line("WITH l, cur")
             s.line("MATCH (l)-[:", SUBJ, "]->(s2) MATCH (l)-[:", OBJ, "]->(o2)")
-            s.line("CREATE (s2)-[:", native_type(names, "cur.predicate"), " {", Ident(names.link_id), ": l.id}]->(o2)")
+            s.line("CREATE (s2)-[:", vocabulary_name(names, "cur.predicate"), " {", Ident(names.link_id), ": l.id}]->(o2)")
         # -- collision: the existing link survives, missing keys filled from the duplicate
         with s.block("CALL (l, q, cur)"):
             s.line("WITH * WHERE q IS NOT NULL")
@@ -198,8 +198,6 @@ class MergePlan(Plan):
     already-merged diagnosis of a replay needs (``source_identity``: the {type, name} the WHERE
     gives ``?source`` literally, if any)."""
 
-    KIND = "KML"
-    ACCESS = "WRITE"
     bind: Compiled
     source: str
     target: str

@@ -59,6 +59,7 @@ from ..errors import INVALID_SYNTAX, REFERENCE_ERROR, RESOURCE_EXHAUSTED, KipErr
 from ..syntax import ast
 from ..syntax.values import Deferred, describe, resolve, resolve_predicate
 from . import adopted as adopted_cy
+from . import adopted_values
 from .regex_guard import compile_search, regex_calls
 
 CONCEPT = "concept"
@@ -467,7 +468,7 @@ def lower_where(where: Iterable[ast.WhereItem], parameters: Mapping[str, Any], s
             _count_vars(item, counts)
         outside = set(used or ())
         dont_care = frozenset(n for n, c in counts.items() if c == 1 and n not in outside)
-    lowerer = Lowerer(parameters, settings, lean=lean, dont_care=dont_care, joins=sum(_clauses(item) for item in items) > 1)
+    lowerer = Lowerer(parameters, settings, lean=lean, dont_care=dont_care)
     lowerer.regex_budget = settings.max_regex_steps / max(1, regex_calls(items))  # all its REGEX share one budget per row
     lines, bindings = lowerer.group(items, {}, required=True, top=True)
     return Pattern(lines, bindings, lowerer.grounding, lowerer)
@@ -506,15 +507,6 @@ def _where_vars(item: Any, out: set[str]) -> set[str]:
     """Every variable name mentioned anywhere in an item (including nested blocks)."""
     out.update(_var_mentions(item))
     return out
-
-
-def _clauses(item: Any) -> int:
-    """How many pattern clauses an item holds (nested blocks included)."""
-    if isinstance(item, (ast.ConceptClause, ast.PropositionClause)):
-        return 1
-    if isinstance(item, (ast.NotBlock, ast.OptionalBlock, ast.UnionBlock)):
-        return sum(_clauses(sub) for sub in item.items)
-    return 0
 
 
 def _count_vars(item: Any, counts: dict[str, int]) -> None:
@@ -584,9 +576,7 @@ _STRING_FUNCS = {"CONTAINS": " CONTAINS ", "STARTS_WITH": " STARTS WITH ", "ENDS
 class Lowerer:
     """Stateful helper for one WHERE: fresh internal names and the grounding names seen."""
 
-    def __init__(
-        self, parameters: Mapping[str, Any], settings: Settings, *, lean: bool = False, dont_care: frozenset[str] = frozenset(), joins: bool = False
-    ) -> None:
+    def __init__(self, parameters: Mapping[str, Any], settings: Settings, *, lean: bool = False, dont_care: frozenset[str] = frozenset()) -> None:
         self.parameters = parameters
         self.settings = settings
         #: the storage vocabulary of the nexus's namespace: every label and relationship type emitted
@@ -602,10 +592,10 @@ class Lowerer:
         self.regex_budget = settings.max_regex_steps
         #: attribute/metadata keys the command reads: (variable, stored key) → first text offset
         self.key_uses: dict[tuple[str, str], int] = {}
+        #: (variable, attribute key) read of an adopted element whose mapping does not expose the key
+        self.unmapped: dict[tuple[str, str], Any] = {}
         #: what a variable's elements are known to be: (True, concept type) / (False, predicate)
         self.var_kinds: dict[str, tuple[bool, str]] = {}
-        #: the WHERE joins several pattern clauses (``memory_link``'s opaque form)
-        self.joins = joins
         #: the namespace's adoption mapping (docs/adopt.md); None: nothing adopted
         self.adoption = settings.adoption
         #: memory propositions may end at adopted concepts (the mapping's link_memory, docs/adopt.md)
@@ -927,7 +917,6 @@ class Lowerer:
         out = frag("(")
         if ref is not None:
             out.add(ref)
-        out.add(":", self.names.concept)
         props: list[Fragment] = []
         if clause.id is not None:
             props.append(frag("id: ", self.param(self.string_of(clause.id, "A concept `id`"))))
@@ -942,8 +931,13 @@ class Lowerer:
                 # (type, name) is the composite unique key: a unique index seek.
                 props.append(frag("type: ", Param(type_name)))
             props.append(frag("name: ", self.param(name)))
-        elif type_name is not None:
-            out.add(":", Ident(type_name))
+        if props or type_name is None:
+            # the id and (type, name) keys are unique on the namespace's concept label
+            out.add(":", self.names.concept)
+        else:
+            # a typed scan: the type's label is in the namespace's label space, so it alone names
+            # this namespace's concepts of the type (no second label to intersect)
+            out.add(":", Ident(self.names.label(type_name)))
         if props:
             out.add(" {", join(", ", props), "}")
         out.add(")")
@@ -1065,36 +1059,14 @@ class Lowerer:
             return binding.adopted if binding is not None and isinstance(binding.adopted, adopt.AdoptedType) else None
         return self.adopted_type(endpoint, None) if isinstance(endpoint, ast.ConceptClause) else None
 
-    def memory_link(self, rel: Part, *, opaque: bool = False) -> Fragment:
-        """``rel`` is the native relationship of a memory proposition: it carries the namespace's
-        ``kip_id``. Needed wherever a memory predicate's relationship may join two of the team's
-        nodes (an adopted endpoint, a walk through adopted nodes, neither end pinned to a KIP
-        element: ``unpinned``): the team's own relationships of the same type are not
-        propositions (docs/adopt.md, "link_memory"; docs/storage-model.md, "Coexistence").
-
-        ``opaque``: the same test with the key as a parameter (``rel[$kip_link] IS NOT NULL``).
-        Neo4j's planner estimates the plain form as a selective property test and, in a WHERE
-        that joins several patterns, re-orders the joins around it — `join_cycle` at 100k read
-        5.5M instead of 3.5M db hits (1,353 vs 625 ms); the opaque form keeps the join order the
-        planner chooses without the test and still filters right after the relationship scan
-        (688 ms). A single pattern keeps the plain form: there is no join order to lose, and a
-        dynamic key costs more per row (`group_count` 28 vs 42 ms). docs/performance.md, round 4."""
-        if opaque:
-            return frag(rel, "[", Param(self.names.link_id, "kip_link"), "] IS NOT NULL")
-        return frag(rel, ".", self.names.link_id, " IS NOT NULL")
-
-    def unpinned(self, clause: ast.PropositionClause, scope: Mapping[str, Binding]) -> bool:
-        """Whether a memory predicate's native relationship in ``clause`` may be one of the team's
-        own (docs/storage-model.md, "Coexistence"): in the default namespace its type is the bare
-        predicate name, which the team may use too. An endpoint pins the match to KIP's nodes
-        when it is a concept clause, a nested proposition, or a variable bound before the
-        clause; with neither endpoint pinned the relationship must carry ``kip_id``
-        (``memory_link``). A namespace's types carry its prefix, which no team uses: no test."""
-
-        def pinned(endpoint: ast.Endpoint) -> bool:
-            return not isinstance(endpoint, ast.Var) or endpoint.name in scope
-
-        return not self.names.predicate_prefix and not pinned(clause.subject) and not pinned(clause.object)
+    def memory_link(self, rel: Part) -> Fragment:
+        """``rel``, a relationship matched without a type (a predicate variable), is the native
+        relationship of one of the namespace's memory propositions: its type is in the namespace's
+        label space (``kip:…`` / ``kip.<ns>:…``, docs/storage-model.md, "Label space"). Every
+        other relationship — the team's own, KIP's structural ``KIP_SUBJECT`` / ``KIP_OBJECT``,
+        another namespace's — fails it. A relationship's type is read with the relationship
+        itself: no property read (the ``kip_id`` test of layout 1 was one db hit per row)."""
+        return frag("type(", rel, ") STARTS WITH ", literal(self.names.predicate_prefix))
 
     def adopted_by_endpoints(self, clause: ast.PropositionClause, scope: dict[str, Binding]) -> list[adopt.AdoptedPredicate] | None:
         """For ``(s, ?p, o)``: when ``s`` or ``o`` is an adopted concept (a clause of an adopted
@@ -1153,7 +1125,8 @@ class Lowerer:
         them, and the warning that says so (docs/adopt.md, "link_memory")."""
         note = (
             f"?{name} binds memory concepts and propositions only: a memory proposition may also end at an adopted concept "
-            f'(link_memory); bind ?{name} to an adopted type before this clause (e.g. ?{name} {{type: "{self.adoption.types[0].name}"}}) to read those (docs/adopt.md).'
+            f'(link_memory); bind ?{name} to an adopted type before this clause (e.g. ?{name} {{type: "{self.adoption.types[0].name}"}}) to read those '
+            "(docs/adopt.md)."
         )
         if note not in self.notes:
             self.notes.append(note)
@@ -1327,8 +1300,6 @@ class Lowerer:
                     return self.adopted_variable_link(clause, candidates, predicate, scope, parts, conds, required=required, avoid=avoid, memory=memory)
         # Endpoints first (a nested proposition endpoint appends its own part before this one).
         reified = node is not None
-        at_adopted = self.adoption is not None and any(self.adopted_endpoint(e, scope) for e in (clause.subject, clause.object))
-        kip_only = at_adopted or self.unpinned(clause, scope)
         subject, s_key = self.endpoint(clause.subject, scope, parts, conds, required=required, avoid=avoid, reified=reified)
         obj, o_key = self.endpoint(clause.object, scope, parts, conds, required=required, avoid=avoid, reified=reified)
         if isinstance(predicate, ast.PredicatePattern):
@@ -1374,18 +1345,14 @@ class Lowerer:
         if len(predicate.names) == 1:
             keys.rule([s_key, o_key], [rel_key])  # one native relationship per proposition
         # ("a" | "b" between the same nodes can match more than once)
-        if kip_only:
-            rel = self.fresh("r")
-            parts.append(frag(subject, "-[", rel, ":", _types(predicate, self.names), "]->", obj))
-            conds.append(self.memory_link(rel, opaque=not at_adopted and self.joins))
-        else:
-            parts.append(frag(subject, "-[:", _types(predicate, self.names), "]->", obj))
+        # A memory predicate's type is in KIP's label space: every relationship of it is memory,
+        # whatever its ends are (the team's nodes with link_memory included).
+        parts.append(frag(subject, "-[:", _types(predicate, self.names), "]->", obj))
         return None, None
 
     def predicate_of(self, rel: Part) -> Fragment:
-        """The predicate a native relationship stands for: its type, without the namespace prefix."""
-        prefix = self.names.predicate_prefix
-        return frag("substring(type(", rel, "), ", str(len(prefix)), ")") if prefix else frag("type(", rel, ")")
+        """The predicate a native relationship stands for: its type, without the label-space prefix."""
+        return frag("substring(type(", rel, "), ", str(len(self.names.predicate_prefix)), ")")
 
     def named(self, predicate: ast.Predicate) -> ast.Predicate:
         """A predicate pattern with every name bound (``:p`` → its parameter) and checked as a
@@ -1425,14 +1392,6 @@ class Lowerer:
         self.ground_predicates(predicate, clause.predicate, required)
         low, high = self.hops(predicate.quantifier)
         walked = self.walked_type(predicate, clause.span.start)
-        # a memory walk that may pass through the team's nodes follows KIP's relationships only
-        # (``memory_link``): with no end pinned to KIP's nodes (``unpinned``), with link_memory,
-        # or from / to an adopted concept
-        kip_only = walked is None and (
-            self.unpinned(clause, scope)
-            or self.adoption is not None
-            and (self.link_memory or any(self.adopted_endpoint(e, scope) for e in (clause.subject, clause.object)))
-        )
         s_ref, s_bound = self.path_end(clause.subject, scope, parts, conds, required=required, avoid=avoid, adopted=walked)
         o_ref, o_bound = self.path_end(clause.object, scope, parts, conds, required=required, avoid=avoid, adopted=walked)
         self.keys.add(self.keys.anonymous())  # a path element: nothing determines it, so DISTINCT stays
@@ -1443,11 +1402,9 @@ class Lowerer:
             return frag("(", node, ":", Ident(walked.label), ")") if walked is not None else frag("(", node, ")")
 
         def hop() -> Fragment:
-            """What a hop's relationship pattern holds between its brackets."""
-            if not kip_only:
-                return frag(":", types)
-            rel = self.fresh("r")
-            return frag(rel, ":", types, " WHERE ", self.memory_link(rel))
+            """What a hop's relationship pattern holds between its brackets: the predicate's type,
+            in KIP's label space for a memory predicate (no team relationship has it)."""
+            return frag(":", types)
 
         if o_ref == s_ref:
             o_bound = s_bound  # the same variable: bound only if it was before this clause
@@ -1465,9 +1422,9 @@ class Lowerer:
         if not s_bound and not o_bound:
             # Neither end known: start from every node that can begin such a walk.
             parts.append(frag("(", s_ref, ")"))
-            if low == 0 or kip_only and not self.link_memory:
-                # a walk of KIP's relationships begins at a KIP element: a label scan, not all
-                # nodes (with link_memory ``memory_end`` below says the same)
+            if low == 0 or walked is None and not self.link_memory:
+                # a walk of memory relationships begins at a KIP element: a label scan of KIP's
+                # nodes, not of all the team's (with link_memory ``memory_end`` below says the same)
                 conds.append(self.kip_element(s_ref))
             if low > 0:
                 conds.append(frag("EXISTS { (", s_ref, ")-[", hop(), "]->() }"))
@@ -1606,6 +1563,8 @@ class Lowerer:
                 f"Use ?{expr.var} itself.",
             )
         if binding.adopted is not None:
+            if expr.path[0] == "attributes" and len(expr.path) == 2 and binding.adopted.property_of(expr.path[1]) is None:
+                self.unmapped.setdefault((expr.var, expr.path[1]), binding.adopted)  # always null: said in ``warnings``
             return adopted_cy.field(binding.ref, binding.adopted, expr.path, self.adoption)
         head = expr.path[0]
         if head in SCALAR_FIELDS:
@@ -1694,7 +1653,7 @@ class Lowerer:
                     return frag("null")  # an order comparison with null is unknown
             left = self.operand(expr.left, scope, used_in, guard=self.needs_guard(expr.op, expr.right))
             right = self.operand(expr.right, scope, used_in, guard=self.needs_guard(_FLIP[expr.op], expr.left))
-            return frag(left, _CMP[expr.op], right)
+            return adopted_values.checked(self, expr.op, (expr.left, expr.right), (left, right), frag(left, _CMP[expr.op], right), scope, used_in)
         if isinstance(expr, ast.FuncCall):
             return self.function(expr, scope, used_in)
         # A bare value used as a condition: true only when it is the boolean true.
@@ -1765,11 +1724,13 @@ class Lowerer:
                     f"IN needs a list as its second argument, got {describe(self.value_of(args[1]))}.",
                     'Write IN(?x, ["a", "b"]) or bind the placeholder to an array.',
                 )
-            return frag(self.operand(args[0], scope, used_in, guard=not literal_list), " IN ", self.operand(args[1], scope, used_in))
+            value, items = self.operand(args[0], scope, used_in, guard=not literal_list), self.operand(args[1], scope, used_in)
+            return adopted_values.checked(self, "IN", args, (value, items), frag(value, " IN ", items), scope, used_in)
         if name in _STRING_FUNCS:
-            return frag(self.operand(args[0], scope, used_in), _STRING_FUNCS[name], self.operand(args[1], scope, used_in))
+            text, other = self.operand(args[0], scope, used_in), self.operand(args[1], scope, used_in)
+            return adopted_values.checked(self, name, args, (text, other), frag(text, _STRING_FUNCS[name], other), scope, used_in)
         if name == "REGEX":
-            return self.regex(args, scope, used_in)
+            return adopted_values.checked(self, name, args, (frag("null"), frag("null")), self.regex(args, scope, used_in), scope, used_in)
         raise KipError(INVALID_SYNTAX, f"Unknown FILTER function {name}.", "Use IN, IS_NULL, IS_NOT_NULL, CONTAINS, STARTS_WITH, ENDS_WITH or REGEX.")
 
     def regex(self, args: tuple[Any, ...], scope: Mapping[str, Binding], used_in: str) -> Fragment:

@@ -16,10 +16,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any, ClassVar
+from typing import Any
 
 from ..cypher import storage
 from ..cypher.builder import Statement
+from ..syntax import ast
 
 EMPTY: Mapping[str, Any] = MappingProxyType({})
 
@@ -54,13 +55,14 @@ class Compiled:
 
 @dataclass(frozen=True)
 class Plan:
-    """Base of every plan. ``KIND`` is KQL / KML / META; ``ACCESS`` the transaction it needs.
+    """Base of every plan. ``kind`` is KQL / KML / META, ``access`` the transaction it needs; both
+    follow from the command the plan was lowered from (``syntax.ast.COMMANDS``).
 
     ``command_text`` is the command (set by ``lower.compile``): an error a program raises with
     an ``offset`` is located in it (line, column, excerpt)."""
 
-    KIND: ClassVar[str] = ""
-    ACCESS: ClassVar[str] = "READ"
+    #: The kind of the command (``syntax.ast.command_kind``), set by ``lower.compile.lower``.
+    command_kind: str = field(default="", kw_only=True, repr=False, compare=False)
     command_text: str = field(default="", kw_only=True, repr=False, compare=False)
     #: The namespace the plan was compiled for (its statements use that namespace's names).
     namespace: str = field(default="", kw_only=True, repr=False, compare=False)
@@ -72,11 +74,12 @@ class Plan:
 
     @property
     def kind(self) -> str:
-        return self.KIND
+        return self.command_kind
 
     @property
     def access(self) -> str:
-        return self.ACCESS
+        """KML writes (a WRITE transaction); everything else reads."""
+        return "WRITE" if ast.writes(self.kind) else "READ"
 
     @property
     def reads_vectors(self) -> bool:

@@ -75,15 +75,15 @@ def cy_actor(type_expr: Any, name_expr: Any) -> Fragment:
     return frag("[", type_expr, ", ", name_expr, "] IN ", actor_pairs())
 
 
-def cy_protected_node(x: Any, *, actors: bool) -> Fragment:
+def cy_protected_node(x: Any, names: storage.Names, *, actors: bool) -> Fragment:
     """Cypher: the concept node ``x`` is fully protected (with ``actors``: or $self/$system).
 
-    A memory concept carries its type as a label (docs/storage-model.md), so a test of its
+    A memory concept carries its type's label (``names.label``, docs/storage-model.md), so a test of its
     labels comes first: a bulk UPDATE/DELETE over thousands of Events then reads no
     ``type``/``name`` property for the protection check. Measured on 20k Events:
     85 → 32 ms and 4 → 3 db hits per element (one ``labels()`` read beats three ``x:Label``
     tests: 41 ms, 6 db hits)."""
-    guarded = Param(sorted({t for t, _ in PROTECTED_CONCEPTS + ACTORS}), P_GUARDED_TYPES)
+    guarded = Param(sorted({names.label(t) for t, _ in PROTECTED_CONCEPTS + ACTORS}), P_GUARDED_TYPES)
     tests = [cy_protected_concept(frag(x, ".type"), frag(x, ".name"))]
     if actors:
         tests.append(cy_actor(frag(x, ".type"), frag(x, ".name")))
@@ -231,7 +231,8 @@ def check_required(type_name: str, instance_schema: Any, present: Iterable[str],
     if missing:
         raise KipError(
             errors.CONSTRAINT_VIOLATION,
-            f"{element} is missing required attribute{'s' if len(missing) > 1 else ''} {', '.join('`' + m + '`' for m in missing)} of concept type {type_name}.",
+            f"{element} is missing required attribute{'s' if len(missing) > 1 else ''} {', '.join('`' + m + '`' for m in missing)} of concept type "
+            f"{type_name}.",
             f'Supply the missing required attributes in SET ATTRIBUTES; run DESCRIBE CONCEPT TYPE "{type_name}" to see its instance_schema.',
             offset=at,
         )

@@ -248,7 +248,6 @@ class SearchPlan(Plan):
     were fetched only in part, and the defined names when WITH TYPE found nothing.
     """
 
-    KIND = "META"
     concept: bool
     term: str
     with_type: str | None

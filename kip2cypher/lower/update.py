@@ -80,8 +80,6 @@ class BulkPlan(Plan):
     run (a typo there would not empty the match), all names when nothing matched.
     """
 
-    KIND = "KML"
-    ACCESS = "WRITE"
     keyword: str
     write: Compiled
     probe: Compiled
@@ -161,7 +159,7 @@ def bad_element(x: Any, names: storage.Names, *, core_directives: bool, kind: st
     (a ``concept`` clause only matches ``:KipConcept`` nodes, a ``?link (…)`` clause only
     ``:KipProposition`` nodes): then only that half is tested, without label checks.
     """
-    concept = rules.cy_protected_node(x, actors=core_directives)
+    concept = rules.cy_protected_node(x, names, actors=core_directives)
     if kind == pat.CONCEPT:
         return frag("coalesce(", concept, ", false)")
     if kind == pat.PROPOSITION:

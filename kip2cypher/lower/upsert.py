@@ -307,7 +307,7 @@ def _match_or_create_lines(
 
 def _create_concept(s: Statement, names: storage.Names) -> None:
     s.line("MERGE (n:", names.concept, " {type: row.type, name: row.name})")
-    s.line("  ", K.on_create_set(K.new_concept_id(), "n:$(row.type)"))
+    s.line("  ", K.on_create_set(K.new_concept_id(), frag("n:", vocabulary_name(names, "row.type"))))
 
 
 def _create_proposition(s: Statement, names: storage.Names, linked: bool = False) -> None:
@@ -344,7 +344,7 @@ def _create_links(s: Statement, names: storage.Names) -> None:
         names.object_rel,
         "]->(o), ",
         "(s)-[:",
-        native_type(names, "row.p"),
+        vocabulary_name(names, "row.p"),
         " {",
         Ident(names.link_id),
         ": n.id}]->(o)",
@@ -470,12 +470,10 @@ def statements(names: storage.Names = storage.DEFAULT) -> UpsertStatements:
     )
 
 
-def native_type(names: storage.Names, predicate: str) -> Fragment:
-    """``$(<predicate expression>)``: the dynamic native relationship type of a proposition
-    (``$('alice/' + row.p)`` in namespace ``alice``)."""
-    if not names.predicate_prefix:
-        return frag("$(", predicate, ")")
-    return frag("$(", literal(names.predicate_prefix), " + ", predicate, ")")
+def vocabulary_name(names: storage.Names, name: str) -> Fragment:
+    """``$('kip:' + <expression>)``: a dynamic concept-type label or predicate relationship type in
+    the namespace's label space (``$('kip.alice:' + row.p)`` in namespace ``alice``)."""
+    return frag("$(", literal(names.predicate_prefix), " + ", name, ")")
 
 
 # ====================================================================== the plan
@@ -485,8 +483,6 @@ class UpsertPlan(Plan):
     the command-independent module constants; rows, references and the timestamp travel as
     run-time parameters."""
 
-    KIND = "KML"
-    ACCESS = "WRITE"
     strict: bool  # Settings.strict_schema: instance_schema checks
     blocks: int  # number of UPSERT statements
     concepts: tuple[ConceptRow, ...]
@@ -900,12 +896,14 @@ def _refuse_engine_name(type_: str, name: str) -> None:
             errors.IMMUTABLE_TARGET,
             f"The {kind} name {rules._q(name)} is reserved: the engine uses it as a Neo4j "
             f"{'label' if kind == 'concept type' else 'relationship type'} of its own storage model.",
-            f"Choose another name; {', '.join(storage.RESERVED_LABEL_STEMS + storage.RESERVED_REL_STEMS)} (and those names with a __namespace suffix) are engine-reserved.",
+            f"Choose another name; {', '.join(storage.RESERVED_LABEL_STEMS + storage.RESERVED_REL_STEMS)} (and those names with a __namespace suffix) are "
+            "engine-reserved.",
         )
     if type_ == storage.PROPOSITION_TYPE and storage.PREDICATE_SEPARATOR in name:
         raise KipError(
             errors.INVALID_IDENTIFIER,
-            f"The predicate name {rules._q(name)} contains {storage.PREDICATE_SEPARATOR!r}, which the engine reserves: it separates a namespace from a predicate in the relationship types of namespaced nexuses.",
+            f"The predicate name {rules._q(name)} contains {storage.PREDICATE_SEPARATOR!r}, which the engine reserves: it separates a namespace from a "
+            "predicate in the relationship types of namespaced nexuses.",
             f"Use another separator, e.g. {rules._q(name.replace(storage.PREDICATE_SEPARATOR, '_'))} (snake_case predicates are the convention).",
         )
 

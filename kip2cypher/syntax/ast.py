@@ -469,23 +469,78 @@ Meta = Union[
 ]
 Command = Union[Kql, Kml, Meta]
 
-KML_COMMANDS = (Capsule, Update, MergeConcept, DeleteAttributes, DeleteMetadata, DeletePropositions, DeleteConcept)
-META_COMMANDS = (
-    DescribePrimer,
-    DescribeDomains,
-    DescribeConceptTypes,
-    DescribeConceptType,
-    DescribePropositionTypes,
-    DescribePropositionType,
-    Search,
-    Export,
+# ------------------------------------------------------------------- commands
+#: The three kinds of command (spec §2): reads, writes, and questions about the memory itself.
+KQL, KML, META = "KQL", "KML", "META"
+
+
+@dataclass(frozen=True)
+class CommandFamily:
+    """One KIP command: the keyword it starts with, its kind, and the AST classes it parses into.
+
+    ``COMMANDS`` below is the one table of commands: the kind of a parsed command, the kind of a
+    text that did not parse (by its first word), the read-only rule and the words the engine
+    lists (DESCRIBE PRIMER's capabilities, the read-only refusal, the MCP tool descriptions)
+    are derived from it; tests check it against the grammar's ``command`` rule and the lexer."""
+
+    word: str
+    kind: str
+    nodes: tuple[type, ...]
+
+
+#: Every command, in the order of the grammar's ``command`` rule.
+COMMANDS = (
+    CommandFamily("FIND", KQL, (Find,)),
+    CommandFamily("UPSERT", KML, (Capsule,)),
+    CommandFamily("UPDATE", KML, (Update,)),
+    CommandFamily("MERGE", KML, (MergeConcept,)),
+    CommandFamily("DELETE", KML, (DeleteAttributes, DeleteMetadata, DeletePropositions, DeleteConcept)),
+    CommandFamily(
+        "DESCRIBE",
+        META,
+        (DescribePrimer, DescribeDomains, DescribeConceptTypes, DescribeConceptType, DescribePropositionTypes, DescribePropositionType),
+    ),
+    CommandFamily("SEARCH", META, (Search,)),
+    CommandFamily("EXPORT", META, (Export,)),
 )
+_KIND_OF_NODE = {node: family.kind for family in COMMANDS for node in family.nodes}
+_KIND_OF_WORD = {family.word: family.kind for family in COMMANDS}
+
+
+def command_words(*kinds: str) -> tuple[str, ...]:
+    """The leading keywords of the commands of ``kinds`` (all commands when none is given)."""
+    return tuple(f.word for f in COMMANDS if not kinds or f.kind in kinds)
+
+
+def command_nodes(*kinds: str) -> tuple[type, ...]:
+    """The AST classes of the commands of ``kinds``."""
+    return tuple(node for f in COMMANDS if f.kind in kinds for node in f.nodes)
+
+
+KML_COMMANDS = command_nodes(KML)
+META_COMMANDS = command_nodes(META)
+#: The commands execute_kip_readonly runs, and the ones it refuses.
+READ_WORDS = command_words(KQL, META)
+WRITE_WORDS = command_words(KML)
 
 
 def command_kind(command: Command) -> str:
     """``"KQL"``, ``"KML"`` or ``"META"`` — drives batch error rules and routing."""
-    if isinstance(command, Find):
-        return "KQL"
-    if isinstance(command, KML_COMMANDS):
-        return "KML"
-    return "META"
+    return _KIND_OF_NODE[type(command)]
+
+
+def word_kind(word: str) -> str | None:
+    """The kind of the command a keyword starts (None for any other word): how a text that
+    did not parse is classified, without parsing it again."""
+    return _KIND_OF_WORD.get(word)
+
+
+def writes(kind: str | None) -> bool:
+    """Whether commands of ``kind`` change the memory (KML): refused by execute_kip_readonly, run
+    in a WRITE transaction."""
+    return kind == KML
+
+
+def listing(words: tuple[str, ...], conjunction: str = "and") -> str:
+    """``"A, B and C"``: command words in a sentence."""
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} {conjunction} {words[-1]}"

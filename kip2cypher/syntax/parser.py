@@ -557,7 +557,7 @@ def _assignments(obj: ast.ObjectLit | None) -> ast.Assignments | None:
 #: listed sub-rules speak for them. Only the outermost listed rules failing at the
 #: furthest offset are reported (see ``_LEADING``).
 EXPECTED = {
-    "command": "a command (FIND, UPSERT, UPDATE, MERGE, DELETE, DESCRIBE, SEARCH or EXPORT)",
+    "command": f"a command ({ast.listing(ast.command_words(), 'or')})",
     "END": "the end of the command",
     "projection": "a variable, dot path or aggregation such as COUNT(?x)",
     "aggregate_arg": "a variable or dot path",
@@ -784,11 +784,20 @@ def _hint(text: str, offset: int, names: list[str], rule: str) -> str:
 #: The clause order of each command, for the generic hint of a syntax error.
 _SHAPES = {
     "FIND": 'a FIND reads FIND(?x, …) WHERE { … } [ORDER BY …] [LIMIT n] [CURSOR "…"]',
-    "UPSERT": 'an UPSERT reads UPSERT { CONCEPT ?h { {type: "T", name: "N"} [SET ATTRIBUTES { … }] [SET PROPOSITIONS { ("predicate", target) }] } PROPOSITION ?p { (subject, "predicate", object) } } [WITH METADATA { … }]',
+    "UPSERT": (
+        'an UPSERT reads UPSERT { CONCEPT ?h { {type: "T", name: "N"} [SET ATTRIBUTES { … }] [SET PROPOSITIONS { ("predicate", target) }] } '
+        'PROPOSITION ?p { (subject, "predicate", object) } } [WITH METADATA { … }]'
+    ),
     "UPDATE": "an UPDATE reads UPDATE ?x [SET ATTRIBUTES { key: value }] [SET METADATA { … }] WHERE { … } [LIMIT n]",
     "MERGE": "a MERGE reads MERGE CONCEPT ?source INTO ?target WHERE { … }",
-    "DELETE": 'a DELETE reads DELETE CONCEPT ?x DETACH WHERE { … }, DELETE PROPOSITIONS ?l WHERE { … }, DELETE ATTRIBUTES {"key"} FROM ?x WHERE { … } or DELETE METADATA {"key"} FROM ?x WHERE { … }',
-    "DESCRIBE": 'a DESCRIBE reads DESCRIBE PRIMER, DESCRIBE DOMAINS, DESCRIBE CONCEPT TYPES [LIMIT n] [CURSOR c], DESCRIBE CONCEPT TYPE "T", DESCRIBE PROPOSITION TYPES or DESCRIBE PROPOSITION TYPE "p"',
+    "DELETE": (
+        "a DELETE reads DELETE CONCEPT ?x DETACH WHERE { … }, DELETE PROPOSITIONS ?l WHERE { … }, "
+        'DELETE ATTRIBUTES {"key"} FROM ?x WHERE { … } or DELETE METADATA {"key"} FROM ?x WHERE { … }'
+    ),
+    "DESCRIBE": (
+        'a DESCRIBE reads DESCRIBE PRIMER, DESCRIBE DOMAINS, DESCRIBE CONCEPT TYPES [LIMIT n] [CURSOR c], DESCRIBE CONCEPT TYPE "T", '
+        'DESCRIBE PROPOSITION TYPES or DESCRIBE PROPOSITION TYPE "p"'
+    ),
     "SEARCH": 'a SEARCH reads SEARCH CONCEPT|PROPOSITION "term" [WITH TYPE "T"] [MODE "keyword"|"semantic"|"hybrid"] [THRESHOLD 0.5] [LIMIT n]',
     "EXPORT": 'an EXPORT reads EXPORT ?x WHERE { … } [LIMIT n] [CURSOR "…"]',
 }

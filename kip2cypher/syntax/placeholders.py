@@ -97,7 +97,8 @@ def check_quoted_placeholders(command: Any, text: str, params: Mapping[str, Any]
             raise KipError(
                 INVALID_SYNTAX,
                 f"The placeholder :{name} at line {line}, column {column} is inside a quoted string, where it is never substituted.\n{snippet(text, offset)}",
-                f"Placeholders must occupy a whole value position: write `{example}` (no quotes) and, if you need surrounding text, put the complete string in the parameter.",
+                f"Placeholders must occupy a whole value position: write `{example}` (no quotes) and, if you need surrounding text, put the complete string in "
+                "the parameter.",
                 line=line,
                 column=column,
             )

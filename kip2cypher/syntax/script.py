@@ -13,22 +13,13 @@ from typing import Any
 
 from .. import errors
 from ..errors import KipError
-from .ast import command_kind
+from .ast import command_kind, word_kind
 from .parser import MAX_INPUT_BYTES, MAX_NESTING_DEPTH, first_word, parse, parse_script
-
-KML_KEYWORDS = ("UPSERT", "UPDATE", "MERGE", "DELETE")
 
 
 def sniff_kind(text: str) -> str | None:
     """The kind of a command that did not compile, from its first keyword (None when unknown)."""
-    word = first_word(text)
-    if word in KML_KEYWORDS:
-        return "KML"
-    if word == "FIND":
-        return "KQL"
-    if word in ("DESCRIBE", "SEARCH", "EXPORT"):
-        return "META"
-    return None
+    return word_kind(first_word(text))
 
 
 def command_kind_of(text: str, settings: Any = None) -> str | None:

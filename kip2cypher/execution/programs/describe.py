@@ -12,6 +12,7 @@ from ...errors import KipError
 from ...lower.describe import DESCRIBE_DEFAULT_LIMIT, DomainsPlan, PrimerPlan, TypeDefinitionPlan, TypeListPlan
 from ...lower.export import EXPORT_DEFAULT_LIMIT, EXPORT_MAX_LIMIT
 from ...lower.search import search_capabilities
+from ...syntax import ast
 from ...version import __version__
 from ..requests import Context, Run
 from ..results import concept_object
@@ -24,8 +25,9 @@ SELF_IDENTITY_DEFAULT = (
     "through interaction and is recorded on my $self node."
 )
 NEXUS_DESCRIPTION = (
-    "My memory and knowledge are stored in the Cognitive Nexus, which I can query via KIP (KQL FIND, META "
-    "DESCRIBE/SEARCH/EXPORT) and evolve via KML (UPSERT, UPDATE, MERGE, DELETE)."
+    "My memory and knowledge are stored in the Cognitive Nexus, which I can query via KIP (KQL "
+    f"{'/'.join(ast.command_words(ast.KQL))}, META {'/'.join(ast.command_words(ast.META))}) and evolve via KML "
+    f"({', '.join(ast.command_words(ast.KML))})."
 )
 
 
@@ -109,7 +111,7 @@ def capabilities(settings: Settings, embedder: Any) -> dict[str, Any]:
     return {
         "protocol": "KIP v1.0-RC10",
         "engine": f"kip2cypher {__version__} (Cypher on Neo4j)",
-        "commands": ["FIND", "UPSERT", "UPDATE", "MERGE", "DELETE", "DESCRIBE", "SEARCH", "EXPORT"],
+        "commands": list(ast.command_words()),
         "search": search_capabilities(embedder, embedding.unavailable_reason()),
         "limits": {
             "max_path_hops": settings.max_hops,

@@ -8,6 +8,7 @@ from typing import Any
 from ... import cursor
 from ...cypher import storage
 from ...errors import closest, too_many_rows
+from ...lower import adopted
 from ...lower.find import FindPlan, key_check
 from ..requests import Context, Explain, Run
 from ..results import DECODERS
@@ -41,10 +42,20 @@ def find(plan: FindPlan, ctx: Context) -> Generator[Any, Any, dict]:
     response: dict[str, Any] = {"result": result[0] if len(plan.columns) == 1 else result}
     if more:
         response["next_cursor"] = cursor.encode(ctx.settings, plan.fingerprint, plan.offset + limit)
+    if plan.unmapped_check is not None:
+        warnings += yield from unmapped_keys(plan)
     warnings = [*plan.notes, *warnings]
     if warnings:
         response["warnings"] = warnings
     return response
+
+
+def unmapped_keys(plan: FindPlan) -> Generator[Any, Any, list[str]]:
+    """The attribute keys read of adopted elements that their mapping does not expose, each with
+    the mapped attribute or the team's property it most likely meant (docs/adopt.md)."""
+    rows = yield Run(plan.unmapped_check)
+    carried = {row["i"]: row["keys"] for row in rows}
+    return [adopted.unmapped_warning(var, key, what, carried.get(i, [])) for i, (var, key, what) in enumerate(plan.unmapped)]
 
 
 def missing_keys(plan: FindPlan) -> Generator[Any, Any, list[str]]:

@@ -224,7 +224,8 @@ class _Upsert:
         if isinstance(ref, ConceptByName):
             return not_found(
                 f"Concept {rules.label(ref.type, ref.name)} does not exist.",
-                f"Create it first (a CONCEPT block earlier in the capsule or an earlier UPSERT), or find the right name with SEARCH CONCEPT {rules._q(ref.name)} WITH TYPE {rules._q(ref.type)}.",
+                "Create it first (a CONCEPT block earlier in the capsule or an earlier UPSERT), or find the right name with SEARCH CONCEPT "
+                f"{rules._q(ref.name)} WITH TYPE {rules._q(ref.type)}.",
                 at,
             )
         if isinstance(ref, ConceptById):
