@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import random
 import time
 from collections.abc import Callable, Generator, Iterator
@@ -174,6 +175,8 @@ def retry_delays(max_retry_s: float, uniform: Callable[[float, float], float] | 
     spent, delay = 0.0, 1.0
     while spent + delay <= max_retry_s:
         pause = min(delay * uniform(0.8, 1.2), max_retry_s - spent)
+        while spent + pause > max_retry_s:  # float rounding: the remainder added back may pass the budget by an ulp
+            pause = math.nextafter(pause, 0.0)
         spent += pause
         delay *= 2
         yield pause
