@@ -652,7 +652,13 @@ def run(
     request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S,
 ) -> None:
     """Entry point of ``kip2cypher mcp``: open the (async) nexus in the serving loop, optionally
-    bootstrap it, serve stdio or HTTP."""
+    bootstrap it, serve stdio or HTTP. A readonly server never writes, and bootstrapping writes
+    (schema objects, Genesis): the combination is refused before anything connects."""
+    if readonly and bootstrap:
+        raise McpConfigError(
+            "--readonly and --bootstrap cannot be combined: a readonly server never writes, and bootstrapping writes the schema objects "
+            "and the Genesis capsule. Bootstrap first, as its own step (`kip2cypher bootstrap`), then start `kip2cypher mcp --readonly`."
+        )
     if http is not None:
         http.check()
     nexus = LoopNexus(nexus_factory, bootstrap=bootstrap, capsules=capsules)

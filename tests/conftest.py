@@ -65,8 +65,19 @@ def _from_env() -> Neo4jServer | None:
 _SLOTS = range(1, 9)  # concurrent pytest sessions on one machine each get their own server
 
 
+def _slot_config(slot: int):
+    """Slot i: a private server on port 7687 + i with its own data directory."""
+    from kip2cypher import localneo4j
+
+    base = localneo4j.LocalConfig.from_env()
+    return localneo4j.LocalConfig(
+        port=base.port + slot, home=base.home.parent / f"{base.home.name}-slot{slot}", heap="1g", page_cache_mb=256, tx_timeout_s=base.tx_timeout_s
+    )
+
+
 def _claim_slot():
-    """Lock a slot so concurrent pytest sessions never wipe each other's data.
+    """Lock a slot so concurrent pytest sessions never wipe each other's data, skipping a slot
+    whose port a server not started from its data directory answers (``private_neo4j.choose_slot``).
 
     Slot i is a private server on port 7687 + i with its own data directory, kept running for
     reuse. The default local server (port 7687, default data home) is never a slot: it is the
@@ -74,19 +85,28 @@ def _claim_slot():
     """
     import fcntl
 
+    from private_neo4j import choose_slot
+
     from kip2cypher import localneo4j
 
     lock_dir = localneo4j._cache_root() / "test-slots"
     lock_dir.mkdir(parents=True, exist_ok=True)
-    for slot in _SLOTS:
+
+    def lock(slot: int):
         handle = open(lock_dir / f"slot-{slot}.lock", "w")
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             handle.close()
-            continue
-        return slot, handle
-    raise RuntimeError("all local Neo4j test slots are busy")
+            return None
+        return handle
+
+    def foreign(slot: int) -> bool:
+        cfg = _slot_config(slot)
+        return localneo4j._bolt_listening(cfg.port) and localneo4j._read_pid(cfg) is None
+
+    slot, handle, _ = choose_slot(_SLOTS, lock, foreign)
+    return slot, handle
 
 
 def _from_launcher() -> tuple[Neo4jServer | None, str]:
@@ -94,10 +114,7 @@ def _from_launcher() -> tuple[Neo4jServer | None, str]:
 
     slot, handle = _claim_slot()
     _SLOT_LOCKS.append(handle)
-    base = localneo4j.LocalConfig.from_env()
-    cfg = localneo4j.LocalConfig(
-        port=base.port + slot, home=base.home.parent / f"{base.home.name}-slot{slot}", heap="1g", page_cache_mb=256, tx_timeout_s=base.tx_timeout_s
-    )
+    cfg = _slot_config(slot)
     try:
         # require_own: a port that answers without being this slot's server is someone else's.
         version = localneo4j.start(cfg, require_own=True)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import unicodedata
 from typing import Any, NamedTuple
 
 from kip2cypher.execution.background import wait_all
@@ -178,8 +179,11 @@ NAMES: list[Payload] = [Payload(pid, text) for pid, text in _RAW]
 #: NAMES that are a concept type, a name or a value but never a predicate: "/" separates a
 #: namespace from a predicate in a native relationship type (docs/namespaces.md), KIP_1002.
 SLASHED: list[Payload] = [p for p in NAMES if "/" in p.text]
+#: NAMES that break the naming rule of types and predicates (empty, only whitespace, a control
+#: character; spec §2.8.1): refused when defined (KIP_1002), fine as a name or value.
+UNNAMEABLE: list[Payload] = [p for p in NAMES if not p.text.strip() or any(unicodedata.category(ch) == "Cc" for ch in p.text)]
 #: NAMES that go into every string position, predicates included.
-TOKEN_NAMES: list[Payload] = [p for p in NAMES if "/" not in p.text]
+TOKEN_NAMES: list[Payload] = [p for p in NAMES if "/" not in p.text and p not in UNNAMEABLE]
 
 MIB = 1 << 20
 #: Too large for an index, fine as a value: 1 MiB strings (the spec puts no bound on values).

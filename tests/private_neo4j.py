@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import socket
 import time
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from kip2cypher import localneo4j
@@ -31,3 +32,24 @@ class Target:
 
     def __init__(self, cfg, database: str | None = None) -> None:
         self.uri, self.auth, self.database = cfg.uri, None, database
+
+
+def choose_slot(slots: Iterable[int], lock: Callable[[int], Any], foreign: Callable[[int], bool]) -> tuple[int, Any, list[int]]:
+    """The first slot whose lock ``lock(slot)`` takes (a handle, or None when another pytest
+    session holds it) and whose port no foreign server answers; returns it, its lock handle and
+    the slots skipped for a foreign server. A slot's port answered by a server that this slot's
+    data directory did not start (a run from another checkout, whose cache root and so whose
+    locks differ, or anyone's Neo4j) is released and the next slot tried — instead of skipping
+    every Neo4j test. The choice is apart from the locking and the probing so it can be tested
+    without a server."""
+    skipped: list[int] = []
+    for slot in slots:
+        handle = lock(slot)
+        if handle is None:
+            continue
+        if foreign(slot):
+            handle.close()
+            skipped.append(slot)
+            continue
+        return slot, handle, skipped
+    raise RuntimeError(f"all local Neo4j test slots are busy (held by other test runs{', or answered by foreign servers: ' + str(skipped) if skipped else ''})")

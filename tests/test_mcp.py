@@ -132,3 +132,24 @@ def test_bootstrap_flag_prepares_an_empty_database(nexus, neo4j_server):
     person, primer = run(_server(neo4j_server, "--bootstrap", "--with-capsules"), body)
     assert person["result"]["name"] == "Person"
     assert primer["result"]["identity"]["name"] == "$self"
+
+
+def test_mcp_readonly_bootstrap_wrote_at_start_up(nexus, neo4j_server):
+    """``mcp --readonly --bootstrap`` bootstrapped (wrote Genesis) before serving read-only: the
+    combination is refused before anything connects (also with KIP2CYPHER_READONLY=1), and the
+    database stays as it was."""
+    import subprocess
+
+    def count() -> int:
+        return nexus.driver.execute_query("MATCH (n) RETURN count(n) AS c", database_=nexus.database).records[0]["c"]
+
+    params = _server(neo4j_server)
+    before = count()  # the schema objects' bookkeeping, no Genesis
+    for args, extra_env in ((["--readonly", "--bootstrap"], {}), (["--bootstrap"], {"KIP2CYPHER_READONLY": "1"})):
+        done = subprocess.run(
+            [params.command, *params.args, *args], env={**params.env, **extra_env}, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL
+        )
+        assert done.returncode != 0, done
+        assert "--readonly and --bootstrap cannot be combined" in done.stderr and "kip2cypher bootstrap" in done.stderr, done.stderr
+        assert "Traceback" not in done.stderr and done.stdout == ""
+    assert count() == before

@@ -3,7 +3,13 @@ managed transactions (execution/loop.py). No Neo4j needed for the retry policy."
 
 from __future__ import annotations
 
+import functools
+import operator
+import random
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from neo4j.exceptions import ClientError, ServiceUnavailable
 
 from kip2cypher.execution import loop
@@ -14,6 +20,25 @@ def test_retry_delays_follow_the_driver_policy_within_max_retry_s():
     assert 4 <= len(pauses) <= 5 and sum(pauses) <= 30.0
     assert all(0.8 * 2**i <= p <= 1.2 * 2**i for i, p in enumerate(pauses))
     assert list(loop.retry_delays(0.0)) == []
+
+
+@given(seed=st.integers(0, 2**32 - 1), budget=st.floats(0.0, 600.0, allow_nan=False))
+@settings(max_examples=300, deadline=None)
+def test_five_jittered_retry_delays_summed_to_30_48_s_of_a_30_s_budget(seed, budget):
+    """The jitter is drawn from a seeded generator (no clock): whatever it draws, the pauses stay
+    within the budget, each within its ±20 % of the doubling schedule, never negative."""
+    pauses = list(loop.retry_delays(budget, random.Random(seed).uniform))
+    assert functools.reduce(operator.add, pauses, 0.0) <= budget  # added in order, as the sleeps add up
+    assert all(0.0 <= p <= 1.2 * 2**i for i, p in enumerate(pauses))
+    assert budget - sum(pauses) < 2 ** len(pauses)  # it stops only when the next nominal pause no longer fits
+
+
+def test_retry_delays_low_then_high_jitter_end_at_the_budget():
+    """The case that was seen: four short pauses left room for a fifth nominal 16 s, whose +20 %
+    jitter carried the sum past 30 s; the fifth is now cut to what is left."""
+    jitter = iter([0.8, 0.8, 0.8, 0.8, 1.2])
+    pauses = list(loop.retry_delays(30.0, lambda low, high: next(jitter)))
+    assert pauses[:4] == [0.8, 1.6, 3.2, 6.4] and len(pauses) == 5 and sum(pauses) == pytest.approx(30.0) and sum(pauses) <= 30.0
 
 
 def test_a_retryable_read_failure_is_retried_and_a_client_error_is_not(monkeypatch):

@@ -247,6 +247,40 @@ def test_concurrent_merge_of_one_source_into_two_targets(cx, retry_log):
     REPORT["merge_race"] = dict(codes, retries=dict(retry_log.retries))
 
 
+#: Rounds of the MERGE ∥ DELETE race: KIP_2002 showed in about one round in 30–100 before the fix.
+MERGE_DELETE_ROUNDS = 200
+
+
+def test_merge_racing_a_delete_of_its_source_answered_kip_2002(cx, retry_log):
+    """MERGE S INTO T at the same instant as DELETE CONCEPT S, repeated: the MERGE answers success
+    or KIP_3002 (its source is gone) every time — never KIP_2002 — and nothing is left half-merged."""
+    merges: Counter[str] = Counter()
+    merge = 'MERGE CONCEPT ?s INTO ?t WHERE { ?s {type: "Item", name: :src} ?t {type: "Item", name: :t} }'
+    delete = 'DELETE CONCEPT ?s DETACH WHERE { ?s {type: "Item", name: :src} }'
+    for round_ in range(MERGE_DELETE_ROUNDS):
+        src, tgt = f"md{round_}-src", f"md{round_}-tgt"
+        ok(
+            cx.execute_kip(
+                'UPSERT { CONCEPT ?t { {type: "Item", name: :t} } CONCEPT ?s { {type: "Item", name: :src} SET PROPOSITIONS { ("related_to", ?t) } } }',
+                parameters={"src": src, "t": tgt},
+            )
+        )
+        params = {"src": src, "t": tgt}
+        last = [None, None]
+
+        def one(i: int) -> str:
+            last[i] = cx.execute_kip((merge, delete)[i], parameters=params)
+            return code(last[i])
+
+        merged, deleted = run_threads(one, n=2)
+        merges[merged] += 1
+        assert merged in ("ok", "KIP_3002"), (round_, merged, last[0])
+        assert deleted in ("ok", "KIP_3002"), (round_, deleted)
+    integrity(cx)
+    assert orphans(cx) == []
+    REPORT["merge_delete_race"] = dict(merges, retries=dict(retry_log.retries))
+
+
 # ------------------------------------------------------------------ deadlocks: retried, never half-written
 def test_opposite_lock_order_capsules_are_retried_and_atomic(cx, retry_log):
     """Writers touching A then B and B then A in one statement deadlock; the driver retries them,

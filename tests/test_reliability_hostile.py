@@ -10,7 +10,7 @@ before: the graph held exactly what was intended at every step, and nothing else
 from __future__ import annotations
 
 import pytest
-from hostile_payloads import ALL, INVALID_TOKENS, NAMES, RESERVED_NAMES, SLASHED, TOKEN_NAMES, TOO_LONG_NAMES, VALUES, fingerprint, kip_string
+from hostile_payloads import ALL, INVALID_TOKENS, NAMES, RESERVED_NAMES, SLASHED, TOKEN_NAMES, TOO_LONG_NAMES, UNNAMEABLE, VALUES, fingerprint, kip_string
 from kml_helpers import err, ok
 
 from kip2cypher.config import Settings
@@ -131,10 +131,12 @@ def test_hostile_string_everywhere_round_trips_verbatim(hx, payload):
     assert _fp(hx) == before
 
 
-@pytest.mark.parametrize("payload", INVALID_TOKENS + SLASHED, ids=lambda p: p.id)
+@pytest.mark.parametrize("payload", INVALID_TOKENS + UNNAMEABLE + SLASHED, ids=lambda p: p.id)
 def test_unstorable_type_or_predicate_is_refused_cleanly(hx, payload):
-    """Neo4j cannot hold an empty or NUL-holding label / relationship type, and a predicate may not
-    hold "/" (the namespace separator of relationship types): KIP_1002, nothing written."""
+    """Neo4j cannot hold an empty or NUL-holding label / relationship type, a type or predicate
+    name that is only whitespace or holds a control character breaks the naming rule (refused
+    when defined), and a predicate may not hold "/" (the namespace separator of relationship
+    types): KIP_1002, nothing written."""
     P, s = payload.text, kip_string(payload.text)
     before = _fp(hx)
     e = err(hx.execute_kip(_capsule(s), parameters={"hv": P, "hv2": P + "#2", "hobj": {P: [P]}}), "KIP_1002")

@@ -200,15 +200,15 @@ def test_request_time_budget_runs_nothing_after_it_in_a_write_batch(neo4j_server
 
 def test_request_time_budget_counts_compiling(neo4j_server, graph):
     """Parsing and compiling count too: a batch of large commands stops compiling at the budget.
-    Each command ends in an unbound variable, so the compiler answers it (KIP_3001) and Neo4j
-    never plans 2,500 conditions."""
+    Each command holds more FILTER tests than one command may (``MAX_FILTER_TESTS``), so the
+    compiler answers it (KIP_4002) after parsing it, and Neo4j never plans 2,500 conditions."""
 
     def big(tag: str, i: int) -> str:
         return 'FIND(?d.name) WHERE { ?d {type: "Domain"} FILTER(' + " || ".join(f'?d.name == "{tag}{i}-{k}"' for k in range(2500)) + ' || ?nope.name == "x") }'
 
     with _nexus(neo4j_server, max_request_s=0.5) as nx:
         results = ok(nx.execute_kip(commands=[big("w", i) for i in range(40)]))
-        assert results[0]["error"]["code"] == "KIP_3001"
+        assert results[0]["error"]["code"] == "KIP_4002"
         unrun = [r for r in results if "was not run" in r["error"]["message"]]
         assert len(unrun) > 20  # a 60 KB command compiles in ~0.1 s here: a few before the budget
         # Readonly classifies (parses) every command before any runs: the budget ends the whole request.

@@ -1,6 +1,8 @@
-"""One request must not hold the server (issue 18): every pass over command text is linear, and a
-CPU-heavy request delays unrelated requests of the same server by a small, measured amount —
-through the Python API from threads and through the stdio MCP server.
+"""One request must not hold the server (issue 18): every pass over command text is linear, and
+unrelated small requests of the same server are answered while a CPU-heavy request runs —
+through the Python API from threads, the stdio and the HTTP MCP server. That is asserted by the
+order of events (small answers between the heavy request's start and end), never by seconds;
+the latencies are printed.
 
 Wall-clock bounds here are deliberately generous (the machine is shared); the measured figures
 are printed as ``[reliability]`` lines (``pytest -s``) and reported in docs/reliability.md.
@@ -27,9 +29,9 @@ SMALL = 'FIND(?t.name) WHERE { ?t {type: "$ConceptType", name: "Domain"} }'
 ESCAPED_QUOTES = '"' + '\\"' * 20_000
 # Block comments before an unterminated one: the command-kind sniffer's regex backtracked exponentially.
 COMMENT_RUN = "/**/" * 40 + "/*"
-# ~230 KB: about the most parsing and compiling one command may cost (a FILTER of 10,500
-# conditions: seconds of CPU). Its last condition names an unbound variable, so the compiler
-# answers it (KIP_3001) and Neo4j never plans it (its planner takes ~10 ms per condition).
+# ~230 KB: about the most parsing one command may cost (a FILTER of 10,500 conditions: seconds
+# of CPU). It holds more FILTER tests than a command may (KIP_4002 once parsed), so Neo4j never
+# plans it (its planning time grows with the square of the conditions).
 HEAVY_PARSE = 'FIND(?d.name) WHERE { ?d {type: "Domain"} FILTER(' + " || ".join(f'?d.name == "n{i}"' for i in range(10_500)) + ' || ?nope.name == "x") }'
 
 
@@ -84,11 +86,10 @@ def test_comment_run_before_an_unterminated_comment_backtracked_exponentially(nx
 
 def test_long_filter_chain_was_a_recursion_error(nx):
     """A FILTER of 3,000 ``||`` conditions raised RecursionError (KIP_4003 and a logged traceback)
-    in validation. It now compiles; here the last condition names an unbound variable, so the
-    answer (KIP_3001) comes from the compiler without asking Neo4j to plan 3,000 conditions
-    (which takes Neo4j's planner ~10 ms each: docs/reliability.md)."""
+    in validation. It now parses; the compiler answers it with the bound on a command's FILTER
+    tests (KIP_4002, ``MAX_FILTER_TESTS``) without asking Neo4j to plan 3,000 conditions."""
     chain = 'FIND(?d.name) WHERE { ?d {type: "$ConceptType"} FILTER(' + " || ".join(f'?d.name == "n{i}"' for i in range(3000)) + ' || ?nope.name == "x") }'
-    err(nx.execute_kip_readonly(chain), "KIP_3001")
+    err(nx.execute_kip_readonly(chain), "KIP_4002")
 
 
 def test_search_scoring_cost_grew_with_the_term_length(nx):
@@ -121,7 +122,7 @@ def test_caches_grew_with_large_distinct_terms_and_commands(nx):
             return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:")) / 1024
 
     def command(round_: int, i: int) -> str:  # ~20 KB, distinct per round and index
-        return 'FIND(?d.name) WHERE { ?d {type: "Domain"} FILTER(' + " || ".join(f'?d.name == "r{round_}-{i}-{k}"' for k in range(800)) + ") }"
+        return 'FIND(?d.name) WHERE { ?d {type: "Domain"} FILTER(IN(?d.name, [' + ", ".join(f'"r{round_}-{i}-{k}-xxxxxxxxxxx"' for k in range(800)) + "])) }"
 
     def one_round(round_: int) -> None:
         for i in range(60):  # 60 × 20 KB = 1.2 M characters > every cache's character bound
@@ -141,26 +142,53 @@ def test_caches_grew_with_large_distinct_terms_and_commands(nx):
 
 # ------------------------------------------------------------------ one request does not stall the others
 HOSTILE = [(ESCAPED_QUOTES, {"name": "x"}), (COMMENT_RUN, {}), (HEAVY_PARSE, {})]
+#: The index in HOSTILE of the request that takes longest (parsing 230 KB: about a second here).
+HEAVIEST = 2
+#: Small requests that must be answered while the heaviest one is outstanding. A server that ran
+#: one request at a time could answer at most one (sent just before it) in that window.
+ANSWERED_MEANWHILE = 2
 
 
-def _small_latencies(call, stop: threading.Event, minimum: int = 20) -> list[float]:
+class Timeline:
+    """What happened, in the order it happened — a sequence, not a clock: each hostile request's
+    start and end, and each small request's answer. Appends come from several threads or tasks."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, int]] = []
+        self._lock = threading.Lock()
+
+    def add(self, what: str, index: int = -1) -> None:
+        with self._lock:
+            self.events.append((what, index))
+
+    def answered_during(self, index: int) -> int:
+        """Small requests answered after hostile request ``index`` was sent and before its answer."""
+        opened, closed = self.events.index(("start", index)), self.events.index(("end", index))
+        return sum(1 for what, _ in self.events[opened:closed] if what == "small")
+
+    def check(self) -> None:
+        """Small requests were answered while the heaviest hostile request ran (counts, not times)."""
+        meanwhile = self.answered_during(HEAVIEST)
+        print(f"\n[reliability] small requests answered while the 230 KB command ran: {meanwhile}")
+        assert meanwhile >= ANSWERED_MEANWHILE, self.events
+
+
+def _small_latencies(call, stop: threading.Event, minimum: int = 20, timeline: Timeline | None = None) -> list[float]:
+    """Latencies of small requests until ``stop`` (printed as figures, never asserted)."""
     samples: list[float] = []
     while not stop.is_set() or len(samples) < minimum:
         started = time.monotonic()
         call()
         samples.append(time.monotonic() - started)
+        if timeline is not None:
+            timeline.add("small")
     return samples
 
 
-def _bound(baseline: list[float]) -> float:
-    """How long a small request may take next to hostile ones: generous (a shared 2-core
-    machine), relative to the same run's baseline; the issue measured 9.5 s."""
-    return 30 * statistics.median(baseline) + 3.0
-
-
 def test_cpu_heavy_requests_delayed_small_ones_python_api_threads(nx):
-    """A thread sending the hostile requests (the issue's 40 KB scan, the comment run, a 250 KB
-    command that takes seconds to parse) next to a thread sending small FINDs on the same Nexus."""
+    """A thread sending the hostile requests (the issue's 40 KB scan, the comment run, a 230 KB
+    command that takes a second to parse) next to a thread sending small FINDs on the same Nexus:
+    small FINDs are answered while the heavy command runs. Latencies are printed, not bounded."""
 
     def small():
         assert ok(nx.execute_kip_readonly(SMALL)) == ["Domain"]
@@ -169,23 +197,26 @@ def test_cpu_heavy_requests_delayed_small_ones_python_api_threads(nx):
     idle.set()
     baseline = _small_latencies(small, idle, minimum=30)
     stop = threading.Event()
+    timeline = Timeline()
     hostile_times: list[float] = []
 
     def hostile():
-        for text, params in HOSTILE:
+        for index, (text, params) in enumerate(HOSTILE):
             started = time.monotonic()
-            nx.execute_kip_readonly(text, parameters=params)
+            timeline.add("start", index)
+            assert "error" in nx.execute_kip_readonly(text, parameters=params)
+            timeline.add("end", index)
             hostile_times.append(time.monotonic() - started)
         stop.set()
 
     worker = threading.Thread(target=hostile)
     worker.start()
-    loaded = _small_latencies(small, stop)
+    loaded = _small_latencies(small, stop, timeline=timeline)
     worker.join()
     report("API threads, small FIND alone", baseline)
     report("API threads, small FIND next to hostile requests", loaded)
     report("API threads, the hostile requests themselves", hostile_times)
-    assert max(loaded) < _bound(baseline)
+    timeline.check()
 
 
 def _mcp_params(neo4j_server):
@@ -199,25 +230,39 @@ def _mcp_params(neo4j_server):
     return StdioServerParameters(command=sys.executable, args=["-m", "kip2cypher.cli", "mcp"], env=env)
 
 
-async def _small_next_to_hostile(session) -> tuple[list[float], list[float]]:
+async def _hostile_calls(session, timeline: Timeline, done: anyio.Event) -> None:
+    for index, (text, params) in enumerate(HOSTILE):
+        timeline.add("start", index)
+        result = await session.call_tool("execute_kip_readonly", {"command": text, "parameters": params})
+        timeline.add("end", index)
+        assert "error" in json.loads(result.content[0].text)
+    done.set()
+
+
+async def _small_calls(session, timeline: Timeline, done: anyio.Event) -> list[float]:
+    loaded: list[float] = []
+    while not done.is_set() or len(loaded) < 20:
+        loaded.append(await _one_small(session))
+        timeline.add("small")
+    return loaded
+
+
+async def _small_next_to_hostile(session) -> tuple[list[float], list[float], Timeline]:
     """In one MCP session: small FINDs alone, then small FINDs while hostile requests run
-    concurrently on the same session; the latencies of the small ones."""
+    concurrently on the same session; the latencies of the small ones and the timeline."""
 
     baseline = [await _one_small(session) for _ in range(30)]
     loaded: list[float] = []
     done = anyio.Event()
+    timeline = Timeline()
 
-    async def hostile():
-        for text, params in HOSTILE:
-            result = await session.call_tool("execute_kip_readonly", {"command": text, "parameters": params})
-            assert "error" in json.loads(result.content[0].text)
-        done.set()
+    async def small():
+        loaded.extend(await _small_calls(session, timeline, done))
 
     async with anyio.create_task_group() as group:
-        group.start_soon(hostile)
-        while not done.is_set() or len(loaded) < 20:
-            loaded.append(await _one_small(session))
-    return baseline, loaded
+        group.start_soon(_hostile_calls, session, timeline, done)
+        group.start_soon(small)
+    return baseline, loaded, timeline
 
 
 def test_cpu_heavy_requests_delayed_small_ones_stdio_mcp(nx, neo4j_server):
@@ -233,10 +278,10 @@ def test_cpu_heavy_requests_delayed_small_ones_stdio_mcp(nx, neo4j_server):
                     await session.initialize()
                     return await _small_next_to_hostile(session)
 
-    baseline, loaded = anyio.run(body)
+    baseline, loaded, timeline = anyio.run(body)
     report("stdio MCP, small FIND alone", baseline)
     report("stdio MCP, small FIND next to hostile requests", loaded)
-    assert max(loaded) < _bound(baseline)
+    timeline.check()
 
 
 def test_cpu_heavy_requests_delayed_small_ones_http_mcp(nx, neo4j_server):
@@ -251,27 +296,24 @@ def test_cpu_heavy_requests_delayed_small_ones_http_mcp(nx, neo4j_server):
         baseline = await open_session(url, RW, baseline_session)
         loaded: list[float] = []
         done = anyio.Event()
+        timeline = Timeline()
 
         async def hostile(session):
-            for text, params in HOSTILE:
-                result = await session.call_tool("execute_kip_readonly", {"command": text, "parameters": params})
-                assert "error" in json.loads(result.content[0].text)
-            done.set()
+            await _hostile_calls(session, timeline, done)
 
         async def small(session):
-            while not done.is_set() or len(loaded) < 20:
-                loaded.append(await _one_small(session))
+            loaded.extend(await _small_calls(session, timeline, done))
 
         async with anyio.create_task_group() as group:
             group.start_soon(open_session, url, RW, hostile)
             group.start_soon(open_session, url, RW, small)
-        return baseline, loaded
+        return baseline, loaded, timeline
 
     with http_server(neo4j_server, env={"KIP2CYPHER_EMBEDDER": "none"}) as served:
-        baseline, loaded = anyio.run(body, served.url)
+        baseline, loaded, timeline = anyio.run(body, served.url)
     report("HTTP MCP, small FIND alone", baseline)
     report("HTTP MCP, small FIND next to hostile requests (another session)", loaded)
-    assert max(loaded) < _bound(baseline)
+    timeline.check()
 
 
 async def _one_small(session) -> float:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import random
 import time
 from collections.abc import Callable, Generator, Iterator
@@ -164,12 +165,18 @@ def _retryable(exc: BaseException) -> bool:
     return bool(is_retryable and is_retryable())
 
 
-def retry_delays(max_retry_s: float) -> Iterator[float]:
+def retry_delays(max_retry_s: float, uniform: Callable[[float, float], float] | None = None) -> Iterator[float]:
     """The pauses before each retry of a read (the driver's policy for managed transactions:
-    1 s doubling, ±20 % jitter) until ``max_retry_s`` would be exceeded."""
+    1 s doubling, ±20 % jitter) until ``max_retry_s`` would be exceeded. Each pause is cut to
+    what is left of the budget: the jitter of the last one may not carry the sum past it (five
+    pauses once summed to 30.48 s of a 30 s budget). ``uniform``: the jitter's source (tests;
+    default ``random.uniform``, looked up per call)."""
+    uniform = uniform or random.uniform
     spent, delay = 0.0, 1.0
     while spent + delay <= max_retry_s:
-        pause = delay * random.uniform(0.8, 1.2)
+        pause = min(delay * uniform(0.8, 1.2), max_retry_s - spent)
+        while spent + pause > max_retry_s:  # float rounding: the remainder added back may pass the budget by an ulp
+            pause = math.nextafter(pause, 0.0)
         spent += pause
         delay *= 2
         yield pause

@@ -46,18 +46,23 @@ Program = Generator[RunPlan, Reply, Any]
 class Outcome:
     """A single-command response and the facts the batch rules need."""
 
-    __slots__ = ("response", "kind")
+    __slots__ = ("response", "kind", "ran")
 
-    def __init__(self, response: dict[str, Any], kind: str | None) -> None:
+    def __init__(self, response: dict[str, Any], kind: str | None, ran: bool = False) -> None:
         self.response = response
         self.kind = kind
+        #: the command was compiled and handed to the executor (its error, if any, is an execution error)
+        self.ran = ran
 
     @property
     def stops_batch(self) -> bool:
-        """§6.1: a KML *execution* error halts the batch. Syntax errors (KIP_1xxx: the command never ran)
-        and KQL/META errors are returned inline and the batch goes on."""
+        """§6.1: a KML *execution* error halts the batch, whatever its code — Neo4j refusing a
+        label at run time answers KIP_1002, and the command did run. Syntax errors (KIP_1xxx
+        before it ran: it never executed) and KQL/META errors are returned inline and the batch
+        goes on; a KML command the compiler refused for its schema or logic (KIP_2xxx–4xxx)
+        halts it too, since what follows may depend on it."""
         error = self.response.get("error")
-        return bool(error) and self.kind == "KML" and not str(error.get("code", "")).startswith("KIP_1")
+        return bool(error) and writes(self.kind) and (self.ran or not str(error.get("code", "")).startswith("KIP_1"))
 
 
 @dataclass(frozen=True)
@@ -100,8 +105,8 @@ def _run(compiled: _Compiled, dry_run: bool, readonly: bool) -> Generator[RunPla
         return Outcome({"error": readonly_error("This is a KML command").to_dict()}, compiled.kind)
     reply = yield RunPlan(compiled.plan, dry_run, readonly)
     if isinstance(reply, KipError):
-        return Outcome({"error": reply.to_dict()}, compiled.kind)
-    return Outcome(clean_response(reply), compiled.kind)
+        return Outcome({"error": reply.to_dict()}, compiled.kind, ran=True)
+    return Outcome(clean_response(reply), compiled.kind, ran=True)
 
 
 def command_program(
@@ -148,13 +153,14 @@ def request_program(arguments: Any, *, readonly: bool, settings: Settings, deadl
             outcome = yield from _run(compiled[0] or _compile(*items[0], settings, checked=True), request.dry_run, readonly)
             return outcome.response
         results = []
-        for (text, params), done in zip(items, compiled):
+        for index, ((text, params), done) in enumerate(zip(items, compiled)):
             if deadline is not None and deadline.expired():
                 results.append({"error": deadline.error().to_dict()})  # not run
                 continue
             outcome = yield from _run(done or _compile(text, params, settings, checked=True), request.dry_run, readonly)
             results.append(outcome.response)
             if outcome.stops_batch:
+                _say_stopped(outcome.response["error"], index, len(items))
                 break
         return {"result": results}
     except KipError as exc:
@@ -166,6 +172,16 @@ def request_program(arguments: Any, *, readonly: bool, settings: Settings, deadl
                 errors.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}", "This is an engine bug; the request itself may be valid."
             ).to_dict()
         }
+
+
+def _say_stopped(error: dict[str, Any], index: int, total: int) -> None:
+    """Tell the agent that this error stopped the batch, and what did not run (§6.1, §6.2.3)."""
+    left = total - index - 1
+    if left:
+        error["message"] += (
+            f" This KML error at commands[{index}] stopped the batch: the {left} command{'s' if left > 1 else ''} after it"
+            f" (commands[{index + 1}]{f'…commands[{total - 1}]' if left > 1 else ''}) did not run."
+        )
 
 
 def _check(deadline: Deadline | None) -> None:

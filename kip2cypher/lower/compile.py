@@ -85,6 +85,15 @@ def _compile(text: str, params_json: str, settings: Settings, keep_placeholders:
         # The command parsed: its kind travels with the error, so the batch rules never parse it again.
         exc.command_kind = ast.command_kind(command)
         raise exc.locate(text)
+    except RecursionError:
+        # A last line of defence: every walk over a command is meant to be iterative or bounded
+        # by the nesting limit, so this is a repetition the limits missed — the caller's
+        # command is too large for the engine, not wrong (KIP_4002, never an internal error).
+        raise errors.KipError(
+            errors.RESOURCE_EXHAUSTED,
+            "The command repeats or nests a construct more often than the compiler can lower.",
+            'Split it into smaller commands (a batch), or say repeated alternatives once: a predicate alternative "a" | "b", IN(…, [...]), ||.',
+        ) from None
     return dataclasses.replace(plan, command_text=text, namespace=settings.namespace)
 
 

@@ -124,12 +124,24 @@ class Grounding:
 
 
 def _indent(part: Part, prefix: str) -> Part:
-    """Indent every line of an (engine-authored) multi-line fragment after its first."""
-    if isinstance(part, str):
-        return part.replace("\n", "\n" + prefix)
-    if isinstance(part, Fragment):
-        return Fragment([_indent(p, prefix) for p in part.parts])
-    return part
+    """Indent every line of an (engine-authored) multi-line fragment after its first.
+
+    A copy made with an explicit stack, not recursion: a UNION after a UNION nests the first
+    one's CALL inside the second's, so fragments nest as deep as the command repeats that."""
+    if not isinstance(part, Fragment):
+        return part.replace("\n", "\n" + prefix) if isinstance(part, str) else part
+    root = Fragment()
+    stack = [(part, root)]
+    while stack:
+        source, target = stack.pop()
+        for sub in source.parts:
+            if isinstance(sub, Fragment):
+                copy = Fragment()
+                target.parts.append(copy)
+                stack.append((sub, copy))
+            else:
+                target.parts.append(sub.replace("\n", "\n" + prefix) if isinstance(sub, str) else sub)
+    return root
 
 
 def indent_lines(lines: Iterable[Fragment], prefix: str = INDENT) -> list[Fragment]:
@@ -145,13 +157,16 @@ def block(head: Part, lines: list[Fragment], tail: str = "}") -> Fragment:
 
 
 def _variables(part: Any, out: list) -> list:
-    """Every Cypher variable (``Var``/``Internal``) appearing in a fragment, in order."""
-    if isinstance(part, (Var, Internal)):
-        if part not in out:
-            out.append(part)
-    elif isinstance(part, Fragment):
-        for sub in part.parts:
-            _variables(sub, out)
+    """Every Cypher variable (``Var``/``Internal``) appearing in a fragment, in order (an explicit
+    stack: fragments nest as deep as the command's blocks, see ``_indent``)."""
+    stack = [part]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (Var, Internal)):
+            if item not in out:
+                out.append(item)
+        elif isinstance(item, Fragment):
+            stack.extend(reversed(item.parts))
     return out
 
 
@@ -370,6 +385,65 @@ def unbound(name: str, used_in: str, offset: int | None = None) -> KipError:
     )
 
 
+#: UNION blocks one command may hold (docs/limits.md). Neo4j plans a union's branches together,
+#: in time that grows faster than their number (on the 2-core test machine a FIND of 256 one-clause
+#: branches took 3.9 s to plan, 512 took 11 s, 1 024 ran into the 30 s timeout; a UNION after
+#: other clauses nests, and 256 of those timed out), and the compiler's Cypher for nested
+#: UNIONs grows with the square of their number: 128 is far above any written query and below that.
+MAX_UNION_BLOCKS = 128
+#: Tests (comparisons, functions, boolean operands) all FILTERs of one command may hold together
+#: (docs/limits.md). Neo4j's planning time grows with the square of their number and is not
+#: cut short by the query timeout: 1 024 ``||`` operands planned in 6.4 s, 2 048 in 22 s,
+#: 4 096 answered the 30 s timeout only after 86 s. An IN list has no such cost (one test).
+MAX_FILTER_TESTS = 512
+
+
+def check_size(items: tuple) -> None:
+    """KIP_4002 at the first UNION block past ``MAX_UNION_BLOCKS``, or at the FILTER whose tests
+    pass ``MAX_FILTER_TESTS``, in a WHERE (nested blocks included). An explicit stack: the walk
+    must not recurse where lowering must not."""
+    unions = tests = 0
+    stack = list(reversed(items))
+    while stack:
+        item = stack.pop()
+        if isinstance(item, ast.Filter):
+            tests += _tests(item.expr)
+            if tests > MAX_FILTER_TESTS:
+                raise _too_many(
+                    f"The FILTERs of this command hold more than {MAX_FILTER_TESTS} tests together, the most one command may have.",
+                    'Test alternatives of one value with one IN: FILTER(IN(?x.name, ["A", "B", …])), or split the command.',
+                    item.span.start,
+                )
+        elif isinstance(item, (ast.NotBlock, ast.OptionalBlock, ast.UnionBlock)):
+            unions += isinstance(item, ast.UnionBlock)
+            if unions > MAX_UNION_BLOCKS:
+                raise _too_many(
+                    f"The WHERE holds more than {MAX_UNION_BLOCKS} UNION blocks, the most one command may have.",
+                    'Say the alternatives in one pattern — a predicate alternative (?x, "a" | "b", ?y), '
+                    'FILTER(IN(?x.name, ["A", "B"])) or a FILTER with || — or split them over several commands of a batch.',
+                    item.span.start,
+                )
+            stack.extend(reversed(item.items))
+
+
+def _tests(expr: Any) -> int:
+    """The tests of a FILTER expression: its leaves under ``&&`` / ``||`` / ``!``."""
+    count, stack = 0, [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.BoolOp):
+            stack.extend((node.left, node.right))
+        elif isinstance(node, ast.NotExpr):
+            stack.append(node.operand)
+        else:
+            count += 1
+    return count
+
+
+def _too_many(message: str, hint: str, offset: int) -> KipError:
+    return KipError(RESOURCE_EXHAUSTED, message, hint, offset=offset)
+
+
 def lower_where(where: Iterable[ast.WhereItem], parameters: Mapping[str, Any], settings: Settings, *, used: Iterable[str] | None = None) -> Pattern:
     """Lower a WHERE block. Raises KipError for unbound FILTER variables (KIP_3001), bad path
     quantifiers (KIP_1001/KIP_4002) and ill-typed placeholder values (KIP_1001).
@@ -385,6 +459,7 @@ def lower_where(where: Iterable[ast.WhereItem], parameters: Mapping[str, Any], s
       already (see ``_Keys``).
     """
     items = tuple(where)
+    check_size(items)
     lean = used is not None
     dont_care: frozenset[str] = frozenset()
     if lean:
@@ -457,6 +532,40 @@ def _bound_by(item: Any, out: set[str]) -> set[str]:
         for sub in item.items:
             _bound_by(sub, out)
     return out
+
+
+def _union_runs(items: tuple) -> list[tuple[int, int]]:
+    """``(first, stop)`` of each run of consecutive UNION blocks in a group, in order."""
+    runs: list[tuple[int, int]] = []
+    for index, item in enumerate(items):
+        if isinstance(item, ast.UnionBlock):
+            if runs and runs[-1][1] == index:
+                runs[-1] = (runs[-1][0], index + 1)
+            else:
+                runs.append((index, index + 1))
+    return runs
+
+
+def _merged_binding(name: str, bindings: list[Binding | None]) -> Binding:
+    """What ``?name`` is after a union whose branches bind it as ``bindings`` (None: not bound
+    there, so the variable is null in that branch's rows)."""
+    present = [b for b in bindings if b is not None]
+    kinds = {b.kind for b in present}
+    if PREDICATE in kinds and len(kinds) > 1:
+        raise KipError(
+            INVALID_SYNTAX,
+            f"?{name} binds a predicate name in one UNION branch and an element in another.",
+            "Use different variable names for predicates and elements.",
+        )
+    adopted = {b.adopted for b in present}
+    if len(adopted) > 1:
+        raise KipError(
+            INVALID_SYNTAX,
+            f"?{name} binds elements of different adopted types (or adopted and memory elements) in the UNION branches.",
+            "Use a different variable in each branch (docs/adopt.md).",
+        )
+    nullable = len(present) < len(bindings) or any(b.nullable for b in present)
+    return Binding(name, kinds.pop() if len(kinds) == 1 else ELEMENT, Var(name), nullable, adopted=adopted.pop())
 
 
 _CMP = {"==": " = ", "!=": " <> ", "<": " < ", ">": " > ", "<=": " <= ", ">=": " >= "}
@@ -536,44 +645,52 @@ class Lowerer:
 
         ``avoid``: names that must not be bound under their own name (they belong to an
         enclosing scope this group cannot see — the UNION branch rule); such variables get
-        an internal name and stay invisible outside the group."""
-        union_at = [i for i, item in enumerate(items) if isinstance(item, ast.UnionBlock)]
-        if not union_at:
+        an internal name and stay invisible outside the group.
+
+        A UNION's left branch is everything written before it in the group, so
+        ``A UNION {B} C UNION {D}`` is ``((A ∪ B) C) ∪ D``. A *run* of UNIONs (``A UNION {B}
+        UNION {C} …``) is one union of all its branches — one ``CALL { … UNION … UNION … }``,
+        not a CALL nested per UNION: the union removes duplicates, so grouping it either way
+        gives the same rows, and the flat form nests nothing however long the run is."""
+        runs = _union_runs(items)
+        if not runs:
             return self.sequence(items, scope, required=required, avoid=avoid)
-        k = union_at[-1]
-        left_items, right_items, rest = items[:k], items[k].items, items[k + 1 :]
-        if not left_items:
+        if runs[0][0] == 0:
             raise KipError(
-                INVALID_SYNTAX, "UNION { … } needs a pattern before it in the same block.", "Write the first alternative, then UNION { second alternative }."
+                INVALID_SYNTAX,
+                "UNION { … } needs a pattern before it in the same block.",
+                "Write the first alternative, then UNION { second alternative }.",
+                offset=items[0].span.start,
             )
-        lines: list[Fragment] = []
-        # Left branch: the items before UNION, seeing the enclosing scope.
+        # Everything up to the last run is the left branch of that run's union: lowered as a
+        # nested group (its keys are not the top level's), run after run, without recursion.
         with self.nested():
-            left_lines, left_bind = self.group(left_items, scope, required=False, avoid=avoid)
-            # Right branch: an independent scope; names of the enclosing scope are shadowed internally.
-            right_lines, right_bind = self.group(right_items, {}, required=False, avoid=avoid | frozenset(scope))
-        left_new = {n: b for n, b in left_bind.items() if n not in scope}
-        right_new = {n: b for n, b in right_bind.items() if n not in scope and n not in avoid}
-        columns = list(dict.fromkeys([*left_new, *right_new]))
+            lines, bound = self.sequence(items[: runs[0][0]], scope, required=False, avoid=avoid)
+            for index, (first, stop) in enumerate(runs):
+                branches = [(lines, bound), *(self.group(items[i].items, {}, required=False, avoid=avoid | frozenset(scope)) for i in range(first, stop))]
+                if index == len(runs) - 1:
+                    break
+                lines, bound = self.union(branches, scope, avoid)
+                between, bound = self.sequence(items[stop : runs[index + 1][0]], bound, required=False, avoid=avoid)
+                lines = [*lines, *between]
+        lines, merged = self.union(branches, scope, avoid)
+        rest = items[runs[-1][1] :]
+        if rest:
+            rest_lines, merged = self.sequence(rest, merged, required=required, avoid=avoid)
+            lines = [*lines, *rest_lines]
+        return lines, merged
+
+    def union(
+        self, branches: list[tuple[list[Fragment], dict[str, Binding]]], scope: dict[str, Binding], avoid: frozenset[str]
+    ) -> tuple[list[Fragment], dict[str, Binding]]:
+        """The union of a run's branches (the left one first, seeing ``scope``; the others
+        independent): a ``CALL { … UNION … }`` returning the variables any branch binds anew,
+        null where a branch does not bind one."""
+        news = [{n: b for n, b in bound.items() if n not in scope and (index == 0 or n not in avoid)} for index, (_, bound) in enumerate(branches)]
+        columns = list(dict.fromkeys(name for new in news for name in new))
         merged: dict[str, Binding] = dict(scope)
         for name in columns:
-            kinds = {b.kind for b in (left_new.get(name), right_new.get(name)) if b is not None}
-            if PREDICATE in kinds and len(kinds) > 1:
-                raise KipError(
-                    INVALID_SYNTAX,
-                    f"?{name} binds a predicate name in one UNION branch and an element in another.",
-                    "Use different variable names for predicates and elements.",
-                )
-            kind = kinds.pop() if len(kinds) == 1 else ELEMENT
-            nullable = name not in left_new or name not in right_new or any(b.nullable for b in (left_new.get(name), right_new.get(name)) if b)
-            adopted = {b.adopted for b in (left_new.get(name), right_new.get(name)) if b is not None}
-            if len(adopted) > 1:
-                raise KipError(
-                    INVALID_SYNTAX,
-                    f"?{name} binds elements of different adopted types (or adopted and memory elements) in the UNION branches.",
-                    "Use a different variable in each branch (docs/adopt.md).",
-                )
-            merged[name] = Binding(name, kind, Var(name), nullable, adopted=adopted.pop())
+            merged[name] = _merged_binding(name, [new.get(name) for new in news])
 
         def returning(bindings: dict[str, Binding]) -> Fragment:
             cols = []
@@ -590,20 +707,13 @@ class Lowerer:
             return frag("RETURN ", join(", ", cols))
 
         if not columns:
-            # Nothing new on either side: a union is then just an existence test of either branch.
-            left_body = left_lines
-            right_body = right_lines
-            cond = frag("(", block("EXISTS {", left_body), " OR ", block("EXISTS {", right_body), ")")
-            lines.append(frag("WITH * WHERE ", cond) if scope else frag("WITH true AS ", self.fresh("u"), " WHERE ", cond))
-        else:
-            body = [*left_lines, returning(left_bind), frag("UNION"), *right_lines, returning(right_bind)]
-            lines.append(block(call_head("CALL", body, scope), body))
-            # UNION removes duplicate rows: per outer row, the columns determine the CALL's row.
-            self.keys.rule([self.keys.add(node_key(c)) for c in columns], [self.keys.add(self.keys.anonymous())])
-        if rest:
-            rest_lines, merged = self.sequence(rest, merged, required=required, avoid=avoid)
-            lines.extend(rest_lines)
-        return lines, merged
+            # Nothing new in any branch: a union is then just an existence test of either branch.
+            cond = frag("(", join(" OR ", [block("EXISTS {", branch_lines) for branch_lines, _ in branches]), ")")
+            return [frag("WITH * WHERE ", cond) if scope else frag("WITH true AS ", self.fresh("u"), " WHERE ", cond)], merged
+        body = [line for index, (branch_lines, bound) in enumerate(branches) for line in ([frag("UNION")] if index else []) + [*branch_lines, returning(bound)]]
+        # UNION removes duplicate rows: per outer row, the columns determine the CALL's row.
+        self.keys.rule([self.keys.add(node_key(c)) for c in columns], [self.keys.add(self.keys.anonymous())])
+        return [block(call_head("CALL", body, scope), body)], merged
 
     def sequence(
         self, items: tuple, scope: dict[str, Binding], *, required: bool, avoid: frozenset[str] = frozenset()
@@ -1403,7 +1513,16 @@ class Lowerer:
         low = int(quantifier.min)
         high = None if quantifier.max is None else int(quantifier.max)
         if high is not None and low > high:
-            raise KipError(INVALID_SYNTAX, f"The path quantifier {{{low},{high}}} has min > max.", "Write {min,max} with min ≤ max.")
+            raise KipError(
+                INVALID_SYNTAX, f"The path quantifier {{{low},{high}}} has min > max.", "Write {min,max} with min ≤ max.", offset=quantifier.span.start
+            )
+        if high is not None and high > storage.INT64_MAX:  # the bound is Cypher text: Neo4j parses it as a 64-bit integer
+            raise KipError(
+                INVALID_SYNTAX,
+                f"The path quantifier's maximum {high} is above {storage.INT64_MAX}, the largest hop count there is.",
+                f"Leave the maximum open ({{{low},}}) or write a smaller one.",
+                offset=quantifier.span.start,
+            )
         cap = self.settings.max_hops
         if low > cap:
             raise KipError(

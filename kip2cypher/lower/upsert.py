@@ -34,6 +34,7 @@ execution because a proposition never changes a concept, and references by
 from __future__ import annotations
 
 import functools
+import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -646,6 +647,7 @@ class Analyzer:
             name = resolve_str(ident.name, self.params, "A concept `name`")
             row = ConceptRow(pos, type_, name, None, MappingProxyType(attrs), props, own, expect, at, attr_at)
             self.require_type(type_, name, ident.type.span.start)
+            _refuse_unnameable(type_, name, ident.name.span.start)
             _refuse_engine_name(type_, name)
             if type_ == storage.CONCEPT_TYPE:
                 self.defined_types.append(name)
@@ -848,6 +850,38 @@ def _no_variable(var: str | None, block: str) -> None:
     if var is not None:
         raise KipError(
             errors.INVALID_SYNTAX, f"A KML target cannot bind a variable (?{var}).", f"Drop the variable, or use a handle defined by a {block} block."
+        )
+
+
+def unnameable(name: str) -> str | None:
+    """Why ``name`` cannot name a concept type or predicate (None when it can): empty, only
+    whitespace, or holding a control character. Neo4j refuses some of these as labels and
+    relationship types only when the first instance is written (an empty name, NUL), and
+    none of them is a KIP identifier (spec §2.8.1); an agent cannot write or read them back
+    reliably either (a tab, a newline, an escape sequence in DESCRIBE output)."""
+    if not name:
+        return "is empty"
+    if name.isspace():
+        return "is only whitespace"
+    control = next((ch for ch in name if unicodedata.category(ch) == "Cc"), None)
+    if control is not None:
+        return f"contains the control character U+{ord(control):04X}"
+    return None
+
+
+def _refuse_unnameable(type_: str, name: str, at: int) -> None:
+    """A ``$ConceptType`` / ``$PropositionType`` definition whose name breaks the naming rule is
+    refused when it is defined (KIP_1002), not when its first instance is written."""
+    if type_ not in (storage.CONCEPT_TYPE, storage.PROPOSITION_TYPE):
+        return
+    why = unnameable(name)
+    if why is not None:
+        kind, style = ("concept type", "UpperCamelCase, e.g. Drug") if type_ == storage.CONCEPT_TYPE else ("predicate", "snake_case, e.g. treats")
+        raise KipError(
+            errors.INVALID_IDENTIFIER,
+            f"The {kind} name {rules._q(name)} {why}; it cannot be defined.",
+            f"Type and predicate names are identifiers (spec §2.8.1): they match [a-zA-Z_][a-zA-Z0-9_]*, a {kind} in {style}.",
+            offset=at,
         )
 
 

@@ -59,6 +59,10 @@ def _bind(plan: MergePlan) -> Program:
         missing = " and ".join(f"?{var}" for var, _ in unbound)
         raise not_found(f"MERGE CONCEPT found no concept for {missing}: the WHERE pattern matched nothing.", hint, unbound[0][1])
     for var, n, infos, at in sides:
+        if infos[0]["id"] is None:
+            # Matched, then deleted by a concurrent command before this statement read it: a
+            # deleted node reads as no labels and no properties — not "a proposition link".
+            raise not_found(f"The concept ?{var} matched was deleted by a concurrent command while MERGE read it; nothing was merged.", offset=at)
         if n > 1:
             raise KipError(
                 errors.DUPLICATE_EXISTS,
