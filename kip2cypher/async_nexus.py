@@ -116,7 +116,9 @@ class AsyncNexus:
         """A session on this nexus's database; the first one proves the server answers (KIP_4003 fast if not)."""
         await self._reachable.ensure()
         mode = neo4j.READ_ACCESS if access == "READ" else neo4j.WRITE_ACCESS
-        return self._driver.session(database=self.database, default_access_mode=mode, bookmark_manager=self._bookmarks, notifications_min_severity="OFF")
+        return self._driver.session(
+            database=self.database, default_access_mode=mode, bookmark_manager=self._bookmarks, notifications_min_severity="OFF", fetch_size=self.settings.fetch_size
+        )
 
     def in_namespace(self, namespace: str) -> AsyncNexus:
         """The nexus of another namespace of the same database, on this one's driver (which it

@@ -65,6 +65,13 @@ class Settings(BaseSettings):
     admin_timeout_s: NonNegativeFloat = 0.0
     #: Rows one command may return before KIP_4002 asks for LIMIT/CURSOR.
     max_result_rows: PositiveInt = 10000
+    #: Bytes the rows of one command may hold as they stream from Neo4j (strings by their UTF-8
+    #: length, bytes by theirs, scalars 8): past it KIP_4002 asks for LIMIT/CURSOR. With
+    #: ``fetch_size`` it bounds what one command holds in memory (docs/limits.md).
+    max_result_bytes: PositiveInt = 32 * 2**20
+    #: Records the driver pulls from Neo4j per round trip (its default is 1000): a batch is held
+    #: before the byte count sees it, so this bounds the overshoot past ``max_result_bytes``.
+    fetch_size: PositiveInt = 250
     #: Steps (an upper bound of Java's backtracking, priced at compile time) the REGEX of one
     #: command may take on one row; a pattern's reach — the longest value it may examine — follows
     #: from it (kip2cypher/lower/regex_guard.py, KIP_4001 beyond). 5e7 ≈ 0.1 s of one worker.

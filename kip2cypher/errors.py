@@ -159,6 +159,15 @@ def did_you_mean(kind: str, name: str, candidates: list[str]) -> str:
     return f'Run {describe} to list the defined names, or define "{name}" first with an UPSERT of a {meta_type} node.'
 
 
+def too_many_bytes(cap: int) -> KipError:
+    """KIP_4002 for rows above ``Settings.max_result_bytes``: the answer would not fit in memory or a message."""
+    return KipError(
+        RESOURCE_EXHAUSTED,
+        f"The command's answer grew past {cap} bytes (Settings.max_result_bytes) while it was read.",
+        "Add LIMIT (and page with CURSOR) to fetch fewer rows at a time, or return fewer or smaller fields (e.g. ?x.name instead of ?x).",
+    )
+
+
 def too_many_rows(cap: int) -> KipError:
     """KIP_4002 for a result above ``Settings.max_result_rows``."""
     return KipError(

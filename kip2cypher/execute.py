@@ -154,7 +154,9 @@ class Nexus:
         """A session on this Nexus's database; the first one proves the server answers (KIP_4003 fast if not)."""
         self._reachable.ensure()
         mode = neo4j.READ_ACCESS if access == "READ" else neo4j.WRITE_ACCESS
-        return self._driver.session(database=self.database, default_access_mode=mode, bookmark_manager=self._bookmarks, notifications_min_severity="OFF")
+        return self._driver.session(
+            database=self.database, default_access_mode=mode, bookmark_manager=self._bookmarks, notifications_min_severity="OFF", fetch_size=self.settings.fetch_size
+        )
 
     def check_reachable(self) -> None:
         """Prove the server answers before working on ``self.driver`` directly (KIP_4003 within

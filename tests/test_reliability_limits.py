@@ -3,6 +3,7 @@ refused request wrote nothing. The limits and their defaults are listed in docs/
 
 from __future__ import annotations
 
+import json
 import time
 import tracemalloc
 
@@ -329,3 +330,89 @@ def test_search_term_of_one_long_word_was_an_internal_error(graph):
         assert isinstance(ok(graph.execute_kip_readonly("SEARCH CONCEPT :t LIMIT 5", parameters={"t": term})), list)
     hits = ok(graph.execute_kip_readonly("SEARCH CONCEPT :t LIMIT 5", parameters={"t": "y" * 2048}))
     assert any(hit.get("name") == "y" * 100 for hit in hits), hits
+
+
+# ------------------------------------------------------------------ result bytes
+BLOB_KIB = 256
+BLOBS = 48  # 12 MiB of values: the whole answer of FIND(?b)
+
+
+@pytest.fixture(scope="module")
+def blobs(graph):
+    """48 concepts of type Blob, each with a 256 KiB attribute (written 8 per request, under
+    the 16 MiB parameter bound)."""
+    ok(graph.execute_kip('UPSERT { CONCEPT ?t { {type: "$ConceptType", name: "Blob"} SET ATTRIBUTES { description: "a large value" } } }'))
+    for first in range(0, BLOBS, 8):
+        blocks = " ".join(f'CONCEPT ?b{i} {{ {{type: "Blob", name: "blob{i:02d}"}} SET ATTRIBUTES {{ body: :body{i} }} }}' for i in range(first, first + 8))
+        ok(graph.execute_kip(f"UPSERT {{ {blocks} }}", parameters={f"body{i}": chr(97 + i % 26) * (BLOB_KIB * 1024) for i in range(first, first + 8)}))
+    return graph
+
+
+def _refused_for_bytes(response, cap):
+    e = err(response, "KIP_4002")
+    assert f"{cap} bytes" in e["message"] and "max_result_bytes" in e["message"]
+    assert "LIMIT" in e["hint"] and "CURSOR" in e["hint"]
+
+
+def test_answers_were_capped_in_rows_never_in_bytes(neo4j_server, blobs):
+    cap = 2**20
+    with _nexus(neo4j_server, max_result_bytes=cap, fetch_size=2) as nx:
+        tracemalloc.start()
+        try:
+            response = nx.execute_kip_readonly('FIND(?b) WHERE { ?b {type: "Blob"} }')
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        _refused_for_bytes(response, cap)
+        # What the refusal held: about the cap plus one fetch of rows, far below the 12 MiB answer.
+        assert peak < 5 * cap, peak
+        # EXPORT, SEARCH and DESCRIBE are read the same way.
+        _refused_for_bytes(nx.execute_kip_readonly('EXPORT ?b WHERE { ?b {type: "Blob"} }'), cap)
+        _refused_for_bytes(nx.execute_kip_readonly('SEARCH CONCEPT "blob" WITH TYPE "Blob" LIMIT 40'), cap)
+        # Answers under the cap are answered: the names, or a page of two whole elements.
+        assert sorted(ok(nx.execute_kip_readonly('FIND(?b.name) WHERE { ?b {type: "Blob"} }'))) == [f"blob{i:02d}" for i in range(BLOBS)]
+        page = nx.execute_kip_readonly('FIND(?b) WHERE { ?b {type: "Blob"} } LIMIT 2')
+        assert len(ok(page)) == 2 and len(ok(page)[0]["attributes"]["body"]) == BLOB_KIB * 1024 and page["next_cursor"]
+    assert Settings().max_result_bytes == 32 * 2**20
+
+
+def test_result_bytes_cap_through_the_async_nexus(neo4j_server, blobs):
+    import asyncio
+
+    from kip2cypher.async_nexus import AsyncNexus
+
+    async def run():
+        async with AsyncNexus(
+            neo4j_server.uri, auth=neo4j_server.auth, database=neo4j_server.database, settings=Settings(**FAST, max_result_bytes=2**20, fetch_size=2)
+        ) as nx:
+            return await nx.execute_kip_readonly('FIND(?b) WHERE { ?b {type: "Blob"} }')
+
+    _refused_for_bytes(asyncio.run(run()), 2**20)
+
+
+def test_result_bytes_cap_through_the_cli(neo4j_server, blobs):
+    from click.testing import CliRunner
+
+    from kip2cypher.cli import main
+
+    env = {"NEO4J_URI": neo4j_server.uri, "KIP2CYPHER_MAX_RESULT_BYTES": str(2**20), "KIP2CYPHER_EMBEDDER": "none"}
+    if neo4j_server.database:
+        env["NEO4J_DATABASE"] = neo4j_server.database
+    if neo4j_server.auth:
+        env["NEO4J_USERNAME"], env["NEO4J_PASSWORD"] = neo4j_server.auth
+    out = CliRunner().invoke(main, ["call", "--readonly", 'FIND(?b) WHERE { ?b {type: "Blob"} }'], env=env, catch_exceptions=False)
+    assert out.exit_code == 1
+    _refused_for_bytes(json.loads(out.stdout), 2**20)
+
+
+def test_result_bytes_cap_through_mcp(neo4j_server, blobs):
+    import anyio
+    from test_mcp import _server, _session_run, payload
+
+    params = _server(neo4j_server)
+    params.env["KIP2CYPHER_MAX_RESULT_BYTES"] = str(2**20)
+
+    async def body(session, init):
+        return payload(await session.call_tool("execute_kip_readonly", {"command": 'FIND(?b) WHERE { ?b {type: "Blob"} }'}))
+
+    _refused_for_bytes(anyio.run(_session_run, params, body), 2**20)

@@ -30,10 +30,11 @@ import neo4j
 from .. import errors
 from ..config import Settings
 from ..cypher.builder import COLLECTED
-from ..errors import KipError, too_many_rows
+from ..errors import KipError, too_many_bytes, too_many_rows
 from ..lower.plan import Compiled
 from .neo4j_errors import DRIVER_ERRORS, from_neo4j
 from .requests import Context, Embed, Explain, Run
+from .sizes import row_bytes
 
 log = logging.getLogger("kip2cypher.cypher")
 
@@ -102,6 +103,7 @@ def _unknown(request: Any) -> KipError:
 def drive_sync(program: Program, tx: Any, ctx: Context, trace: _Trace | None = None) -> dict:
     """Step ``program`` to its response inside the open transaction ``tx``."""
     trace = trace or _Trace()
+    budget = _Budget(ctx.settings)
     reply: Any = None
     failure: BaseException | None = None
     while True:
@@ -112,7 +114,7 @@ def drive_sync(program: Program, tx: Any, ctx: Context, trace: _Trace | None = N
         failure = None
         ctx.check_deadline()
         if isinstance(request, Run):
-            reply = _reply(request, _rows_sync(tx.run(*_prepare(request, ctx.settings, trace)), ctx.settings.max_result_rows, request.extra_rows))
+            reply = _reply(request, _rows_sync(tx.run(*_prepare(request, ctx.settings, trace)), budget, request.extra_rows))
         elif isinstance(request, Explain):
             tx.run(*_prepare(request, ctx.settings, trace)).consume()
             reply = None
@@ -126,13 +128,37 @@ def drive_sync(program: Program, tx: Any, ctx: Context, trace: _Trace | None = N
             raise _unknown(request)
 
 
-def _rows_sync(result: Any, cap: int, extra: int) -> list[dict[str, Any]]:
-    rows = []
+class _Budget:
+    """What one program may read: ``Settings.max_result_rows`` rows per statement (plus the
+    statement's look-ahead rows) and ``Settings.max_result_bytes`` over all its statements,
+    counted as the rows stream, so an answer too large to hold is refused before it is held."""
+
+    __slots__ = ("rows", "bytes", "used")
+
+    def __init__(self, settings: Settings) -> None:
+        self.rows = settings.max_result_rows
+        self.bytes = settings.max_result_bytes
+        self.used = 0
+
+    def take(self, rows: list[dict[str, Any]], record: Any, extra: int) -> KipError | None:
+        """Add ``record`` to ``rows``; the KIP_4002 to raise (after consuming the result) past a cap."""
+        row = dict(record)
+        rows.append(row)
+        self.used += row_bytes(row)
+        if self.used > self.bytes:
+            return too_many_bytes(self.bytes)
+        if len(rows) > self.rows + extra:
+            return too_many_rows(self.rows)
+        return None
+
+
+def _rows_sync(result: Any, budget: _Budget, extra: int) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
     for record in result:
-        rows.append(dict(record))
-        if len(rows) > cap + extra:
+        refusal = budget.take(rows, record, extra)
+        if refusal is not None:
             result.consume()
-            raise too_many_rows(cap)
+            raise refusal
     return rows
 
 
@@ -216,6 +242,7 @@ def run_sync(session: Any, access: str, start: Callable[[], Program], ctx: Conte
 # ---------------------------------------------------------------------------- asyncio
 async def drive_async(program: Program, tx: Any, ctx: Context, trace: _Trace) -> dict:
     """``drive_sync`` for an ``AsyncManagedTransaction``."""
+    budget = _Budget(ctx.settings)
     reply: Any = None
     failure: BaseException | None = None
     while True:
@@ -226,7 +253,7 @@ async def drive_async(program: Program, tx: Any, ctx: Context, trace: _Trace) ->
         failure = None
         ctx.check_deadline()
         if isinstance(request, Run):
-            reply = _reply(request, await _rows_async(await tx.run(*_prepare(request, ctx.settings, trace)), ctx.settings.max_result_rows, request.extra_rows))
+            reply = _reply(request, await _rows_async(await tx.run(*_prepare(request, ctx.settings, trace)), budget, request.extra_rows))
         elif isinstance(request, Explain):
             await (await tx.run(*_prepare(request, ctx.settings, trace))).consume()
             reply = None
@@ -239,13 +266,13 @@ async def drive_async(program: Program, tx: Any, ctx: Context, trace: _Trace) ->
             raise _unknown(request)
 
 
-async def _rows_async(result: Any, cap: int, extra: int) -> list[dict[str, Any]]:
-    rows = []
+async def _rows_async(result: Any, budget: _Budget, extra: int) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
     async for record in result:
-        rows.append(dict(record))
-        if len(rows) > cap + extra:
+        refusal = budget.take(rows, record, extra)
+        if refusal is not None:
             await result.consume()
-            raise too_many_rows(cap)
+            raise refusal
     return rows
 
 
