@@ -155,7 +155,11 @@ class Nexus:
         self._reachable.ensure()
         mode = neo4j.READ_ACCESS if access == "READ" else neo4j.WRITE_ACCESS
         return self._driver.session(
-            database=self.database, default_access_mode=mode, bookmark_manager=self._bookmarks, notifications_min_severity="OFF", fetch_size=self.settings.fetch_size
+            database=self.database,
+            default_access_mode=mode,
+            bookmark_manager=self._bookmarks,
+            notifications_min_severity="OFF",
+            fetch_size=self.settings.fetch_size,
         )
 
     def check_reachable(self) -> None:
