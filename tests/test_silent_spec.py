@@ -224,3 +224,28 @@ def test_delete_of_a_missing_named_target_answers_zero_counts_today(fresh):
     r = fresh.execute_kip('DELETE CONCEPT ?c DETACH WHERE { ?c {type: "Task", name: "Nope"} }')
     assert r == {"result": {"deleted_concepts": 0, "deleted_propositions": 0}}
     assert fresh.execute_kip('DELETE PROPOSITIONS ?l WHERE { ?l (id: "P:gone") }') == {"result": {"deleted_propositions": 0}}
+
+
+def test_clamp_with_an_empty_interval_takes_the_low_bound_today(fresh):
+    # A12: CLAMP(x, lo, hi) with lo > hi; the reference yields null (the key is skipped, C not
+    # updated). docs/interop.md recommends KIP_1001 for literal bounds and a skip otherwise.
+    r = fresh.execute_kip('UPDATE ?t SET ATTRIBUTES { level: CLAMP(0.5, 1, 0) } WHERE { ?t {type: "Task", name: "C"} }')
+    assert r == {"result": {"updated": 1, "matched": 1}}
+    assert concept(fresh, "Task", "C")["attributes"] == {"level": 1}
+
+
+def test_membership_link_of_a_user_type_in_core_schema_can_be_deleted(fresh):
+    # A12: only the links filing the protected definitions under CoreSchema are protected; the
+    # reference refuses (KIP_3004) every link that touches CoreSchema or another protected node.
+    ok(
+        fresh.execute_kip(
+            'UPSERT { CONCEPT ?t { {type: "$ConceptType", name: "Task"} SET PROPOSITIONS { ("belongs_to_domain", {type: "Domain", name: "CoreSchema"}) } } }'
+        )
+    )
+    r = fresh.execute_kip(
+        'DELETE PROPOSITIONS ?l WHERE { ?l ({type: "$ConceptType", name: "Task"}, "belongs_to_domain", {type: "Domain", name: "CoreSchema"}) }'
+    )
+    assert r == {"result": {"deleted_propositions": 1}}
+    protected = 'DELETE PROPOSITIONS ?l WHERE { ?l ({type: "$ConceptType", name: "Domain"}, "belongs_to_domain", {type: "Domain", name: "CoreSchema"}) }'
+    refused = fresh.execute_kip(protected)
+    assert set(refused) == {"error"} and refused["error"]["code"] == "KIP_3004"
