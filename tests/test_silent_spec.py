@@ -1,0 +1,251 @@
+"""Where the spec is silent, kip2cypher takes one documented reading (docs/interop.md, part A),
+and where the spec decides against the reference engine it follows the spec (part B). One
+regression test per reading, asserting kip2cypher's whole answer on a real Neo4j; each test
+names the docs/interop.md entry it pins. Tests that docs/ already had are referenced there
+instead of repeated here."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from kml_helpers import concept, ok
+
+logging.getLogger("neo4j").setLevel(logging.ERROR)
+
+SCHEMA = """
+UPSERT {
+  CONCEPT ?task { {type: "$ConceptType", name: "Task"} SET ATTRIBUTES { description: "A piece of work." } }
+  CONCEPT ?person { {type: "$ConceptType", name: "Person"} SET ATTRIBUTES { description: "An actor." } }
+  CONCEPT ?blocks { {type: "$PropositionType", name: "blocks"} SET ATTRIBUTES { description: "One task blocks another." } }
+  CONCEPT ?stated { {type: "$PropositionType", name: "stated"} SET ATTRIBUTES { description: "Someone stated a fact." } }
+}
+"""
+
+# A: every key, some as text that looks like a number or a date-time; B: the same keys as
+# numbers or plain values; C: no attributes at all (every attribute path is missing).
+TASKS = """
+UPSERT {
+  CONCEPT ?a { {type: "Task", name: "A"}
+    SET ATTRIBUTES { status: "done", score: "3.0", code: "10", at: "2025-01-01T00:00:00.5Z", flag: true, note: "a\\nb" } }
+  CONCEPT ?b { {type: "Task", name: "B"}
+    SET ATTRIBUTES { status: "open", score: 3, code: "3", at: "2025-01-01T00:00:00Z" } }
+  CONCEPT ?c { {type: "Task", name: "C"} }
+  CONCEPT ?ann { {type: "Person", name: "Ann"} }
+  PROPOSITION ?ab { (?a, "blocks", ?b) }
+  PROPOSITION ?said { (?ann, "stated", ?ab) }
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def tasks(neo4j_server):
+    """Three tasks, one link between two of them and a statement about that link; read only."""
+    from conftest import wipe
+
+    from kip2cypher.execute import Nexus
+
+    with Nexus(neo4j_server.uri, auth=neo4j_server.auth, database=neo4j_server.database) as nx:
+        wipe(nx.driver, nx.database)
+        nx.ensure_schema()
+        nx.bootstrap()
+        ok(nx.execute_kip(SCHEMA))
+        ok(nx.execute_kip(TASKS))
+        yield nx
+        wipe(nx.driver, nx.database)
+
+
+def names(nexus, condition: str) -> dict:
+    return nexus.execute_kip(f'FIND(?t.name) WHERE {{ ?t {{type: "Task"}} FILTER({condition}) }} ORDER BY ?t.name')
+
+
+# ----------------------------------------------------------------------------- A1, A2
+def test_not_equal_drops_elements_missing_the_key_three_valued(tasks):
+    # A1: C has no status; the reference keeps it (null != "done"), kip2cypher drops it.
+    assert names(tasks, '?t.attributes.status != "done"') == {"result": ["B"]}
+    assert names(tasks, '!(?t.attributes.status == "done")') == {"result": ["B"]}
+    assert names(tasks, "?t.attributes.flag != true") == {"result": []}
+    # the spec's own idiom keeps it, on both engines
+    assert names(tasks, 'IS_NULL(?t.attributes.status) || ?t.attributes.status != "done"') == {"result": ["B", "C"]}
+
+
+def test_two_missing_values_are_not_equal_nor_ordered(tasks):
+    # A1: on the reference two missing values compare equal (null <= null); here C pairs with nothing.
+    r = tasks.execute_kip(
+        'FIND(?x.name, ?y.name) WHERE { ?x {type: "Task"} ?y {type: "Task"} FILTER(?x.attributes.status <= ?y.attributes.status) } ORDER BY ?x.name, ?y.name'
+    )
+    assert r == {"result": [["A", "A", "B"], ["A", "B", "B"]]}
+
+
+def test_string_function_over_a_missing_value_is_unknown_even_negated(tasks):
+    # A2: the reference reads a missing value as "" (C kept by the negation, matched by the empty prefix).
+    assert names(tasks, '!CONTAINS(?t.attributes.status, "do")') == {"result": ["B"]}
+    assert names(tasks, 'STARTS_WITH(?t.attributes.status, "")') == {"result": ["A", "B"]}
+
+
+# ----------------------------------------------------------------------------- A3, A4
+def test_numeric_string_never_matches_a_number(tasks):
+    # A3: A holds "3.0" (text), B holds 3; the reference coerces "3.0" to 3 and matches both.
+    assert names(tasks, "?t.attributes.score >= 3") == {"result": ["B"]}
+    assert names(tasks, "?t.attributes.score == 3") == {"result": ["B"]}
+    assert names(tasks, "IN(?t.attributes.score, [3])") == {"result": ["B"]}
+    assert names(tasks, '?t.attributes.score == "3.0"') == {"result": ["A"]}
+
+
+def test_numeric_strings_compare_as_text(tasks):
+    # A4: "10" < "3" as text (the reference compares them as numbers: B would not match, A not either).
+    assert names(tasks, '?t.attributes.code < "3"') == {"result": ["A"]}
+
+
+def test_datetime_strings_compare_as_text_not_instants(tasks):
+    # A4: "…00.5Z" is half a second later, but "." sorts before "Z"; the offset spelling is other text.
+    assert names(tasks, '?t.attributes.at > "2025-01-01T00:00:00Z"') == {"result": []}
+    assert names(tasks, '?t.attributes.at == "2025-01-01T00:00:00+00:00"') == {"result": []}
+
+
+def test_order_by_mixed_strings_is_text_order(tasks):
+    # A4: the reference sorts "3" before "10" and the later instant (A) first.
+    assert tasks.execute_kip('FIND(?t.name) WHERE { ?t {type: "Task"} } ORDER BY ?t.attributes.code') == {"result": ["A", "B", "C"]}
+    assert tasks.execute_kip('FIND(?t.name) WHERE { ?t {type: "Task"} } ORDER BY ?t.attributes.at DESC') == {"result": ["B", "A", "C"]}
+
+
+# ----------------------------------------------------------------------------- A5
+def test_name_of_a_proposition_endpoint_is_null(tasks):
+    # A5: ?o is the link (A blocks B); the reference answers KIP_1001 for the whole query.
+    assert tasks.execute_kip('FIND(?s.name, ?o.name, ?o.type) WHERE { (?s, "stated", ?o) }') == {"result": [["Ann"], [None], [None]]}
+
+
+def test_concept_field_of_a_link_variable_is_null_today(tasks):
+    # A5: known to be a proposition (a link variable) or a concept at compile time; docs/interop.md
+    # recommends KIP_1001 with the kind's fields in the hint (the reference refuses these too).
+    assert tasks.execute_kip('FIND(?l.name) WHERE { ?l (?s, "blocks", ?o) }') == {"result": [None]}
+    assert tasks.execute_kip('FIND(?s.subject) WHERE { ?s {type: "Person"} }') == {"result": [None]}
+
+
+# ----------------------------------------------------------------------------- A6, B7
+def test_count_of_a_path_ignores_missing_and_min_takes_strings(tasks):
+    # A6: the reference counts every ?t (3) and takes MIN/MAX over numbers only (null, null).
+    r = tasks.execute_kip('FIND(COUNT(?t.attributes.status), COUNT(?t), MIN(?t.attributes.code), MAX(?t.attributes.status)) WHERE { ?t {type: "Task"} }')
+    assert r == {"result": [2, 3, "10", "open"]}
+
+
+# ----------------------------------------------------------------------------- A7
+def test_not_written_before_its_variable_is_correlated(tasks):
+    # A7: the NOT is read with the whole block (A blocks B: A is excluded); the reference reads
+    # clauses in order, finds no shared variable and ignores the NOT (A, B, C).
+    r = tasks.execute_kip('FIND(?t.name) WHERE { NOT { (?t, "blocks", ?x) } ?t {type: "Task"} } ORDER BY ?t.name')
+    assert r == {"result": ["B", "C"]}
+
+
+# ----------------------------------------------------------------------------- A8
+def test_regex_dot_matches_a_line_break_today(tasks):
+    # A8: A's note is "a\nb"; the reference (Rust regex) and every usual dialect do not match
+    # "." against a line break; docs/interop.md recommends scoping (?s) to the engine's wrapper.
+    assert names(tasks, 'REGEX(?t.attributes.note, "a.b")') == {"result": ["A"]}
+
+
+# ----------------------------------------------------------------------------- A11 (reads)
+def test_find_of_a_missing_named_element_is_empty(tasks):
+    # A11: the reference answers KIP_3002 for a fully identified matcher that matches nothing.
+    assert tasks.execute_kip('FIND(?t.name) WHERE { ?t {type: "Task", name: "Nope"} }') == {"result": []}
+    assert tasks.execute_kip('FIND(?l) WHERE { ?l (id: "P:gone") }') == {"result": []}
+
+
+# ----------------------------------------------------------------------------- B1, B2
+def test_path_between_two_free_variables_is_answered(tasks):
+    # B1: the reference refuses a multi-hop pattern between two unbound variables (KIP_1001).
+    assert tasks.execute_kip('FIND(?x.name, ?y.name) WHERE { (?x, "blocks"{1,3}, ?y) }') == {"result": [["A"], ["B"]]}
+
+
+def test_uncorrelated_not_excludes_everything_when_it_matches(tasks):
+    # B2: §3.4.4 excludes the solutions for which the inner pattern holds; sharing no variable,
+    # it holds for all of them or for none. The reference ignores such a NOT.
+    assert tasks.execute_kip('FIND(?t.name) WHERE { ?t {type: "Task"} NOT { (?x, "blocks", ?y) } }') == {"result": []}
+    r = tasks.execute_kip('FIND(?t.name) WHERE { ?t {type: "Task"} NOT { ?q {type: "Task", name: "Nope"} } } ORDER BY ?t.name')
+    assert r == {"result": ["A", "B", "C"]}
+
+
+# ----------------------------------------------------------------------------- writes
+@pytest.fixture()
+def fresh(genesis):
+    """The same data, written anew for each test that changes it."""
+    ok(genesis.execute_kip(SCHEMA))
+    ok(genesis.execute_kip(TASKS))
+    return genesis
+
+
+def test_update_counts_only_elements_whose_values_changed(fresh):
+    # A9: A is "done" already: matched, not rewritten, not counted; the reference counts 3 and bumps A.
+    version = concept(fresh, "Task", "A")["metadata"]["_version"]
+    update = 'UPDATE ?t SET ATTRIBUTES { status: "done" } WHERE { ?t {type: "Task"} }'
+    assert fresh.execute_kip(update, dry_run=True) == {"result": {"updated": 2, "matched": 3}}
+    assert fresh.execute_kip(update) == {"result": {"updated": 2, "matched": 3}}
+    assert concept(fresh, "Task", "A")["metadata"]["_version"] == version
+    assert fresh.execute_kip(update) == {"result": {"updated": 0, "matched": 3}}
+
+
+def test_update_matched_counts_after_the_limit(fresh):
+    # B5: §4.3 "after the LIMIT cap"; the reference counts the 3 matches before the cap.
+    r = fresh.execute_kip('UPDATE ?t SET ATTRIBUTES { reviewed: true } WHERE { ?t {type: "Task"} } LIMIT 1')
+    assert r == {"result": {"updated": 1, "matched": 1}}
+
+
+def test_update_of_a_missing_named_element_matches_nothing(fresh):
+    # A11: the reference answers KIP_3002.
+    r = fresh.execute_kip('UPDATE ?t SET ATTRIBUTES { reviewed: true } WHERE { ?t {type: "Task", name: "Nope"} }')
+    assert r == {"result": {"updated": 0, "matched": 0}}
+
+
+def test_merge_attributes_filled_counts_keys_gained_from_the_source(fresh):
+    # A10: only keys copied from the source count (aliases once, when the target had none);
+    # appending the source's name is not counted. The reference answers 1, 1, 1 here.
+    ok(
+        fresh.execute_kip("""
+        UPSERT {
+          CONCEPT ?d { {type: "Task", name: "D"} }
+          CONCEPT ?e { {type: "Task", name: "E"} }
+          CONCEPT ?f { {type: "Task", name: "F"} SET ATTRIBUTES { aliases: ["f"] } }
+          CONCEPT ?g { {type: "Task", name: "G"} SET ATTRIBUTES { aliases: ["g"] } }
+          CONCEPT ?h { {type: "Task", name: "H"} SET ATTRIBUTES { aliases: ["h"] } }
+          CONCEPT ?i { {type: "Task", name: "I"} }
+        }""")
+    )
+    merge = 'MERGE CONCEPT ?s INTO ?t WHERE {{ ?s {{type: "Task", name: "{}"}} ?t {{type: "Task", name: "{}"}} }}'
+    none = {"merged": True, "links_repointed": 0, "links_deduplicated": 0, "attributes_filled": 0}
+    assert fresh.execute_kip(merge.format("D", "E")) == {"result": none}
+    assert concept(fresh, "Task", "E")["attributes"] == {"aliases": ["D"]}
+    assert fresh.execute_kip(merge.format("F", "G")) == {"result": none}
+    assert concept(fresh, "Task", "G")["attributes"] == {"aliases": ["g", "f", "F"]}
+    assert fresh.execute_kip(merge.format("H", "I")) == {"result": {**none, "attributes_filled": 1}}
+
+
+def test_delete_of_a_missing_named_target_answers_zero_counts_today(fresh):
+    # docs/interop.md, end of part B: Appendix 4 asks KIP_3002 here (issue 28, to be changed).
+    r = fresh.execute_kip('DELETE CONCEPT ?c DETACH WHERE { ?c {type: "Task", name: "Nope"} }')
+    assert r == {"result": {"deleted_concepts": 0, "deleted_propositions": 0}}
+    assert fresh.execute_kip('DELETE PROPOSITIONS ?l WHERE { ?l (id: "P:gone") }') == {"result": {"deleted_propositions": 0}}
+
+
+def test_clamp_with_an_empty_interval_takes_the_low_bound_today(fresh):
+    # A12: CLAMP(x, lo, hi) with lo > hi; the reference yields null (the key is skipped, C not
+    # updated). docs/interop.md recommends KIP_1001 for literal bounds and a skip otherwise.
+    r = fresh.execute_kip('UPDATE ?t SET ATTRIBUTES { level: CLAMP(0.5, 1, 0) } WHERE { ?t {type: "Task", name: "C"} }')
+    assert r == {"result": {"updated": 1, "matched": 1}}
+    assert concept(fresh, "Task", "C")["attributes"] == {"level": 1}
+
+
+def test_membership_link_of_a_user_type_in_core_schema_can_be_deleted(fresh):
+    # A12: only the links filing the protected definitions under CoreSchema are protected; the
+    # reference refuses (KIP_3004) every link that touches CoreSchema or another protected node.
+    ok(
+        fresh.execute_kip(
+            'UPSERT { CONCEPT ?t { {type: "$ConceptType", name: "Task"} SET PROPOSITIONS { ("belongs_to_domain", {type: "Domain", name: "CoreSchema"}) } } }'
+        )
+    )
+    r = fresh.execute_kip(
+        'DELETE PROPOSITIONS ?l WHERE { ?l ({type: "$ConceptType", name: "Task"}, "belongs_to_domain", {type: "Domain", name: "CoreSchema"}) }'
+    )
+    assert r == {"result": {"deleted_propositions": 1}}
+    protected = 'DELETE PROPOSITIONS ?l WHERE { ?l ({type: "$ConceptType", name: "Domain"}, "belongs_to_domain", {type: "Domain", name: "CoreSchema"}) }'
+    refused = fresh.execute_kip(protected)
+    assert set(refused) == {"error"} and refused["error"]["code"] == "KIP_3004"
