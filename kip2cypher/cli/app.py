@@ -575,6 +575,42 @@ def _csv(value: str | None) -> list[str]:
     envvar="KIP2CYPHER_MCP_REQUEST_TIMEOUT_S",
     help="Seconds one tool call may take before it answers KIP_4001 (default 120; 0 = none) [env KIP2CYPHER_MCP_REQUEST_TIMEOUT_S].",
 )
+@click.option(
+    "--jwks",
+    default=None,
+    cls=_EnvOption,
+    envvar="KIP2CYPHER_MCP_JWT_JWKS",
+    help="HTTP, OAuth resource server: accept JWT access tokens signed by a key of this JWKS (https:// URL or file) [env KIP2CYPHER_MCP_JWT_JWKS].",
+)
+@click.option(
+    "--jwt-issuer",
+    default=None,
+    cls=_EnvOption,
+    envvar="KIP2CYPHER_MCP_JWT_ISSUER",
+    help="With --jwks: the `iss` tokens must carry [env KIP2CYPHER_MCP_JWT_ISSUER].",
+)
+@click.option(
+    "--jwt-audience",
+    default=None,
+    cls=_EnvOption,
+    envvar="KIP2CYPHER_MCP_JWT_AUDIENCE",
+    help="With --jwks: accepted `aud` values, comma-separated (default: the resource URL) [env KIP2CYPHER_MCP_JWT_AUDIENCE].",
+)
+@click.option(
+    "--jwt-namespace-claim",
+    default="kip_namespace",
+    show_default=True,
+    cls=_EnvOption,
+    envvar="KIP2CYPHER_MCP_JWT_NAMESPACE_CLAIM",
+    help="With --jwks: the claim that binds a token to a namespace [env KIP2CYPHER_MCP_JWT_NAMESPACE_CLAIM].",
+)
+@click.option(
+    "--resource-url",
+    default=None,
+    cls=_EnvOption,
+    envvar="KIP2CYPHER_MCP_RESOURCE_URL",
+    help="HTTP: this endpoint's public URL, e.g. https://kip.example.com/mcp (default: the bound address) [env KIP2CYPHER_MCP_RESOURCE_URL].",
+)
 @click.option("--readonly", is_flag=True, cls=_EnvOption, envvar="KIP2CYPHER_READONLY", help="Expose only execute_kip_readonly [env KIP2CYPHER_READONLY=1].")
 @click.option("--bootstrap", is_flag=True, help="Create the schema objects and apply Genesis before serving (idempotent; not with --readonly).")
 @click.option("--with-capsules", is_flag=True, help="With --bootstrap: also apply the standard capsules ($self, Person, Event, …).")
@@ -592,6 +628,11 @@ def mcp_cmd(
     allowed_origins: str | None,
     max_request_bytes: int | None,
     request_timeout: float | None,
+    jwks: str | None,
+    jwt_issuer: str | None,
+    jwt_audience: str | None,
+    jwt_namespace_claim: str,
+    resource_url: str | None,
     readonly: bool,
     bootstrap: bool,
     with_capsules: bool,
@@ -602,7 +643,8 @@ def mcp_cmd(
     """Serve execute_kip and execute_kip_readonly over MCP: stdio (default) or streamable HTTP.
 
     stdio: stdout carries only the protocol; logs go to stderr. http: every request needs
-    `Authorization: Bearer <token>`; an `ro` token may only use execute_kip_readonly.
+    `Authorization: Bearer <token>` (a static token, or with --jwks an OAuth JWT); an `ro` token
+    (scope kip:read) may only use execute_kip_readonly.
     """
     from .. import mcp_server
 
@@ -621,6 +663,8 @@ def mcp_cmd(
                 allowed_hosts=_csv(allowed_hosts),
                 allowed_origins=_csv(allowed_origins),
                 max_request_bytes=max_request_bytes or mcp_server.DEFAULT_MAX_REQUEST_BYTES,
+                jwt=mcp_server.JwtOptions(jwks, jwt_issuer or "", tuple(_csv(jwt_audience)), jwt_namespace_claim) if jwks else None,
+                resource_url=resource_url,
             )
         timeout = mcp_server.DEFAULT_REQUEST_TIMEOUT_S if request_timeout is None else request_timeout
         mcp_server.run(
