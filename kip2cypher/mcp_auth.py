@@ -85,6 +85,7 @@ class JwtVerifier:
         self._keys = _key_source(options.jwks)
 
     async def verify_token(self, token: str) -> Any:
+        import jwt
         from mcp.server.auth.provider import AccessToken
 
         if token.count(".") != 2:  # not a JWT (a mistyped static token): nothing to log
@@ -93,7 +94,8 @@ class JwtVerifier:
             key = await self._keys(token)
             claims = self._decode(token, key)
         except Exception as exc:  # noqa: BLE001 - PyJWT, a JWKS fetch, a malformed key: all mean "refused"
-            log.info("bearer JWT refused: %s", _reason(exc))
+            # The key endpoint failing is the operator's problem (WARNING); a bad token is the caller's.
+            (log.warning if isinstance(exc, jwt.PyJWKClientConnectionError) else log.info)("bearer JWT refused: %s", _reason(exc))
             return None
         namespace = claims.get(self.options.namespace_claim)
         if namespace is not None and not (isinstance(namespace, str) and storage.NAMESPACE_RE.match(namespace)):
@@ -141,7 +143,7 @@ def _reason(exc: Exception) -> str:
     if isinstance(exc, jwt.ExpiredSignatureError):
         return "expired"
     if isinstance(exc, (jwt.PyJWTError, jwt.PyJWKClientError)):
-        return f"{type(exc).__name__}: {str(exc)[:200]}"
+        return f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"  # one line: a forged kid cannot forge log lines
     return f"{type(exc).__name__} while reading the signing key"
 
 

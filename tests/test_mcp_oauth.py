@@ -234,3 +234,30 @@ def test_jwt_scopes_map_to_the_two_tools_offline(keys, jwks_file):
     bound = anyio.run(verifier.verify_token, keys.token("urn:kip", kip_namespace="alice", scp=["kip:read"], scope=None))
     assert bound.scopes == ["kip:read", "kip:namespace:alice"] and bound.subject == "agent-1" and bound.claims == {"iss": ISSUER}
     assert "eyJ" not in bound.token  # the AccessToken carries a label, never the JWT
+
+
+def test_an_unreachable_key_endpoint_refuses_the_token_and_warns_without_quoting_it(keys, caplog):
+    """The JWKS URL down: the token is refused (401), the operator gets one WARNING naming the
+    failure, never the token; a forged kid with line breaks (PyJWT quotes the kid) stays on one line."""
+    import logging
+    import socket
+
+    import anyio
+
+    def verifier(url):
+        return mcp_auth.JwtVerifier(mcp_auth.JwtOptions(url, ISSUER, ("urn:kip",)), ("urn:kip",))
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    token = keys.token("urn:kip")
+    with caplog.at_level(logging.INFO, logger="kip2cypher.mcp"):
+        assert anyio.run(verifier(f"http://127.0.0.1:{port}/jwks.json").verify_token, token) is None
+    assert [r.levelname for r in caplog.records] == ["WARNING"] and "PyJWKClientConnectionError" in caplog.records[0].getMessage()
+    caplog.clear()
+    forged_kid = keys.token("urn:kip", kid="x\n2026-01-01 INFO all good")
+    with jwks_url(keys.jwks) as url, caplog.at_level(logging.INFO, logger="kip2cypher.mcp"):
+        assert anyio.run(verifier(url).verify_token, forged_kid) is None
+    message = caplog.records[0].getMessage()
+    assert [r.levelname for r in caplog.records] == ["INFO"] and "all good" in message and "\n" not in message
+    assert not any(t in r.getMessage() for r in caplog.records for t in (token, forged_kid))
