@@ -10,8 +10,9 @@ a call awaits Neo4j on the event loop, and only a command's CPU work runs in a w
 so one slow query never stalls the protocol loop.
 
 Over HTTP every request needs ``Authorization: Bearer <token>`` (the SDK's bearer middleware,
-tokens checked here in constant time): an ``rw`` token may use both tools, an ``ro`` token sees
-and may call only execute_kip_readonly. docs/interfaces.md ("MCP over HTTP") has the whole
+static tokens checked here in constant time, OAuth JWTs by ``mcp_auth``): an ``rw`` token
+(scope ``kip:write``) may use both tools, an ``ro`` token (``kip:read``) sees and may call only
+execute_kip_readonly. ``/healthz`` and ``/readyz`` answer probes without a token. docs/interfaces.md ("MCP over HTTP") has the whole
 security model and its limits.
 """
 
