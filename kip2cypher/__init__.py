@@ -1,9 +1,23 @@
 """kip2cypher: KIP v1.0-RC10 compiled to parameterized Cypher and executed on Neo4j."""
 
 from .errors import KipError
+from .responses import BatchResponse, CommandResponse, ErrorObject, KipResponse
 from .version import __version__
 
-__all__ = ["KipError", "parse", "compile", "connect", "connect_async", "Nexus", "AsyncNexus", "__version__"]
+__all__ = [
+    "KipError",
+    "parse",
+    "compile",
+    "connect",
+    "connect_async",
+    "Nexus",
+    "AsyncNexus",
+    "KipResponse",
+    "CommandResponse",
+    "BatchResponse",
+    "ErrorObject",
+    "__version__",
+]
 
 
 def parse(text: str):

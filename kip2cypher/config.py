@@ -6,10 +6,20 @@ file in the working directory, a ``kip2cypher.toml`` file in the working directo
 ``field = value`` keys), the default. A bad value raises ``SettingsError`` — a ``KipError`` whose
 message names the variable and the expected type — instead of a bare ``ValueError`` deep in a
 request. ``Settings`` is immutable and hashable: it is part of the compile-cache key.
+
+Everything else configured by a variable (``NEO4J_URI``…, the MCP server's ``KIP2CYPHER_MCP_*``,
+the embedder, the local launcher) is read through ``lookup``, from the same three places in the
+same order (a ``kip2cypher.toml`` key is the name without ``KIP2CYPHER_``, lower-case:
+``neo4j_uri``, ``mcp_port``). Every name is in one registry (``OTHER_VARIABLES``): an unknown
+``KIP2CYPHER_*`` variable, ``.env`` entry or toml key, and an unknown ``Settings`` keyword, is an
+error naming the nearest valid name (``check_sources``), never silently ignored.
 """
 
 from __future__ import annotations
 
+import difflib
+import os
+import tomllib
 from typing import Any
 
 from pydantic import Field, NonNegativeFloat, PositiveInt, ValidationError, field_validator
@@ -118,6 +128,10 @@ class Settings(BaseSettings):
     __slots__ = ("_embedder", "_adoption", "_key", "_hash")
 
     def __init__(self, embedder: Any = None, adoption: Any = None, **values: Any) -> None:
+        unknown = sorted(set(values) - set(type(self).model_fields))
+        if unknown:
+            raise SettingsError(f"Unknown setting {unknown[0]!r}{_nearest(unknown[0], list(type(self).model_fields))}: Settings has no such field.")
+        check_sources()
         try:
             super().__init__(**values)
         except ValidationError as exc:
@@ -228,3 +242,113 @@ def _constraint(field: Any | None) -> str:
                 bounds[key] = getattr(item, key)
     words = {"gt": ">", "ge": "≥", "le": "≤", "lt": "<"}
     return " " + " and ".join(f"{words[k]} {v}" for k, v in bounds.items()) if bounds else ""
+
+
+# ---------------------------------------------------------------- every variable, and lookup
+#: Every variable read outside ``Settings`` (whose fields are ``KIP2CYPHER_<FIELD>``), with its reader.
+OTHER_VARIABLES = {
+    "NEO4J_URI": "the Neo4j to connect to (connect(), every CLI command)",
+    "NEO4J_USERNAME": "its user",
+    "NEO4J_USER": "its user (older spelling)",
+    "NEO4J_PASSWORD": "its password",
+    "NEO4J_DATABASE": "its database",
+    "KIP2CYPHER_EMBEDDER": "the process-wide embedder (kip2cypher.embedding)",
+    "KIP2CYPHER_READONLY": "kip2cypher mcp / shell --readonly",
+    "KIP2CYPHER_DEBUG": "CLI: show tracebacks of internal errors",
+    "KIP2CYPHER_HISTORY": "kip2cypher shell --history",
+    "KIP2CYPHER_MCP_TRANSPORT": "kip2cypher mcp --transport",
+    "KIP2CYPHER_MCP_HOST": "kip2cypher mcp --host",
+    "KIP2CYPHER_MCP_PORT": "kip2cypher mcp --port",
+    "KIP2CYPHER_MCP_PATH": "kip2cypher mcp --path",
+    "KIP2CYPHER_MCP_TOKENS": "kip2cypher mcp: static bearer tokens",
+    "KIP2CYPHER_MCP_TOKENS_FILE": "kip2cypher mcp --tokens-file",
+    "KIP2CYPHER_MCP_ALLOWED_HOSTS": "kip2cypher mcp --allowed-hosts",
+    "KIP2CYPHER_MCP_ALLOWED_ORIGINS": "kip2cypher mcp --allowed-origins",
+    "KIP2CYPHER_MCP_MAX_REQUEST_BYTES": "kip2cypher mcp --max-request-bytes",
+    "KIP2CYPHER_MCP_REQUEST_TIMEOUT_S": "kip2cypher mcp --request-timeout",
+    "KIP2CYPHER_MCP_JWT_JWKS": "kip2cypher mcp --jwks",
+    "KIP2CYPHER_MCP_JWT_ISSUER": "kip2cypher mcp --jwt-issuer",
+    "KIP2CYPHER_MCP_JWT_AUDIENCE": "kip2cypher mcp --jwt-audience",
+    "KIP2CYPHER_MCP_JWT_NAMESPACE_CLAIM": "kip2cypher mcp --jwt-namespace-claim",
+    "KIP2CYPHER_MCP_RESOURCE_URL": "kip2cypher mcp --resource-url",
+    "KIP2CYPHER_NEO4J_PORT": "the local Neo4j launcher: Bolt port",
+    "KIP2CYPHER_NEO4J_HOME": "the local Neo4j launcher: data directory",
+    "KIP2CYPHER_NEO4J_HEAP": "the local Neo4j launcher: heap",
+    "KIP2CYPHER_NEO4J_PAGECACHE_MB": "the local Neo4j launcher: page cache",
+    "KIP2CYPHER_NEO4J_TX_TIMEOUT_S": "the local Neo4j launcher: db.transaction.timeout",
+    "KIP2CYPHER_DEMO_PORT": "kip2cypher demo: its own server's port",
+    "KIP2CYPHER_DEMO_HOME": "kip2cypher demo: its own server's data directory",
+    "KIP2CYPHER_REQUIRE_NEO4J": "test suite: fail instead of skipping without Neo4j",
+    "KIP2CYPHER_REGEN_GOLDEN": "test suite: rewrite the golden files",
+    "KIP2CYPHER_SOAK_S": "test suite: soak duration",
+    "KIP2CYPHER_MCP_SOAK_S": "test suite: HTTP MCP soak duration",
+    "KIP2CYPHER_MCP_SOAK_SESSIONS": "test suite: HTTP MCP soak sessions",
+}
+#: Families of variables read by the test suite and the benchmarks (``KIP2CYPHER_TEST_ALLOW_WIPE``…).
+OTHER_PREFIXES = ("KIP2CYPHER_TEST_", "KIP2CYPHER_BENCH_")
+
+
+def known_variables() -> list[str]:
+    """Every variable name kip2cypher reads (the ``Settings`` fields', then the others)."""
+    return [ENV_PREFIX + name.upper() for name in Settings.model_fields] + list(OTHER_VARIABLES)
+
+
+def is_known(name: str, known: list[str] | None = None) -> bool:
+    return name in (known or known_variables()) or name.startswith(OTHER_PREFIXES)
+
+
+def toml_key(name: str) -> str:
+    """The ``kip2cypher.toml`` key of a variable: ``KIP2CYPHER_MCP_PORT`` → ``mcp_port``, ``NEO4J_URI`` → ``neo4j_uri``."""
+    return name.removeprefix(ENV_PREFIX).lower()
+
+
+def lookup(name: str) -> str | None:
+    """The value of the variable ``name`` (a registered one): the environment, else ``.env``,
+    else ``kip2cypher.toml`` (key ``toml_key(name)``; numbers and booleans as text), else None.
+    Empty values count as unset, as for ``Settings``."""
+    assert name in known_variables(), f"{name} is not registered in config.OTHER_VARIABLES"
+    for value in (os.environ.get(name), _dotenv().get(name), _toml().get(toml_key(name))):
+        if value is not None and value != "":
+            return str(value).lower() if isinstance(value, bool) else str(value)
+    return None
+
+
+def check_sources() -> None:
+    """Refuse a ``KIP2CYPHER_*`` name that nothing reads — in the environment, in ``.env``, or a
+    key of ``kip2cypher.toml`` — naming the nearest known one (a typo is otherwise ignored in
+    silence). Other names in the environment and in ``.env`` are not kip2cypher's business."""
+    known = known_variables()
+    for where, names in (("environment variable", list(os.environ)), (f"{ENV_FILE} entry", list(_dotenv()))):
+        for name in names:
+            if name.startswith(ENV_PREFIX) and not is_known(name, known):
+                raise SettingsError(f"Unknown {where} {name}{_nearest(name, known)}: kip2cypher reads no such variable.")
+    keys = {toml_key(name) for name in known}
+    for key in _toml():
+        if key not in keys:
+            raise SettingsError(f"Unknown key {key!r} in {TOML_FILE}{_nearest(key, sorted(keys))}: kip2cypher reads no such setting.")
+
+
+def _nearest(name: str, candidates: list[str]) -> str:
+    """' (did you mean X?)' for the closest candidate (difflib), or nothing when none is close."""
+    close = difflib.get_close_matches(name, candidates, n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
+def _dotenv() -> dict[str, Any]:
+    """The entries of ``.env`` in the working directory (python-dotenv, as pydantic-settings reads it)."""
+    if not os.path.isfile(ENV_FILE):
+        return {}
+    from dotenv import dotenv_values
+
+    return dict(dotenv_values(ENV_FILE))
+
+
+def _toml() -> dict[str, Any]:
+    """The top-level keys of ``kip2cypher.toml`` in the working directory."""
+    if not os.path.isfile(TOML_FILE):
+        return {}
+    try:
+        with open(TOML_FILE, "rb") as handle:
+            return tomllib.load(handle)
+    except tomllib.TOMLDecodeError as exc:
+        raise SettingsError(f"{TOML_FILE} is not valid TOML: {exc}.") from None

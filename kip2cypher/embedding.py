@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib
-import os
 import threading
 import unicodedata
 from collections import OrderedDict
@@ -40,6 +39,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from .config import lookup
 from .cypher import storage
 from .text import cjk_spaced, identifier_words
 
@@ -299,7 +299,7 @@ def default_embedder() -> Embedder | None:
     """The process-wide embedder (``configure`` or ``KIP2CYPHER_EMBEDDER``), loaded once."""
     with _lock:
         if "value" not in _default:
-            _default["value"] = load(os.environ.get("KIP2CYPHER_EMBEDDER", "auto"))
+            _default["value"] = load(lookup("KIP2CYPHER_EMBEDDER") or "auto")
         return _default["value"]
 
 

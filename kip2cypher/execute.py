@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import secrets
 from datetime import UTC, datetime
 from typing import Any
@@ -20,7 +19,7 @@ from neo4j import GraphDatabase
 from neo4j.exceptions import DriverError, Neo4jError
 
 from . import connection, embedding, errors
-from .config import Settings
+from .config import Settings, lookup
 from .cypher import catalog, storage
 from .errors import KipError
 from .execution import background, loop, programs
@@ -38,19 +37,19 @@ log = logging.getLogger("kip2cypher")
 
 
 def env_auth() -> tuple[str, str] | None:
-    user = os.environ.get("NEO4J_USERNAME") or os.environ.get("NEO4J_USER")
-    password = os.environ.get("NEO4J_PASSWORD")
+    user = lookup("NEO4J_USERNAME") or lookup("NEO4J_USER")
+    password = lookup("NEO4J_PASSWORD")
     if user and password is not None:
         return (user, password)
     return None
 
 
 def default_uri() -> str:
-    return os.environ.get("NEO4J_URI") or f"bolt://127.0.0.1:{os.environ.get('KIP2CYPHER_NEO4J_PORT', '7687')}"
+    return lookup("NEO4J_URI") or f"bolt://127.0.0.1:{lookup('KIP2CYPHER_NEO4J_PORT') or '7687'}"
 
 
 def default_database() -> str | None:
-    return os.environ.get("NEO4J_DATABASE") or None
+    return lookup("NEO4J_DATABASE")
 
 
 def base_options(settings: Settings, options: dict[str, Any]) -> dict[str, Any]:

@@ -10,14 +10,16 @@ a call awaits Neo4j on the event loop, and only a command's CPU work runs in a w
 so one slow query never stalls the protocol loop.
 
 Over HTTP every request needs ``Authorization: Bearer <token>`` (the SDK's bearer middleware,
-tokens checked here in constant time): an ``rw`` token may use both tools, an ``ro`` token sees
-and may call only execute_kip_readonly. docs/interfaces.md ("MCP over HTTP") has the whole
+static tokens checked here in constant time, OAuth JWTs by ``mcp_auth``): an ``rw`` token
+(scope ``kip:write``) may use both tools, an ``ro`` token (``kip:read``) sees and may call only
+execute_kip_readonly. ``/healthz`` and ``/readyz`` answer probes without a token. docs/interfaces.md ("MCP over HTTP") has the whole
 security model and its limits.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hmac
 import inspect
 import ipaddress
@@ -25,7 +27,7 @@ import json
 import logging
 import socket
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,8 +35,11 @@ import anyio
 import mcp_types as types
 from mcp.server.lowlevel import Server
 
-from .cypher import storage
+from . import connection, mcp_auth
+from .cypher import catalog, storage
 from .errors import EXECUTION_TIMEOUT, IMMUTABLE_TARGET, INTERNAL_ERROR, INVALID_SYNTAX, RESOURCE_EXHAUSTED, KipError
+from .execution.neo4j_errors import DRIVER_ERRORS
+from .mcp_auth import NAMESPACE_SCOPE, READ_SCOPE, WRITE_SCOPE, JwtConfigError, JwtOptions
 from .models import tool_input_schema, tool_output_schema
 from .syntax.ast import KML, KQL, META, READ_WORDS, WRITE_WORDS, command_words, listing
 from .version import __version__
@@ -116,9 +121,6 @@ def tools(readonly: bool = False) -> list[types.Tool]:
     return out
 
 
-#: Scopes of the two kinds of bearer token (an ``rw`` token holds both).
-READ_SCOPE = "kip:read"
-WRITE_SCOPE = "kip:write"
 #: Seconds one tool call may take before it answers KIP_4001 (``--request-timeout``).
 DEFAULT_REQUEST_TIMEOUT_S = 120.0
 #: Largest HTTP request body: the 256 KiB command bound, JSON escaping, and room for parameters.
@@ -275,10 +277,6 @@ class Token:
         return scopes + ([NAMESPACE_SCOPE + self.namespace] if self.namespace is not None else [])
 
 
-#: Scope prefix carrying a token's namespace binding to the request (``namespace_of``).
-NAMESPACE_SCOPE = "kip:namespace:"
-
-
 #: Shortest accepted token: 16 characters (`secrets.token_urlsafe(32)` gives 43).
 MIN_TOKEN_CHARS = 16
 
@@ -365,22 +363,43 @@ class HttpOptions:
     allowed_hosts: list[str] = field(default_factory=list)
     allowed_origins: list[str] = field(default_factory=list)
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
+    #: OAuth resource-server mode: JWT access tokens checked against a JWKS (``mcp_auth``).
+    jwt: JwtOptions | None = None
+    #: This endpoint's public URL (``--resource-url``): the RFC 9728 ``resource`` and the default
+    #: JWT audience. None: ``http://<bound host>:<port><path>`` (``resolve_resource_url``).
+    resource_url: str | None = None
+
+    @property
+    def authenticated(self) -> bool:
+        return bool(self.tokens) or self.jwt is not None
 
     def check(self) -> None:
         """Refuse to serve without authentication unless explicitly asked, and only on loopback."""
-        if self.tokens and self.no_auth:
-            raise McpConfigError("--no-auth and configured tokens contradict each other; drop one.")
-        if not self.tokens and not self.no_auth:
+        if self.authenticated and self.no_auth:
+            raise McpConfigError("--no-auth and configured tokens (or --jwks) contradict each other; drop one.")
+        if not self.authenticated and not self.no_auth:
             raise McpConfigError(
                 "HTTP needs bearer tokens: set KIP2CYPHER_MCP_TOKENS='<token>:rw,<token>:ro' or --tokens-file FILE "
-                "(`<token> rw|ro` a line). Only on a loopback host may --no-auth serve without them."
+                "(`<token> rw|ro` a line), and/or accept OAuth JWTs with --jwks and --jwt-issuer. Only on a loopback host may --no-auth serve without them."
             )
+        if self.jwt is not None:
+            try:
+                self.jwt.check()
+            except JwtConfigError as exc:
+                raise McpConfigError(str(exc)) from None
+            if self.resource_url is None and self.host in ("0.0.0.0", "::"):
+                raise McpConfigError(
+                    "--jwks on every interface needs --resource-url (KIP2CYPHER_MCP_RESOURCE_URL): the public URL clients reach this endpoint at "
+                    "(the tokens' audience and the protected-resource metadata's `resource`)."
+                )
+        if self.resource_url is not None and not self.resource_url.startswith(("https://", "http://")):
+            raise McpConfigError(f"--resource-url must be an http(s) URL: {self.resource_url!r}.")
         if self.no_auth and not is_loopback(self.host):
             raise McpConfigError(f"--no-auth is only allowed on a loopback host (127.0.0.1, ::1, localhost), not {self.host!r}.")
         if not self.path.startswith("/"):
             raise McpConfigError(f"--path must start with '/': {self.path!r}.")
-        if self.path.rstrip("/") == HEALTH_PATH:
-            raise McpConfigError(f"--path {self.path!r} is the health endpoint's; choose another (the default is /mcp).")
+        if self.path.rstrip("/") in (HEALTH_PATH, READY_PATH) or self.path.startswith(mcp_auth.WELL_KNOWN):
+            raise McpConfigError(f"--path {self.path!r} is taken by a probe or the OAuth metadata; choose another (the default is /mcp).")
 
 
 def is_loopback(host: str) -> bool:
@@ -412,9 +431,10 @@ def transport_security(options: HttpOptions) -> Any:
 
 def http_app(server: Server, options: HttpOptions, nexus: Any = None, ready: Callable[[], None] | None = None) -> Any:
     """The Starlette app: the SDK's streamable-HTTP session manager behind the SDK's bearer-token
-    middleware (when tokens are configured) and a request-size check that answers KIP_4002."""
+    middleware (static tokens and/or JWTs; with JWTs also the RFC 9728 metadata route) and a
+    request-size check that answers KIP_4002."""
     from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
-    from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
+    from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend
     from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
     from starlette.applications import Starlette
     from starlette.middleware import Middleware
@@ -423,15 +443,41 @@ def http_app(server: Server, options: HttpOptions, nexus: Any = None, ready: Cal
 
     manager = StreamableHTTPSessionManager(app=server, security_settings=transport_security(options), max_request_body_size=options.max_request_bytes)
     endpoint: Any = _BodySizeLimit(StreamableHTTPASGIApp(manager), options.max_request_bytes)
-    middleware = []
-    if options.tokens:
-        endpoint = RequireAuthMiddleware(endpoint, required_scopes=[READ_SCOPE])
+    middleware, routes = [], []
+    if options.authenticated:
+        verifiers: list[Any] = [StaticTokenVerifier(options.tokens)] if options.tokens else []
+        metadata_url = None
+        if options.jwt is not None:
+            resource = options.resource_url or ""
+            verifiers.append(_jwt_verifier(options.jwt, resource))
+            routes, metadata_url = mcp_auth.metadata_routes(resource, options.jwt.issuer)
+        endpoint = mcp_auth.RequireAuth(endpoint, [READ_SCOPE], metadata_url)
         middleware = [
-            Middleware(AuthenticationMiddleware, backend=BearerAuthBackend(StaticTokenVerifier(options.tokens))),
+            Middleware(AuthenticationMiddleware, backend=BearerAuthBackend(mcp_auth.AnyVerifier(*verifiers))),
             Middleware(AuthContextMiddleware),
         ]
-    routes = [Route(options.path, endpoint=endpoint), Route(HEALTH_PATH, endpoint=_health(manager), methods=["GET"])]
+    routes += [
+        Route(options.path, endpoint=endpoint),
+        Route(HEALTH_PATH, endpoint=_health(manager), methods=["GET"]),
+        Route(READY_PATH, endpoint=_readiness(nexus), methods=["GET"]),
+    ]
     return Starlette(routes=routes, middleware=middleware, lifespan=lambda app: _lifespan(manager, nexus, ready))
+
+
+def _jwt_verifier(jwt: JwtOptions, resource_url: str) -> Any:
+    """The JWT verifier; its audience is ``--jwt-audience`` or else this endpoint's resource URL."""
+    try:
+        return mcp_auth.JwtVerifier(jwt, jwt.audience or (resource_url,))
+    except JwtConfigError as exc:
+        raise McpConfigError(str(exc)) from None
+
+
+def resolve_resource_url(options: HttpOptions, host: str, port: int) -> HttpOptions:
+    """``options`` with ``resource_url`` set: as configured, or this endpoint on the bound address."""
+    if options.resource_url is not None or options.jwt is None:
+        return options
+    shown = f"[{host}]" if ":" in host else host
+    return dataclasses.replace(options, resource_url=f"http://{shown}:{port}{options.path}")
 
 
 #: Liveness endpoint for load balancers and operators (no token needed; says nothing about data).
@@ -450,6 +496,28 @@ def _health(manager: Any) -> Callable[[Any], Any]:
         return JSONResponse({"status": "ok", "sessions": sessions, "version": __version__})
 
     return health
+
+
+#: Readiness endpoint (no token): 200 once Neo4j answers and every served namespace is bootstrapped.
+READY_PATH = "/readyz"
+#: Seconds the readiness check waits for Neo4j before answering 503.
+READY_TIMEOUT_S = 2.0
+
+
+def _readiness(nexus: Any) -> Callable[[Any], Any]:
+    """``GET /readyz`` → 200 ``{"status": "ready", "namespaces": [...]}``, or 503 ``{"status":
+    "unready", "reason": ...}`` when Neo4j does not answer within ``READY_TIMEOUT_S`` or a served
+    namespace was never bootstrapped (``LoopNexus.unready``). Liveness is /healthz: it never
+    touches Neo4j, so a Neo4j outage takes the pod out of the Service without restarting it."""
+    from starlette.responses import JSONResponse
+
+    async def ready(request: Any) -> Any:
+        reason = await nexus.unready() if nexus is not None else None
+        if reason is not None:
+            return JSONResponse({"status": "unready", "reason": reason, "version": __version__}, status_code=503)
+        return JSONResponse({"status": "ready", "namespaces": nexus.served_namespaces() if nexus is not None else [], "version": __version__})
+
+    return ready
 
 
 @contextlib.asynccontextmanager
@@ -524,11 +592,16 @@ def serve_http(server: Server, options: HttpOptions, *, announce: Callable[[str]
     sock = bind(options.host, options.port)
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
+    options = resolve_resource_url(options, host, port)
     access = (
         f"{len(options.tokens)} bearer token(s): {sum(t.access == 'rw' for t in options.tokens)} rw, {sum(t.access == 'ro' for t in options.tokens)} ro"
         if options.tokens
         else "NO AUTHENTICATION (--no-auth, loopback only)"
+        if not options.authenticated
+        else "no static token"
     )
+    if options.jwt is not None:
+        access += f"; OAuth JWTs of {options.jwt.issuer} for {options.resource_url}"
     if options.host in ("0.0.0.0", "::") and not options.allowed_hosts:
         announce("warning: bound to every interface, but only loopback Host headers are accepted; name this server's public host:port in --allowed-hosts.")
     listening = f"kip2cypher MCP (streamable HTTP) listening on http://{shown}:{port}{options.path} — {access}"
@@ -607,16 +680,45 @@ class LoopNexus:
     pool for every namespace a token is bound to), opened — and bootstrapped, when the server
     bootstraps — on first use."""
 
-    def __init__(self, factory: Callable[[], Any], *, bootstrap: bool = False, capsules: bool = False) -> None:
+    def __init__(self, factory: Callable[[], Any], *, bootstrap: bool = False, capsules: bool = False, namespaces: Iterable[str] = ()) -> None:
         self._factory, self._bootstrap, self._capsules = factory, bootstrap, capsules
         self._nexus: Any = None
         self._namespaces: dict[str, Any] = {}
         self._opening = anyio.Lock()
+        #: The namespaces static tokens are bound to: bootstrapped at start (with ``bootstrap``)
+        #: and checked by the readiness probe, beside the server's own.
+        self._bound = sorted(set(namespaces))
 
     async def start(self) -> None:
         self._nexus = self._factory()
         if self._bootstrap:
             await _bootstrap_quietly(self._nexus, self._capsules)
+            for namespace in self._bound:
+                await self.for_namespace(namespace)
+
+    def served_namespaces(self) -> list[str]:
+        """The server's own namespace ("" = the default one) and the token-bound ones."""
+        return sorted({self._nexus.settings.namespace, *self._bound}) if self._nexus is not None else []
+
+    async def unready(self) -> str | None:
+        """None when Neo4j answers a read of every served namespace's nexus node within
+        ``READY_TIMEOUT_S`` and each was bootstrapped; else why not (no credentials in it)."""
+        if self._nexus is None:
+            return "starting: the nexus is not open yet"
+        try:
+            with anyio.fail_after(READY_TIMEOUT_S):
+                async with await self._nexus.session("READ") as session:
+                    missing = [ns for ns in self.served_namespaces() if await _layout(session, ns) is None]
+        except TimeoutError:
+            return f"Neo4j at {self._nexus.uri} did not answer within {READY_TIMEOUT_S:g} s"
+        except KipError as exc:
+            return exc.message
+        except (*DRIVER_ERRORS, OSError) as exc:
+            return connection.unreachable(self._nexus.uri, exc).message
+        if missing:
+            shown = ", ".join(ns or "(default)" for ns in missing)
+            return f"namespace(s) {shown} not bootstrapped: run `kip2cypher bootstrap --namespace <name>` (or serve with --bootstrap)"
+        return None
 
     async def execute(self, arguments: Any, *, readonly: bool = False) -> dict[str, Any]:
         return await self._nexus.execute(arguments, readonly=readonly)
@@ -661,7 +763,8 @@ def run(
         )
     if http is not None:
         http.check()
-    nexus = LoopNexus(nexus_factory, bootstrap=bootstrap, capsules=capsules)
+    bound = {token.namespace for token in http.tokens if token.namespace is not None} if http is not None else set()
+    nexus = LoopNexus(nexus_factory, bootstrap=bootstrap, capsules=capsules, namespaces=bound)
     if http is None:
 
         async def stdio() -> None:
@@ -673,8 +776,14 @@ def run(
 
         anyio.run(stdio)
     else:
-        server = build_server(nexus, readonly=readonly, request_timeout_s=request_timeout_s, tokens_required=bool(http.tokens))
+        server = build_server(nexus, readonly=readonly, request_timeout_s=request_timeout_s, tokens_required=http.authenticated)
         serve_http(server, http, announce=lambda line: print(line, file=sys.stderr, flush=True), nexus=nexus)
+
+
+async def _layout(session: Any, namespace: str) -> Any:
+    """The storage layout of ``namespace``'s nexus node (None: never bootstrapped)."""
+    statement = catalog.nexus_read(storage.names(namespace))
+    return (await (await session.run(statement, namespace=namespace)).single())["layout"]
 
 
 async def _bootstrap_quietly(nexus: Any, capsules: bool = False) -> str | None:

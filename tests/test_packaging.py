@@ -37,6 +37,7 @@ def _expected_files() -> set[str]:
     expected |= {f"kip2cypher/capsules/{p.name}" for p in (ROOT / "capsules").iterdir() if p.suffix in (".kip", ".py")}
     expected |= {"kip2cypher/localneo4j/pom.xml", "kip2cypher/localneo4j/Launcher.java"}
     expected |= {f"kip2cypher/data/{p.name}" for p in (ROOT / "kip2cypher" / "data").glob("*.txt")}
+    expected |= {"kip2cypher/py.typed"}  # PEP 561: type checkers read the package's annotations
     return expected
 
 
@@ -48,7 +49,7 @@ def test_the_wheel_holds_every_package_file_and_the_entry_point(wheel):
     missing = sorted(_expected_files() - names)
     assert not missing, f"missing from the wheel: {missing}"
     assert "kip2cypher = kip2cypher.cli:main" in entry_points
-    for requirement in ("neo4j", "pydantic-settings", "mcp", "uvicorn", "starlette", "click", "parsimonious"):
+    for requirement in ("neo4j", "pydantic-settings", "mcp", "uvicorn", "starlette", "click", "parsimonious", "pyjwt"):
         assert f"Requires-Dist: {requirement}" in metadata
 
 

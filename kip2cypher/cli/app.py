@@ -23,6 +23,7 @@ from typing import Any
 import click
 
 from .. import KipError, __version__
+from ..config import check_sources, lookup
 from .jsonout import dump
 from .jsonout import fail as _fail
 
@@ -58,13 +59,41 @@ class Connect:
         return Nexus(self.uri, auth=auth, database=self.database, namespace=self.namespace)
 
 
+class _EnvOption(click.Option):
+    """An option with environment variables: when none is set, the same names are looked up in
+    ``.env`` and ``kip2cypher.toml`` (``config.lookup``), and a bad value names the variable
+    too (it may have come from there)."""
+
+    def resolve_envvar_value(self, ctx: click.Context) -> str | None:
+        from ..config import lookup
+
+        found = super().resolve_envvar_value(ctx)
+        for name in self._envvars() if found is None else ():
+            found = lookup(name)
+            if found is not None:
+                break
+        return found
+
+    def _envvars(self) -> list[str]:
+        return [self.envvar] if isinstance(self.envvar, str) else list(self.envvar or [])
+
+    def get_error_hint(self, ctx: click.Context) -> str:
+        envvars = self._envvars()
+        return super().get_error_hint(ctx) + (f" (env {' / '.join(envvars)})" if envvars else "")
+
+
 _CONNECT_OPTIONS = (
-    click.option("--uri", envvar="NEO4J_URI", default=None, help="bolt://, neo4j://, neo4j+s:// URI [env NEO4J_URI; default: the local server]."),
-    click.option("--user", envvar=["NEO4J_USERNAME", "NEO4J_USER"], default=None, help="Neo4j user [env NEO4J_USERNAME]."),
-    click.option("--password", envvar="NEO4J_PASSWORD", default=None, help="Neo4j password [env NEO4J_PASSWORD]."),
-    click.option("--database", envvar="NEO4J_DATABASE", default=None, help="Neo4j database [env NEO4J_DATABASE; default: the server's default]."),
+    click.option(
+        "--uri", cls=_EnvOption, envvar="NEO4J_URI", default=None, help="bolt://, neo4j://, neo4j+s:// URI [env NEO4J_URI; default: the local server]."
+    ),
+    click.option("--user", cls=_EnvOption, envvar=["NEO4J_USERNAME", "NEO4J_USER"], default=None, help="Neo4j user [env NEO4J_USERNAME]."),
+    click.option("--password", cls=_EnvOption, envvar="NEO4J_PASSWORD", default=None, help="Neo4j password [env NEO4J_PASSWORD]."),
+    click.option(
+        "--database", cls=_EnvOption, envvar="NEO4J_DATABASE", default=None, help="Neo4j database [env NEO4J_DATABASE; default: the server's default]."
+    ),
     click.option(
         "--namespace",
+        cls=_EnvOption,
         envvar="KIP2CYPHER_NAMESPACE",
         default=None,
         help="The nexus inside the database (docs/namespaces.md) [env KIP2CYPHER_NAMESPACE; default: the default namespace].",
@@ -103,7 +132,7 @@ def _log_to_stderr() -> None:
     """Every command's log records go to stderr as ``name: message`` lines (tracebacks only
     with KIP2CYPHER_DEBUG=1); ``mcp`` replaces this with its server logging."""
     handler = logging.StreamHandler(sys.stderr)
-    debug = os.environ.get("KIP2CYPHER_DEBUG") == "1"
+    debug = lookup("KIP2CYPHER_DEBUG") == "1"
     handler.setFormatter((logging.Formatter if debug else _OneLine)("%(name)s: %(message)s"))
     logging.basicConfig(level=logging.WARNING, handlers=[handler], force=True)
 
@@ -138,7 +167,7 @@ class _Group(click.Group):
                 from ..execution.neo4j_errors import from_neo4j
 
                 _fail(from_neo4j(exc).to_dict(), err=True)
-            if os.environ.get("KIP2CYPHER_DEBUG") == "1":
+            if lookup("KIP2CYPHER_DEBUG") == "1":
                 raise
             _fail(
                 errors.KipError(
@@ -158,14 +187,6 @@ def _reader_gone() -> None:
     sys.exit(141)
 
 
-class _EnvOption(click.Option):
-    """An option whose bad value names its environment variable too (it may have come from there)."""
-
-    def get_error_hint(self, ctx: click.Context) -> str:
-        envvars = [self.envvar] if isinstance(self.envvar, str) else list(self.envvar or [])
-        return super().get_error_hint(ctx) + (f" (env {' / '.join(envvars)})" if envvars else "")
-
-
 def _is_driver_error(exc: Exception) -> bool:
     """A neo4j driver exception — checked without importing the driver (a command that never
     connected cannot raise one)."""
@@ -178,6 +199,7 @@ def _is_driver_error(exc: Exception) -> bool:
 def main() -> None:
     """KIP (Knowledge Interaction Protocol) on Neo4j."""
     _log_to_stderr()
+    check_sources()  # a misspelt KIP2CYPHER_* variable (or .env / toml entry) is an error, not ignored
 
 
 # ---------------------------------------------------------------- neo4j
@@ -482,6 +504,7 @@ def export_cmd(pattern: str, target: str, limit: int, params: str | None, max_pa
     "--history",
     "history_file",
     default=None,
+    cls=_EnvOption,
     envvar="KIP2CYPHER_HISTORY",
     help="History file [env KIP2CYPHER_HISTORY; default: shell_history in the user data dir].",
 )
@@ -575,6 +598,42 @@ def _csv(value: str | None) -> list[str]:
     envvar="KIP2CYPHER_MCP_REQUEST_TIMEOUT_S",
     help="Seconds one tool call may take before it answers KIP_4001 (default 120; 0 = none) [env KIP2CYPHER_MCP_REQUEST_TIMEOUT_S].",
 )
+@click.option(
+    "--jwks",
+    default=None,
+    cls=_EnvOption,
+    envvar="KIP2CYPHER_MCP_JWT_JWKS",
+    help="HTTP, OAuth resource server: accept JWT access tokens signed by a key of this JWKS (https:// URL or file) [env KIP2CYPHER_MCP_JWT_JWKS].",
+)
+@click.option(
+    "--jwt-issuer",
+    default=None,
+    cls=_EnvOption,
+    envvar="KIP2CYPHER_MCP_JWT_ISSUER",
+    help="With --jwks: the `iss` tokens must carry [env KIP2CYPHER_MCP_JWT_ISSUER].",
+)
+@click.option(
+    "--jwt-audience",
+    default=None,
+    cls=_EnvOption,
+    envvar="KIP2CYPHER_MCP_JWT_AUDIENCE",
+    help="With --jwks: accepted `aud` values, comma-separated (default: the resource URL) [env KIP2CYPHER_MCP_JWT_AUDIENCE].",
+)
+@click.option(
+    "--jwt-namespace-claim",
+    default="kip_namespace",
+    show_default=True,
+    cls=_EnvOption,
+    envvar="KIP2CYPHER_MCP_JWT_NAMESPACE_CLAIM",
+    help="With --jwks: the claim that binds a token to a namespace [env KIP2CYPHER_MCP_JWT_NAMESPACE_CLAIM].",
+)
+@click.option(
+    "--resource-url",
+    default=None,
+    cls=_EnvOption,
+    envvar="KIP2CYPHER_MCP_RESOURCE_URL",
+    help="HTTP: this endpoint's public URL, e.g. https://kip.example.com/mcp (default: the bound address) [env KIP2CYPHER_MCP_RESOURCE_URL].",
+)
 @click.option("--readonly", is_flag=True, cls=_EnvOption, envvar="KIP2CYPHER_READONLY", help="Expose only execute_kip_readonly [env KIP2CYPHER_READONLY=1].")
 @click.option("--bootstrap", is_flag=True, help="Create the schema objects and apply Genesis before serving (idempotent; not with --readonly).")
 @click.option("--with-capsules", is_flag=True, help="With --bootstrap: also apply the standard capsules ($self, Person, Event, …).")
@@ -592,6 +651,11 @@ def mcp_cmd(
     allowed_origins: str | None,
     max_request_bytes: int | None,
     request_timeout: float | None,
+    jwks: str | None,
+    jwt_issuer: str | None,
+    jwt_audience: str | None,
+    jwt_namespace_claim: str,
+    resource_url: str | None,
     readonly: bool,
     bootstrap: bool,
     with_capsules: bool,
@@ -602,7 +666,8 @@ def mcp_cmd(
     """Serve execute_kip and execute_kip_readonly over MCP: stdio (default) or streamable HTTP.
 
     stdio: stdout carries only the protocol; logs go to stderr. http: every request needs
-    `Authorization: Bearer <token>`; an `ro` token may only use execute_kip_readonly.
+    `Authorization: Bearer <token>` (a static token, or with --jwks an OAuth JWT); an `ro` token
+    (scope kip:read) may only use execute_kip_readonly.
     """
     from .. import mcp_server
 
@@ -617,10 +682,12 @@ def mcp_cmd(
                 port=port,
                 path=http_path,
                 no_auth=no_auth,
-                tokens=mcp_server.parse_tokens(os.environ.get("KIP2CYPHER_MCP_TOKENS"), tokens_file),
+                tokens=mcp_server.parse_tokens(lookup("KIP2CYPHER_MCP_TOKENS"), tokens_file),
                 allowed_hosts=_csv(allowed_hosts),
                 allowed_origins=_csv(allowed_origins),
                 max_request_bytes=max_request_bytes or mcp_server.DEFAULT_MAX_REQUEST_BYTES,
+                jwt=mcp_server.JwtOptions(jwks, jwt_issuer or "", tuple(_csv(jwt_audience)), jwt_namespace_claim) if jwks else None,
+                resource_url=resource_url,
             )
         timeout = mcp_server.DEFAULT_REQUEST_TIMEOUT_S if request_timeout is None else request_timeout
         mcp_server.run(

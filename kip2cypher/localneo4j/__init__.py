@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from ..config import lookup
+
 JVM_FLAGS = [
     # The flags Neo4j's own neo4j.conf passes to the JVM.
     "--add-opens=java.base/java.nio=ALL-UNNAMED",
@@ -64,14 +66,13 @@ class LocalConfig:
 
     @classmethod
     def from_env(cls, port: int | None = None, home: str | None = None) -> LocalConfig:
-        env = os.environ
         return cls(
-            port=int(port or env.get("KIP2CYPHER_NEO4J_PORT", "7687")),
-            home=Path(home or env.get("KIP2CYPHER_NEO4J_HOME") or _cache_root() / f"neo4j-{pinned_version()}"),
+            port=int(port or lookup("KIP2CYPHER_NEO4J_PORT") or "7687"),
+            home=Path(home or lookup("KIP2CYPHER_NEO4J_HOME") or _cache_root() / f"neo4j-{pinned_version()}"),
             # 2 cores / 24 GiB machines: a 2 GiB heap and 1 GiB of page cache leave room for tests and benches.
-            heap=env.get("KIP2CYPHER_NEO4J_HEAP", "2g"),
-            page_cache_mb=int(env.get("KIP2CYPHER_NEO4J_PAGECACHE_MB", "1024")),
-            tx_timeout_s=int(env.get("KIP2CYPHER_NEO4J_TX_TIMEOUT_S", "600")),
+            heap=lookup("KIP2CYPHER_NEO4J_HEAP") or "2g",
+            page_cache_mb=int(lookup("KIP2CYPHER_NEO4J_PAGECACHE_MB") or "1024"),
+            tx_timeout_s=int(lookup("KIP2CYPHER_NEO4J_TX_TIMEOUT_S") or "600"),
         )
 
     @property
@@ -95,9 +96,8 @@ DEMO_PORT = 7697
 def demo_config() -> LocalConfig:
     """The demo's own server: KIP2CYPHER_DEMO_PORT (7697) and KIP2CYPHER_DEMO_HOME (a data
     directory of its own under ~/.cache/kip2cypher); heap and page cache as for the local server."""
-    env = os.environ
-    home = env.get("KIP2CYPHER_DEMO_HOME") or str(_cache_root() / f"demo-neo4j-{pinned_version()}")
-    return LocalConfig.from_env(port=int(env.get("KIP2CYPHER_DEMO_PORT", DEMO_PORT)), home=home)
+    home = lookup("KIP2CYPHER_DEMO_HOME") or str(_cache_root() / f"demo-neo4j-{pinned_version()}")
+    return LocalConfig.from_env(port=int(lookup("KIP2CYPHER_DEMO_PORT") or DEMO_PORT), home=home)
 
 
 def _require(tool: str) -> str:
