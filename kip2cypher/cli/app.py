@@ -208,42 +208,59 @@ def neo4j() -> None:
     """Manage the local Neo4j Community server (no Docker needed)."""
 
 
+def _local_options(command):
+    """``--port --data --version``: which local server (the data directory's default depends on the version)."""
+    command = click.option(
+        "--version",
+        "version",
+        default=None,
+        help="Neo4j release, e.g. 5.26.30 or 2026.08.1 (default: KIP2CYPHER_NEO4J_VERSION, else the pinned 5.26.x).",
+    )(command)
+    command = click.option("--data", "home", default=None, help="Data directory (default under ~/.cache/kip2cypher, one per version).")(command)
+    return click.option("--port", type=int, default=None, help="Bolt port (default 7687 or KIP2CYPHER_NEO4J_PORT).")(command)
+
+
+def _local_config(port: int | None, home: str | None, version: str | None):
+    from .. import localneo4j
+
+    try:
+        return localneo4j.LocalConfig.from_env(port, home, version)
+    except localneo4j.LocalNeo4jError as exc:
+        raise click.ClickException(str(exc))
+
+
 @neo4j.command("start")
-@click.option("--port", type=int, default=None, help="Bolt port (default 7687 or KIP2CYPHER_NEO4J_PORT).")
-@click.option("--data", "home", default=None, help="Data directory (default under ~/.cache/kip2cypher).")
-def neo4j_start(port: int | None, home: str | None) -> None:
+@_local_options
+def neo4j_start(port: int | None, home: str | None, version: str | None) -> None:
     """Start Neo4j in the background and wait until Bolt answers."""
     from .. import localneo4j
 
-    cfg = localneo4j.LocalConfig.from_env(port, home)
+    cfg = _local_config(port, home, version)
     try:
-        version = localneo4j.start(cfg, log=lambda m: click.echo(m, err=True))
+        running = localneo4j.start(cfg, log=lambda m: click.echo(m, err=True))
     except localneo4j.LocalNeo4jError as exc:
         raise click.ClickException(str(exc))
-    click.echo(f"Neo4j {version} up at {cfg.uri} (data: {cfg.home})")
+    click.echo(f"Neo4j {running} up at {cfg.uri} (data: {cfg.home})")
 
 
 @neo4j.command("stop")
-@click.option("--port", type=int, default=None)
-@click.option("--data", "home", default=None)
-def neo4j_stop(port: int | None, home: str | None) -> None:
+@_local_options
+def neo4j_stop(port: int | None, home: str | None, version: str | None) -> None:
     """Shut the local Neo4j down cleanly."""
     from .. import localneo4j
 
-    cfg = localneo4j.LocalConfig.from_env(port, home)
-    click.echo("stopped" if localneo4j.stop(cfg) else "not running")
+    click.echo("stopped" if localneo4j.stop(_local_config(port, home, version)) else "not running")
 
 
 @neo4j.command("status")
-@click.option("--port", type=int, default=None)
-@click.option("--data", "home", default=None)
-def neo4j_status(port: int | None, home: str | None) -> None:
+@_local_options
+def neo4j_status(port: int | None, home: str | None, version: str | None) -> None:
     """Say whether the local Neo4j is up, and its version."""
     from .. import localneo4j
 
-    cfg = localneo4j.LocalConfig.from_env(port, home)
-    up, version = localneo4j.status(cfg)
-    click.echo(f"up {cfg.uri} Neo4j {version}" if up else f"down ({cfg.uri})")
+    cfg = _local_config(port, home, version)
+    up, running = localneo4j.status(cfg)
+    click.echo(f"up {cfg.uri} Neo4j {running}" if up else f"down ({cfg.uri})")
     sys.exit(0 if up else 3)
 
 

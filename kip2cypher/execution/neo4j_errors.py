@@ -160,6 +160,15 @@ def from_neo4j(exc: BaseException, cypher: str | None = None, params: dict[str, 
             or value_error(message)
             or KipError(INVALID_SYNTAX, f"Invalid REGEX pattern: {message.splitlines()[0]}", "Fix the regular expression (Java syntax).")
         )
+    if "Statement.ArgumentError" in code and "cypher version" in message:
+        # KIP2CYPHER_CYPHER_PREFIX names a Cypher version this server lacks (CYPHER 25 on Neo4j 5.x):
+        # every statement fails the same way, so "retry later" would be wrong (docs/neo4j-versions.md).
+        return KipError(
+            INTERNAL_ERROR,
+            f"This Neo4j does not have the Cypher version the server's KIP2CYPHER_CYPHER_PREFIX asks for: {message}",
+            "Retrying fails the same way: the administrator must change KIP2CYPHER_CYPHER_PREFIX "
+            "(Neo4j 5.x has only CYPHER 5; 2025.06 and later have CYPHER 5 and CYPHER 25).",
+        )
     if "Statement.SyntaxError" in code or "Statement.SemanticError" in code or "Statement.TypeError" in code:
         # Our compiler produced Cypher Neo4j rejects: that is our bug, never the caller's.
         return KipError(

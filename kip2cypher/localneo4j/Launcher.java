@@ -13,7 +13,8 @@ import org.neo4j.io.ByteUnit;
 
 /**
  * Starts Neo4j Community in this JVM with only the Bolt connector, on loopback,
- * auth off. Run by `kip2cypher neo4j start` as: java -cp CLASSPATH Launcher.java HOME PORT PAGECACHE_MB TX_TIMEOUT_S
+ * auth off. Compiled by `kip2cypher neo4j start` (with ecj, per Neo4j version) and run as:
+ * java -cp CLASSES:CLASSPATH Launcher HOME PORT PAGECACHE_MB TX_TIMEOUT_S
  * It writes HOME/launcher.ready once Bolt listens and shuts the database down cleanly on SIGTERM.
  */
 public class Launcher {

