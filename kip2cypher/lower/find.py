@@ -25,7 +25,8 @@ from ..syntax import ast
 from ..syntax.values import resolve, resolve_int
 from . import adopted, adopted_values, grounding
 from . import pattern as pat
-from .pattern import CONCEPT, PREDICATE, PROPOSITION, Binding, Pattern, lower_where
+from .context import CONCEPT, PREDICATE, PROPOSITION, Binding
+from .pattern import Pattern, lower_where
 from .plan import Compiled, Plan
 
 AGG = {"COUNT": "count", "SUM": "sum", "AVG": "avg", "MIN": "min", "MAX": "max"}
@@ -193,11 +194,11 @@ class _FindLowering:
     def key_checks(self) -> tuple[tuple[bool, str, str, str], ...]:
         """The keys FILTER, ORDER BY and FIND read of variables whose type or predicate is known
         (engine metadata such as ``_version`` is always there and is not checked)."""
-        lowerer = self.pattern.lowerer
+        ctx = self.pattern.ctx
         out = []
-        for (var, key), _ in lowerer.key_uses.items():
-            if var in lowerer.var_kinds and not key.startswith(storage.META_PREFIX + "_"):
-                concept, name = lowerer.var_kinds[var]
+        for (var, key), _ in ctx.key_uses.items():
+            if var in ctx.var_kinds and not key.startswith(storage.META_PREFIX + "_"):
+                concept, name = ctx.var_kinds[var]
                 out.append((concept, name, key, var))
         return tuple(out)
 
@@ -432,7 +433,7 @@ class _FindLowering:
         if order:
             core.append(frag("ORDER BY ", join(", ", order)))
         return_line = frag("RETURN ", join(", ", returning))
-        unmapped = tuple((var, key, what) for (var, key), what in pattern.lowerer.unmapped.items())
+        unmapped = tuple((var, key, what) for (var, key), what in pattern.ctx.unmapped.items())
 
         fp_stmt = Statement()
         for line in [*core, return_line]:
@@ -462,7 +463,7 @@ class _FindLowering:
             undefined = Internal("undefined")
             stmt.line(return_line, ", null AS ", undefined)
             stmt.line("UNION ALL")
-            for line in grounding.undefined_names_lines(Param([list(p) for p in names], "kip_names"), undefined, pattern.lowerer.names):
+            for line in grounding.undefined_names_lines(Param([list(p) for p in names], "kip_names"), undefined, pattern.ctx.names):
                 stmt.line(line)
             stmt.line("RETURN ", join(", ", [frag("null AS ", column) for column in self.return_columns(returning)]), ", ", undefined)
         else:
@@ -477,7 +478,7 @@ class _FindLowering:
             grounding=names,
             grounding_at=grounding.offsets(pattern.grounding),
             key_checks=self.key_checks(),
-            notes=tuple(dict.fromkeys(pattern.lowerer.notes)),
+            notes=tuple(dict.fromkeys(pattern.ctx.notes)),
             unmapped=unmapped,
             unmapped_check=Compiled.of(adopted.carried_statement([what for _, _, what in unmapped]), "properties of adopted elements") if unmapped else None,
         )

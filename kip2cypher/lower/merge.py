@@ -40,7 +40,7 @@ from ..cypher.builder import Ident, Param, Statement, literal
 from ..errors import KipError
 from ..syntax import ast
 from ..syntax.values import resolve
-from . import grounding, rules
+from . import context, grounding, rules
 from . import pattern as pat
 from . import writes as K
 from .delete import delete_propositions
@@ -59,7 +59,7 @@ def _bind_statement(pattern: pat.Pattern, source: str, target: str) -> Compiled:
     stmt.line("WITH collect(DISTINCT ", s, ") AS _ss, collect(DISTINCT ", t, ") AS _ts")
     info = (
         "{id: x.id, type: x.type, name: x.name, concept: x:",
-        pattern.lowerer.names.concept,
+        pattern.ctx.names.concept,
         ", protected: coalesce(",
         rules.cy_protected_concept("x.type", "x.name"),
         " OR ",
@@ -230,8 +230,8 @@ def _source_identity(where: tuple, source: str, parameters: dict[str, Any]) -> t
 
 def lower_merge(command: ast.MergeConcept, parameters: dict[str, Any], settings: Settings) -> MergePlan:
     pattern = pat.lower_where(command.where, parameters, settings)
-    pattern.require(command.source, used_in="MERGE", kinds={pat.CONCEPT, pat.ELEMENT})
-    pattern.require(command.target, used_in="MERGE", kinds={pat.CONCEPT, pat.ELEMENT})
+    pattern.require(command.source, used_in="MERGE", kinds={context.CONCEPT, context.ELEMENT})
+    pattern.require(command.target, used_in="MERGE", kinds={context.CONCEPT, context.ELEMENT})
     pattern.writable(command.source, "MERGE")
     pattern.writable(command.target, "MERGE")
     return MergePlan(

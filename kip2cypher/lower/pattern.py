@@ -47,26 +47,20 @@ Lowering rules (the full list with rationale is in docs/kql.md):
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .. import adoption as adopt
 from ..config import Settings
 from ..cypher import storage
-from ..cypher.builder import Fragment, Ident, Internal, Param, Part, RuntimeParam, Statement, Var, frag, join, literal
-from ..errors import INVALID_SYNTAX, REFERENCE_ERROR, RESOURCE_EXHAUSTED, KipError
+from ..cypher.builder import Fragment, Ident, Internal, Param, Part, Statement, Var, frag, join, literal
+from ..errors import INVALID_SYNTAX, RESOURCE_EXHAUSTED, KipError
 from ..syntax import ast
 from ..syntax.values import Deferred, describe, resolve, resolve_predicate
 from . import adopted as adopted_cy
 from . import adopted_values
+from .context import CONCEPT, ELEMENT, PREDICATE, PROPOSITION, Binding, Grounding, LoweringContext, node_key, unbound
 from .regex_guard import compile_search, regex_calls
-
-CONCEPT = "concept"
-PROPOSITION = "proposition"
-ELEMENT = "element"
-PREDICATE = "predicate"
-NODE_KINDS = frozenset({CONCEPT, PROPOSITION, ELEMENT})
 
 SCALAR_FIELDS = ("id", "type", "name", "subject", "predicate", "object")
 MAP_FIELDS = {"attributes": storage.ATTR_PREFIX, "metadata": storage.META_PREFIX}
@@ -78,49 +72,6 @@ INDENT = "  "
 JSON_MARKER_LITERAL = literal(storage.JSON_MARKER)
 #: An explicitly stored JSON ``null``.
 JSON_NULL_LITERAL = literal(storage.JSON_MARKER + "null")
-
-
-# ----------------------------------------------------------------------------- results
-@dataclass
-class Binding:
-    """A KIP variable visible after (part of) the WHERE."""
-
-    name: str
-    kind: str
-    #: The Cypher expression that holds the value: a variable (``Var``/``Internal``) for nodes
-    #: and materialized predicate variables, or an expression such as ``type(_r0)``.
-    ref: Part
-    #: True when the variable may be null (bound in OPTIONAL or in only some UNION branches).
-    nullable: bool = False
-    #: Whether ``ref`` is a plain Cypher variable (False for an unmaterialized ``type(_r0)``).
-    is_variable: bool = True
-    #: The adopted type or predicate (``adoption.AdoptedType`` / ``AdoptedPredicate``) whose
-    #: node or relationship ``ref`` holds (docs/adopt.md); None for memory elements.
-    adopted: Any = None
-
-
-@dataclass
-class Grounding:
-    """Concept types and predicates a pattern refers to (checked for KIP_2001)."""
-
-    #: name -> required: outside OPTIONAL/NOT/UNION, not one of several alternatives, not a
-    #: zero-hop path — an undefined required name empties the result, so checking it only
-    #: when nothing matched is enough.
-    types: dict[str, bool] = field(default_factory=dict)
-    predicates: dict[str, bool] = field(default_factory=dict)
-    #: (meta-type, name) -> where the command first names it (a text offset)
-    offsets: dict[tuple[str, str], int] = field(default_factory=dict)
-
-    def add(self, table: dict[str, bool], name: str, required: bool, offset: int = 0) -> None:
-        table[name] = table.get(name, False) or required
-        meta = storage.CONCEPT_TYPE if table is self.types else storage.PROPOSITION_TYPE
-        self.offsets.setdefault((meta, name), offset)
-
-    def names(self, required_only: bool | None = None) -> tuple[list[str], list[str]]:
-        def pick(table: dict[str, bool]) -> list[str]:
-            return sorted(n for n, req in table.items() if required_only is None or req == required_only)
-
-        return pick(self.types), pick(self.predicates)
 
 
 def _indent(part: Part, prefix: str) -> Part:
@@ -200,63 +151,6 @@ class _Clause:
         return lines
 
 
-class _Keys:
-    """What determines one row of the top-level MATCH: the elements a row binds and the
-    functional dependencies between them, from the storage model (docs/storage-model.md):
-
-    - a concept matched by ``id`` or by ``(type, name)`` is one node (unique constraints);
-    - a proposition node has exactly one ``KIP_SUBJECT`` and one ``KIP_OBJECT``
-      relationship, so it determines its endpoints; ``(subject, predicate, object)`` is
-      unique, so endpoints plus a known predicate determine the proposition node;
-    - a native relationship exists once per proposition, so its two endpoint nodes plus
-      its type determine it (and it determines them and its type).
-
-    A row is a function of the variables FIND keeps when every element follows from them
-    (``unique``); then ``WITH DISTINCT`` cannot remove anything and is left out. Paths,
-    alternatives ``"a" | "b"`` of a native relationship and ``OPTIONAL CALL`` bodies add
-    an element nothing determines, so such patterns keep the DISTINCT."""
-
-    def __init__(self) -> None:
-        self.elements: set[str] = set()
-        self.rules: list[tuple[frozenset[str], frozenset[str]]] = []
-        self._anon = 0
-
-    def anonymous(self) -> str:
-        self._anon += 1
-        return f"#{self._anon}"
-
-    def add(self, key: str, *, seed: bool = False) -> str:
-        self.elements.add(key)
-        if seed:
-            self.rules.append((frozenset(), frozenset({key})))
-        return key
-
-    def rule(self, premises: Iterable[str | None], conclusions: Iterable[str | None]) -> None:
-        self.rules.append((frozenset(k for k in premises if k), frozenset(k for k in conclusions if k)))
-
-    def merge(self, other: _Keys) -> None:
-        self.elements |= other.elements
-        self.rules.extend(other.rules)
-
-    def unique(self, kept: Iterable[str]) -> bool:
-        known = set(kept)
-        if not known:
-            return False
-        changed = True
-        while changed:
-            changed = False
-            for premises, conclusions in self.rules:
-                if premises <= known and not conclusions <= known:
-                    known |= conclusions
-                    changed = True
-        return self.elements <= known
-
-
-def node_key(name: str) -> str:
-    """The _Keys element of a KIP variable."""
-    return "?" + name
-
-
 @dataclass
 class Pattern:
     """A lowered WHERE: Cypher lines plus the visible variables."""
@@ -271,6 +165,11 @@ class Pattern:
     elided: bool = False
 
     # ---------------------------------------------------------------- variables
+    @property
+    def ctx(self) -> LoweringContext:
+        """The lowering's shared state: names, grounding, notes, keys read."""
+        return self.lowerer.ctx
+
     def require(self, name: str, *, used_in: str = "FIND", kinds: Iterable[str] | None = None, at: int | None = None) -> Binding:
         """The binding of ``?name``; KIP_3001 if the WHERE never binds it (visibly). ``at``: where
         the command uses it (a text offset, for the error's position)."""
@@ -313,7 +212,7 @@ class Pattern:
         distinct solution over those variables. Predicate variables are materialized as strings.
 
         In a lean pattern (``lower_where(…, used=…)``) the DISTINCT is left out when the
-        pattern provably yields one row per distinct solution over ``names`` (``_Keys``):
+        pattern provably yields one row per distinct solution over ``names`` (``Keys``):
         then nothing is appended when every kept variable is a plain Cypher variable
         (``self.projected`` stays False), else a plain ``WITH`` materializes predicates."""
         names = list(dict.fromkeys(names))
@@ -331,7 +230,7 @@ class Pattern:
             # Nothing projected: keep one row per solution existence.
             self.lines.append(frag("WITH DISTINCT true AS ", Internal("any")))
             self.projected = True
-        elif self.lowerer.lean and self.lowerer.keys.unique(node_key(n) for n in names):
+        elif self.ctx.lean and self.ctx.keys.unique(node_key(n) for n in names):
             self.elided = True
             if all(isinstance(item, Var) for item in items):
                 self.projected = False
@@ -373,16 +272,6 @@ def _nested_adopted(offset: int | None = None) -> KipError:
 def _types(predicate: ast.PredicatePattern, names: storage.Names) -> Fragment:
     """``a|b``: the native relationship types of a predicate pattern, quoted."""
     return join("|", [Ident(names.rel(name)) for name in predicate.names])
-
-
-def unbound(name: str, used_in: str, offset: int | None = None) -> KipError:
-    return KipError(
-        REFERENCE_ERROR,
-        f"The variable ?{name} is used in {used_in} but never bound in WHERE.",
-        f'Bind ?{name} with a pattern clause in WHERE (e.g. ?{name} {{type: "…"}} or (?{name}, "…", ?o)); '
-        "variables bound inside NOT { … } are not visible outside it.",
-        offset=offset,
-    )
 
 
 #: UNION blocks one command may hold (docs/limits.md). Neo4j plans a union's branches together,
@@ -456,7 +345,7 @@ def lower_where(where: Iterable[ast.WhereItem], parameters: Mapping[str, Any], s
       (not in the WHERE, not in ``used``) is not expanded: every proposition node has
       exactly one subject and one object, so the expansion cannot change the rows;
     - ``Pattern.distinct`` leaves the DISTINCT out when the rows are provably distinct
-      already (see ``_Keys``).
+      already (see ``Keys``).
     """
     items = tuple(where)
     check_size(items)
@@ -468,10 +357,11 @@ def lower_where(where: Iterable[ast.WhereItem], parameters: Mapping[str, Any], s
             _count_vars(item, counts)
         outside = set(used or ())
         dont_care = frozenset(n for n, c in counts.items() if c == 1 and n not in outside)
-    lowerer = Lowerer(parameters, settings, lean=lean, dont_care=dont_care)
-    lowerer.regex_budget = settings.max_regex_steps / max(1, regex_calls(items))  # all its REGEX share one budget per row
+    ctx = LoweringContext(parameters, settings, lean=lean, dont_care=dont_care)
+    ctx.regex_budget = settings.max_regex_steps / max(1, regex_calls(items))  # all its REGEX share one budget per row
+    lowerer = Lowerer(ctx)
     lines, bindings = lowerer.group(items, {}, required=True, top=True)
-    return Pattern(lines, bindings, lowerer.grounding, lowerer)
+    return Pattern(lines, bindings, ctx.grounding, lowerer)
 
 
 # ----------------------------------------------------------------------------- lowering
@@ -574,70 +464,11 @@ _STRING_FUNCS = {"CONTAINS": " CONTAINS ", "STARTS_WITH": " STARTS WITH ", "ENDS
 
 
 class Lowerer:
-    """Stateful helper for one WHERE: fresh internal names and the grounding names seen."""
+    """Lowers the groups of one WHERE over its ``LoweringContext``."""
 
-    def __init__(self, parameters: Mapping[str, Any], settings: Settings, *, lean: bool = False, dont_care: frozenset[str] = frozenset()) -> None:
-        self.parameters = parameters
-        self.settings = settings
-        #: the storage vocabulary of the nexus's namespace: every label and relationship type emitted
-        self.names = storage.names(settings.namespace)
-        self.grounding = Grounding()
-        self._counter = 0
-        self.lean = lean
-        #: variables written once in the whole WHERE and not read after it (lean only)
-        self.dont_care = dont_care
-        #: row determinants of the top-level group (nested groups record into a throwaway)
-        self.keys = _Keys()
-        #: steps each REGEX may take on one value (``regex_guard``)
-        self.regex_budget = settings.max_regex_steps
-        #: attribute/metadata keys the command reads: (variable, stored key) → first text offset
-        self.key_uses: dict[tuple[str, str], int] = {}
-        #: (variable, attribute key) read of an adopted element whose mapping does not expose the key
-        self.unmapped: dict[tuple[str, str], Any] = {}
-        #: what a variable's elements are known to be: (True, concept type) / (False, predicate)
-        self.var_kinds: dict[str, tuple[bool, str]] = {}
-        #: the namespace's adoption mapping (docs/adopt.md); None: nothing adopted
-        self.adoption = settings.adoption
-        #: memory propositions may end at adopted concepts (the mapping's link_memory, docs/adopt.md)
-        self.link_memory = bool(self.adoption is not None and self.adoption.link_memory)
-        #: what the answer should say about how it was read (FIND ``warnings``)
-        self.notes: list[str] = []
-        #: kept placeholders known not to be null where the condition being built is evaluated
-        self.non_null: frozenset[str] = frozenset()
+    def __init__(self, ctx: LoweringContext) -> None:
+        self.ctx = ctx
 
-    @contextmanager
-    def nested(self) -> Iterator[_Keys]:
-        """Record the keys of a nested group (UNION branch, NOT, OPTIONAL) apart from the top level."""
-        outer, self.keys = self.keys, _Keys()
-        try:
-            yield self.keys
-        finally:
-            self.keys = outer
-
-    # ------------------------------------------------------------------ helpers
-    def fresh(self, prefix: str) -> Internal:
-        name = Internal(f"{prefix}{self._counter}")
-        self._counter += 1
-        return name
-
-    def value_of(self, value: ast.Value) -> Any:
-        """The value at a plain-value position: a ``Deferred`` when a keeping compile leaves its
-        placeholder for run time (render it with ``param``)."""
-        return resolve(value, self.parameters, deferrable=True)
-
-    @staticmethod
-    def param(value: Any) -> Param | RuntimeParam:
-        """A value as a Cypher parameter: ``$name`` for a kept placeholder."""
-        return RuntimeParam(value.name, value.offset) if isinstance(value, Deferred) else Param(value)
-
-    def string_of(self, value: ast.Value, what: str, role: str = "") -> str | Deferred:
-        """A string value; with ``role`` (what the value shapes) it may not be left for run time."""
-        resolved = resolve(value, self.parameters, role=role) if role else self.value_of(value)
-        if not isinstance(resolved, (str, Deferred)):
-            raise KipError(INVALID_SYNTAX, f"{what} must be a string, got {describe(resolved)}.", f"Bind the placeholder of {what} to a string.")
-        return resolved
-
-    # ------------------------------------------------------------------ groups
     def group(
         self, items: tuple, scope: dict[str, Binding], *, required: bool, top: bool = False, avoid: frozenset[str] = frozenset()
     ) -> tuple[list[Fragment], dict[str, Binding]]:
@@ -664,7 +495,7 @@ class Lowerer:
             )
         # Everything up to the last run is the left branch of that run's union: lowered as a
         # nested group (its keys are not the top level's), run after run, without recursion.
-        with self.nested():
+        with self.ctx.nested():
             lines, bound = self.sequence(items[: runs[0][0]], scope, required=False, avoid=avoid)
             for index, (first, stop) in enumerate(runs):
                 branches = [(lines, bound), *(self.group(items[i].items, {}, required=False, avoid=avoid | frozenset(scope)) for i in range(first, stop))]
@@ -703,16 +534,16 @@ class Lowerer:
                 else:
                     cols.append(frag(binding.ref, " AS ", Var(name)))
             if not cols:
-                return frag("RETURN true AS ", self.fresh("u"))
+                return frag("RETURN true AS ", self.ctx.fresh("u"))
             return frag("RETURN ", join(", ", cols))
 
         if not columns:
             # Nothing new in any branch: a union is then just an existence test of either branch.
             cond = frag("(", join(" OR ", [block("EXISTS {", branch_lines) for branch_lines, _ in branches]), ")")
-            return [frag("WITH * WHERE ", cond) if scope else frag("WITH true AS ", self.fresh("u"), " WHERE ", cond)], merged
+            return [frag("WITH * WHERE ", cond) if scope else frag("WITH true AS ", self.ctx.fresh("u"), " WHERE ", cond)], merged
         body = [line for index, (branch_lines, bound) in enumerate(branches) for line in ([frag("UNION")] if index else []) + [*branch_lines, returning(bound)]]
         # UNION removes duplicate rows: per outer row, the columns determine the CALL's row.
-        self.keys.rule([self.keys.add(node_key(c)) for c in columns], [self.keys.add(self.keys.anonymous())])
+        self.ctx.keys.rule([self.ctx.keys.add(node_key(c)) for c in columns], [self.ctx.keys.add(self.ctx.keys.anonymous())])
         return [block(call_head("CALL", body, scope), body)], merged
 
     def sequence(
@@ -804,7 +635,7 @@ class Lowerer:
             # FILTER that is unknown (a missing value) does not match — hence coalesce(…, false).
             conds = [self.condition(sub.expr, scope, "FILTER") for sub in item.items]
             return frag("NOT coalesce(", join(" AND ", conds), ", false)")
-        with self.nested():
+        with self.ctx.nested():
             lines, _ = self.group(item.items, scope, required=False, avoid=avoid)
         return block("NOT EXISTS {", lines)
 
@@ -813,7 +644,7 @@ class Lowerer:
         filters = [sub for sub in item.items if isinstance(sub, ast.Filter)]
         if len(patterns) == 1 and len(patterns) + len(filters) == len(item.items) and not is_path(patterns[0]):
             inner = dict(scope)
-            with self.nested() as keys:
+            with self.ctx.nested() as keys:
                 parts, conds, _ = self.pattern_clause(patterns[0], inner, required=False, avoid=avoid)
             for sub in filters:
                 needs = _where_vars(sub.expr, set())
@@ -826,18 +657,18 @@ class Lowerer:
             if not new:
                 return None  # binds nothing new: a left join that cannot change the solutions
             # At most one match per outer row when the keys determine it; none gives one null row.
-            self.keys.merge(keys)
+            self.ctx.keys.merge(keys)
             for name, binding in new.items():
                 binding.nullable = True
                 scope[name] = binding
             return _Clause(frag("OPTIONAL MATCH ", join(", ", parts)), "optional", conds)
         outer = dict(scope)
-        with self.nested():
+        with self.ctx.nested():
             lines, inner = self.group(item.items, scope, required=False, avoid=avoid)
         new = {n: b for n, b in inner.items() if n not in scope and n not in avoid}
         if not new:
             return None
-        self.keys.add(self.keys.anonymous())  # any number of body rows per outer row: not modelled
+        self.ctx.keys.add(self.ctx.keys.anonymous())  # any number of body rows per outer row: not modelled
         cols = []
         for name, binding in new.items():
             var = Var(name)
@@ -868,7 +699,7 @@ class Lowerer:
                     "A variable binds either concept nodes or proposition links, not both.",
                 )
             return binding.ref, True
-        ref: Part = self.fresh("v") if name in avoid else Var(name)
+        ref: Part = self.ctx.fresh("v") if name in avoid else Var(name)
         scope[name] = Binding(name, kind, ref)
         return ref, False
 
@@ -897,21 +728,21 @@ class Lowerer:
         ref: Part | None = None,
         adopted: adopt.AdoptedType | None = None,
     ) -> tuple[Fragment, str]:
-        """The node pattern of a concept clause and its _Keys element (``ref``: the Cypher
+        """The node pattern of a concept clause and its Keys element (``ref``: the Cypher
         variable to give an anonymous clause, when the caller must refer to the node;
         ``adopted``: the type an untyped clause has where an adopted predicate expects it)."""
         chosen = self.adopted_type(clause, adopted)
         if chosen is not None:
             return self.adopted_node(clause, chosen, scope, required=required, avoid=avoid, ref=ref)
-        if self.adoption is not None and clause.type is None and clause.id is None:
-            self.notes.append(
+        if self.ctx.adoption is not None and clause.type is None and clause.id is None:
+            self.ctx.notes.append(
                 "A concept clause without a type matches memory concepts only: give the type (e.g. "
-                f"{{type: {self.adoption.types[0].name!r}, …}}) to read adopted concepts (docs/adopt.md).".replace("'", '"')
+                f"{{type: {self.ctx.adoption.types[0].name!r}, …}}) to read adopted concepts (docs/adopt.md).".replace("'", '"')
             )
         if clause.var is not None:
             ref, _ = self.bind_node(clause.var, CONCEPT, scope, avoid)
-        key = self.keys.add(
-            node_key(clause.var) if clause.var is not None else self.keys.anonymous(),
+        key = self.ctx.keys.add(
+            node_key(clause.var) if clause.var is not None else self.ctx.keys.anonymous(),
             seed=clause.id is not None or (clause.type is not None and clause.name is not None),
         )
         out = frag("(")
@@ -919,25 +750,25 @@ class Lowerer:
             out.add(ref)
         props: list[Fragment] = []
         if clause.id is not None:
-            props.append(frag("id: ", self.param(self.string_of(clause.id, "A concept `id`"))))
-        type_name = self.string_of(clause.type, "A concept `type`", _TYPE_ROLE) if clause.type is not None else None
+            props.append(frag("id: ", self.ctx.param(self.ctx.string_of(clause.id, "A concept `id`"))))
+        type_name = self.ctx.string_of(clause.type, "A concept `type`", _TYPE_ROLE) if clause.type is not None else None
         if type_name is not None:
-            self.grounding.add(self.grounding.types, type_name, required, clause.type.span.start)
+            self.ctx.grounding.add(self.ctx.grounding.types, type_name, required, clause.type.span.start)
             if clause.var is not None:
-                self.var_kinds.setdefault(clause.var, (True, type_name))
+                self.ctx.var_kinds.setdefault(clause.var, (True, type_name))
         if clause.name is not None:
-            name = self.string_of(clause.name, "A concept `name`")
+            name = self.ctx.string_of(clause.name, "A concept `name`")
             if type_name is not None:
                 # (type, name) is the composite unique key: a unique index seek.
                 props.append(frag("type: ", Param(type_name)))
-            props.append(frag("name: ", self.param(name)))
+            props.append(frag("name: ", self.ctx.param(name)))
         if props or type_name is None:
             # the id and (type, name) keys are unique on the namespace's concept label
-            out.add(":", self.names.concept)
+            out.add(":", self.ctx.names.concept)
         else:
             # a typed scan: the type's label is in the namespace's label space, so it alone names
             # this namespace's concepts of the type (no second label to intersect)
-            out.add(":", Ident(self.names.label(type_name)))
+            out.add(":", Ident(self.ctx.names.label(type_name)))
         if props:
             out.add(" {", join(", ", props), "}")
         out.add(")")
@@ -947,32 +778,32 @@ class Lowerer:
     def adopted_type(self, clause: ast.ConceptClause, default: adopt.AdoptedType | None) -> adopt.AdoptedType | None:
         """The adopted type a concept clause reads: the one it names (by ``type`` or by an
         ``A:<Type>:…`` id), else ``default``; None for a memory concept clause."""
-        if self.adoption is None:
+        if self.ctx.adoption is None:
             return None
         if clause.type is not None:
-            return self.adoption.type(self.string_of(clause.type, "A concept `type`", _TYPE_ROLE))
+            return self.ctx.adoption.type(self.ctx.string_of(clause.type, "A concept `type`", _TYPE_ROLE))
         if clause.id is not None:
-            split = adopt.split_id(self.value_of(clause.id))  # a kept placeholder: a memory id
+            split = adopt.split_id(self.ctx.value_of(clause.id))  # a kept placeholder: a memory id
             if split is not None:
-                return self.adoption.type(split[0])
+                return self.ctx.adoption.type(split[0])
         return default
 
     def adopted_node(
         self, clause: ast.ConceptClause, t: adopt.AdoptedType, scope: dict[str, Binding], *, required: bool, avoid: frozenset[str], ref: Part | None
     ) -> tuple[Fragment, str]:
         """``(v:`Label` {`name_prop`: $name} WHERE …)``: the team's nodes of an adopted type.
-        Names need not be unique there, so nothing here determines a row (no _Keys seed)."""
+        Names need not be unique there, so nothing here determines a row (no Keys seed)."""
         if clause.var is not None:
             ref = self.adopt_var(clause.var, CONCEPT, t, scope, avoid)
         elif ref is None:
-            ref = self.fresh("n")
-        key = self.keys.add(node_key(clause.var) if clause.var is not None else self.keys.anonymous())
+            ref = self.ctx.fresh("n")
+        key = self.ctx.keys.add(node_key(clause.var) if clause.var is not None else self.ctx.keys.anonymous())
         if clause.type is not None:
-            self.grounding.add(self.grounding.types, t.name, required, clause.type.span.start)
-        name = self.param(self.string_of(clause.name, "A concept `name`")) if clause.name is not None else None
+            self.ctx.grounding.add(self.ctx.grounding.types, t.name, required, clause.type.span.start)
+        name = self.ctx.param(self.ctx.string_of(clause.name, "A concept `name`")) if clause.name is not None else None
         id_value = None
         if clause.id is not None:
-            split = adopt.split_id(self.string_of(clause.id, "A concept `id`", "an adopted id decides the property it is looked up by"))
+            split = adopt.split_id(self.ctx.string_of(clause.id, "A concept `id`", "an adopted id decides the property it is looked up by"))
             id_value = split[1] if split is not None and split[0] == t.name else ""
         return adopted_cy.node(ref, t, name, id_value), key
 
@@ -985,9 +816,9 @@ class Lowerer:
 
     def adopted_predicate(self, predicate: ast.Predicate, at: int) -> adopt.AdoptedPredicate | None:
         """The adopted predicate a (bound) predicate pattern names; None for memory predicates."""
-        if self.adoption is None or not isinstance(predicate, ast.PredicatePattern):
+        if self.ctx.adoption is None or not isinstance(predicate, ast.PredicatePattern):
             return None
-        found = [self.adoption.predicate(name) for name in predicate.names]
+        found = [self.ctx.adoption.predicate(name) for name in predicate.names]
         if not any(found):
             return None
         if len(found) > 1:
@@ -998,9 +829,9 @@ class Lowerer:
 
     def adopted_alternatives(self, predicate: ast.Predicate) -> list[adopt.AdoptedPredicate] | None:
         """``"a" | "b"`` where every name is an adopted predicate (None otherwise)."""
-        if self.adoption is None or not isinstance(predicate, ast.PredicatePattern) or len(predicate.names) < 2:
+        if self.ctx.adoption is None or not isinstance(predicate, ast.PredicatePattern) or len(predicate.names) < 2:
             return None
-        found = [self.adoption.predicate(name) for name in predicate.names]
+        found = [self.ctx.adoption.predicate(name) for name in predicate.names]
         return found if all(found) else None
 
     def adopted_link(
@@ -1018,15 +849,17 @@ class Lowerer:
         node); a ``?link`` variable binds the relationship."""
         if isinstance(clause.subject, ast.PropositionClause) or isinstance(clause.object, ast.PropositionClause):
             raise adopted_cy.unsupported("A nested proposition as subject or object", clause.span.start)
-        subject, s_key = self.endpoint(clause.subject, scope, parts, [], required=required, avoid=avoid, reified=False, adopted=self.adoption.type(p.subject))
-        obj, o_key = self.endpoint(clause.object, scope, parts, [], required=required, avoid=avoid, reified=False, adopted=self.adoption.type(p.object))
+        subject, s_key = self.endpoint(
+            clause.subject, scope, parts, [], required=required, avoid=avoid, reified=False, adopted=self.ctx.adoption.type(p.subject)
+        )
+        obj, o_key = self.endpoint(clause.object, scope, parts, [], required=required, avoid=avoid, reified=False, adopted=self.ctx.adoption.type(p.object))
         self.ground_predicates(predicate, clause.predicate, required)
         if clause.var is not None:
             rel = self.adopt_var(clause.var, PROPOSITION, p, scope, avoid)
-            key = self.keys.add(node_key(clause.var))
+            key = self.ctx.keys.add(node_key(clause.var))
         else:
-            rel, key = self.fresh("r"), self.keys.add(self.keys.anonymous())
-        self.keys.rule([key], [s_key, o_key])
+            rel, key = self.ctx.fresh("r"), self.ctx.keys.add(self.ctx.keys.anonymous())
+        self.ctx.keys.rule([key], [s_key, o_key])
         parts.append(frag(subject, "-[", rel, ":", Ident(p.rel_type), "]->", obj))
         return (rel if clause.var is not None else None), (key if clause.var is not None else None)
 
@@ -1034,18 +867,26 @@ class Lowerer:
         self, clause: ast.PropositionClause, link_id: str, scope: dict[str, Binding], parts: list[Fragment], conds: list[Fragment], avoid: frozenset[str]
     ) -> tuple[Part | None, str | None] | None:
         """``(id: "A:treats:@…")``: one relationship of an adopted predicate, by elementId."""
-        split = adopt.split_id(link_id) if self.adoption is not None else None
-        p = self.adoption.predicate(split[0]) if split is not None else None
+        split = adopt.split_id(link_id) if self.ctx.adoption is not None else None
+        p = self.ctx.adoption.predicate(split[0]) if split is not None else None
         if p is None:
             return None
         if clause.var is not None:
             rel = self.adopt_var(clause.var, PROPOSITION, p, scope, avoid)
-            key = self.keys.add(node_key(clause.var))
+            key = self.ctx.keys.add(node_key(clause.var))
         else:
-            rel, key = self.fresh("r"), self.keys.add(self.keys.anonymous())
-        s, o = self.fresh("n"), self.fresh("n")
+            rel, key = self.ctx.fresh("r"), self.ctx.keys.add(self.ctx.keys.anonymous())
+        s, o = self.ctx.fresh("n"), self.ctx.fresh("n")
         parts.append(
-            frag(adopted_cy.node(s, self.adoption.type(p.subject)), "-[", rel, ":", Ident(p.rel_type), "]->", adopted_cy.node(o, self.adoption.type(p.object)))
+            frag(
+                adopted_cy.node(s, self.ctx.adoption.type(p.subject)),
+                "-[",
+                rel,
+                ":",
+                Ident(p.rel_type),
+                "]->",
+                adopted_cy.node(o, self.ctx.adoption.type(p.object)),
+            )
         )
         mark = adopt.ELEMENT_MARK
         conds.append(frag("elementId(", rel, ") = ", Param(split[1][len(mark) :])) if split[1].startswith(mark) else frag("false"))
@@ -1066,7 +907,7 @@ class Lowerer:
         other relationship — the team's own, KIP's structural ``KIP_SUBJECT`` / ``KIP_OBJECT``,
         another namespace's — fails it. A relationship's type is read with the relationship
         itself: no property read (the ``kip_id`` test of layout 1 was one db hit per row)."""
-        return frag("type(", rel, ") STARTS WITH ", literal(self.names.predicate_prefix))
+        return frag("type(", rel, ") STARTS WITH ", literal(self.ctx.names.predicate_prefix))
 
     def adopted_by_endpoints(self, clause: ast.PropositionClause, scope: dict[str, Binding]) -> list[adopt.AdoptedPredicate] | None:
         """For ``(s, ?p, o)``: when ``s`` or ``o`` is an adopted concept (a clause of an adopted
@@ -1076,7 +917,7 @@ class Lowerer:
         s, o = self.adopted_endpoint(clause.subject, scope), self.adopted_endpoint(clause.object, scope)
         if s is None and o is None:
             return None
-        return [p for p in self.adoption.predicates if (s is None or p.subject == s.name) and (o is None or p.object == o.name)]
+        return [p for p in self.ctx.adoption.predicates if (s is None or p.subject == s.name) and (o is None or p.object == o.name)]
 
     def linked_candidates(
         self, clause: ast.PropositionClause, candidates: list[adopt.AdoptedPredicate], predicate: ast.Var, scope: dict[str, Binding]
@@ -1106,7 +947,7 @@ class Lowerer:
             return None, False
         if "unknown" in kinds:
             free = next(e.name for e in (clause.subject, clause.object) if isinstance(e, ast.Var) and e.name not in scope)
-            self.notes.append(
+            self.ctx.notes.append(
                 f"?{predicate.name} ranges over the adopted predicates here ({', '.join(p.name for p in candidates)}): ?{free} is bound to nothing "
                 f"before this clause, and one variable cannot hold both an adopted concept and a memory element. To read memory propositions "
                 f'here too, bind ?{free} first to a type (a memory type, or an adopted one) or name the predicate (docs/adopt.md, "link_memory").'
@@ -1125,23 +966,23 @@ class Lowerer:
         them, and the warning that says so (docs/adopt.md, "link_memory")."""
         note = (
             f"?{name} binds memory concepts and propositions only: a memory proposition may also end at an adopted concept "
-            f'(link_memory); bind ?{name} to an adopted type before this clause (e.g. ?{name} {{type: "{self.adoption.types[0].name}"}}) to read those '
+            f'(link_memory); bind ?{name} to an adopted type before this clause (e.g. ?{name} {{type: "{self.ctx.adoption.types[0].name}"}}) to read those '
             "(docs/adopt.md)."
         )
-        if note not in self.notes:
-            self.notes.append(note)
+        if note not in self.ctx.notes:
+            self.ctx.notes.append(note)
         return self.kip_element(ref)
 
     def kip_element(self, ref: Part) -> Fragment:
         """``ref`` is a memory concept or proposition of the namespace (a label test)."""
-        return frag("(", ref, ":", self.names.concept, " OR ", ref, ":", self.names.proposition, ")")
+        return frag("(", ref, ":", self.ctx.names.concept, " OR ", ref, ":", self.ctx.names.proposition, ")")
 
     def whole(self, node: Part, subject: bool, obj: bool) -> list[Fragment]:
         """With link_memory the team may delete an adopted node a memory proposition points at
         (``DETACH DELETE`` removes KIP's relationships with it): such a proposition has lost an
         endpoint and is not read. The tests for the endpoint relationships a pattern does not
         already expand (``subject`` / ``obj``: test that one)."""
-        rels = [rel for rel, test in ((self.names.subject_rel, subject), (self.names.object_rel, obj)) if test]
+        rels = [rel for rel, test in ((self.ctx.names.subject_rel, subject), (self.ctx.names.object_rel, obj)) if test]
         return [frag("EXISTS { (", node, ")-[:", rel, "]->() }") for rel in rels]
 
     def adopted_variable_link(
@@ -1173,16 +1014,16 @@ class Lowerer:
             raise adopted_cy.unsupported(what, clause.span.start)
         if clause.var is not None and len(candidates) > 1:
             raise adopted_cy.unsupported(f"A ?{clause.var} link variable with a predicate variable that could be several adopted predicates", clause.span.start)
-        s_type = self.adoption.type(subjects.pop()) if candidates else None
-        o_type = self.adoption.type(objects.pop()) if candidates else None
+        s_type = self.ctx.adoption.type(subjects.pop()) if candidates else None
+        o_type = self.ctx.adoption.type(objects.pop()) if candidates else None
         subject, s_key = self.endpoint(clause.subject, scope, parts, conds, required=required, avoid=avoid, reified=False, adopted=s_type)
         obj, o_key = self.endpoint(clause.object, scope, parts, conds, required=required, avoid=avoid, reified=False, adopted=o_type)
         if clause.var is not None:
             rel = self.adopt_var(clause.var, PROPOSITION, candidates[0] if candidates else None, scope, avoid)
-            key = self.keys.add(node_key(clause.var))
+            key = self.ctx.keys.add(node_key(clause.var))
         else:
-            rel, key = self.fresh("r"), self.keys.add(self.keys.anonymous())
-        self.keys.rule([key], [s_key, o_key])
+            rel, key = self.ctx.fresh("r"), self.ctx.keys.add(self.ctx.keys.anonymous())
+        self.ctx.keys.rule([key], [s_key, o_key])
         if not candidates:  # no adopted predicate links these types: nothing matches
             parts.append(frag(subject, "-[", rel, "]->", obj))
             conds.append(frag("false"))
@@ -1200,8 +1041,8 @@ class Lowerer:
             parts.append(frag(subject, "-[", rel, ":", join("|", [Ident(t) for t in rel_types]), "]->", obj))
         if predicate is not None:
             self.bind_predicate(predicate.name, adopted_name, scope, conds, avoid)
-            p_key = self.keys.add(node_key(predicate.name))
-            self.keys.rule([key], [p_key])
+            p_key = self.ctx.keys.add(node_key(predicate.name))
+            self.ctx.keys.rule([key], [p_key])
         return (rel if clause.var is not None else None), (key if clause.var is not None else None)
 
     def endpoint(
@@ -1216,18 +1057,18 @@ class Lowerer:
         reified: bool,
         adopted: adopt.AdoptedType | None = None,
     ) -> tuple[Fragment | None, str | None]:
-        """A subject/object → (node pattern, _Keys element); (None, None) for a variable of a
+        """A subject/object → (node pattern, Keys element); (None, None) for a variable of a
         reified clause that nothing else reads (lean): the node need not be expanded to."""
         if isinstance(endpoint, ast.Var):
-            if reified and endpoint.name in self.dont_care and endpoint.name not in scope:
+            if reified and endpoint.name in self.ctx.dont_care and endpoint.name not in scope:
                 return None, None
             if adopted is not None:
                 ref = self.adopt_var(endpoint.name, ELEMENT, adopted, scope, avoid)
-                return adopted_cy.node(ref, adopted), self.keys.add(node_key(endpoint.name))
+                return adopted_cy.node(ref, adopted), self.ctx.keys.add(node_key(endpoint.name))
             ref, bound = self.bind_node(endpoint.name, ELEMENT, scope, avoid)
-            if not bound and self.link_memory:
+            if not bound and self.ctx.link_memory:
                 conds.append(self.memory_end(endpoint.name, ref))
-            return frag("(", ref, ")"), self.keys.add(node_key(endpoint.name))
+            return frag("(", ref, ")"), self.ctx.keys.add(node_key(endpoint.name))
         if isinstance(endpoint, ast.ConceptClause):
             return self.concept_node(endpoint, scope, required=required, avoid=avoid, adopted=adopted)
         node, key = self.proposition(endpoint, scope, parts, conds, need_node=True, required=required, avoid=avoid)
@@ -1245,27 +1086,27 @@ class Lowerer:
         avoid: frozenset[str],
     ) -> tuple[Part | None, str | None]:
         """Append the pattern of a proposition clause to ``parts``; returns the proposition node
-        variable when ``need_node`` (a ?link variable or a nested endpoint), and its _Keys element."""
+        variable when ``need_node`` (a ?link variable or a nested endpoint), and its Keys element."""
         node: Part | None = None
         key: str | None = None
-        keys = self.keys
+        keys = self.ctx.keys
         if need_node:
             if clause.var is not None:
                 node, _ = self.bind_node(clause.var, PROPOSITION, scope, avoid)
                 key = node_key(clause.var)
             else:
-                node = self.fresh("p")
+                node = self.ctx.fresh("p")
                 key = keys.anonymous()
         if clause.id is not None:
-            link_id = self.string_of(clause.id, "A proposition `id`")
+            link_id = self.ctx.string_of(clause.id, "A proposition `id`")
             by_id = self.adopted_link_by_id(clause, link_id, scope, parts, conds, avoid)
             if by_id is not None:
                 if need_node and clause.var is None:
                     raise _nested_adopted(clause.span.start)
                 return by_id
-            held = node if node is not None or not self.link_memory else self.fresh("p")
-            parts.append(frag("(", held if held is not None else "", ":", self.names.proposition, " {id: ", self.param(link_id), "})"))
-            if self.link_memory:
+            held = node if node is not None or not self.ctx.link_memory else self.ctx.fresh("p")
+            parts.append(frag("(", held if held is not None else "", ":", self.ctx.names.proposition, " {id: ", self.ctx.param(link_id), "})"))
+            if self.ctx.link_memory:
                 conds.extend(self.whole(held, True, True))
             keys.add(key or keys.anonymous(), seed=True)
             return node, key
@@ -1283,16 +1124,16 @@ class Lowerer:
                 raise adopted_cy.unsupported('A ?link variable or a nested clause with an alternative of adopted predicates ("a" | "b")', clause.span.start)
             self.ground_predicates(predicate, clause.predicate, required)
             return self.adopted_variable_link(clause, alternatives, None, scope, parts, conds, required=required, avoid=avoid)
-        if isinstance(predicate, ast.Var) and self.adoption is not None and self.adoption.predicates:
+        if isinstance(predicate, ast.Var) and self.ctx.adoption is not None and self.ctx.adoption.predicates:
             candidates = self.adopted_by_endpoints(clause, scope)
             if candidates is None:
-                self.notes.append(
-                    f"?{predicate.name} ranges over memory predicates only: the adopted predicates ({', '.join(p.name for p in self.adoption.predicates)}) "
+                self.ctx.notes.append(
+                    f"?{predicate.name} ranges over memory predicates only: the adopted predicates ({', '.join(p.name for p in self.ctx.adoption.predicates)}) "
                     "are read only when the clause names one, or when its subject or object is bound before it to an adopted type (docs/adopt.md)."
                 )
             else:
                 memory = False
-                if self.link_memory:
+                if self.ctx.link_memory:
                     candidates, memory = self.linked_candidates(clause, candidates, predicate, scope)
                 if candidates is not None:
                     if need_node and clause.var is None:
@@ -1307,11 +1148,11 @@ class Lowerer:
         if node is not None:
             keys.add(key)
             keys.rule([key], [s_key, o_key])  # one KIP_SUBJECT and one KIP_OBJECT per proposition
-            label = frag(node, ":", self.names.proposition)
+            label = frag(node, ":", self.ctx.names.proposition)
             if isinstance(predicate, ast.PredicatePattern) and len(predicate.names) == 1:
                 label.add(" {predicate: ", Param(predicate.names[0]), "}")
                 if clause.var is not None:
-                    self.var_kinds.setdefault(clause.var, (False, predicate.names[0]))
+                    self.ctx.var_kinds.setdefault(clause.var, (False, predicate.names[0]))
                 if s_key and o_key:
                     keys.rule([s_key, o_key], [key])  # (subject, predicate, object) is unique
             elif isinstance(predicate, ast.PredicatePattern):
@@ -1323,18 +1164,18 @@ class Lowerer:
                 if s_key and o_key:
                     keys.rule([s_key, o_key, p_key], [key])
             pattern = frag("(", label, ")")
-            if self.link_memory:
+            if self.ctx.link_memory:
                 conds.extend(self.whole(node, subject is None, obj is None))
             if subject is not None:
-                pattern = frag(subject, "<-[:", self.names.subject_rel, "]-", pattern)
+                pattern = frag(subject, "<-[:", self.ctx.names.subject_rel, "]-", pattern)
             if obj is not None:
-                pattern = frag(pattern, "-[:", self.names.object_rel, "]->", obj)
+                pattern = frag(pattern, "-[:", self.ctx.names.object_rel, "]->", obj)
             parts.append(pattern)
             return node, key
         rel_key = keys.add(keys.anonymous())
         keys.rule([rel_key], [s_key, o_key])
         if isinstance(predicate, ast.Var):
-            rel = self.fresh("r")
+            rel = self.ctx.fresh("r")
             parts.append(frag(subject, "-[", rel, "]->", obj))
             conds.append(self.memory_link(rel))
             self.bind_predicate(predicate.name, self.predicate_of(rel), scope, conds, avoid)
@@ -1347,19 +1188,19 @@ class Lowerer:
         # ("a" | "b" between the same nodes can match more than once)
         # A memory predicate's type is in KIP's label space: every relationship of it is memory,
         # whatever its ends are (the team's nodes with link_memory included).
-        parts.append(frag(subject, "-[:", _types(predicate, self.names), "]->", obj))
+        parts.append(frag(subject, "-[:", _types(predicate, self.ctx.names), "]->", obj))
         return None, None
 
     def predicate_of(self, rel: Part) -> Fragment:
         """The predicate a native relationship stands for: its type, without the label-space prefix."""
-        return frag("substring(type(", rel, "), ", str(len(self.names.predicate_prefix)), ")")
+        return frag("substring(type(", rel, "), ", str(len(self.ctx.names.predicate_prefix)), ")")
 
     def named(self, predicate: ast.Predicate) -> ast.Predicate:
         """A predicate pattern with every name bound (``:p`` → its parameter) and checked as a
         quoted name is (``values.resolve_predicate``); a predicate variable as it is."""
         if isinstance(predicate, ast.Var):
             return predicate
-        names = tuple(resolve_predicate(name, self.parameters, predicate.span.start) for name in predicate.names)
+        names = tuple(resolve_predicate(name, self.ctx.parameters, predicate.span.start) for name in predicate.names)
         return replace(predicate, names=names)
 
     def ground_predicates(self, predicate: ast.PredicatePattern, written: ast.PredicatePattern, required: bool) -> None:
@@ -1371,7 +1212,7 @@ class Lowerer:
         certain = required and len(predicate.names) == 1 and (quantifier is None or int(quantifier.min) > 0)
         for name, as_written in zip(predicate.names, written.names):
             offset = as_written.span.start if isinstance(as_written, ast.Placeholder) else predicate.span.start
-            self.grounding.add(self.grounding.predicates, name, certain, offset)
+            self.ctx.grounding.add(self.ctx.grounding.predicates, name, certain, offset)
 
     # ------------------------------------------------------------------ paths
     def path(
@@ -1394,8 +1235,8 @@ class Lowerer:
         walked = self.walked_type(predicate, clause.span.start)
         s_ref, s_bound = self.path_end(clause.subject, scope, parts, conds, required=required, avoid=avoid, adopted=walked)
         o_ref, o_bound = self.path_end(clause.object, scope, parts, conds, required=required, avoid=avoid, adopted=walked)
-        self.keys.add(self.keys.anonymous())  # a path element: nothing determines it, so DISTINCT stays
-        types = frag(Ident(self.adoption.predicate(predicate.names[0]).rel_type)) if walked is not None else _types(predicate, self.names)
+        self.ctx.keys.add(self.ctx.keys.anonymous())  # a path element: nothing determines it, so DISTINCT stays
+        types = frag(Ident(self.ctx.adoption.predicate(predicate.names[0]).rel_type)) if walked is not None else _types(predicate, self.ctx.names)
 
         def hop_end(node: Part) -> Fragment:
             """A node a hop reaches: over an adopted predicate, a node of its type."""
@@ -1414,7 +1255,7 @@ class Lowerer:
         free_ends = [
             (e.name, ref)
             for e, ref, bound in ((clause.subject, s_ref, s_bound), (clause.object, o_ref, o_bound))
-            if self.link_memory and walked is None and isinstance(e, ast.Var) and not bound
+            if self.ctx.link_memory and walked is None and isinstance(e, ast.Var) and not bound
         ]
         if not s_bound and not o_bound and walked is not None:
             parts.append(adopted_cy.node(s_ref, walked))  # every node of the adopted type may begin a walk
@@ -1422,7 +1263,7 @@ class Lowerer:
         if not s_bound and not o_bound:
             # Neither end known: start from every node that can begin such a walk.
             parts.append(frag("(", s_ref, ")"))
-            if low == 0 or walked is None and not self.link_memory:
+            if low == 0 or walked is None and not self.ctx.link_memory:
                 # a walk of memory relationships begins at a KIP element: a label scan of KIP's
                 # nodes, not of all the team's (with link_memory ``memory_end`` below says the same)
                 conds.append(self.kip_element(s_ref))
@@ -1441,7 +1282,7 @@ class Lowerer:
         carry = [end] if end_bound and end != start else []
         layers = low if low >= 2 else 0  # ANY SHORTEST alone is exact for a minimum of 0 or 1
         for _ in range(layers):
-            nxt = self.fresh("x")
+            nxt = self.ctx.fresh("x")
             body.append(frag("MATCH (", current, ")", arrows[0], hop(), arrows[1], hop_end(nxt)))
             body.append(frag("WITH DISTINCT ", join(", ", [nxt, *carry])))
             current = nxt
@@ -1461,7 +1302,7 @@ class Lowerer:
         if walked_to:
             body.append(frag("WITH * WHERE ", join(" AND ", walked_to)))
         if end_bound:
-            body.append(frag("RETURN true AS ", self.fresh("reached"), " LIMIT 1"))
+            body.append(frag("RETURN true AS ", self.ctx.fresh("reached"), " LIMIT 1"))
         else:
             body.append(frag("RETURN DISTINCT ", end))
         imports = [start, end] if end_bound and end != start else [start]
@@ -1475,7 +1316,7 @@ class Lowerer:
             return None
         if p.subject != p.object:
             raise adopted_cy.unsupported(f"A path over {p.name!r}, which links {p.subject} to {p.object} (its links cannot chain),", at)
-        return self.adoption.type(p.subject)
+        return self.ctx.adoption.type(p.subject)
 
     def path_end(
         self,
@@ -1495,10 +1336,10 @@ class Lowerer:
                 ref = self.adopt_var(endpoint.name, ELEMENT, adopted, scope, avoid)
             else:
                 ref, _ = self.bind_node(endpoint.name, ELEMENT, scope, avoid)
-            self.keys.add(node_key(endpoint.name))
+            self.ctx.keys.add(node_key(endpoint.name))
             return ref, bound
         if isinstance(endpoint, ast.ConceptClause):
-            ref = None if endpoint.var is not None else self.fresh("n")
+            ref = None if endpoint.var is not None else self.ctx.fresh("n")
             node, _ = self.concept_node(endpoint, scope, required=required, avoid=avoid, ref=ref, adopted=adopted)
             parts.append(node)
             return (scope[endpoint.var].ref if endpoint.var is not None else ref), True
@@ -1523,7 +1364,7 @@ class Lowerer:
                 f"Leave the maximum open ({{{low},}}) or write a smaller one.",
                 offset=quantifier.span.start,
             )
-        cap = self.settings.max_hops
+        cap = self.ctx.settings.max_hops
         if low > cap:
             raise KipError(
                 RESOURCE_EXHAUSTED,
@@ -1546,16 +1387,10 @@ class Lowerer:
         conds.append(frag(expr, " = ", binding.ref))
 
     # ------------------------------------------------------------------ expressions
-    def lookup(self, name: str, scope: Mapping[str, Binding], used_in: str) -> Binding:
-        binding = scope.get(name)
-        if binding is None:
-            raise unbound(name, used_in)
-        return binding
-
     def raw_value(self, expr: ast.Var | ast.DotPath, scope: Mapping[str, Binding], used_in: str) -> Fragment:
         if isinstance(expr, ast.Var):
-            return frag(self.lookup(expr.name, scope, used_in).ref)
-        binding = self.lookup(expr.var, scope, used_in)
+            return frag(self.ctx.lookup(expr.name, scope, used_in).ref)
+        binding = self.ctx.lookup(expr.var, scope, used_in)
         if binding.kind == PREDICATE:
             raise KipError(
                 INVALID_SYNTAX,
@@ -1564,15 +1399,15 @@ class Lowerer:
             )
         if binding.adopted is not None:
             if expr.path[0] == "attributes" and len(expr.path) == 2 and binding.adopted.property_of(expr.path[1]) is None:
-                self.unmapped.setdefault((expr.var, expr.path[1]), binding.adopted)  # always null: said in ``warnings``
-            return adopted_cy.field(binding.ref, binding.adopted, expr.path, self.adoption)
+                self.ctx.unmapped.setdefault((expr.var, expr.path[1]), binding.adopted)  # always null: said in ``warnings``
+            return adopted_cy.field(binding.ref, binding.adopted, expr.path, self.ctx.adoption)
         head = expr.path[0]
         if head in SCALAR_FIELDS:
             return frag(binding.ref, "." + head)
         prefix = MAP_FIELDS[head]
         if len(expr.path) == 1:
             return frag("properties(", binding.ref, ")")
-        self.key_uses.setdefault((expr.var, prefix + expr.path[1]), expr.span.start)
+        self.ctx.key_uses.setdefault((expr.var, prefix + expr.path[1]), expr.span.start)
         return frag(binding.ref, ".", Ident(prefix + expr.path[1]))
 
     def is_stored(self, expr: Any) -> bool:
@@ -1580,7 +1415,7 @@ class Lowerer:
         return isinstance(expr, ast.DotPath) and expr.path[0] in MAP_FIELDS and len(expr.path) == 2
 
     def is_null_literal(self, expr: Any) -> bool:
-        return isinstance(expr, (ast.Literal, ast.Placeholder)) and self.value_of(expr) is None
+        return isinstance(expr, (ast.Literal, ast.Placeholder)) and self.ctx.value_of(expr) is None
 
     def needs_guard(self, op: str, other: Any) -> bool:
         """Whether a stored value compared by ``op`` with ``other`` must hide JSON text.
@@ -1592,7 +1427,7 @@ class Lowerer:
         remaining cases need ``CASE WHEN v STARTS WITH <marker> THEN null ELSE v END``."""
         if not isinstance(other, (ast.Literal, ast.Placeholder)):
             return True
-        value = self.value_of(other)
+        value = self.ctx.value_of(other)
         if isinstance(value, Deferred):
             return True  # its type is known only at run time
         if value is None:
@@ -1608,7 +1443,7 @@ class Lowerer:
     def operand(self, expr: Any, scope: Mapping[str, Binding], used_in: str, guard: bool = True) -> Fragment:
         """A comparable value: JSON-text values (objects, explicit null …) compare as null."""
         if isinstance(expr, (ast.Literal, ast.ListLit, ast.Placeholder, ast.ObjectLit)):
-            return frag(self.param(self.value_of(expr)))
+            return frag(self.ctx.param(self.ctx.value_of(expr)))
         if isinstance(expr, ast.DotPath) and expr.path[0] in MAP_FIELDS and len(expr.path) == 1:
             raise KipError(
                 INVALID_SYNTAX,
@@ -1664,7 +1499,7 @@ class Lowerer:
         if expr.op not in ("==", "!="):
             return None
         for side in (expr.right, expr.left):
-            if isinstance(side, ast.Placeholder) and side.name not in self.non_null and isinstance(self.value_of(side), Deferred):
+            if isinstance(side, ast.Placeholder) and side.name not in self.ctx.non_null and isinstance(self.ctx.value_of(side), Deferred):
                 return side
         return None
 
@@ -1674,12 +1509,12 @@ class Lowerer:
         (three-valued logic kept: the ELSE branch is the comparison as compiled with a value)."""
         this = expr.left if kept is expr.right else expr.right
         when_null = self.condition(replace(expr, left=this, right=ast.Literal(None, kept.span)), scope, used_in)
-        outer, self.non_null = self.non_null, self.non_null | {kept.name}
+        outer, self.ctx.non_null = self.ctx.non_null, self.ctx.non_null | {kept.name}
         try:
             otherwise = self.condition(expr, scope, used_in)
         finally:
-            self.non_null = outer
-        return frag("CASE WHEN ", self.param(self.value_of(kept)), " IS NULL THEN ", when_null, " ELSE ", otherwise, " END")
+            self.ctx.non_null = outer
+        return frag("CASE WHEN ", self.ctx.param(self.ctx.value_of(kept)), " IS NULL THEN ", when_null, " ELSE ", otherwise, " END")
 
     def bool_chain(self, expr: ast.BoolOp, scope: Mapping[str, Binding], used_in: str) -> Fragment:
         """``a && b && c`` → ``a AND b AND c``; parentheses only where && and || meet."""
@@ -1706,11 +1541,11 @@ class Lowerer:
         if name in ("IS_NULL", "IS_NOT_NULL"):
             arg = args[0]
             if isinstance(arg, ast.DotPath) and arg.path[0] in MAP_FIELDS and len(arg.path) == 1:
-                raw = frag(self.lookup(arg.var, scope, used_in).ref)  # the whole object exists iff the element does
+                raw = frag(self.ctx.lookup(arg.var, scope, used_in).ref)  # the whole object exists iff the element does
             elif isinstance(arg, (ast.Var, ast.DotPath)):
                 raw = self.raw_value(arg, scope, used_in)
             else:
-                raw = frag(self.param(self.value_of(arg)))
+                raw = frag(self.ctx.param(self.ctx.value_of(arg)))
             if self.is_stored(arg):
                 test = frag("(", raw, " IS NULL OR ", raw, " = ", JSON_NULL_LITERAL, ")")
             else:
@@ -1718,10 +1553,10 @@ class Lowerer:
             return test if name == "IS_NULL" else frag("NOT ", test)
         if name == "IN":
             literal_list = isinstance(args[1], (ast.ListLit, ast.Placeholder, ast.Literal))
-            if literal_list and not isinstance(self.value_of(args[1]), (list, Deferred)):
+            if literal_list and not isinstance(self.ctx.value_of(args[1]), (list, Deferred)):
                 raise KipError(
                     INVALID_SYNTAX,
-                    f"IN needs a list as its second argument, got {describe(self.value_of(args[1]))}.",
+                    f"IN needs a list as its second argument, got {describe(self.ctx.value_of(args[1]))}.",
                     'Write IN(?x, ["a", "b"]) or bind the placeholder to an array.',
                 )
             value, items = self.operand(args[0], scope, used_in, guard=not literal_list), self.operand(args[1], scope, used_in)
@@ -1742,10 +1577,10 @@ class Lowerer:
                 "REGEX needs its pattern as a string literal or a placeholder; a pattern read from the graph cannot be checked before it runs.",
                 'Write REGEX(?x, "pattern") or REGEX(?x, :pattern); to compare two values use ==, CONTAINS, STARTS_WITH or ENDS_WITH.',
             )
-        pattern = resolve(args[1], self.parameters, role="a REGEX pattern is checked (syntax, cost) before it runs")
+        pattern = resolve(args[1], self.ctx.parameters, role="a REGEX pattern is checked (syntax, cost) before it runs")
         if not isinstance(pattern, str):
             raise KipError(INVALID_SYNTAX, f"REGEX needs a string pattern, got {describe(pattern)}.", 'Write REGEX(?x, "pattern").')
-        search = compile_search(pattern, self.regex_budget)
+        search = compile_search(pattern, self.ctx.regex_budget)
         subject = self.operand(args[0], scope, used_in)
         return frag(
             subject,

@@ -46,7 +46,7 @@ from ..cypher.builder import Fragment, Ident, Internal, Param, Part, Statement, 
 from ..errors import KipError
 from ..syntax import ast
 from ..syntax.values import describe, resolve, resolve_int
-from . import grounding, rules
+from . import context, grounding, rules
 from . import pattern as pat
 from . import writes as K
 from .plan import Compiled, Plan
@@ -115,7 +115,7 @@ class Targets:
     def __init__(self, where, target: str, parameters, settings: Settings, used_in: str, kinds, limit=None) -> None:
         # Lean lowering (docs/kql.md): only ?target is read after the WHERE.
         self.pattern = pat.lower_where(where, parameters, settings, used=[target])
-        self.names = self.pattern.lowerer.names
+        self.names = self.pattern.ctx.names
         #: concept / proposition when the WHERE pins the kind (element: either)
         self.kind = self.pattern.require(target, used_in=used_in, kinds=kinds).kind
         self.pattern.writable(target, used_in)
@@ -151,7 +151,7 @@ class Targets:
         )
 
 
-def bad_element(x: Any, names: storage.Names, *, core_directives: bool, kind: str = pat.ELEMENT) -> Fragment:
+def bad_element(x: Any, names: storage.Names, *, core_directives: bool, kind: str = context.ELEMENT) -> Fragment:
     """Cypher: ``x`` is a protected element for a bulk mutation.
 
     Fully protected concepts and their CoreSchema links always; $self/$system
@@ -160,9 +160,9 @@ def bad_element(x: Any, names: storage.Names, *, core_directives: bool, kind: st
     ``:KipProposition`` nodes): then only that half is tested, without label checks.
     """
     concept = rules.cy_protected_node(x, names, actors=core_directives)
-    if kind == pat.CONCEPT:
+    if kind == context.CONCEPT:
         return frag("coalesce(", concept, ", false)")
-    if kind == pat.PROPOSITION:
+    if kind == context.PROPOSITION:
         return frag("coalesce(", rules.cy_protected_link(x, names), ", false)")
     return frag(
         "coalesce((",
@@ -437,7 +437,7 @@ def lower_update(command: ast.Update, parameters: dict[str, Any], settings: Sett
     sets, written, key_at = _assignments(command, expr)
     touches_cd = any(a.key == K.CORE_DIRECTIVES for a in sets)
     strict = settings.strict_schema and bool(key_at)  # only attributes have an instance_schema
-    targets = Targets(command.where, command.target, parameters, settings, "UPDATE", pat.NODE_KINDS, command.limit)
+    targets = Targets(command.where, command.target, parameters, settings, "UPDATE", context.NODE_KINDS, command.limit)
     # strict mode: the computed attribute values of each matched concept (plain ones are in the plan)
     results = frag(
         "{",
@@ -477,7 +477,7 @@ def _lower_delete_keys(command, parameters: dict[str, Any], settings: Settings, 
     keys = [prefix + k for k in command.keys]
     touches_cd = not metadata and K.CORE_DIRECTIVES in keys
     strict = settings.strict_schema and not metadata
-    targets = Targets(command.where, command.target, parameters, settings, keyword, pat.NODE_KINDS)
+    targets = Targets(command.where, command.target, parameters, settings, keyword, context.NODE_KINDS)
     probe = targets.collect_guarded("_ts", bad_element("x", targets.names, core_directives=touches_cd, kind=targets.kind))
     # strict mode: which of the listed attributes each matched concept holds (and would lose)
     held = frag("[t.type, [k IN ", Param(list(command.keys), "kip_names"), " WHERE _cur[", Param(prefix, "kip_prefix"), " + k] IS NOT NULL]]")
