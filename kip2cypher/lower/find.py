@@ -23,8 +23,7 @@ from ..cypher.builder import Fragment, Internal, Param, Part, Statement, Var, fr
 from ..errors import INVALID_SYNTAX, KipError
 from ..syntax import ast
 from ..syntax.values import resolve, resolve_int
-from . import adopted, adopted_values, grounding
-from . import pattern as pat
+from . import adopted, adopted_values, filters, grounding
 from .context import CONCEPT, PREDICATE, PROPOSITION, Binding
 from .pattern import Pattern, lower_where
 from .plan import Compiled, Plan
@@ -123,7 +122,7 @@ def _decoder(expr: ast.Projection, binding: Binding) -> str:
     if isinstance(expr, ast.Var):
         return RAW if binding.kind == PREDICATE else ELEMENT_OBJECT
     head = expr.path[0]
-    if head in pat.MAP_FIELDS:
+    if head in filters.MAP_FIELDS:
         if len(expr.path) == 1:
             return ATTRIBUTES if head == "attributes" else METADATA
         return STORED
@@ -244,15 +243,15 @@ class _FindLowering:
         func = AGG[agg.func]
         distinct = "DISTINCT " if agg.distinct else ""
         arg = agg.arg
-        if isinstance(arg, ast.Var) or not self.pattern.lowerer.is_stored(arg):
+        if isinstance(arg, ast.Var) or not self.pattern.filters.is_stored(arg):
             value = self.pattern.value(arg)
         else:
             # A stored value is guarded (below), which names it twice: read it once, ahead.
             value = self.read_once(arg)
             if agg.func == "COUNT":
-                value = frag("CASE WHEN ", value, " = ", pat.JSON_NULL_LITERAL, " THEN null ELSE ", value, " END")
+                value = frag("CASE WHEN ", value, " = ", filters.JSON_NULL_LITERAL, " THEN null ELSE ", value, " END")
             elif agg.func in ("MIN", "MAX"):
-                value = frag("CASE WHEN ", value, " STARTS WITH ", pat.JSON_MARKER_LITERAL, " THEN null ELSE ", value, " END")
+                value = frag("CASE WHEN ", value, " STARTS WITH ", filters.JSON_MARKER_LITERAL, " THEN null ELSE ", value, " END")
         if agg.func in ("SUM", "AVG"):
             # SUM/AVG keep numbers only (JSON text is a string and drops out with the type test).
             value = frag("CASE WHEN ", value, " IS :: INTEGER | FLOAT THEN ", value, " END")
@@ -305,7 +304,7 @@ class _FindLowering:
             if binding.kind == PROPOSITION:
                 return frag(ref, ".id")
             return frag("coalesce(", ref, ".name, ", ref, ".id)")
-        return self.pattern.lowerer.operand(expr, self.pattern.bindings, "ORDER BY")
+        return self.pattern.filters.operand(expr, self.pattern.bindings, "ORDER BY")
 
     @staticmethod
     def return_columns(returning: list) -> list:
@@ -384,7 +383,7 @@ class _FindLowering:
                     continue
                 if isinstance(column.expr, ast.Var) and bindings[column.expr.name].kind != PREDICATE:
                     order.append(frag(column.var))  # nodes are orderable (by id): no elementId string per row
-                elif not (isinstance(column.expr, ast.DotPath) and len(column.expr.path) == 1 and column.expr.path[0] in pat.MAP_FIELDS):
+                elif not (isinstance(column.expr, ast.DotPath) and len(column.expr.path) == 1 and column.expr.path[0] in filters.MAP_FIELDS):
                     order.append(frag(column.var))
             returning = [frag(self.shown(c, c.var), " AS ", c.var) if c.decode == ADOPTED_VALUE else c.var for c in self.columns]
         elif self.hidden_sort_vars():
@@ -394,9 +393,9 @@ class _FindLowering:
             kept = self.projected_vars()
             items: list[Fragment] = [frag(bindings[n].ref) for n in kept]
             for index, key in enumerate(self.command.order_by):
-                if self.pattern.lowerer.is_stored(key.expr):
+                if self.pattern.filters.is_stored(key.expr):
                     raw = self.pattern.value(key.expr)
-                    value = frag("CASE WHEN ", raw, " STARTS WITH ", pat.JSON_MARKER_LITERAL, " THEN null ELSE ", raw, " END")
+                    value = frag("CASE WHEN ", raw, " STARTS WITH ", filters.JSON_MARKER_LITERAL, " THEN null ELSE ", raw, " END")
                 else:
                     value = self.sort_value(key.expr)
                 alias = Internal(f"k{index}")
@@ -408,11 +407,11 @@ class _FindLowering:
         else:
             projected: list[Fragment] = []
             for key in self.command.order_by:
-                if self.pattern.lowerer.is_stored(key.expr):
+                if self.pattern.filters.is_stored(key.expr):
                     # A guarded attribute value: read once, guarded once, sorted under a name.
                     raw = self.read_once(key.expr)
                     alias = Internal(f"k{len(projected)}")
-                    projected.append(frag("CASE WHEN ", raw, " STARTS WITH ", pat.JSON_MARKER_LITERAL, " THEN null ELSE ", raw, " END AS ", alias))
+                    projected.append(frag("CASE WHEN ", raw, " STARTS WITH ", filters.JSON_MARKER_LITERAL, " THEN null ELSE ", raw, " END AS ", alias))
                     value = frag(alias)
                 else:
                     value = self.sort_value(key.expr)

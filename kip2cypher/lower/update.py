@@ -46,7 +46,7 @@ from ..cypher.builder import Fragment, Ident, Internal, Param, Part, Statement, 
 from ..errors import KipError
 from ..syntax import ast
 from ..syntax.values import describe, resolve, resolve_int
-from . import context, grounding, rules
+from . import context, filters, grounding, rules
 from . import pattern as pat
 from . import writes as K
 from .plan import Compiled, Plan
@@ -332,7 +332,7 @@ class Expr:
                     " IS NULL OR ",
                     raw,
                     " = ",
-                    pat.JSON_NULL_LITERAL,
+                    filters.JSON_NULL_LITERAL,
                     " THEN ",
                     d,
                     " WHEN ",
