@@ -18,8 +18,9 @@ from typing import Any
 from ..config import Settings
 from ..cypher import storage
 from ..cypher.builder import Fragment, Ident, Statement, frag
+from ..domain import rules
 from ..syntax import ast
-from . import context, rules
+from . import context
 from .update import BulkPlan, Targets, lock
 
 
