@@ -725,7 +725,7 @@ def test_regex_pattern_from_placeholder(kg):
 
 
 def test_regex_pattern_read_from_the_graph_is_refused(kg):
-    """A pattern that is a value of the graph cannot be priced before it runs (lower/regex_guard.py)."""
+    """A pattern that is a value of the graph cannot be priced before it runs (syntax/regex_guard.py)."""
     r = run(kg, 'FIND(?p.name) WHERE { ?p {type: "Product"} ?d {type: "Drug"} FILTER(REGEX(?p.name, ?d.name)) }')
     assert err(r) == "KIP_1001" and "CONTAINS" in r["error"]["hint"]
     r = run(kg, 'FIND(?p.name) WHERE { ?p {type: "Product"} ?d {type: "Drug"} FILTER(CONTAINS(?p.name, ?d.name)) }')

@@ -17,11 +17,11 @@ from ..cypher import storage
 from ..cypher.builder import Fragment, Ident, Param, frag, join, literal
 from ..errors import INVALID_SYNTAX, KipError
 from ..syntax import ast
+from ..syntax.regex_guard import compile_search
 from ..syntax.values import Deferred, describe, resolve
 from . import adopted as adopted_cy
 from . import adopted_values
 from .context import PREDICATE, Binding, LoweringContext
-from .regex_guard import compile_search
 
 SCALAR_FIELDS = ("id", "type", "name", "subject", "predicate", "object")
 MAP_FIELDS = {"attributes": storage.ATTR_PREFIX, "metadata": storage.META_PREFIX}

@@ -55,12 +55,12 @@ from ..cypher import clauses
 from ..cypher.builder import Fragment, Internal, Part, Statement, Var, frag, join
 from ..errors import INVALID_SYNTAX, RESOURCE_EXHAUSTED, KipError
 from ..syntax import ast
+from ..syntax.regex_guard import regex_calls
 from . import adopted as adopted_cy
 from . import paths
 from .adopted_match import strategy
 from .context import ELEMENT, PREDICATE, Binding, Grounding, LoweringContext, node_key, unbound
 from .filters import Filters
-from .regex_guard import regex_calls
 
 
 @dataclass
