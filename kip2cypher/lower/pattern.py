@@ -1,6 +1,6 @@
 """The shared WHERE lowering: KIP graph patterns → Cypher reading clauses.
 
-Used by FIND (``lower/kql.py``), by the KML statements that take a WHERE
+Used by FIND (``lower/find.py``), by the KML statements that take a WHERE
 (UPDATE, DELETE …, MERGE) and by EXPORT. Typical use::
 
     pattern = lower_where(command.where, parameters, settings)
@@ -31,7 +31,7 @@ Lowering rules (the full list with rationale is in docs/kql.md):
   matched: ``(s)<-[:KIP_SUBJECT]-(l:KipProposition)-[:KIP_OBJECT]->(o)``.
   Where that relationship may touch an adopted node (docs/adopt.md) it must also carry
   ``kip_id``: the team's own relationships of the same type are not propositions.
-- Path operators are native variable-length patterns ``[:`p`*m..n]``.
+- Path operators have walk semantics (``paths.py``).
 - FILTER is group-level (like SPARQL): it sees every variable of its group,
   wherever written, and is placed as soon as those variables are bound. It is
   evaluated in three-valued logic — a test on a missing value is unknown, and
@@ -42,6 +42,10 @@ Lowering rules (the full list with rationale is in docs/kql.md):
   clause, ``OPTIONAL CALL (vars) { … RETURN new vars }`` otherwise. UNION →
   ``CALL { left RETURN … UNION right RETURN … }`` where *left* is everything
   written before the UNION in the same group (evaluated left to right).
+
+This module holds the groups (``Lowerer``); the clauses come from the match strategy
+(``match`` / ``adopted_match``), FILTER expressions from ``filters``, paths from ``paths``,
+and the state they share from ``context`` (docs/architecture.md, "The WHERE lowering").
 """
 
 from __future__ import annotations
