@@ -17,7 +17,7 @@ from ..cypher import clauses
 from ..cypher.builder import Fragment, Ident, Param, Part, frag, join
 from ..syntax import ast
 from . import adopted as adopted_cy
-from .context import CONCEPT, PROPOSITION, Binding, LoweringContext, node_key
+from .context import CONCEPT, ELEMENT, PREDICATE, PROPOSITION, Binding, LoweringContext, node_key
 from .match import TYPE_ROLE, MemoryMatch
 
 
@@ -33,7 +33,7 @@ class AdoptedMatch(MemoryMatch):
 
     def bind_node(self, name: str, kind: str, scope: dict[str, Binding], avoid: frozenset[str]) -> tuple[Part, bool]:
         binding = scope.get(name)
-        if binding is not None and binding.kind != "predicate" and isinstance(binding.adopted, adopt.AdoptedPredicate) and kind != PROPOSITION:
+        if binding is not None and binding.kind != PREDICATE and isinstance(binding.adopted, adopt.AdoptedPredicate) and kind != PROPOSITION:
             raise adopted_cy.nested_refused()
         return super().bind_node(name, kind, scope, avoid)
 
@@ -70,7 +70,7 @@ class AdoptedMatch(MemoryMatch):
         adopted: adopt.AdoptedType | None = None,
     ) -> tuple[Fragment | None, str | None]:
         if isinstance(endpoint, ast.Var) and adopted is not None:
-            ref = self.adopt_var(endpoint.name, "element", adopted, scope, avoid)
+            ref = self.adopt_var(endpoint.name, ELEMENT, adopted, scope, avoid)
             return adopted_cy.node(ref, adopted), self.ctx.keys.add(node_key(endpoint.name))
         return super().endpoint(endpoint, scope, parts, conds, required=required, avoid=avoid, reified=reified, adopted=adopted)
 
