@@ -84,7 +84,7 @@ class Settings(BaseSettings):
     fetch_size: PositiveInt = 250
     #: Steps (an upper bound of Java's backtracking, priced at compile time) the REGEX of one
     #: command may take on one row; a pattern's reach — the longest value it may examine — follows
-    #: from it (kip2cypher/lower/regex_guard.py, KIP_4001 beyond). 5e7 ≈ 0.1 s of one worker.
+    #: from it (kip2cypher/syntax/regex_guard.py, KIP_4001 beyond). 5e7 ≈ 0.1 s of one worker.
     max_regex_steps: float = Field(default=5e7, gt=0)
     #: Characters of a SEARCH term (KIP_4002 beyond): a term is a phrase to find, and its words
     #: are what the full-text query, the lexical scoring and the embedder work on.

@@ -7,6 +7,9 @@ File format (one file per area: kql.txt, kml.txt, meta.txt …; many cases per f
     FIND(?d.name) WHERE { ?d {type: :t} }
     --- request parameters            (optional: the request's `parameters` JSON)
     {"t": "Drug"}
+    --- adoption                      (optional: the namespace's adoption mapping, TOML — docs/adopt.md)
+    [types.Drug]
+    label = "Drug"
     --- cypher: FIND                  (one cypher/params pair per compiled statement, in order)
     MATCH (d:KipConcept:`Drug`)
     ...
@@ -43,6 +46,8 @@ class Case:
     name: str
     kip: str
     request: dict[str, Any] | None = None
+    #: the adoption mapping the case compiles under (TOML); None: nothing adopted
+    adoption: str | None = None
     statements: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)  # (label, cypher, params)
     error: str | None = None
 
@@ -54,6 +59,8 @@ def build(name: str, sections: Sections, filename: str) -> Case:
             case.kip = text
         elif section == "request parameters":
             case.request = json.loads(text)
+        elif section == "adoption":
+            case.adoption = text
         elif section.startswith("cypher"):
             label = section.split(":", 1)[1].strip() if ":" in section else ""
             case.statements.append((label, text, {}))
@@ -71,6 +78,8 @@ def render(case: Case) -> list[str]:
     out = [f"=== {case.name}", "--- kip", case.kip]
     if case.request is not None:
         out += ["--- request parameters", json.dumps(case.request, ensure_ascii=False, sort_keys=True)]
+    if case.adoption is not None:
+        out += ["--- adoption", case.adoption]
     if case.error is not None:
         out += ["--- error", case.error]
     for label, cypher, params in case.statements:
@@ -82,19 +91,21 @@ def render(case: Case) -> list[str]:
 CYPHER = GoldenKind(GOLDEN_DIR, build, render, lambda case: (case.error, case.statements))
 
 
-def golden_settings():
+def golden_settings(mapping: str | None = None):
+    from kip2cypher import adoption
     from kip2cypher.config import Settings
 
-    return Settings(max_hops=10, max_result_rows=10000, strict_schema=False, cypher_prefix="", cursor_secret=b"golden-secret")
+    chosen = adoption.parse(mapping) if mapping is not None else None
+    return Settings(max_hops=10, max_result_rows=10000, strict_schema=False, cypher_prefix="", cursor_secret=b"golden-secret", adoption=chosen)
 
 
 def compile_case(case: Case) -> Case:
     from kip2cypher.errors import KipError
     from kip2cypher.lower.compile import compile_command
 
-    actual = Case(case.name, case.kip, case.request)
+    actual = Case(case.name, case.kip, case.request, case.adoption)
     try:
-        statements = compile_command(case.kip, case.request, golden_settings())
+        statements = compile_command(case.kip, case.request, golden_settings(case.adoption))
     except KipError as exc:
         actual.error = exc.code
         return actual

@@ -571,9 +571,9 @@ def test_capsule_is_batched_into_a_handful_of_statements(med, monkeypatch):
         blocks.append(f'CONCEPT ?c{i} {{ {{type: "Drug", name: "B{i}"}} SET ATTRIBUTES {{ i: {i} }} SET PROPOSITIONS {{ {links} }} }}')
     res = ok(med.execute_kip("UPSERT { " + "\n".join(blocks) + ' } WITH METADATA { source: "batch" }'))
     assert len(res["upsert_concept_nodes"]) == 200
-    from kip2cypher.lower import upsert
+    from kip2cypher.lower.upsert_statements import statements as catalogue
 
     upsert_statements = [label for label in labels if label.startswith("UPSERT")]
-    statements = upsert.statements()
+    statements = catalogue()
     assert upsert_statements == [statements.checked_concepts.label, statements.propositions.label], labels
     assert count(med, "MATCH (p:KipProposition {`meta.source`: 'batch'}) RETURN count(p)") == 399

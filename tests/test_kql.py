@@ -725,7 +725,7 @@ def test_regex_pattern_from_placeholder(kg):
 
 
 def test_regex_pattern_read_from_the_graph_is_refused(kg):
-    """A pattern that is a value of the graph cannot be priced before it runs (lower/regex_guard.py)."""
+    """A pattern that is a value of the graph cannot be priced before it runs (syntax/regex_guard.py)."""
     r = run(kg, 'FIND(?p.name) WHERE { ?p {type: "Product"} ?d {type: "Drug"} FILTER(REGEX(?p.name, ?d.name)) }')
     assert err(r) == "KIP_1001" and "CONTAINS" in r["error"]["hint"]
     r = run(kg, 'FIND(?p.name) WHERE { ?p {type: "Product"} ?d {type: "Drug"} FILTER(CONTAINS(?p.name, ?d.name)) }')
@@ -770,13 +770,14 @@ def test_cursor_placeholder_with_other_parameter_values_is_rejected(kg):
 def test_shared_pattern_api_for_kml(kg):
     """lower_where → require → distinct → statement: what UPDATE/DELETE/EXPORT build on."""
     from kip2cypher.config import Settings
+    from kip2cypher.lower import context as ctx_kinds
     from kip2cypher.lower import pattern as pat
     from kip2cypher.syntax.parser import parse
 
     where = parse('FIND(?l) WHERE { ?l (?s, ?p, ?o) FILTER(?p != "belongs_to_domain") FILTER(?l.metadata.confidence > 0.8) }').where
     p = pat.lower_where(where, {}, Settings())
-    binding = p.require("l", used_in="UPDATE", kinds={pat.PROPOSITION})
-    assert binding.kind == pat.PROPOSITION and p.bindings["p"].kind == pat.PREDICATE and p.bindings["s"].kind == pat.ELEMENT
+    binding = p.require("l", used_in="UPDATE", kinds={ctx_kinds.PROPOSITION})
+    assert binding.kind == ctx_kinds.PROPOSITION and p.bindings["p"].kind == ctx_kinds.PREDICATE and p.bindings["s"].kind == ctx_kinds.ELEMENT
     p.distinct(["l"], used_in="UPDATE")
     stmt = p.statement()
     stmt.line("RETURN ", p.ref("l"), ".id AS id ORDER BY id")

@@ -1,4 +1,4 @@
-"""REGEX is safe by construction (kip2cypher/lower/regex_guard.py, docs/kql.md "REGEX").
+"""REGEX is safe by construction (kip2cypher/syntax/regex_guard.py, docs/kql.md "REGEX").
 
 A pattern is parsed (a documented subset of Java regex), rewritten where a search needs less
 (``.*foo.*`` → ``foo``), priced as a polynomial in the value's length, and given a *reach*:
@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from kip2cypher.config import Settings
 from kip2cypher.errors import KipError
-from kip2cypher.lower.regex_guard import MIN_REACH, compile_search
+from kip2cypher.syntax.regex_guard import MIN_REACH, compile_search
 
 BUDGET = Settings().max_regex_steps
 

@@ -258,7 +258,7 @@ def test_catastrophic_regex_is_refused_or_defused_before_it_can_outrun_the_query
 
     Neo4j checks the transaction timeout only between rows and Java's matcher ignores
     interruption, so one evaluation of ``(a+)+\\1b`` (~2^n steps) on one value ran 67 s past a
-    3 s timeout. kip2cypher.lower.regex_guard prices every pattern before anything runs
+    3 s timeout. kip2cypher.syntax.regex_guard prices every pattern before anything runs
     (docs/kql.md): back-references and nested quantifiers are refused with KIP_4001, and a
     repetition at either end of a search is reduced to its minimum (``(a+)+$`` → ``(a+)$``,
     ``.*.*.*.*.*x`` → ``x``), which removes the backtracking instead of refusing the pattern."""

@@ -26,8 +26,8 @@ from ..errors import (
     KipError,
 )
 from ..lower.adopted_values import value_error
-from ..lower.regex_guard import reach_error
 from ..syntax.ast import READ_WORDS, listing
+from ..syntax.regex_guard import reach_error
 
 #: What the loops catch and hand to ``from_neo4j``; the driver raises OverflowError when it
 #: packs a parameter holding an integer beyond 64 bits (nothing was sent).

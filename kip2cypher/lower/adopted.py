@@ -304,3 +304,8 @@ def search_statement(adoption: adopt.Adoption, index: str, with_type: AdoptedTyp
         cases.append(frag("WHEN node:", Ident(t.label), " THEN ", hit))
     stmt.line("RETURN CASE ", join(" ", cases), " END AS hit")
     return stmt
+
+
+def nested_refused(offset: int | None = None) -> KipError:
+    """An adopted relationship has no proposition node: it cannot be another proposition's end."""
+    return unsupported("An adopted proposition as the subject or object of another proposition", offset)

@@ -119,7 +119,7 @@ def checked(lowerer: Any, op: str, exprs: Sequence[Any], cyphers: Sequence[Fragm
     …) as the lowerer compiled it from the operands ``exprs`` (compiled: ``cyphers``) — checked
     at run time when an operand reads a property of the team's graph (module doc); unchanged
     otherwise, so memory-only FILTERs compile as before."""
-    if lowerer.adoption is None:
+    if lowerer.ctx.adoption is None:
         return compared
     sides = [side(lowerer, e, c, scope, used_in) for e, c in zip(exprs, cyphers)]
     if not any(s.adopted for s in sides):
@@ -148,7 +148,7 @@ def side(lowerer: Any, expr: Any, cypher: Fragment, scope: Any, used_in: str) ->
         if binding is not None and binding.adopted is not None and reads_property(binding.adopted, expr.path):
             return Side(text, lowerer.raw_value(expr, scope, used_in), checked=True, adopted=True)
     if isinstance(expr, (ast.Literal, ast.Placeholder)):
-        value = lowerer.value_of(expr)
+        value = lowerer.ctx.value_of(expr)
         if isinstance(value, Deferred):
             return Side(text, cypher, checked=True)
         twin = temporal_twin(value)
@@ -169,7 +169,7 @@ def reads_property(what: Any, path: tuple[str, ...]) -> bool:
 def _twins(lowerer: Any, expr: Any) -> tuple[Fragment, bool] | None:
     """A literal list (or a placeholder bound to one) with each text as its temporal twin, and
     whether any item has one."""
-    values = lowerer.value_of(expr) if isinstance(expr, (ast.ListLit, ast.Placeholder)) else None
+    values = lowerer.ctx.value_of(expr) if isinstance(expr, (ast.ListLit, ast.Placeholder)) else None
     if not isinstance(values, list):
         return None
     twins = [temporal_twin(v) for v in values]

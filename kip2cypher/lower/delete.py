@@ -18,9 +18,9 @@ from typing import Any
 from ..config import Settings
 from ..cypher import storage
 from ..cypher.builder import Fragment, Ident, Statement, frag
+from ..domain import rules
 from ..syntax import ast
-from . import pattern as pat
-from . import rules
+from . import context
 from .update import BulkPlan, Targets, lock
 
 
@@ -77,9 +77,9 @@ def _delete_native(stmt: Statement, list_var: str, names: storage.Names) -> None
 
 
 def lower_delete_propositions(command: ast.DeletePropositions, parameters: dict[str, Any], settings: Settings) -> BulkPlan:
-    targets = Targets(command.where, command.target, parameters, settings, "DELETE PROPOSITIONS", {pat.PROPOSITION, pat.ELEMENT})
+    targets = Targets(command.where, command.target, parameters, settings, "DELETE PROPOSITIONS", {context.PROPOSITION, context.ELEMENT})
     v, stmt, names = targets.var, targets.stmt, targets.names
-    if targets.kind != pat.PROPOSITION:  # an endpoint variable may bind concepts too
+    if targets.kind != context.PROPOSITION:  # an endpoint variable may bind concepts too
         stmt.line("WITH ", v, " WHERE ", v, ":", names.proposition)
     probe = targets.collect_guarded("_ls", rules.cy_protected_link("x", names))
     probe.line("WITH _ls, _bad, CASE WHEN size(_bad) = 0 THEN ", dependents("_ls", names), " ELSE [] END AS _deps")
@@ -96,9 +96,9 @@ def lower_delete_propositions(command: ast.DeletePropositions, parameters: dict[
 
 
 def lower_delete_concept(command: ast.DeleteConcept, parameters: dict[str, Any], settings: Settings) -> BulkPlan:
-    targets = Targets(command.where, command.target, parameters, settings, "DELETE CONCEPT", {pat.CONCEPT, pat.ELEMENT})
+    targets = Targets(command.where, command.target, parameters, settings, "DELETE CONCEPT", {context.CONCEPT, context.ELEMENT})
     v, stmt, names = targets.var, targets.stmt, targets.names
-    if targets.kind != pat.CONCEPT:  # an endpoint variable may bind propositions too
+    if targets.kind != context.CONCEPT:  # an endpoint variable may bind propositions too
         stmt.line("WITH ", v, " WHERE ", v, ":", names.concept)
     protected = frag("coalesce(", rules.cy_protected_node("x", names, actors=True), ", false)")
     probe = targets.collect_guarded("_cs", protected)

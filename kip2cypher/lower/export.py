@@ -30,7 +30,8 @@ from ..errors import KipError
 from ..syntax import ast
 from ..syntax.values import resolve, resolve_int
 from . import adopted, grounding
-from .pattern import NODE_KINDS, Pattern, lower_where
+from .context import NODE_KINDS
+from .pattern import Pattern, lower_where
 from .plan import Compiled, Plan
 
 #: Elements per page when EXPORT has no LIMIT (next_cursor beyond), and the largest LIMIT accepted.
@@ -79,7 +80,7 @@ def _page_statement(command: ast.Export, parameters: dict[str, Any], settings: S
         )
     stmt = pattern.statement()
     e, level, key = Internal("e"), Internal("level"), Internal("key")
-    names = pattern.lowerer.names
+    names = pattern.ctx.names
     prop = Ident(names.proposition)
     rels = (Ident(names.subject_rel), "|", Ident(names.object_rel))
     stmt.line("WITH ", pattern.ref(command.target), " AS ", e, " WHERE ", e, " IS NOT NULL")

@@ -23,9 +23,9 @@ from ..cypher.builder import Fragment, Internal, Param, Part, Statement, Var, fr
 from ..errors import INVALID_SYNTAX, KipError
 from ..syntax import ast
 from ..syntax.values import resolve, resolve_int
-from . import adopted, adopted_values, grounding
-from . import pattern as pat
-from .pattern import CONCEPT, PREDICATE, PROPOSITION, Binding, Pattern, lower_where
+from . import adopted, adopted_values, filters, grounding
+from .context import CONCEPT, PREDICATE, PROPOSITION, Binding
+from .pattern import Pattern, lower_where
 from .plan import Compiled, Plan
 
 AGG = {"COUNT": "count", "SUM": "sum", "AVG": "avg", "MIN": "min", "MAX": "max"}
@@ -122,7 +122,7 @@ def _decoder(expr: ast.Projection, binding: Binding) -> str:
     if isinstance(expr, ast.Var):
         return RAW if binding.kind == PREDICATE else ELEMENT_OBJECT
     head = expr.path[0]
-    if head in pat.MAP_FIELDS:
+    if head in filters.MAP_FIELDS:
         if len(expr.path) == 1:
             return ATTRIBUTES if head == "attributes" else METADATA
         return STORED
@@ -193,11 +193,11 @@ class _FindLowering:
     def key_checks(self) -> tuple[tuple[bool, str, str, str], ...]:
         """The keys FILTER, ORDER BY and FIND read of variables whose type or predicate is known
         (engine metadata such as ``_version`` is always there and is not checked)."""
-        lowerer = self.pattern.lowerer
+        ctx = self.pattern.ctx
         out = []
-        for (var, key), _ in lowerer.key_uses.items():
-            if var in lowerer.var_kinds and not key.startswith(storage.META_PREFIX + "_"):
-                concept, name = lowerer.var_kinds[var]
+        for (var, key), _ in ctx.key_uses.items():
+            if var in ctx.var_kinds and not key.startswith(storage.META_PREFIX + "_"):
+                concept, name = ctx.var_kinds[var]
                 out.append((concept, name, key, var))
         return tuple(out)
 
@@ -243,15 +243,15 @@ class _FindLowering:
         func = AGG[agg.func]
         distinct = "DISTINCT " if agg.distinct else ""
         arg = agg.arg
-        if isinstance(arg, ast.Var) or not self.pattern.lowerer.is_stored(arg):
+        if isinstance(arg, ast.Var) or not self.pattern.filters.is_stored(arg):
             value = self.pattern.value(arg)
         else:
             # A stored value is guarded (below), which names it twice: read it once, ahead.
             value = self.read_once(arg)
             if agg.func == "COUNT":
-                value = frag("CASE WHEN ", value, " = ", pat.JSON_NULL_LITERAL, " THEN null ELSE ", value, " END")
+                value = frag("CASE WHEN ", value, " = ", filters.JSON_NULL_LITERAL, " THEN null ELSE ", value, " END")
             elif agg.func in ("MIN", "MAX"):
-                value = frag("CASE WHEN ", value, " STARTS WITH ", pat.JSON_MARKER_LITERAL, " THEN null ELSE ", value, " END")
+                value = frag("CASE WHEN ", value, " STARTS WITH ", filters.JSON_MARKER_LITERAL, " THEN null ELSE ", value, " END")
         if agg.func in ("SUM", "AVG"):
             # SUM/AVG keep numbers only (JSON text is a string and drops out with the type test).
             value = frag("CASE WHEN ", value, " IS :: INTEGER | FLOAT THEN ", value, " END")
@@ -304,7 +304,7 @@ class _FindLowering:
             if binding.kind == PROPOSITION:
                 return frag(ref, ".id")
             return frag("coalesce(", ref, ".name, ", ref, ".id)")
-        return self.pattern.lowerer.operand(expr, self.pattern.bindings, "ORDER BY")
+        return self.pattern.filters.operand(expr, self.pattern.bindings, "ORDER BY")
 
     @staticmethod
     def return_columns(returning: list) -> list:
@@ -383,7 +383,7 @@ class _FindLowering:
                     continue
                 if isinstance(column.expr, ast.Var) and bindings[column.expr.name].kind != PREDICATE:
                     order.append(frag(column.var))  # nodes are orderable (by id): no elementId string per row
-                elif not (isinstance(column.expr, ast.DotPath) and len(column.expr.path) == 1 and column.expr.path[0] in pat.MAP_FIELDS):
+                elif not (isinstance(column.expr, ast.DotPath) and len(column.expr.path) == 1 and column.expr.path[0] in filters.MAP_FIELDS):
                     order.append(frag(column.var))
             returning = [frag(self.shown(c, c.var), " AS ", c.var) if c.decode == ADOPTED_VALUE else c.var for c in self.columns]
         elif self.hidden_sort_vars():
@@ -393,9 +393,9 @@ class _FindLowering:
             kept = self.projected_vars()
             items: list[Fragment] = [frag(bindings[n].ref) for n in kept]
             for index, key in enumerate(self.command.order_by):
-                if self.pattern.lowerer.is_stored(key.expr):
+                if self.pattern.filters.is_stored(key.expr):
                     raw = self.pattern.value(key.expr)
-                    value = frag("CASE WHEN ", raw, " STARTS WITH ", pat.JSON_MARKER_LITERAL, " THEN null ELSE ", raw, " END")
+                    value = frag("CASE WHEN ", raw, " STARTS WITH ", filters.JSON_MARKER_LITERAL, " THEN null ELSE ", raw, " END")
                 else:
                     value = self.sort_value(key.expr)
                 alias = Internal(f"k{index}")
@@ -407,11 +407,11 @@ class _FindLowering:
         else:
             projected: list[Fragment] = []
             for key in self.command.order_by:
-                if self.pattern.lowerer.is_stored(key.expr):
+                if self.pattern.filters.is_stored(key.expr):
                     # A guarded attribute value: read once, guarded once, sorted under a name.
                     raw = self.read_once(key.expr)
                     alias = Internal(f"k{len(projected)}")
-                    projected.append(frag("CASE WHEN ", raw, " STARTS WITH ", pat.JSON_MARKER_LITERAL, " THEN null ELSE ", raw, " END AS ", alias))
+                    projected.append(frag("CASE WHEN ", raw, " STARTS WITH ", filters.JSON_MARKER_LITERAL, " THEN null ELSE ", raw, " END AS ", alias))
                     value = frag(alias)
                 else:
                     value = self.sort_value(key.expr)
@@ -432,7 +432,7 @@ class _FindLowering:
         if order:
             core.append(frag("ORDER BY ", join(", ", order)))
         return_line = frag("RETURN ", join(", ", returning))
-        unmapped = tuple((var, key, what) for (var, key), what in pattern.lowerer.unmapped.items())
+        unmapped = tuple((var, key, what) for (var, key), what in pattern.ctx.unmapped.items())
 
         fp_stmt = Statement()
         for line in [*core, return_line]:
@@ -462,7 +462,7 @@ class _FindLowering:
             undefined = Internal("undefined")
             stmt.line(return_line, ", null AS ", undefined)
             stmt.line("UNION ALL")
-            for line in grounding.undefined_names_lines(Param([list(p) for p in names], "kip_names"), undefined, pattern.lowerer.names):
+            for line in grounding.undefined_names_lines(Param([list(p) for p in names], "kip_names"), undefined, pattern.ctx.names):
                 stmt.line(line)
             stmt.line("RETURN ", join(", ", [frag("null AS ", column) for column in self.return_columns(returning)]), ", ", undefined)
         else:
@@ -477,7 +477,7 @@ class _FindLowering:
             grounding=names,
             grounding_at=grounding.offsets(pattern.grounding),
             key_checks=self.key_checks(),
-            notes=tuple(dict.fromkeys(pattern.lowerer.notes)),
+            notes=tuple(dict.fromkeys(pattern.ctx.notes)),
             unmapped=unmapped,
             unmapped_check=Compiled.of(adopted.carried_statement([what for _, _, what in unmapped]), "properties of adopted elements") if unmapped else None,
         )

@@ -14,7 +14,7 @@ import functools
 
 from ..cypher import storage
 from ..cypher.builder import Fragment, Internal, Param, Part, Statement, frag
-from .pattern import Grounding
+from .context import Grounding
 from .plan import Compiled
 
 Names = tuple[tuple[str, str], ...]

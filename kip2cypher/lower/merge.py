@@ -37,19 +37,19 @@ from typing import Any
 from ..config import Settings
 from ..cypher import storage
 from ..cypher.builder import Ident, Param, Statement, literal
+from ..domain import rules, writes
 from ..errors import KipError
 from ..syntax import ast
 from ..syntax.values import resolve
-from . import grounding, rules
+from . import context, grounding
 from . import pattern as pat
-from . import writes as K
 from .delete import delete_propositions
 from .plan import Compiled, Plan
-from .upsert import vocabulary_name
+from .upsert_statements import vocabulary_name
 
 ALIASES = storage.attr_key("aliases")
 
-S, T, NOW, FILL, PAIRS, DEAD, TYPE, ENTRY = (Param(None, name) for name in ("s", "t", K.NOW, "fill", "pairs", "dead", "type", "entry"))
+S, T, NOW, FILL, PAIRS, DEAD, TYPE, ENTRY = (Param(None, name) for name in ("s", "t", writes.NOW, "fill", "pairs", "dead", "type", "entry"))
 
 
 def _bind_statement(pattern: pat.Pattern, source: str, target: str) -> Compiled:
@@ -59,7 +59,7 @@ def _bind_statement(pattern: pat.Pattern, source: str, target: str) -> Compiled:
     stmt.line("WITH collect(DISTINCT ", s, ") AS _ss, collect(DISTINCT ", t, ") AS _ts")
     info = (
         "{id: x.id, type: x.type, name: x.name, concept: x:",
-        pattern.lowerer.names.concept,
+        pattern.ctx.names.concept,
         ", protected: coalesce(",
         rules.cy_protected_concept("x.type", "x.name"),
         " OR ",
@@ -74,8 +74,8 @@ def _lock_statement(names: storage.Names) -> Compiled:
     s = Statement()
     both = ("MATCH (s:", names.concept, " {id: ", S, "}), (t:", names.concept, " {id: ", T, "})")
     s.line(*both)
-    s.line("SET s.", Ident(K.LOCK), " = true, t.", Ident(K.LOCK), " = true")
-    s.line("REMOVE s.", Ident(K.LOCK), ", t.", Ident(K.LOCK))
+    s.line("SET s.", Ident(writes.LOCK), " = true, t.", Ident(writes.LOCK), " = true")
+    s.line("REMOVE s.", Ident(writes.LOCK), ", t.", Ident(writes.LOCK))
     # Both locks are held now: match again, so a concurrent MERGE / DELETE that removed either node
     # while this transaction waited for its lock is seen (no rows → KIP_3002) instead of merging a
     # ghost (tests/test_reliability_concurrency.py::test_concurrent_merge_of_one_source_into_two_targets).
@@ -88,7 +88,7 @@ def _lock_statement(names: storage.Names) -> Compiled:
 def _fill_statement(names: storage.Names) -> Compiled:
     s = Statement()
     s.line("MATCH (t:", names.concept, " {id: ", T, "})")
-    s.line("SET t += ", FILL, ", ", K.version_bump("t", K.stored_version("t")))
+    s.line("SET t += ", FILL, ", ", writes.version_bump("t", writes.stored_version("t")))
     return Compiled.of(s, "MERGE: fill the target's attributes and _merged_from")
 
 
@@ -104,7 +104,7 @@ def _repoint_statement(names: storage.Names) -> Compiled:
     s.line("WHERE NOT l.id IN ", DEAD)
     s.line("WITH DISTINCT x, y, l")
     with s.block("CALL (x, y, l)"):
-        s.line(K.lock("l"))
+        s.line(writes.lock("l"))
         s.line("WITH x, y, l, properties(l) AS cur")
         s.line("WITH x, y, l, cur, CASE WHEN cur.subject = x.id THEN y.id ELSE cur.subject END AS ns,")
         s.line("     CASE WHEN cur.object = x.id THEN y.id ELSE cur.object END AS no")
@@ -122,14 +122,14 @@ def _repoint_statement(names: storage.Names) -> Compiled:
             s.line("WITH DISTINCT x, y, l, cur, ns, no")
             s.line("FOREACH (_ IN CASE WHEN cur.subject = x.id THEN [1] ELSE [] END | CREATE (l)-[:", SUBJ, "]->(y))")
             s.line("FOREACH (_ IN CASE WHEN cur.object = x.id THEN [1] ELSE [] END | CREATE (l)-[:", OBJ, "]->(y))")
-            s.line("SET l.subject = ns, l.object = no, ", K.version_bump("l", K.stored_version("cur")))
+            s.line("SET l.subject = ns, l.object = no, ", writes.version_bump("l", writes.stored_version("cur")))
             s.line("WITH l, cur")
             s.line("MATCH (l)-[:", SUBJ, "]->(s2) MATCH (l)-[:", OBJ, "]->(o2)")
             s.line("CREATE (s2)-[:", vocabulary_name(names, "cur.predicate"), " {", Ident(names.link_id), ": l.id}]->(o2)")
         # -- collision: the existing link survives, missing keys filled from the duplicate
         with s.block("CALL (l, q, cur)"):
             s.line("WITH * WHERE q IS NOT NULL")
-            s.line(K.lock("q"))
+            s.line(writes.lock("q"))
             s.line("WITH l, q, cur, properties(q) AS qc")
             s.line(
                 "WITH l, q, cur, qc, [k IN keys(cur) WHERE (k STARTS WITH ",
@@ -142,7 +142,7 @@ def _repoint_statement(names: storage.Names) -> Compiled:
             )
             s.line("FOREACH (k IN fill | SET q[k] = cur[k])")
             s.line("FOREACH (_ IN CASE WHEN size(fill) > 0 THEN [1] ELSE [] END |")
-            s.line("  SET ", K.version_bump("q", K.stored_version("qc")), ")")
+            s.line("  SET ", writes.version_bump("q", writes.stored_version("qc")), ")")
         s.line("RETURN l.id AS link, q.id AS into")
     s.line("RETURN link, into")
     return Compiled.of(s, "MERGE: repoint the links of one level (source, then duplicates)")
@@ -160,7 +160,7 @@ def _delete_statement(names: storage.Names) -> Compiled:
 
 def _already_merged_statement(names: storage.Names) -> Compiled:
     s = Statement()
-    s.line("MATCH (n:", names.concept, " {type: ", TYPE, "}) WHERE ", ENTRY, " IN n.", Ident(K.MERGED_FROM))
+    s.line("MATCH (n:", names.concept, " {type: ", TYPE, "}) WHERE ", ENTRY, " IN n.", Ident(writes.MERGED_FROM))
     s.line("RETURN n.type AS type, n.name AS name LIMIT 1")
     return Compiled.of(s, "MERGE: diagnose a replay (already merged?)")
 
@@ -230,8 +230,8 @@ def _source_identity(where: tuple, source: str, parameters: dict[str, Any]) -> t
 
 def lower_merge(command: ast.MergeConcept, parameters: dict[str, Any], settings: Settings) -> MergePlan:
     pattern = pat.lower_where(command.where, parameters, settings)
-    pattern.require(command.source, used_in="MERGE", kinds={pat.CONCEPT, pat.ELEMENT})
-    pattern.require(command.target, used_in="MERGE", kinds={pat.CONCEPT, pat.ELEMENT})
+    pattern.require(command.source, used_in="MERGE", kinds={context.CONCEPT, context.ELEMENT})
+    pattern.require(command.target, used_in="MERGE", kinds={context.CONCEPT, context.ELEMENT})
     pattern.writable(command.source, "MERGE")
     pattern.writable(command.target, "MERGE")
     return MergePlan(

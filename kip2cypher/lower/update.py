@@ -43,12 +43,12 @@ from .. import errors
 from ..config import Settings
 from ..cypher import storage
 from ..cypher.builder import Fragment, Ident, Internal, Param, Part, Statement, frag, join
+from ..domain import rules, writes
 from ..errors import KipError
 from ..syntax import ast
 from ..syntax.values import describe, resolve, resolve_int
-from . import grounding, rules
+from . import context, filters, grounding
 from . import pattern as pat
-from . import writes as K
 from .plan import Compiled, Plan
 
 NUMERIC = " IS :: INTEGER | FLOAT"
@@ -115,7 +115,7 @@ class Targets:
     def __init__(self, where, target: str, parameters, settings: Settings, used_in: str, kinds, limit=None) -> None:
         # Lean lowering (docs/kql.md): only ?target is read after the WHERE.
         self.pattern = pat.lower_where(where, parameters, settings, used=[target])
-        self.names = self.pattern.lowerer.names
+        self.names = self.pattern.ctx.names
         #: concept / proposition when the WHERE pins the kind (element: either)
         self.kind = self.pattern.require(target, used_in=used_in, kinds=kinds).kind
         self.pattern.writable(target, used_in)
@@ -151,7 +151,7 @@ class Targets:
         )
 
 
-def bad_element(x: Any, names: storage.Names, *, core_directives: bool, kind: str = pat.ELEMENT) -> Fragment:
+def bad_element(x: Any, names: storage.Names, *, core_directives: bool, kind: str = context.ELEMENT) -> Fragment:
     """Cypher: ``x`` is a protected element for a bulk mutation.
 
     Fully protected concepts and their CoreSchema links always; $self/$system
@@ -160,9 +160,9 @@ def bad_element(x: Any, names: storage.Names, *, core_directives: bool, kind: st
     ``:KipProposition`` nodes): then only that half is tested, without label checks.
     """
     concept = rules.cy_protected_node(x, names, actors=core_directives)
-    if kind == pat.CONCEPT:
+    if kind == context.CONCEPT:
         return frag("coalesce(", concept, ", false)")
-    if kind == pat.PROPOSITION:
+    if kind == context.PROPOSITION:
         return frag("coalesce(", rules.cy_protected_link(x, names), ", false)")
     return frag(
         "coalesce((",
@@ -197,7 +197,7 @@ def element_label(x: Any, names: storage.Names) -> Fragment:
 
 def lock(x: Part) -> Fragment:
     """Cypher: take the exclusive write lock on ``x`` (a no-op write; Neo4j locks on write)."""
-    return frag("SET ", x, ".", Ident(K.LOCK), " = true REMOVE ", x, ".", Ident(K.LOCK))
+    return frag("SET ", x, ".", Ident(writes.LOCK), " = true REMOVE ", x, ".", Ident(writes.LOCK))
 
 
 @contextmanager
@@ -332,7 +332,7 @@ class Expr:
                     " IS NULL OR ",
                     raw,
                     " = ",
-                    pat.JSON_NULL_LITERAL,
+                    filters.JSON_NULL_LITERAL,
                     " THEN ",
                     d,
                     " WHEN ",
@@ -363,7 +363,7 @@ def _update_element(stmt: Statement, sets: list[_Assignment], reads: list[str], 
     cur = Internal("cur")
     keys = [a.key for a in sets]
     computed = [a for a in sets if a.computed]
-    stmt.line("WITH t, ", current("t", [*keys, *reads, K.VERSION]), " AS ", cur)
+    stmt.line("WITH t, ", current("t", [*keys, *reads, writes.VERSION]), " AS ", cur)
     if computed:
         stmt.line("WITH t, ", cur, ", {", join(", ", [frag(Ident(a.key), ": ", a.value) for a in computed]), "} AS _raw")
     # A result that is not a finite number (±Infinity, NaN) is never stored: null skips the key.
@@ -393,8 +393,8 @@ def _update_element(stmt: Statement, sets: list[_Assignment], reads: list[str], 
         with stmt.block("CALL (t, ", cur, ", _new, changed)"):
             stmt.line("WITH * WHERE changed")
             assigned = [frag("t.", Ident(k), " = coalesce(_new.", Ident(k), ", ", cur, ".", Ident(k), ")") for k in keys]
-            assigned.append(frag("t.", Ident(K.VERSION), " = coalesce(", cur, ".", Ident(K.VERSION), ", 0) + 1"))
-            assigned.append(frag("t.", Ident(K.UPDATED_AT), " = ", Param(None, K.NOW)))
+            assigned.append(frag("t.", Ident(writes.VERSION), " = coalesce(", cur, ".", Ident(writes.VERSION), ", 0) + 1"))
+            assigned.append(frag("t.", Ident(writes.UPDATED_AT), " = ", Param(None, writes.NOW)))
             stmt.line("SET ", join(", ", assigned))
 
 
@@ -435,9 +435,9 @@ def _assignments(command: ast.Update, expr: Expr) -> tuple[list[_Assignment], di
 def lower_update(command: ast.Update, parameters: dict[str, Any], settings: Settings) -> BulkPlan:
     expr = Expr(command.target, parameters)
     sets, written, key_at = _assignments(command, expr)
-    touches_cd = any(a.key == K.CORE_DIRECTIVES for a in sets)
+    touches_cd = any(a.key == writes.CORE_DIRECTIVES for a in sets)
     strict = settings.strict_schema and bool(key_at)  # only attributes have an instance_schema
-    targets = Targets(command.where, command.target, parameters, settings, "UPDATE", pat.NODE_KINDS, command.limit)
+    targets = Targets(command.where, command.target, parameters, settings, "UPDATE", context.NODE_KINDS, command.limit)
     # strict mode: the computed attribute values of each matched concept (plain ones are in the plan)
     results = frag(
         "{",
@@ -475,9 +475,9 @@ def _lower_delete_keys(command, parameters: dict[str, Any], settings: Settings, 
         rules.check_metadata_keys(command.keys, keyword)
     prefix = storage.META_PREFIX if metadata else storage.ATTR_PREFIX
     keys = [prefix + k for k in command.keys]
-    touches_cd = not metadata and K.CORE_DIRECTIVES in keys
+    touches_cd = not metadata and writes.CORE_DIRECTIVES in keys
     strict = settings.strict_schema and not metadata
-    targets = Targets(command.where, command.target, parameters, settings, keyword, pat.NODE_KINDS)
+    targets = Targets(command.where, command.target, parameters, settings, keyword, context.NODE_KINDS)
     probe = targets.collect_guarded("_ts", bad_element("x", targets.names, core_directives=touches_cd, kind=targets.kind))
     # strict mode: which of the listed attributes each matched concept holds (and would lose)
     held = frag("[t.type, [k IN ", Param(list(command.keys), "kip_names"), " WHERE _cur[", Param(prefix, "kip_prefix"), " + k] IS NOT NULL]]")
@@ -488,13 +488,22 @@ def _lower_delete_keys(command, parameters: dict[str, Any], settings: Settings, 
     )
     for stmt, write in ((targets.stmt, True), (probe, False)):
         with each_element(stmt, frag("changed, t:", targets.names.concept, " AS is_concept", ", _cur" if strict else ""), totals, write=write):
-            stmt.line("WITH t, ", current("t", [*keys, K.VERSION]), " AS _cur")
+            stmt.line("WITH t, ", current("t", [*keys, writes.VERSION]), " AS _cur")
             stmt.line("WITH t, _cur, any(k IN ", Param(keys, "kip_keys"), " WHERE _cur[k] IS NOT NULL) AS changed")
             if write:
                 with stmt.block("CALL (t, _cur, changed)"):
                     stmt.line("WITH * WHERE changed")
                     stmt.line("REMOVE ", join(", ", [frag("t.", Ident(k)) for k in keys]))
-                    stmt.line("SET t.", Ident(K.VERSION), " = coalesce(_cur.", Ident(K.VERSION), ", 0) + 1, t.", Ident(K.UPDATED_AT), " = ", Param(None, K.NOW))
+                    stmt.line(
+                        "SET t.",
+                        Ident(writes.VERSION),
+                        " = coalesce(_cur.",
+                        Ident(writes.VERSION),
+                        ", 0) + 1, t.",
+                        Ident(writes.UPDATED_AT),
+                        " = ",
+                        Param(None, writes.NOW),
+                    )
         stmt.line("RETURN size(_ts) AS matched, concepts, propositions, ", strict_column, ", _bad")
     spans = command.key_spans or (command.span,) * len(command.keys)
     return targets.plan(

@@ -19,7 +19,7 @@ from ...lower.merge import MergePlan
 from ...lower.plan import Plan
 from ...lower.search import SearchPlan
 from ...lower.update import BulkPlan
-from ...lower.upsert import UpsertPlan
+from ...lower.upsert_plan import UpsertPlan
 from ..requests import Context
 from . import bulk, describe, export, find, merge, search, upsert
 

@@ -9,10 +9,10 @@ from typing import Any
 
 from ... import errors
 from ...cypher import storage
+from ...domain import rules
+from ...domain.writes import NOW
 from ...errors import KipError
-from ...lower import rules
 from ...lower.update import CHECK_VALUES, BulkPlan, instance_schemas
-from ...lower.writes import NOW
 from ..requests import Context, Run
 from . import grounding
 

@@ -15,8 +15,8 @@ from typing import Any, Union
 
 from ... import adoption, cursor, errors
 from ...cypher import storage
+from ...domain import rules
 from ...errors import KipError
-from ...lower import rules
 from ...lower.export import ExportPlan
 from ...syntax import ast
 from ...syntax.printer import to_kip

@@ -14,9 +14,8 @@ from typing import Any
 
 from ... import errors
 from ...cypher import storage
+from ...domain import rules, writes
 from ...errors import KipError
-from ...lower import rules
-from ...lower import writes as K
 from ...lower.merge import ALIASES, MergePlan, statements
 from ..requests import Context, Run
 from . import grounding
@@ -37,7 +36,7 @@ def merge(plan: MergePlan, ctx: Context) -> Generator[Any, Any, dict]:
     if not rows:
         raise not_found(f"{_label(s)} or {_label(t)} was removed concurrently; nothing was merged.")
     fill, filled = _fill(s, t, rows[0]["s"], rows[0]["t"])
-    yield Run(run.fill, {"t": t["id"], "fill": fill, K.NOW: ctx.now})
+    yield Run(run.fill, {"t": t["id"], "fill": fill, writes.NOW: ctx.now})
     repointed, dead = yield from _repoint(run.repoint, s["id"], t["id"], ctx.now)
     yield Run(run.delete, {"dead": dead, "s": s["id"]})
     return _response(True, repointed, len(dead), filled)
@@ -120,7 +119,7 @@ def _fill(s: dict, t: dict, sp: dict[str, Any], tp: dict[str, Any]) -> tuple[dic
     if ALIASES not in tp and ALIASES in sp and _decode_list(sp.get(ALIASES)):
         filled += 1
     fill[ALIASES] = _union(tp, sp, ALIASES, s["name"], exclude=(t["name"],))
-    fill[K.MERGED_FROM] = _union(tp, sp, K.MERGED_FROM, f"{s['type']}:{s['name']}")
+    fill[writes.MERGED_FROM] = _union(tp, sp, writes.MERGED_FROM, f"{s['type']}:{s['name']}")
     return fill, filled
 
 
@@ -145,7 +144,7 @@ def _repoint(repoint: Any, source: str, target: str, now: str) -> Program:
     dead: list[str] = []
     pairs = [[source, target]]
     while pairs:
-        rows = yield Run(repoint, {"pairs": pairs, "dead": list(dead), K.NOW: now})
+        rows = yield Run(repoint, {"pairs": pairs, "dead": list(dead), writes.NOW: now})
         pairs = []
         for r in rows:
             if r["into"] is None:

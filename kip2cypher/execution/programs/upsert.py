@@ -22,11 +22,10 @@ from typing import Any, NamedTuple
 
 from ...cypher import storage
 from ...cypher.builder import COLLECTED
+from ...domain import rules, writes
 from ...errors import KipError
 from ...lower import adopted as adopted_cy
-from ...lower import rules
-from ...lower import writes as K
-from ...lower.upsert import (
+from ...lower.upsert_plan import (
     AdoptedConcept,
     ConceptBlockRef,
     ConceptById,
@@ -252,7 +251,7 @@ class _Upsert:
                     "refs": [self.lookup_row(i, ref) for i, ref in enumerate(refs.refs)],
                     "required": refs.required,
                     "rows": [c.payload() for c in self.plan.concepts],
-                    K.NOW: self.ctx.now,
+                    writes.NOW: self.ctx.now,
                     **engine_overrides(self.ctx),
                 },
             )
@@ -265,7 +264,7 @@ class _Upsert:
         rows = [c.payload() for c in plan.concepts]
         if not rows:
             return
-        result = yield Run(plan.concept_write, {"rows": rows, K.NOW: self.ctx.now, **engine_overrides(self.ctx)})
+        result = yield Run(plan.concept_write, {"rows": rows, writes.NOW: self.ctx.now, **engine_overrides(self.ctx)})
         yield from self.concepts_written(result)
 
     def concepts_written(self, result: list[dict[str, Any]]) -> Program:
@@ -331,7 +330,7 @@ class _Upsert:
         if structural:
             yield from self.resolve_structural(structural)
         payload = [self.wave_row(row) for row in wave]
-        result = yield Run(self.plan.proposition_write, {"rows": payload, K.NOW: self.ctx.now, **engine_overrides(self.ctx)})
+        result = yield Run(self.plan.proposition_write, {"rows": payload, writes.NOW: self.ctx.now, **engine_overrides(self.ctx)})
         by_i = {r["i"]: r for r in result}
         for row in wave:
             r = by_i.get(row.pos)

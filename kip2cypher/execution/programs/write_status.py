@@ -1,4 +1,4 @@
-"""The KIP errors of KML programs: the ``status`` column of a guarded write (``lower.writes.apply_tail``)
+"""The KIP errors of KML programs: the ``status`` column of a guarded write (``domain.writes.apply_tail``)
 and the other refusals of a write, as messages an LLM can act on."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ... import errors
+from ...domain import rules
 from ...errors import KipError
-from ...lower import rules
 
 
 def not_found(message: str, hint: str = "", offset: int | None = None) -> KipError:

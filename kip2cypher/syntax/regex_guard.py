@@ -29,7 +29,7 @@ from dataclasses import dataclass, fields, is_dataclass, replace
 from typing import Any, Union
 
 from ..errors import EXECUTION_TIMEOUT, INVALID_SYNTAX, RESOURCE_EXHAUSTED, KipError
-from ..syntax import ast
+from . import ast
 
 #: Longest REGEX pattern, in characters (KIP_4002 beyond): pricing is linear in it.
 MAX_PATTERN_CHARS = 2048
