@@ -155,9 +155,14 @@ def test_find_of_170_unions_was_an_internal_compiler_error_recursion(grown):
 def test_filter_of_4096_or_operands_held_neo4j_planning_past_the_timeout(grown):
     """4 096 ``||`` operands answered the 30 s timeout only after 86 s of Neo4j planning: the
     tests of a command's FILTERs are bounded (``MAX_FILTER_TESTS``), an IN list is the repair."""
+    from kip2cypher.execute import Nexus
     from kip2cypher.lower.pattern import MAX_FILTER_TESTS
 
-    assert ok(grown.execute_kip_readonly(GROWERS["or_chain"][1](MAX_FILTER_TESTS))) == []
+    # At the bound the command is answered. Neo4j plans 512 operands in seconds on a quiet machine
+    # and in more than this module's 10 s timeout on a busy one (seen: KIP_4001 at load 15): the
+    # answer, not the machine's speed, is under test, so this one runs without a time limit.
+    with Nexus(driver=grown.driver, database=grown.database, settings=SETTINGS.replace(query_timeout_s=0, max_request_s=0)) as patient:
+        assert ok(patient.execute_kip_readonly(GROWERS["or_chain"][1](MAX_FILTER_TESTS))) == []
     error = grown.execute_kip_readonly(GROWERS["or_chain"][1](4096))["error"]
     assert error["code"] == "KIP_4002" and str(MAX_FILTER_TESTS) in error["message"], error
     assert ok(grown.execute_kip_readonly(GROWERS["in_list"][1](4096))) == []
