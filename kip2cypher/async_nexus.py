@@ -174,7 +174,7 @@ class AsyncNexus:
         if step.note:
             log.warning("bootstrap: %s", step.note)
         applied = {}
-        for name in profiles.capsules(step.profile, everything=capsules) if step.profile else ():
+        for name in profiles.capsules(step.profile, everything=capsules, present=set(state["actors"])) if step.profile else ():
             plan = compile_plan(profiles.capsule_text(name, step.profile), {}, await self._request_settings())
             try:
                 applied[name] = (await self.run_plan(plan, engine=step.engine, admin=True))["result"]

@@ -74,9 +74,17 @@ def core_version(name: str | None) -> str | None:
     return profile.core_version if profile else None
 
 
-def capsules(profile: str | None, *, everything: bool) -> list[str]:
-    """The capsules a bootstrap of ``profile`` applies, in order: Genesis, or (``everything``) the whole set."""
-    return list(get(profile).order) if everything else ["Genesis"]
+#: The capsules that seed an actor (file stem → the Person they create).
+ACTORS = {"self": "$self", "system": "$system"}
+
+
+def capsules(profile: str | None, *, everything: bool, present: frozenset[str] | set[str] = frozenset()) -> list[str]:
+    """The capsules a bootstrap of ``profile`` applies, in order: Genesis, or (``everything``) the
+    whole set — except the capsule of an actor already ``present`` (its Person name). The official
+    ``self``/``system`` files write every attribute of the actor (persona, strengths: [], …), so a
+    replay would reset what the agent has learned; bootstrap seeds each actor once."""
+    names = list(get(profile).order) if everything else ["Genesis"]
+    return [n for n in names if ACTORS.get(n) not in present]
 
 
 def capsule_text(name: str, profile: str | None) -> str:

@@ -112,11 +112,13 @@ def nexus_read(names: storage.Names) -> str:
 
 def bootstrap_state(names: storage.Names) -> str:
     """What a bootstrap decides from (``profiles.decide``): the profile recorded on the namespace's
-    nexus node (null: none) and whether the namespace holds a Genesis (its ``$ConceptType`` node)."""
+    nexus node (null: none), whether the namespace holds a Genesis (its ``$ConceptType`` node) and
+    which of the actors ``$actors`` (Person names) exist."""
     return (
         f"OPTIONAL MATCH (n:{storage.NEXUS} {{namespace: $namespace}}) "
         f"OPTIONAL MATCH (g:{names.concept} {{type: $meta, name: $meta}}) "
-        f"RETURN n.{storage.PROFILE_KEY} AS profile, g IS NOT NULL AS genesis"
+        f"RETURN n.{storage.PROFILE_KEY} AS profile, g IS NOT NULL AS genesis, "
+        f"COLLECT {{ MATCH (a:{names.concept} {{type: $person}}) WHERE a.name IN $actors RETURN a.name }} AS actors"
     )
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import Any
 
+from ... import profiles
 from ...cypher import catalog, storage
 from ...lower import migration
 from ...lower.plan import Compiled
@@ -82,9 +83,9 @@ def _namespace(names: storage.Names, layout: int | None, batch: int, dry_run: bo
 
 
 def bootstrap_state(ctx: Context) -> Generator[Any, Any, dict[str, Any]]:
-    """The namespace's recorded profile and whether it holds a Genesis (``catalog.bootstrap_state``)."""
+    """The namespace's recorded profile, whether it holds a Genesis and which actors exist (``catalog.bootstrap_state``)."""
     names = ctx.names
-    params = {"namespace": names.namespace, "meta": storage.CONCEPT_TYPE}
+    params = {"namespace": names.namespace, "meta": storage.CONCEPT_TYPE, "person": "Person", "actors": list(profiles.ACTORS.values())}
     (record,) = yield Run(Compiled(catalog.bootstrap_state(names), params, "the bootstrapped profile"))
     return record
 
