@@ -123,3 +123,20 @@ def test_bootstrap_seeds_each_actor_once(nexus):
     assert "self" not in applied and "system" not in applied and "Genesis" in applied
     attrs = concept(nexus, "Person", "$self")["attributes"]
     assert attrs["persona"] == "curious" and attrs["strengths"] == ["graphs"]
+
+
+@pytest.mark.parametrize("dry_run", [False, True], ids=["run", "dry_run"])
+def test_an_older_official_genesis_re_applied_by_an_agent_is_a_no_op(nexus, dry_run):
+    """The RC10 Genesis lists fewer key_instances than RC11's: on an RC11 nexus it would change
+    the protected meta-types, yet it is an official definition the nexus has superseded — it
+    answers like an unchanged replay and writes nothing; any other change stays KIP_3004."""
+    nexus.bootstrap(capsules=True)
+    before = snapshot(nexus)
+    text = profiles.capsule_text("Genesis", "rc10")
+    response = nexus.execute_kip(text, dry_run=dry_run)
+    ids = [] if dry_run else _ids(nexus, text)
+    assert response == {"result": {"blocks": 2, "upsert_concept_nodes": ids, "upsert_proposition_links": []}}
+    assert snapshot(nexus) == before and "Experience" in _key_types(nexus)
+    changed = text.replace('"SleepTask"\n            ]', '"SleepTask",\n                "Mine"\n            ]', 1)
+    assert changed != text
+    err(nexus.execute_kip(changed, dry_run=dry_run), "KIP_3004")

@@ -170,9 +170,10 @@ class ConceptRow:
         return f"{{id: {rules._q(self.id)}}}" if self.id is not None else rules.label(self.type, self.name)
 
     def payload(self) -> dict[str, Any]:
-        """The row the concept write (and the dry-run probe) receives."""
+        """The row the concept write (and the dry-run probe) receives; ``sup`` (only when there
+        are some): the newer official definitions that supersede what this block writes."""
         cd = self.attrs.get("core_directives", _ABSENT)
-        return {
+        row = {
             "i": self.pos,
             "type": self.type,
             "name": self.name,
@@ -182,6 +183,42 @@ class ConceptRow:
             "expect": self.expect,
             "cd": None if cd is _ABSENT else storage.encode(cd),
         }
+        newer = superseding(self.type, self.name, self.own)
+        if newer:
+            row["sup"] = newer
+        return row
+
+
+def superseding(type_: str | None, name: str | None, own: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The newer official definitions of a protected concept that supersede ``own`` when ``own`` is
+    an older official one (the RC10 Genesis's ``$ConceptType`` lists fewer ``key_instances`` than
+    RC11's). Against a nexus that holds one of them, the block writes nothing and answers like an
+    unchanged replay — re-applying an older official capsule is a no-op, never KIP_3004 — while
+    any other change to a protected structure stays refused (docs/kml.md, "Profiles")."""
+    if rules.protected_kind(type_, name) != "schema":
+        return []
+    return [dict(newer) for older, newer in official_definitions().get((type_, name), ()) if older == own]
+
+
+@functools.cache
+def official_definitions() -> dict[tuple[str, str], tuple[tuple[Mapping[str, Any], Mapping[str, Any]], ...]]:
+    """For each protected concept whose official definition changed between profiles: the pairs
+    (older own properties, newer own properties), from the shipped Genesis files."""
+    from .. import profiles
+    from ..syntax.parser import parse
+
+    defined: dict[str, dict[tuple[str, str], Mapping[str, Any]]] = {}
+    for profile in profiles.ORDER:
+        rows = Analyzer({}).run(parse(profiles.capsule_text("Genesis", profile)), False).concepts
+        # (Genesis's second UPSERT names the same concepts again to link them, writing no properties)
+        defined[profile] = {(r.type, r.name): r.own for r in rows if r.own and rules.protected_kind(r.type, r.name) == "schema"}
+    pairs: dict[tuple[str, str], list[tuple[Mapping[str, Any], Mapping[str, Any]]]] = {}
+    for i, older in enumerate(profiles.ORDER):
+        for newer in profiles.ORDER[i + 1 :]:
+            for key, own in defined[older].items():
+                if key in defined[newer] and defined[newer][key] != own:
+                    pairs.setdefault(key, []).append((own, defined[newer][key]))
+    return {key: tuple(value) for key, value in pairs.items()}
 
 
 def own_column(props: Mapping[str, Any], own: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -421,7 +458,7 @@ def _concept_probe_statement(names: storage.Names) -> Compiled:
         s.line("RETURN CASE")
         s.line("  WHEN n IS NULL AND row.id IS NOT NULL THEN 'missing'")
         s.line("  WHEN row.expect IS NOT NULL AND coalesce(CASE WHEN n IS NULL THEN 0 ELSE cur.", version, " END, -1) <> row.expect THEN 'version'")
-        s.line("  WHEN prot AND any(k IN keys(props) WHERE cur[k] IS NULL OR cur[k] <> props[k]) THEN 'protected'")
+        s.line("  WHEN prot AND any(k IN keys(props) WHERE cur[k] IS NULL OR cur[k] <> props[k]) AND NOT ", K.superseded("cur"), " THEN 'protected'")
         s.line(
             "  WHEN actor AND row.cd IS NOT NULL AND cur.",
             Ident(K.CORE_DIRECTIVES),
