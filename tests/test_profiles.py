@@ -140,3 +140,26 @@ def test_an_older_official_genesis_re_applied_by_an_agent_is_a_no_op(nexus, dry_
     changed = text.replace('"SleepTask"\n            ]', '"SleepTask",\n                "Mine"\n            ]', 1)
     assert changed != text
     err(nexus.execute_kip(changed, dry_run=dry_run), "KIP_3004")
+
+
+def test_cli_bootstrap_profile_upgrade_and_refused_downgrade(nexus):
+    import json
+
+    from click.testing import CliRunner
+
+    from kip2cypher.cli import main
+
+    def bootstrap(*args: str):
+        return CliRunner().invoke(main, ["bootstrap", "--uri", nexus.uri, *args])
+
+    first = bootstrap("--profile", "rc10", "--with-capsules")
+    assert first.exit_code == 0, first.output
+    assert "profile: rc10 (KIP v1.0-RC10)" in first.output and "applied SleepTask:" in first.output
+    upgraded = bootstrap("--upgrade", "--with-capsules")
+    assert upgraded.exit_code == 0 and "profile: rc11 (KIP v1.0-RC11)" in upgraded.output and "applied Skill:" in upgraded.output
+    refused = bootstrap("--upgrade", "--profile", "rc10")
+    assert refused.exit_code == 1
+    error = json.loads(refused.stdout)["error"]
+    assert error["code"] == "KIP_3004" and "rc10 (KIP v1.0-RC10)" in error["message"] and "rc11 (KIP v1.0-RC11)" in error["message"]
+    plain = bootstrap("--profile", "rc10")
+    assert plain.exit_code == 0 and "profile: rc11 (KIP v1.0-RC11)" in plain.output
