@@ -35,7 +35,20 @@ def test_genesis_response_and_idempotent_replay(nexus):
     ct = concept(nexus, "$ConceptType", "$ConceptType")
     assert ct["metadata"]["_version"] == 1 and ISO.match(ct["metadata"]["_updated_at"])
     assert ct["metadata"]["source"] == "SystemBootstrap"
-    assert ct["attributes"]["key_instances"] == ["$ConceptType", "$PropositionType", "Domain"]
+    assert ct["attributes"]["key_instances"] == [
+        "$ConceptType",
+        "$PropositionType",
+        "Domain",
+        "Event",
+        "Experience",
+        "ExperienceStep",
+        "Person",
+        "Preference",
+        "Insight",
+        "Skill",
+        "Commitment",
+        "SleepTask",
+    ]  # the official RC11 Genesis (issue 28), not the RC10 appendix's printing
     assert ct["attributes"]["instance_schema"]["description"]["is_required"] is True
     assert count(nexus, "MATCH (:KipConcept)-[r:`kip:belongs_to_domain`]->(:KipConcept {name: 'CoreSchema'}) RETURN count(r)") == 7
     assert count(nexus, "MATCH (n:`kip:$ConceptType`:KipConcept) RETURN count(n)") == 3

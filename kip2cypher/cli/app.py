@@ -502,7 +502,9 @@ _PROFILE = click.option(
     "--profile",
     type=click.Choice(["rc10", "rc11"]),
     default=None,
-    help="The official KIP capsule set to bootstrap with (default rc11); a nexus already bootstrapped keeps its own unless --upgrade.",
+    cls=_EnvOption,
+    envvar="KIP2CYPHER_PROFILE",
+    help="The official KIP capsule set to bootstrap with (default rc11); a nexus already bootstrapped keeps its own unless --upgrade [env KIP2CYPHER_PROFILE].",
 )
 _YES_BOOTSTRAP = click.option("--yes", is_flag=True, help="Bootstrap even a database that holds data other than KIP's (the plan is printed first).")
 
