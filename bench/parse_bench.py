@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import parser_fixtures  # noqa: E402
 
-from kip2cypher.resources import capsule_text  # noqa: E402
+from kip2cypher.profiles import capsule_text  # noqa: E402
 from kip2cypher.syntax.parser import clear_cache, parse  # noqa: E402
 
 _TYPES = ("Drug", "Symptom", "Person", "Event", "Topic")
@@ -110,7 +110,7 @@ def cached(text: str, repeat: int) -> float:
 
 
 def large(repeat: int) -> None:
-    for name, text in (("Genesis capsule", capsule_text("Genesis")), ("large capsule (1,000 concepts, 2,000 propositions)", large_capsule())):
+    for name, text in (("Genesis capsule", capsule_text("Genesis", None)), ("large capsule (1,000 concepts, 2,000 propositions)", large_capsule())):
         runs = max(3, repeat // (1 if len(text) < 50_000 else 5))
         seconds = cold(text, runs)
         print(f"{name}: {len(text):,} chars, median cold {seconds * 1e3:.2f} ms ({seconds / len(text) * 1e6:.2f} µs/char, {runs} runs)")

@@ -18,14 +18,13 @@ from typing import Any
 
 import neo4j
 
-from . import connection, errors, resources
+from . import connection, errors, profiles
 from .config import Settings
 from .cypher import catalog, storage
 from .errors import KipError
 from .execute import (
     APPLICATION_DRIVER,
     base_options,
-    bootstrap_capsules,
     default_database,
     default_uri,
     env_auth,
@@ -165,17 +164,24 @@ class AsyncNexus:
         self.settings = nexus_settings(self.settings, record, self._configured_secret)
         self._secret_loaded = True
 
-    async def bootstrap(self, *, capsules: bool = False, upgrade: bool = False) -> dict[str, Any]:
-        """Create the schema objects and apply Genesis (and, optionally, the standard capsules);
-        ``upgrade``: as the engine; returns once their embeddings are written (``Nexus.bootstrap``)."""
+    async def bootstrap(self, *, profile: str | None = None, capsules: bool = False, upgrade: bool = False) -> dict[str, Any]:
+        """Create the schema objects and apply the official Genesis of ``profile`` (``capsules``: its
+        whole set), as ``Nexus.bootstrap`` does: a nexus keeps its profile unless ``upgrade`` moves
+        it forward; returns once the capsules' embeddings are written."""
         await self.ensure_schema()
+        state = await self.run_admin(admin.bootstrap_state)
+        step = profiles.decide(profile, state["profile"], state["genesis"], upgrade=upgrade)
+        if step.note:
+            log.warning("bootstrap: %s", step.note)
         applied = {}
-        for name in bootstrap_capsules(capsules):
-            plan = compile_plan(resources.capsule_text(name), {}, await self._request_settings())
+        for name in profiles.capsules(step.profile, everything=capsules, present=set(state["actors"])) if step.profile else ():
+            plan = compile_plan(profiles.capsule_text(name, step.profile), {}, await self._request_settings())
             try:
-                applied[name] = (await self.run_plan(plan, engine=upgrade, admin=True))["result"]
+                applied[name] = (await self.run_plan(plan, engine=step.engine, admin=True))["result"]
             except KipError as exc:
-                raise KipError(exc.code, f"Capsule {name} failed: {exc.message}", exc.hint) from None
+                raise KipError(exc.code, f"Capsule {name} ({step.profile}) failed: {exc.message}", exc.hint) from None
+        if step.profile:
+            await self.run_admin(lambda ctx: admin.record_profile(ctx, step.profile))
         await self.wait_for_embeddings(self.settings.embedding_wait_s)  # a bootstrapped nexus is searchable
         return applied
 

@@ -276,6 +276,7 @@ OTHER_VARIABLES = {
     "KIP2CYPHER_NEO4J_HEAP": "the local Neo4j launcher: heap",
     "KIP2CYPHER_NEO4J_PAGECACHE_MB": "the local Neo4j launcher: page cache",
     "KIP2CYPHER_NEO4J_TX_TIMEOUT_S": "the local Neo4j launcher: db.transaction.timeout",
+    "KIP2CYPHER_PROFILE": "kip2cypher bootstrap / mcp --bootstrap: the official KIP capsule set (rc10, rc11)",
     "KIP2CYPHER_NEO4J_VERSION": "the local Neo4j launcher: the Neo4j release (default: pom.xml's 5.26.x)",
     "KIP2CYPHER_NEO4J_JAVA": "the local Neo4j launcher: the java executable to run it with",
     "KIP2CYPHER_DEMO_PORT": "kip2cypher demo: its own server's port",

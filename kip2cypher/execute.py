@@ -227,23 +227,31 @@ class Nexus:
         self.settings = nexus_settings(self.settings, record, self._configured_secret)
         self._secret_loaded = True
 
-    def bootstrap(self, *, capsules: bool = False, upgrade: bool = False) -> dict[str, Any]:
-        """Create the schema objects and apply Genesis (and, optionally, the standard capsules).
+    def bootstrap(self, *, profile: str | None = None, capsules: bool = False, upgrade: bool = False) -> dict[str, Any]:
+        """Create the schema objects and apply the official Genesis of ``profile`` (default rc11;
+        ``capsules``: its whole capsule set), then record the profile on the nexus node.
 
-        ``upgrade``: apply them *as the engine*, so a newer Genesis or standard capsule may
-        change the protected structures it defines (idempotent: unchanged elements are not
-        written); agents' writes to those structures stay refused. Returns once the capsules'
-        SEARCH embeddings are written (up to ``Settings.embedding_wait_s``)."""
-        from . import resources
+        A nexus already bootstrapped keeps its profile, older or newer (``profiles.decide``);
+        ``upgrade`` moves it forward, applying the newer capsules *as the engine* so they may change
+        the protected structures (idempotent), and refuses a downgrade (KIP_3004). Agents' writes
+        that would change those structures stay refused. Returns each applied capsule's result once
+        their SEARCH embeddings are written (up to ``Settings.embedding_wait_s``)."""
+        from . import profiles
 
         self.ensure_schema()
+        state = self.run_admin(admin.bootstrap_state)
+        step = profiles.decide(profile, state["profile"], state["genesis"], upgrade=upgrade)
+        if step.note:
+            log.warning("bootstrap: %s", step.note)
         applied = {}
-        for name in bootstrap_capsules(capsules):
-            plan = compile_plan(resources.capsule_text(name), {}, self._request_settings())
+        for name in profiles.capsules(step.profile, everything=capsules, present=set(state["actors"])) if step.profile else ():
+            plan = compile_plan(profiles.capsule_text(name, step.profile), {}, self._request_settings())
             try:
-                applied[name] = self.run_plan(plan, engine=upgrade, admin=True)["result"]
+                applied[name] = self.run_plan(plan, engine=step.engine, admin=True)["result"]
             except KipError as exc:
-                raise KipError(exc.code, f"Capsule {name} failed: {exc.message}", exc.hint) from None
+                raise KipError(exc.code, f"Capsule {name} ({step.profile}) failed: {exc.message}", exc.hint) from None
+        if step.profile:
+            self.run_admin(lambda ctx: admin.record_profile(ctx, step.profile))
         self.wait_for_embeddings(self.settings.embedding_wait_s)  # a bootstrapped nexus is searchable
         return applied
 
@@ -444,21 +452,3 @@ def plan_text(plan: Any, depth: int = 0) -> str:
     line = f"{'  ' * depth}+{op}{'  ' + detail if detail else ''}"
     children = plan.get("children", []) if isinstance(plan, dict) else []
     return "\n".join([line] + [plan_text(child, depth + 1) for child in children])
-
-
-#: Dependency order of the standard capsules (Appendix 3): Person before the $self/$system
-#: instances; the other type capsules only name types in strings and could go anywhere.
-STANDARD_CAPSULES = ("Person", "Event", "self", "system", "Preference", "Insight", "Commitment", "SleepTask")
-
-
-def bootstrap_capsules(capsules: bool) -> list[str]:
-    """Genesis, then (``capsules``) the standard capsules in dependency order."""
-    from . import resources
-
-    return ["Genesis"] + (standard_capsule_order(resources.capsule_names()) if capsules else [])
-
-
-def standard_capsule_order(available: list[str]) -> list[str]:
-    """Every shipped capsule except Genesis: the standard ones in dependency order, then any others by name."""
-    known = [n for n in STANDARD_CAPSULES if n in available]
-    return known + sorted(n for n in available if n not in known and n != "Genesis")

@@ -680,8 +680,10 @@ class LoopNexus:
     pool for every namespace a token is bound to), opened — and bootstrapped, when the server
     bootstraps — on first use."""
 
-    def __init__(self, factory: Callable[[], Any], *, bootstrap: bool = False, capsules: bool = False, namespaces: Iterable[str] = ()) -> None:
-        self._factory, self._bootstrap, self._capsules = factory, bootstrap, capsules
+    def __init__(
+        self, factory: Callable[[], Any], *, bootstrap: bool = False, capsules: bool = False, profile: str | None = None, namespaces: Iterable[str] = ()
+    ) -> None:
+        self._factory, self._bootstrap, self._capsules, self._profile = factory, bootstrap, capsules, profile
         self._nexus: Any = None
         self._namespaces: dict[str, Any] = {}
         self._opening = anyio.Lock()
@@ -692,7 +694,7 @@ class LoopNexus:
     async def start(self) -> None:
         self._nexus = self._factory()
         if self._bootstrap:
-            await _bootstrap_quietly(self._nexus, self._capsules)
+            await _bootstrap_quietly(self._nexus, self._capsules, self._profile)
             for namespace in self._bound:
                 await self.for_namespace(namespace)
 
@@ -731,7 +733,7 @@ class LoopNexus:
             if namespace not in self._namespaces:
                 nexus = self._nexus.in_namespace(namespace)
                 if self._bootstrap:
-                    await _bootstrap_quietly(nexus, self._capsules)
+                    await _bootstrap_quietly(nexus, self._capsules, self._profile)
                 self._namespaces[namespace] = nexus
             return self._namespaces[namespace]
 
@@ -750,6 +752,7 @@ def run(
     readonly: bool = False,
     bootstrap: bool = False,
     capsules: bool = False,
+    profile: str | None = None,
     http: HttpOptions | None = None,
     request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S,
 ) -> None:
@@ -764,7 +767,7 @@ def run(
     if http is not None:
         http.check()
     bound = {token.namespace for token in http.tokens if token.namespace is not None} if http is not None else set()
-    nexus = LoopNexus(nexus_factory, bootstrap=bootstrap, capsules=capsules, namespaces=bound)
+    nexus = LoopNexus(nexus_factory, bootstrap=bootstrap, capsules=capsules, profile=profile, namespaces=bound)
     if http is None:
 
         async def stdio() -> None:
@@ -786,10 +789,10 @@ async def _layout(session: Any, namespace: str) -> Any:
     return (await (await session.run(statement, namespace=namespace)).single())["layout"]
 
 
-async def _bootstrap_quietly(nexus: Any, capsules: bool = False) -> str | None:
-    """Apply schema + Genesis (+ the standard capsules); a failure is logged to stderr and the server still starts."""
+async def _bootstrap_quietly(nexus: Any, capsules: bool = False, profile: str | None = None) -> str | None:
+    """Apply schema + the profile's Genesis (+ its whole capsule set); a failure is logged to stderr and the server still starts."""
     try:
-        await nexus.bootstrap(capsules=capsules)
+        await nexus.bootstrap(profile=profile, capsules=capsules)
         return None
     except Exception as exc:  # noqa: BLE001
         log.warning("bootstrap failed: %s", exc)

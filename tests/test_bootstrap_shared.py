@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import wipe
 
-from kip2cypher import resources
+from kip2cypher import profiles
 from kip2cypher.cli.app import main
 from kip2cypher.cli.target import DDL_NAME, capsule_elements, existing_schema_objects
 from kip2cypher.config import Settings
@@ -51,7 +51,7 @@ def assert_plan(output: str) -> None:
     for ddl in catalog.schema(storage.DEFAULT):
         assert f"  schema: {ddl}" in output
     assert f"  node: (:{storage.NEXUS} {{namespace: '', cursor_secret: <random>, layout: {storage.LAYOUT}}})" in output
-    concepts, propositions = capsule_elements(resources.capsule_text("Genesis"))
+    concepts, propositions = capsule_elements(profiles.capsule_text("Genesis", "rc11"))
     assert f"  capsule Genesis: upserts {len(concepts)} concepts and {propositions} propositions:" in output
     assert "$ConceptType:$ConceptType" in output and "Domain:CoreSchema" in output
 

@@ -175,49 +175,6 @@ def test_nan_and_infinity_parameters_are_refused_before_anything_runs(nexus13):
     assert ok(nexus13.execute_kip('FIND(COUNT(?d)) WHERE { ?d {type: "Drug", name: "Bad"} }')) == 0
 
 
-# ---------------------------------------------------------------- bootstrap --upgrade
-NEWER = "A newer Genesis refreshes this description."
-
-
-def _newer_genesis(monkeypatch):
-    from kip2cypher import resources
-
-    shipped = resources.capsule_text
-    original = 'description: "Defines a high-level container for organizing knowledge.'
-    assert original in shipped("Genesis")
-    monkeypatch.setattr(
-        resources,
-        "capsule_text",
-        lambda name: (
-            shipped(name).replace(original, f'description: "{NEWER} Defines a high-level container for organizing knowledge.')
-            if name == "Genesis"
-            else shipped(name)
-        ),
-    )
-
-
-def _domain_type(nexus):
-    return ok(nexus.execute_kip_readonly('FIND(?t.attributes.description, ?t.metadata._version) WHERE { ?t {type: "$ConceptType", name: "Domain"} }'))
-
-
-def test_bootstrap_upgrade_applies_a_newer_genesis_as_the_engine(genesis, monkeypatch):
-    from kip2cypher.errors import KipError
-
-    _newer_genesis(monkeypatch)
-    # Regression: a newer Genesis could not be applied at all (the protected meta-types refuse it).
-    with pytest.raises(KipError) as refused:
-        genesis.bootstrap()
-    assert refused.value.code == "KIP_3004"
-    genesis.bootstrap(upgrade=True)
-    [[description], [version]] = _domain_type(genesis)
-    assert description.startswith(NEWER)
-    genesis.bootstrap(upgrade=True)  # idempotent: nothing changes, the version stays
-    assert _domain_type(genesis) == [[description], [version]]
-    # An agent's own write to the protected type is still refused.
-    e = error(genesis.execute_kip('UPSERT { CONCEPT ?t { {type: "$ConceptType", name: "Domain"} SET ATTRIBUTES { description: "mine" } } }'))
-    assert e["code"] == "KIP_3004"
-
-
 # ---------------------------------------------------------------- warnings for keys no element carries
 def test_empty_answer_warns_about_a_key_no_element_of_the_type_carries(nexus13):
     r = nexus13.execute_kip('FIND(?d.name) WHERE { ?d {type: "Drug"} FILTER(?d.attributes.scroe > 0) } ORDER BY ?d.metadata.confidense')

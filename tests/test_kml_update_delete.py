@@ -319,7 +319,6 @@ def test_delete_concept_protected_and_empty(med):
     ):
         err(med.execute_kip(q), "KIP_3004")
     assert snapshot(med) == before
-    assert ok(med.execute_kip('DELETE CONCEPT ?d DETACH WHERE { ?d {type: "Drug", name: "Ghost"} }')) == {"deleted_concepts": 0, "deleted_propositions": 0}
     # deleting ordinary domains and user types is allowed
     assert ok(med.execute_kip('DELETE CONCEPT ?d DETACH WHERE { ?d {type: "Domain", name: "Unsorted"} }')) == {"deleted_concepts": 1, "deleted_propositions": 1}
 
@@ -333,3 +332,35 @@ def test_delete_dry_run_writes_nothing_and_counts_what_it_would_delete(med):
     assert dry_links["deleted_propositions"] > 0 and dry_drugs["deleted_concepts"] > 0
     assert snapshot(med) == before
     assert ok(med.execute_kip(drugs)) == dry_drugs
+
+
+# ------------------------------------------------------------------ DELETE of a missing target (issue 28)
+MISSING = [
+    ('DELETE CONCEPT ?d DETACH WHERE { ?d {type: "Drug", name: "Ghost"} }', 'DELETE CONCEPT: the concept {type: "Drug", name: "Ghost"}'),
+    ("DELETE CONCEPT ?d DETACH WHERE { ?d {id: :cid} }", "DELETE CONCEPT: the concept {id: :cid}"),
+    ('DELETE PROPOSITIONS ?l WHERE { ?l (id: "P:none") }', 'DELETE PROPOSITIONS: the proposition (id: "P:none")'),
+    ('DELETE ATTRIBUTES {"risk_level"} FROM ?d WHERE { ?d {type: "Drug", name: "Ghost"} }', 'DELETE ATTRIBUTES: the concept {type: "Drug", name: "Ghost"}'),
+    ('DELETE METADATA {"source"} FROM ?l WHERE { ?l (id: "P:none") }', 'DELETE METADATA: the proposition (id: "P:none")'),
+]
+
+
+@pytest.mark.parametrize("dry_run", [False, True], ids=["run", "dry_run"])
+@pytest.mark.parametrize(("command", "named"), MISSING, ids=[m[1].split(":")[0] for m in MISSING])
+def test_delete_of_an_exactly_named_target_that_does_not_exist_is_kip_3002(med, command, named, dry_run):
+    """Spec Appendix 4: KIP_3002 "does not exist (for DELETE, …)"; kip2cypher answered zero counts."""
+    before = snapshot(med)
+    e = err(med.execute_kip(command, parameters={"cid": "C:none"}, dry_run=dry_run), "KIP_3002")
+    assert e["message"] == f"{named} named by the WHERE does not exist; nothing was deleted."
+    assert snapshot(med) == before
+
+
+@pytest.mark.parametrize("dry_run", [False, True], ids=["run", "dry_run"])
+def test_delete_whose_pattern_matches_nothing_answers_zero_counts(med, dry_run):
+    none, links, updated = {"deleted_concepts": 0, "deleted_propositions": 0}, {"deleted_propositions": 0}, {"updated_concepts": 0, "updated_propositions": 0}
+    for command, result in (
+        ('DELETE CONCEPT ?d DETACH WHERE { ?d {type: "Drug", name: "Cognizine"} FILTER(?d.attributes.risk_level > 5) }', none),
+        ('DELETE CONCEPT ?d DETACH WHERE { ?d {type: "Drug"} FILTER(?d.name == "Ghost") }', none),
+        ('DELETE PROPOSITIONS ?l WHERE { ?l ({type: "Drug", name: "Cognizine"}, "treats", {type: "Symptom", name: "Neural Bloom"}) }', links),
+        ('DELETE ATTRIBUTES {"risk_level"} FROM ?d WHERE { ?d {type: "Drug", name: "Ghost"} ?s {type: "Symptom"} }', updated),
+    ):
+        assert med.execute_kip(command, dry_run=dry_run) == {"result": result}, command

@@ -19,9 +19,9 @@ def med(genesis):
 
 # ------------------------------------------------------------------ Genesis
 def test_genesis_response_and_idempotent_replay(nexus):
-    from kip2cypher import resources
+    from kip2cypher import profiles
 
-    text = resources.capsule_text("Genesis")
+    text = profiles.capsule_text("Genesis", "rc11")
     first = ok(nexus.execute_kip(text))
     assert first["blocks"] == 2
     assert len(first["upsert_concept_nodes"]) == 16 and first["upsert_proposition_links"] == []
@@ -35,7 +35,20 @@ def test_genesis_response_and_idempotent_replay(nexus):
     ct = concept(nexus, "$ConceptType", "$ConceptType")
     assert ct["metadata"]["_version"] == 1 and ISO.match(ct["metadata"]["_updated_at"])
     assert ct["metadata"]["source"] == "SystemBootstrap"
-    assert ct["attributes"]["key_instances"] == ["$ConceptType", "$PropositionType", "Domain"]
+    assert ct["attributes"]["key_instances"] == [
+        "$ConceptType",
+        "$PropositionType",
+        "Domain",
+        "Event",
+        "Experience",
+        "ExperienceStep",
+        "Person",
+        "Preference",
+        "Insight",
+        "Skill",
+        "Commitment",
+        "SleepTask",
+    ]  # the official RC11 Genesis (issue 28), not the RC10 appendix's printing
     assert ct["attributes"]["instance_schema"]["description"]["is_required"] is True
     assert count(nexus, "MATCH (:KipConcept)-[r:`kip:belongs_to_domain`]->(:KipConcept {name: 'CoreSchema'}) RETURN count(r)") == 7
     assert count(nexus, "MATCH (n:`kip:$ConceptType`:KipConcept) RETURN count(n)") == 3
@@ -548,9 +561,9 @@ def test_strict_instance_schema(genesis):
         ok(strict.execute_kip('UPSERT { CONCEPT ?g { {type: "Gadget", name: "g1"} SET ATTRIBUTES { weight: 1, tags: ["x"], kind: "a" } } }'))
         ok(strict.execute_kip('UPSERT { CONCEPT ?g { {type: "Gadget", name: "g1"} SET ATTRIBUTES { kind: "b" } } }'))  # required already stored
         # the whole Genesis is valid under strict mode
-        from kip2cypher import resources
+        from kip2cypher import profiles
 
-        ok(strict.execute_kip(resources.capsule_text("Genesis")))
+        ok(strict.execute_kip(profiles.capsule_text("Genesis", "rc11")))
 
 
 def test_capsule_is_batched_into_a_handful_of_statements(med, monkeypatch):

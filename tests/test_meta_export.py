@@ -219,7 +219,7 @@ def test_round_trip_of_the_bootstrapped_standard_capsules(nexus):
         ok(nexus.execute_kip(page["capsule"]))
     assert snapshot(nexus) == before
     identity = ok(nexus.execute_kip("DESCRIBE PRIMER"))["identity"]
-    assert identity["exists"] is True and identity["summary"].startswith("I am the agent itself")
+    assert identity["exists"] is True and identity["summary"].startswith("I am newly awakened")  # the official self.kip's identity_narrative
 
 
 def test_spec_example_export_a_domain(graph):

@@ -149,7 +149,7 @@ ERROR_PATHS = [
     ('FIND(?x) WHERE { (?x, "canary_relieves", ?y) }', "KIP_2001"),
     ('UPSERT { CONCEPT ?x { {type: "CanaryKind", name: "Tweety"} } }', "KIP_2001"),
     ('UPSERT { CONCEPT ?x { {type: "Drug", name: "Aspirin"} SET PROPOSITIONS { ("treats", {type: "Drug", name: "Canaryzine"}) } } }', "KIP_3002"),
-    ('DELETE CONCEPT ?d DETACH WHERE { ?d {type: "Drug", name: "Canaryzine"} }', None),  # matches nothing: a no-op
+    ('DELETE CONCEPT ?d DETACH WHERE { ?d {type: "Drug", name: "Canaryzine"} }', "KIP_3002"),  # named exactly, absent here (issue 28)
     ('MERGE CONCEPT ?s INTO ?t WHERE { ?s {type: "Drug", name: "Canaryzine"} ?t {type: "Drug", name: "Aspirin"} }', "KIP_3002"),
     ('UPDATE ?d SET ATTRIBUTES { risk_level: 9 } WHERE { ?d {type: "Drug", name: "Canaryzine"} }', None),
     ('DESCRIBE CONCEPT TYPE "CanaryKind"', "KIP_3002"),
@@ -176,7 +176,8 @@ def test_an_id_of_another_namespace_is_unknown_in_alpha(fresh):
     assert _result(fresh.run({"command": "FIND(?d) WHERE { ?d {id: :id} }", "parameters": {"id": beta_aspirin}})) == []
     response = fresh.run({"command": "UPSERT { CONCEPT ?x { {id: :id} SET ATTRIBUTES { risk_level: 7 } } }", "parameters": {"id": beta_aspirin}})
     assert _code(response) == "KIP_3002"
-    _result(fresh.run({"command": "DELETE CONCEPT ?d DETACH WHERE { ?d {id: :id} }", "parameters": {"id": beta_aspirin}}))
+    response = fresh.run({"command": "DELETE CONCEPT ?d DETACH WHERE { ?d {id: :id} }", "parameters": {"id": beta_aspirin}})
+    assert _code(response) == "KIP_3002" and beta_aspirin not in json.dumps(response)
 
 
 # ------------------------------------------------------------------ reads

@@ -34,7 +34,9 @@ def _expected_files() -> set[str]:
     subpackage that pyproject.toml forgets to list fails here)."""
     expected = {str(p.relative_to(ROOT)) for p in (ROOT / "kip2cypher").rglob("*.py") if "__pycache__" not in p.parts}
     expected |= {f"kip2cypher/grammar/{p.name}" for p in (ROOT / "grammar").iterdir() if p.suffix in (".peg", ".py")}
-    expected |= {f"kip2cypher/capsules/{p.name}" for p in (ROOT / "capsules").iterdir() if p.suffix in (".kip", ".py")}
+    # the official capsule sets, each with its licence beside it (kip2cypher.profiles)
+    capsules = ROOT / "capsules"
+    expected |= {f"kip2cypher/capsules/{p.relative_to(capsules)}" for p in capsules.rglob("*") if p.suffix in (".kip", ".py") or p.name == "LICENSE"}
     expected |= {"kip2cypher/localneo4j/pom.xml", "kip2cypher/localneo4j/Launcher.java"}
     expected |= {f"kip2cypher/data/{p.name}" for p in (ROOT / "kip2cypher" / "data").glob("*.txt")}
     expected |= {"kip2cypher/py.typed"}  # PEP 561: type checkers read the package's annotations

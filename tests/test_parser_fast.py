@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kip2cypher.errors import KipError
-from kip2cypher.resources import capsule_names, capsule_text
+from kip2cypher.profiles import ORDER, PROFILES, capsule_text
 from kip2cypher.syntax import grammars, parser
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
@@ -54,9 +54,9 @@ def test_fixture_agrees(entry):
     _agree(entry.text, "script")
 
 
-@pytest.mark.parametrize("name", capsule_names())
-def test_capsule_agrees(name):
-    assert _agree(capsule_text(name))[0] == "ok"
+@pytest.mark.parametrize(("profile", "name"), [(p, n) for p in ORDER for n in PROFILES[p].order])
+def test_capsule_agrees(profile, name):
+    assert _agree(capsule_text(name, profile))[0] == "ok"
 
 
 def test_large_capsule_agrees():

@@ -7,7 +7,7 @@ import dataclasses
 import parser_fixtures
 import pytest
 
-from kip2cypher.resources import capsule_text
+from kip2cypher.profiles import capsule_text
 from kip2cypher.syntax import ast
 from kip2cypher.syntax.parser import parse, parse_script
 from kip2cypher.syntax.printer import to_kip
@@ -60,7 +60,7 @@ def test_fixture_corpus_covers_every_command_type():
 
 
 def test_genesis_capsule_is_one_command_of_two_upserts():
-    command = parse(capsule_text("Genesis"))
+    command = parse(capsule_text("Genesis", "rc11"))
     assert isinstance(command, ast.Capsule)
     assert [len(u.blocks) for u in command.upserts] == [8, 8]
     assert command.upserts[0].metadata.entries[0] == ("source", ast.Literal("SystemBootstrap"))

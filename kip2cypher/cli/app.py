@@ -538,6 +538,14 @@ def shell_cmd(readonly: bool, show_cypher: bool, history_file: str | None, conn:
         Shell(nexus, readonly=readonly, show_cypher=show_cypher, history_file=history_file).loop()
 
 
+_PROFILE = click.option(
+    "--profile",
+    type=click.Choice(["rc10", "rc11"]),
+    default=None,
+    cls=_EnvOption,
+    envvar="KIP2CYPHER_PROFILE",
+    help="The official KIP capsule set to bootstrap with (default rc11); a nexus already bootstrapped keeps its own unless --upgrade [env KIP2CYPHER_PROFILE].",
+)
 _YES_BOOTSTRAP = click.option("--yes", is_flag=True, help="Bootstrap even a database that holds data other than KIP's (the plan is printed first).")
 
 
@@ -653,7 +661,8 @@ def _csv(value: str | None) -> list[str]:
 )
 @click.option("--readonly", is_flag=True, cls=_EnvOption, envvar="KIP2CYPHER_READONLY", help="Expose only execute_kip_readonly [env KIP2CYPHER_READONLY=1].")
 @click.option("--bootstrap", is_flag=True, help="Create the schema objects and apply Genesis before serving (idempotent; not with --readonly).")
-@click.option("--with-capsules", is_flag=True, help="With --bootstrap: also apply the standard capsules ($self, Person, Event, …).")
+@click.option("--with-capsules", is_flag=True, help="With --bootstrap: also apply the profile's whole official capsule set ($self, Person, Event, …).")
+@_PROFILE
 @_YES_BOOTSTRAP
 @click.option("--start-local", is_flag=True, help="Start the bundled local Neo4j when no --uri / NEO4J_URI is set.")
 @_connect_options
@@ -676,6 +685,7 @@ def mcp_cmd(
     readonly: bool,
     bootstrap: bool,
     with_capsules: bool,
+    profile: str | None,
     yes: bool,
     start_local: bool,
     conn: Connect,
@@ -690,7 +700,7 @@ def mcp_cmd(
 
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(name)s: %(message)s", force=True)
     if bootstrap:
-        _check_mcp_bootstrap(conn, start_local=start_local, capsules=with_capsules, yes=yes)
+        _check_mcp_bootstrap(conn, start_local=start_local, capsules=with_capsules, profile=profile, yes=yes)
     http = None
     try:
         if transport == "http":
@@ -712,6 +722,7 @@ def mcp_cmd(
             readonly=readonly,
             bootstrap=bootstrap,
             capsules=with_capsules,
+            profile=profile,
             http=http,
             request_timeout_s=timeout,
         )
@@ -719,14 +730,14 @@ def mcp_cmd(
         raise click.ClickException(str(exc))
 
 
-def _bootstrap_target(nexus: Any, capsules: list[str], *, yes: bool, dry_run: bool, echo: Any) -> bool:
+def _bootstrap_target(nexus: Any, capsules: list[str], profile: str | None, *, yes: bool, dry_run: bool, echo: Any) -> bool:
     """Before a bootstrap: next to data that is not KIP's (or with ``dry_run``), print exactly what
     it creates; refuse (KIP's data aside) without ``yes``. True when the bootstrap may run."""
     from .target import TargetRefused, bootstrap_plan, foreign_nodes
 
     foreign = foreign_nodes(nexus)
     if foreign or dry_run:
-        for line in bootstrap_plan(nexus, capsules):
+        for line in bootstrap_plan(nexus, capsules, profile):
             echo(line)
     if dry_run:
         echo("--dry-run: nothing was written.")
@@ -739,25 +750,27 @@ def _bootstrap_target(nexus: Any, capsules: list[str], *, yes: bool, dry_run: bo
     return True
 
 
-def _check_mcp_bootstrap(conn: Connect, *, start_local: bool, capsules: bool, yes: bool) -> None:
+def _check_mcp_bootstrap(conn: Connect, *, start_local: bool, capsules: bool, profile: str | None, yes: bool) -> None:
     """``mcp --bootstrap`` next to data that is not KIP's: the plan on stderr (stdout may carry
     the protocol), and no server without ``--yes``."""
-    from ..execute import bootstrap_capsules
+    from .. import profiles
     from .target import TargetRefused
 
     with conn.open(start_local=start_local) as nexus:
         try:
-            _bootstrap_target(nexus, bootstrap_capsules(capsules), yes=yes, dry_run=False, echo=lambda line: click.echo(line, err=True))
+            chosen = profiles.capsules(profile, everything=capsules)
+            _bootstrap_target(nexus, chosen, profile, yes=yes, dry_run=False, echo=lambda line: click.echo(line, err=True))
         except TargetRefused as exc:
             raise click.ClickException(str(exc))
 
 
 @main.command("bootstrap")
-@click.option("--with-capsules", is_flag=True, help="Also apply the standard capsules (Event, Person, $self, …).")
+@click.option("--with-capsules", is_flag=True, help="Also apply the profile's whole official capsule set (Person, $self, Event, …).")
+@_PROFILE
 @click.option(
     "--upgrade",
     is_flag=True,
-    help="Apply the shipped capsules as the engine: a newer Genesis or standard capsule may change the protected structures it defines (idempotent).",
+    help="Move the nexus forward to --profile, applying its capsules as the engine (they may change protected structures); a downgrade is refused.",
 )
 @click.option(
     "--format", "fmt", type=click.Choice(["text", "json", "table"]), default="text", show_default=True, help="json: each capsule's UPSERT result, ids included."
@@ -766,13 +779,15 @@ def _check_mcp_bootstrap(conn: Connect, *, start_local: bool, capsules: bool, ye
 @click.option("--dry-run", is_flag=True, help="Print what bootstrap would create (constraints, indexes, nexus node, Genesis elements) and write nothing.")
 @_YES_BOOTSTRAP
 @_connect_options
-def bootstrap_cmd(with_capsules: bool, upgrade: bool, fmt: str, verbose: bool, dry_run: bool, yes: bool, conn: Connect) -> None:
-    """Create the schema objects and apply the Genesis capsule (idempotent).
+def bootstrap_cmd(with_capsules: bool, profile: str | None, upgrade: bool, fmt: str, verbose: bool, dry_run: bool, yes: bool, conn: Connect) -> None:
+    """Create the schema objects and apply the official Genesis of --profile (idempotent).
+
+    A nexus already bootstrapped keeps its profile unless --upgrade moves it forward.
 
     Into a database that holds data other than KIP's it first prints what it will create and
     needs --yes; --dry-run prints that and writes nothing."""
-    from .. import resources
-    from ..execute import bootstrap_capsules
+    from .. import profiles
+    from ..execution.programs import admin
     from .demo import where
     from .output import make_console, table, writes_summary
     from .source import write_counts
@@ -781,15 +796,20 @@ def bootstrap_cmd(with_capsules: bool, upgrade: bool, fmt: str, verbose: bool, d
     with conn.open(start_local=True) as nexus:
         click.echo(f"{'Planning a bootstrap of' if dry_run else 'Bootstrapping'} {where(nexus)}", err=True)
         try:
-            if not _bootstrap_target(nexus, bootstrap_capsules(with_capsules), yes=yes, dry_run=dry_run, echo=click.echo):
+            if not _bootstrap_target(nexus, profiles.capsules(profile, everything=with_capsules), profile, yes=yes, dry_run=dry_run, echo=click.echo):
                 return
         except TargetRefused as exc:
             raise click.ClickException(str(exc))
-        applied = nexus.bootstrap(capsules=with_capsules, upgrade=upgrade)
+        try:
+            applied = nexus.bootstrap(profile=profile, capsules=with_capsules, upgrade=upgrade)
+        except KipError as exc:
+            _fail(exc.to_dict())
+        state = nexus.run_admin(admin.bootstrap_state)
     if fmt == "json":
         click.echo(dump(applied))
         return
-    counts = {name: write_counts(resources.capsule_text(name)) for name in applied}
+    click.echo(f"profile: {state['profile']} (KIP {profiles.core_version(state['profile'])})", err=True)
+    counts = {name: write_counts(profiles.capsule_text(name, state["profile"])) for name in applied}
     console = make_console()
     if fmt == "table":
         rows = [[name, c.upserts, c.concepts, c.propositions] for name, c in counts.items()]

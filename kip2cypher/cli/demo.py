@@ -139,14 +139,14 @@ def check_target(nexus, *, yes: bool) -> None:
 
 def run_demo(nexus, echo: Callable[[str], None], *, yes: bool = False) -> None:
     """Each step prints its KIP, the Cypher it compiles to, and the KIP response (JSON and as a table)."""
-    from .. import resources
+    from .. import profiles
     from .output import response_text
 
     echo(f"Writing the demo into {where(nexus)}")
     check_target(nexus, yes=yes)
     try:
         applied = nexus.bootstrap()
-        echo(f"Bootstrapped Genesis: {_summary(resources.capsule_text('Genesis'), {'result': applied['Genesis']})}")
+        echo(f"Bootstrapped Genesis: {_summary(profiles.capsule_text('Genesis', None), {'result': applied['Genesis']})}")
     except KipError as exc:
         echo(f"Bootstrap failed: {json.dumps(exc.to_dict())}")
         return

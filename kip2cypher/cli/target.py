@@ -79,11 +79,11 @@ def capsule_elements(text: str) -> tuple[list[str], int]:
     return concepts, propositions
 
 
-def bootstrap_plan(nexus: Any, capsules: list[str]) -> list[str]:
+def bootstrap_plan(nexus: Any, capsules: list[str], profile: str | None = None) -> list[str]:
     """What ``bootstrap`` creates in the nexus's namespace, one line per item: the missing
     constraints and indexes (their DDL), the nexus node when it is missing, and the elements each
-    capsule upserts."""
-    from .. import resources
+    capsule of ``profile`` upserts."""
+    from .. import profiles
     from ..cypher import catalog
 
     names = storage.names(nexus.settings.namespace)
@@ -96,7 +96,7 @@ def bootstrap_plan(nexus: Any, capsules: list[str]) -> list[str]:
         node = f"{{namespace: {names.namespace!r}, {storage.CURSOR_SECRET}: <random>, {storage.LAYOUT_KEY}: {storage.LAYOUT}}}"
         lines.append(f"  node: (:{storage.NEXUS} {node})")
     for name in capsules:
-        concepts, propositions = capsule_elements(resources.capsule_text(name))
+        concepts, propositions = capsule_elements(profiles.capsule_text(name, profile))
         lines.append(f"  capsule {name}: upserts {len(concepts)} concepts and {propositions} propositions:")
         lines.append("    " + ", ".join(concepts))
     return lines

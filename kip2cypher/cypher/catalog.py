@@ -110,6 +110,22 @@ def nexus_read(names: storage.Names) -> str:
     )
 
 
+def bootstrap_state(names: storage.Names) -> str:
+    """What a bootstrap decides from (``profiles.decide``): the profile recorded on the namespace's
+    nexus node (null: none), whether the namespace holds a Genesis (its ``$ConceptType`` node) and
+    which of the actors ``$actors`` (Person names) exist."""
+    return (
+        f"OPTIONAL MATCH (n:{storage.NEXUS} {{namespace: $namespace}}) "
+        f"OPTIONAL MATCH (g:{names.concept} {{type: $meta, name: $meta}}) "
+        f"RETURN n.{storage.PROFILE_KEY} AS profile, g IS NOT NULL AS genesis, "
+        f"COLLECT {{ MATCH (a:{names.concept} {{type: $person}}) WHERE a.name IN $actors RETURN a.name }} AS actors"
+    )
+
+
+#: Record the profile a bootstrap applied (``$profile``) on the namespace's nexus node.
+NEXUS_PROFILE = f"MATCH (n:{storage.NEXUS} {{namespace: $namespace}}) SET n.{storage.PROFILE_KEY} = $profile RETURN count(n) AS nexus"
+
+
 #: Store (``$adoption``: JSON) or remove (null) the adoption mapping of a namespace.
 #: The labels and relationship types the database's elements carry (``kip2cypher adopt`` names
 #: the nearest for a mapping's misspelled one).

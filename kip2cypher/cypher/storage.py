@@ -43,6 +43,8 @@ PREDICATE_SEPARATOR = "/"
 #: migrate`` moves a nexus from 1 to 2 (docs/storage-model.md, "Migration").
 LAYOUT = 2
 LAYOUT_KEY = "layout"
+#: Property of the nexus node naming the official capsule set it was bootstrapped with (``profiles``).
+PROFILE_KEY = "profile"
 
 
 @dataclass(frozen=True)

@@ -85,6 +85,12 @@ def stored_version(var: str) -> Fragment:
     return frag(var, ".", Ident(VERSION))
 
 
+def superseded(var: str) -> Fragment:
+    """Cypher: ``var`` (the stored element) already holds one of ``row.sup``, the newer official
+    definitions superseding what the row writes (``upsert.superseding``): writing it changes nothing."""
+    return frag("any(_s IN coalesce(row.sup, []) WHERE all(_k IN keys(_s) WHERE ", var, "[_k] = _s[_k]))")
+
+
 def apply_tail(stmt: Statement, names: storage.Names, *, concept: bool, attr_keys: bool = False) -> None:
     """The guarded write for a bound ``n`` / ``created`` / ``row`` (see module doc); a created
     element carries ``meta._version = 0`` until this tail sets it to 1.
@@ -119,7 +125,11 @@ def apply_tail(stmt: Statement, names: storage.Names, *, concept: bool, attr_key
             "WITH row, n, created, v0, CASE WHEN row.btd THEN coalesce(", rules.cy_protected_link("n", names), ", false) ELSE false END AS prot, false AS actor"
         )
     stmt.line("WITH row, n, created, v0, prot, actor, CASE WHEN prot AND NOT created THEN coalesce(row.own, row.props) ELSE row.props END AS props")
-    stmt.line("WITH row, n, created, v0, prot, actor, props, created OR any(k IN keys(props) WHERE NOT coalesce(n[k] = props[k], false)) AS changed")
+    stmt.line(
+        "WITH row, n, created, v0, prot, actor, props, created OR (any(k IN keys(props) WHERE NOT coalesce(n[k] = props[k], false)) AND NOT ",
+        superseded("n"),
+        ") AS changed",
+    )
     stmt.line("WITH row, n, created, v0, props, changed, CASE")
     stmt.line("  WHEN n IS NULL THEN 'missing'")
     stmt.line("  WHEN row.expect IS NOT NULL AND coalesce(CASE WHEN created THEN 0 ELSE v0 END, -1) <> row.expect THEN 'version'")

@@ -21,7 +21,7 @@ from ..cypher.builder import Fragment, Ident, Statement, frag
 from ..domain import rules
 from ..syntax import ast
 from . import context
-from .update import BulkPlan, Targets, lock
+from .update import BulkPlan, Targets, lock, named_target
 
 
 def dependents(roots: str, names: storage.Names) -> Fragment:
@@ -92,7 +92,8 @@ def lower_delete_propositions(command: ast.DeletePropositions, parameters: dict[
     stmt.line("WITH _ls, _bad, _all, _all[..size(_ls)] AS _roots")
     delete_propositions(stmt, "_all", names, native="_roots")
     stmt.line("RETURN size(_ls) AS matched, size(_all) AS deleted, _bad")
-    return targets.plan("DELETE PROPOSITIONS", "delete with higher-order cascade", probe, (("deleted_propositions", "deleted"),))
+    named = named_target(command.where, command.target)
+    return targets.plan("DELETE PROPOSITIONS", "delete with higher-order cascade", probe, (("deleted_propositions", "deleted"),), named=named)
 
 
 def lower_delete_concept(command: ast.DeleteConcept, parameters: dict[str, Any], settings: Settings) -> BulkPlan:
@@ -114,4 +115,5 @@ def lower_delete_concept(command: ast.DeleteConcept, parameters: dict[str, Any],
         stmt.line("UNWIND _cs AS _c")
         stmt.line("DETACH DELETE _c")
     stmt.line("RETURN size(_cs) AS matched, size(_cs) AS concepts, size(_ps) AS propositions, _bad")
-    return targets.plan("DELETE CONCEPT", "delete with transitive cascade", probe, (("deleted_concepts", "concepts"), ("deleted_propositions", "propositions")))
+    counts = (("deleted_concepts", "concepts"), ("deleted_propositions", "propositions"))
+    return targets.plan("DELETE CONCEPT", "delete with transitive cascade", probe, counts, named=named_target(command.where, command.target))

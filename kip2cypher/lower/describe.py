@@ -175,10 +175,13 @@ def _domain_counts_statement(names: storage.Names) -> Compiled:
 
 
 def _self_statement(names: storage.Names) -> Compiled:
+    """The ``$self`` node (null when absent) and the profile the nexus was bootstrapped with
+    (``profiles``; null when none is recorded): one row always."""
     stmt = Statement()
-    stmt.line("MATCH (s:", Ident(names.concept), " {type: ", Param("Person", "person"), ", name: ", Param("$self", "self"), "})")
-    stmt.line("RETURN ", storage.node_projection("s"), " AS s")
-    return Compiled.of(stmt, "the $self node")
+    stmt.line("OPTIONAL MATCH (n:", Ident(storage.NEXUS), " {namespace: ", Param(names.namespace, "namespace"), "})")
+    stmt.line("OPTIONAL MATCH (s:", Ident(names.concept), " {type: ", Param("Person", "person"), ", name: ", Param("$self", "self"), "})")
+    stmt.line("RETURN ", storage.node_projection("s"), " AS s, n.", Ident(storage.PROFILE_KEY), " AS profile")
+    return Compiled.of(stmt, "the $self node and the nexus's profile")
 
 
 @functools.lru_cache(maxsize=64)

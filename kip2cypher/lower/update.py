@@ -91,6 +91,9 @@ class BulkPlan(Plan):
     schema_rule: str = ""
     written: Mapping[str, Any] = field(default_factory=dict)
     key_at: Mapping[str, int] = field(default_factory=dict)
+    #: DELETE of a target the WHERE names exactly (``delete.named_target``): how it names it; that
+    #: nothing matched then means it does not exist (KIP_3002), not an empty pattern.
+    named: str = ""
 
     def steps(self) -> tuple[Compiled, ...]:
         checks = (grounding.check_statement(self.grounding_all, self.names), grounding.defined_names(self.names)) if self.grounding_all else ()
@@ -149,6 +152,28 @@ class Targets:
             grounding_at=self.grounding_at,
             **checks,
         )
+
+
+def named_target(where: tuple[ast.WhereItem, ...], target: str) -> str:
+    """How a DELETE's WHERE names its target exactly — its only clause binds ``target`` by id or by a
+    complete ``{type, name}`` — else "". Spec Appendix 4: KIP_3002 "does not exist (for DELETE, …)":
+    such a target that matches nothing does not exist. Any other pattern (a FILTER, another clause,
+    a type alone) may simply match nothing, which stays zero counts (docs/kml.md)."""
+    if len(where) != 1 or getattr(where[0], "var", None) != target:
+        return ""
+    clause = where[0]
+    if isinstance(clause, ast.ConceptClause) and clause.id is not None:
+        return f"concept {{id: {_shown(clause.id)}}}"
+    if isinstance(clause, ast.ConceptClause) and clause.type is not None and clause.name is not None:
+        return f"concept {{type: {_shown(clause.type)}, name: {_shown(clause.name)}}}"
+    if isinstance(clause, ast.PropositionClause) and clause.id is not None:
+        return f"proposition (id: {_shown(clause.id)})"
+    return ""
+
+
+def _shown(value: ast.Value) -> str:
+    """A value as the command wrote it: a literal as JSON, a placeholder as ``:name``."""
+    return f":{value.name}" if isinstance(value, ast.Placeholder) else rules._q(getattr(value, "value", None))
 
 
 def bad_element(x: Any, names: storage.Names, *, core_directives: bool, kind: str = context.ELEMENT) -> Fragment:
@@ -513,6 +538,7 @@ def _lower_delete_keys(command, parameters: dict[str, Any], settings: Settings, 
         (("updated_concepts", "concepts"), ("updated_propositions", "propositions")),
         schema_rule=CHECK_REQUIRED if strict else "",
         key_at={k: span.start for k, span in zip(command.keys, spans)},
+        named=named_target(command.where, command.target),
     )
 
 

@@ -33,6 +33,7 @@ execution because a proposition never changes a concept, and references by
 
 from __future__ import annotations
 
+import functools
 import unicodedata
 from collections.abc import Mapping
 from types import MappingProxyType
@@ -104,8 +105,11 @@ def _encoded(attrs: dict[str, Any], inherited: dict[str, Any], own: dict[str, An
 class Analyzer:
     """Walks the capsule once, in textual order, and collects the plan's rows and checks."""
 
-    def __init__(self, params: dict[str, Any], adoption: Any = None) -> None:
+    def __init__(self, params: dict[str, Any], adoption: Any = None, *, superseding: bool = True) -> None:
         self.params = params
+        #: look up the newer official definitions a block's own properties are superseded by
+        #: (off while ``official_definitions`` analyses the shipped Genesis files themselves)
+        self.superseding = superseding
         #: the namespace's adoption mapping: adopted types, predicates and ids are never written
         self.adoption = adoption
         self.seq = 0
@@ -171,7 +175,8 @@ class Analyzer:
         else:
             type_ = resolve_str(ident.type, self.params, "A concept `type`")
             name = resolve_str(ident.name, self.params, "A concept `name`")
-            row = ConceptRow(pos, type_, name, None, MappingProxyType(attrs), props, own, expect, at, attr_at)
+            sup = superseding(type_, name, own) if self.superseding else ()
+            row = ConceptRow(pos, type_, name, None, MappingProxyType(attrs), props, own, expect, at, attr_at, sup)
             self.require_type(type_, name, ident.type.span.start)
             _refuse_unnameable(type_, name, ident.name.span.start)
             _refuse_engine_name(type_, name)
@@ -436,3 +441,35 @@ def _refuse_engine_name(type_: str, name: str) -> None:
 
 def lower_capsule(command: ast.Capsule, parameters: dict[str, Any], settings: Settings) -> UpsertPlan:
     return Analyzer(parameters, settings.adoption).run(command, settings.strict_schema)
+
+
+def superseding(type_: str | None, name: str | None, own: Mapping[str, Any]) -> tuple[Mapping[str, Any], ...]:
+    """The newer official definitions of a protected concept that supersede ``own`` when ``own`` is
+    an older official one (the RC10 Genesis's ``$ConceptType`` lists fewer ``key_instances`` than
+    RC11's). Against a nexus that holds one of them, the block writes nothing and answers like an
+    unchanged replay — re-applying an older official capsule is a no-op, never KIP_3004 — while
+    any other change to a protected structure stays refused (docs/kml.md, "Profiles")."""
+    if rules.protected_kind(type_, name) != "schema":
+        return ()
+    return tuple(newer for older, newer in official_definitions().get((type_, name), ()) if older == own)
+
+
+@functools.cache
+def official_definitions() -> dict[tuple[str, str], tuple[tuple[Mapping[str, Any], Mapping[str, Any]], ...]]:
+    """For each protected concept whose official definition changed between profiles: the pairs
+    (older own properties, newer own properties), from the shipped Genesis files."""
+    from .. import profiles
+    from ..syntax.parser import parse
+
+    defined: dict[str, dict[tuple[str, str], Mapping[str, Any]]] = {}
+    for profile in profiles.ORDER:
+        rows = Analyzer({}, superseding=False).run(parse(profiles.capsule_text("Genesis", profile)), False).concepts
+        # (Genesis's second UPSERT names the same concepts again to link them, writing no properties)
+        defined[profile] = {(r.type, r.name): r.own for r in rows if r.own and rules.protected_kind(r.type, r.name) == "schema"}
+    pairs: dict[tuple[str, str], list[tuple[Mapping[str, Any], Mapping[str, Any]]]] = {}
+    for i, older in enumerate(profiles.ORDER):
+        for newer in profiles.ORDER[i + 1 :]:
+            for key, own in defined[older].items():
+                if key in defined[newer] and defined[newer][key] != own:
+                    pairs.setdefault(key, []).append((own, defined[newer][key]))
+    return {key: tuple(value) for key, value in pairs.items()}

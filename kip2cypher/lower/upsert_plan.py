@@ -128,6 +128,8 @@ class ConceptRow:
     expect: int | None
     at: int  # where the block's identity stands in the command text (error positions)
     attr_at: Mapping[str, int]  # where each SET ATTRIBUTES key stands
+    #: the newer official definitions that supersede what this block writes (``upsert.superseding``)
+    sup: tuple[Mapping[str, Any], ...] = ()
 
     @property
     def label(self) -> str:
@@ -135,9 +137,10 @@ class ConceptRow:
         return f"{{id: {rules._q(self.id)}}}" if self.id is not None else rules.label(self.type, self.name)
 
     def payload(self) -> dict[str, Any]:
-        """The row the concept write (and the dry-run probe) receives."""
+        """The row the concept write (and the dry-run probe) receives; ``sup`` (only when there
+        are some): the newer official definitions that supersede what this block writes."""
         cd = self.attrs.get("core_directives", _ABSENT)
-        return {
+        row = {
             "i": self.pos,
             "type": self.type,
             "name": self.name,
@@ -147,6 +150,9 @@ class ConceptRow:
             "expect": self.expect,
             "cd": None if cd is _ABSENT else storage.encode(cd),
         }
+        if self.sup:
+            row["sup"] = [dict(newer) for newer in self.sup]
+        return row
 
 
 def own_column(props: Mapping[str, Any], own: Mapping[str, Any]) -> dict[str, Any] | None:

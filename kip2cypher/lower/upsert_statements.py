@@ -204,7 +204,7 @@ def _concept_probe_statement(names: storage.Names) -> Compiled:
         s.line("RETURN CASE")
         s.line("  WHEN n IS NULL AND row.id IS NOT NULL THEN 'missing'")
         s.line("  WHEN row.expect IS NOT NULL AND coalesce(CASE WHEN n IS NULL THEN 0 ELSE cur.", version, " END, -1) <> row.expect THEN 'version'")
-        s.line("  WHEN prot AND any(k IN keys(props) WHERE cur[k] IS NULL OR cur[k] <> props[k]) THEN 'protected'")
+        s.line("  WHEN prot AND any(k IN keys(props) WHERE cur[k] IS NULL OR cur[k] <> props[k]) AND NOT ", writes.superseded("cur"), " THEN 'protected'")
         s.line(
             "  WHEN actor AND row.cd IS NOT NULL AND cur.",
             Ident(writes.CORE_DIRECTIVES),

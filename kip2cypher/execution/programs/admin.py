@@ -1,8 +1,9 @@
-"""The administrative programs: the schema of a namespace and the layout migration (docs/migration.md).
+"""The administrative programs: the schema of a namespace, the layout migration (docs/migration.md)
+and the bootstrap's profile record (``kip2cypher.profiles``).
 
-Both run under the executor's ADMIN access (``execution.loop.AUTO_COMMIT``): each statement an
+All run under the executor's ADMIN access (``execution.loop.AUTO_COMMIT``): each statement an
 auto-commit transaction of a WRITE session — schema DDL and ``CALL { … } IN TRANSACTIONS`` run
-only there — with ``Settings.admin_timeout_s`` instead of the agents' query timeout. Both are
+only there — with ``Settings.admin_timeout_s`` instead of the agents' query timeout. All are
 idempotent, so the loop may run them again from the start after a retryable failure.
 """
 
@@ -11,8 +12,10 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import Any
 
-from ...cypher import storage
+from ... import profiles
+from ...cypher import catalog, storage
 from ...lower import migration
+from ...lower.plan import Compiled
 from ..requests import Context, Run
 
 
@@ -77,3 +80,16 @@ def _namespace(names: storage.Names, layout: int | None, batch: int, dry_run: bo
     (marked,) = yield Run(migration.mark(names))
     entry.update(concepts=relabelled["done"] or 0, relationships=retyped["done"] or 0, state="migrated" if marked["marked"] else "migrated (no nexus node)")
     return entry
+
+
+def bootstrap_state(ctx: Context) -> Generator[Any, Any, dict[str, Any]]:
+    """The namespace's recorded profile, whether it holds a Genesis and which actors exist (``catalog.bootstrap_state``)."""
+    names = ctx.names
+    params = {"namespace": names.namespace, "meta": storage.CONCEPT_TYPE, "person": "Person", "actors": list(profiles.ACTORS.values())}
+    (record,) = yield Run(Compiled(catalog.bootstrap_state(names), params, "the bootstrapped profile"))
+    return record
+
+
+def record_profile(ctx: Context, profile: str) -> Generator[Any, Any, None]:
+    """Record on the nexus node the profile a bootstrap applied (``catalog.NEXUS_PROFILE``)."""
+    yield Run(Compiled(catalog.NEXUS_PROFILE, {"namespace": ctx.names.namespace, "profile": profile}, "record the profile"))

@@ -29,6 +29,8 @@ def bulk(plan: BulkPlan, ctx: Context) -> Generator[Any, Any, dict]:
         yield from check_schema(plan, row["strict"])
     # An undefined type or predicate matches nothing; one used only in OPTIONAL/NOT/UNION may hide anywhere.
     yield from grounding.check(plan.names, plan.grounding_all if row["matched"] == 0 else plan.grounding_optional, plan.grounding_at)
+    if plan.named and row["matched"] == 0:
+        raise missing_target(plan)
     result = {key: row[column] for key, column in plan.result}
     result.update({key: row[column] for key, column in plan.reported if row[column]})
     return {"result": result}
@@ -39,6 +41,15 @@ def refuse_protected(bad: list[str], keyword: str) -> None:
     if bad:
         shown = ", ".join(bad[:3]) + (f" and {len(bad) - 3} more" if len(bad) > 3 else "")
         raise rules.immutable(f"{keyword} matched {shown}, which")
+
+
+def missing_target(plan: BulkPlan) -> KipError:
+    """KIP_3002: the DELETE names its target exactly and it does not exist (nothing was changed)."""
+    return KipError(
+        errors.NOT_FOUND,
+        f"{plan.keyword}: the {plan.named} named by the WHERE does not exist; nothing was deleted.",
+        "Check the id or the exact type and name (case-sensitive) with FIND or SEARCH; if it was already deleted, there is nothing left to do.",
+    )
 
 
 def refuse_big_integers(found: list[list[str]]) -> None:

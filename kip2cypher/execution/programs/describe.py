@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import Any
 
-from ... import cursor, embedding, errors
+from ... import cursor, embedding, errors, profiles
 from ...config import Settings
 from ...cypher import storage
 from ...errors import KipError
@@ -70,6 +70,7 @@ def primer(plan: PrimerPlan, ctx: Context) -> Generator[Any, Any, dict]:
         return (yield from explain_all("META", plan.steps()))
     rows = yield Run(plan.self_query)
     identity = identity_layer(rows[0]["s"] if rows else None, ctx)
+    identity["capabilities"]["core"] = core(rows[0].get("profile") if rows else None)
     domain_map = []
     for row in (yield Run(plan.domains)):
         entry = domain_summary(row["d"], row["members"])
@@ -77,6 +78,12 @@ def primer(plan: PrimerPlan, ctx: Context) -> Generator[Any, Any, dict]:
         entry["key_propositions"] = list(row["key_propositions"])
         domain_map.append(entry)
     return {"result": {"identity": identity, "domain_map": domain_map, "total_domains": len(domain_map)}}
+
+
+def core(profile: str | None) -> dict[str, Any]:
+    """The KIP core version and the official capsule profile the nexus was bootstrapped with
+    (``kip2cypher.profiles``; both null for a nexus bootstrapped before profiles were recorded)."""
+    return {"version": profiles.core_version(profile), "profile": profile}
 
 
 def domain_summary(props: dict[str, Any], members: int) -> dict[str, Any]:
