@@ -20,7 +20,7 @@ from .adoption import AdoptedPredicate, AdoptedType, Adoption
 from .cypher import catalog, storage
 from .cypher.builder import Ident, Statement, frag
 from .errors import KipError
-from .execute import now
+from .execution.core import now
 from .execution.programs import embeddings as refresh
 from .execution.requests import Context
 from .lower import adopted as adopted_cy

@@ -124,12 +124,12 @@ class FakePlans(dict):
 
     def install(self, monkeypatch) -> FakePlans:
         """Serve these plans to the executor (and their program to the program table)."""
-        import kip2cypher.execute as execute_module
+        import kip2cypher.execution.core as core_module
         import kip2cypher.execution.request as request_module
         from kip2cypher.execution import programs
 
         monkeypatch.setattr(request_module, "compile_plan", self.compile_plan)
-        monkeypatch.setattr(execute_module, "compile_plan", self.compile_plan)
+        monkeypatch.setattr(core_module, "compile_plan", self.compile_plan)
         monkeypatch.setitem(programs.PROGRAMS, ProbePlan, probe_program)
         return self
 

@@ -106,6 +106,9 @@ def _log_to_stderr() -> None:
     debug = os.environ.get("KIP2CYPHER_DEBUG") == "1"
     handler.setFormatter((logging.Formatter if debug else _OneLine)("%(name)s: %(message)s"))
     logging.basicConfig(level=logging.WARNING, handlers=[handler], force=True)
+    # Each command starts without -v: an earlier -v of the same process (CliRunner) must not leak
+    # its Cypher log into the next command's output.
+    logging.getLogger("kip2cypher").setLevel(logging.NOTSET)
 
 
 def _verbose_option(fn):
@@ -658,7 +661,7 @@ def _bootstrap_target(nexus: Any, capsules: list[str], *, yes: bool, dry_run: bo
 def _check_mcp_bootstrap(conn: Connect, *, start_local: bool, capsules: bool, yes: bool) -> None:
     """``mcp --bootstrap`` next to data that is not KIP's: the plan on stderr (stdout may carry
     the protocol), and no server without ``--yes``."""
-    from ..execute import bootstrap_capsules
+    from ..execution.core import bootstrap_capsules
     from .target import TargetRefused
 
     with conn.open(start_local=start_local) as nexus:
@@ -688,7 +691,7 @@ def bootstrap_cmd(with_capsules: bool, upgrade: bool, fmt: str, verbose: bool, d
     Into a database that holds data other than KIP's it first prints what it will create and
     needs --yes; --dry-run prints that and writes nothing."""
     from .. import resources
-    from ..execute import bootstrap_capsules
+    from ..execution.core import bootstrap_capsules
     from .demo import where
     from .output import make_console, table, writes_summary
     from .source import write_counts

@@ -110,6 +110,9 @@ def nexus_read(names: storage.Names) -> str:
     )
 
 
+#: The server's version and edition (``Nexus.server_version``).
+SERVER_VERSION = "CALL dbms.components() YIELD versions, edition RETURN versions[0] AS v, edition AS e"
+
 #: Store (``$adoption``: JSON) or remove (null) the adoption mapping of a namespace.
 #: The labels and relationship types the database's elements carry (``kip2cypher adopt`` names
 #: the nearest for a mapping's misspelled one).

@@ -1,6 +1,7 @@
-"""The administrative programs: the schema of a namespace and the layout migration (docs/migration.md).
+"""The administrative programs: the nexus node, the schema of a namespace, the layout migration
+(docs/migration.md), EXPLAIN of a command's statements, the server's version.
 
-Both run under the executor's ADMIN access (``execution.loop.AUTO_COMMIT``): each statement an
+The schema and the migration run under the executor's ADMIN access (``execution.loop.AUTO_COMMIT``): each statement an
 auto-commit transaction of a WRITE session — schema DDL and ``CALL { … } IN TRANSACTIONS`` run
 only there — with ``Settings.admin_timeout_s`` instead of the agents' query timeout. Both are
 idempotent, so the loop may run them again from the start after a retryable failure.
@@ -11,9 +12,13 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import Any
 
-from ...cypher import storage
+from ...cypher import catalog, storage
 from ...lower import migration
-from ..requests import Context, Run
+from ...lower.plan import EMPTY, Compiled
+from ..requests import Context, Explain, Run
+
+#: ``catalog.SERVER_VERSION`` as a statement of a program.
+SERVER_VERSION = Compiled(catalog.SERVER_VERSION, EMPTY, "the server's version")
 
 
 def refuse_other_layout(layout: int | None, namespace: str) -> None:
@@ -21,6 +26,36 @@ def refuse_other_layout(layout: int | None, namespace: str) -> None:
     refusal = migration.layout_refusal(layout, namespace)
     if refusal is not None:
         raise refusal
+
+
+def rows(statement: Compiled, params: dict[str, Any] | None = None) -> Generator[Any, Any, list[dict[str, Any]]]:
+    """The one-statement program: its rows."""
+    found = yield Run(statement, params or EMPTY)
+    return found
+
+
+def one(statement: Compiled, params: dict[str, Any] | None = None) -> Generator[Any, Any, dict[str, Any]]:
+    """The one-statement program of a statement that returns one row: that row."""
+    (row,) = yield from rows(statement, params)
+    return row
+
+
+def nexus_node(ctx: Context) -> Generator[Any, Any, dict[str, Any]]:
+    """The facts of the namespace's nexus node (``catalog.nexus_read``: one row, nulls when it has none)."""
+    return (yield from one(migration.nexus_read(ctx.names)))
+
+
+def server_version() -> Generator[Any, Any, dict[str, Any]]:
+    """The server's version (``v``) and edition (``e``)."""
+    return (yield from one(SERVER_VERSION))
+
+
+def explain(statements: tuple[Compiled, ...]) -> Generator[Any, Any, list[Any]]:
+    """EXPLAIN each statement (Neo4j plans it, nothing runs); returns their plans (the driver's trees)."""
+    trees = []
+    for statement in statements:
+        trees.append((yield Explain(statement)))
+    return trees
 
 
 def ensure_schema(ctx: Context, secret: str) -> Generator[Any, Any, dict[str, Any]]:
