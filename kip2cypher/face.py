@@ -23,6 +23,7 @@ from .config import Settings
 from .execution.core import Core
 from .execution.requests import Context
 from .lower import embeddings, migration
+from .lower.embeddings import CHUNK
 from .lower.plan import Plan
 from .version import __version__
 
@@ -200,6 +201,46 @@ class Face:
     def server_version(self) -> Any:
         """The server's version and edition, e.g. ``5.26.0 community``."""
         return self._operate(self.core.server_version())
+
+    def namespaces(self) -> Any:
+        """Every namespace of the database (``NamespaceInfo``: its name, "" for the default one,
+        its element counts, whether it is bootstrapped), the default one first (docs/namespaces.md)."""
+        return self._operate(self.core.namespaces())
+
+    def drop_namespace(self, namespace: str) -> Any:
+        """Delete everything of ``namespace`` — its elements, vectors, schema objects and nexus node,
+        nothing else — and report what was removed; the default namespace cannot be dropped."""
+        return self._operate(self.core.drop_namespace(namespace))
+
+    def adopt(self, adoption: Any, *, dry_run: bool = False, create_index: bool = False) -> Any:
+        """Register an adoption mapping (``kip2cypher.adoption.parse``/``load``) in this namespace:
+        its types and predicates, its full-text indexes (``create_index``) and the mapping itself;
+        ``dry_run`` only reads. Returns the report (docs/adopt.md)."""
+        return self._operate(self.core.adopt(adoption, dry_run=dry_run, create_index=create_index))
+
+    def embed_adopted(self, adoption: Any = None, *, embedder: Any = None, batch: int = CHUNK, force: bool = False) -> Any:
+        """SEARCH vectors for the adopted concepts and relationships (``Core.embed_adopted``); returns the counts."""
+        return self._operate(self.core.embed_adopted(adoption, embedder=embedder, batch=batch, force=force))
+
+    def stored_adoption(self) -> Any:
+        """The adoption mapping stored on this namespace's nexus node (None: nothing adopted)."""
+        return self._operate(self.core.stored_adoption())
+
+    def adopted_links(self) -> Any:
+        """``{"linked", "dangling"}``: memory propositions linked to adopted concepts (docs/adopt.md, "link_memory")."""
+        return self._operate(self.core.adopted_links())
+
+    def foreign_nodes(self, own_mark: str | None = None) -> Any:
+        """How many nodes of the database are not KIP's (nor carry the property ``own_mark``)."""
+        return self._operate(self.core.foreign_nodes(own_mark))
+
+    def bootstrap_state(self) -> Any:
+        """``{"schema_objects": <the database's constraint and index names>, "nexus_node": <this namespace's exists>}``."""
+        return self._operate(self.core.bootstrap_state())
+
+    def write_demo_team_graph(self) -> Any:
+        """Write the demo's example team graph (``kip2cypher demo``, docs/adopt.md; idempotent)."""
+        return self._operate(self.core.write_demo_team_graph())
 
     def ensure_schema(self) -> Any:
         """Constraints, indexes and the nexus node (``Core.ensure_schema``); another layout is refused."""

