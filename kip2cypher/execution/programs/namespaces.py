@@ -94,8 +94,8 @@ def drop(namespace: str, batch: int = DROP_BATCH) -> Generator[Any, Any, dict[st
     labels = [names.concept, names.proposition, names.adopted_vector, names.adopted_relationship_vector]
     # the adopted full-text indexes (docs/adopt.md) are on the team's labels / types: found by name
     adopted = [catalog.adopted_text_index(names), catalog.adopted_relationship_text_index(names)]
-    for query, kind in ((catalog.CONSTRAINTS_ON, "CONSTRAINT"), (catalog.INDEXES_ON, "INDEX")):
-        found = yield from one(_statement(query, f"the namespace's {kind.lower()}s"), {"labels": labels, "adopted": adopted})
+    for query, kind, what in ((catalog.CONSTRAINTS_ON, "CONSTRAINT", "constraints"), (catalog.INDEXES_ON, "INDEX", "indexes")):
+        found = yield from one(_statement(query, f"the namespace's {what}"), {"labels": labels, "adopted": adopted})
         for name in found["names"]:
             yield from rows(_statement(catalog.drop_schema_object(kind, name), f"drop {kind.lower()}"))
             removed["schema_objects"].append(name)
