@@ -121,7 +121,7 @@ def _wipe(driver, database=None) -> None:
 
 
 def _open(neo4j_server, namespace=None):
-    from kip2cypher.execute import Nexus
+    from kip2cypher.nexus import Nexus
 
     return Nexus(neo4j_server.uri, auth=neo4j_server.auth, database=neo4j_server.database, namespace=namespace)
 

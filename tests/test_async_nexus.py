@@ -8,7 +8,7 @@ import pytest
 
 import kip2cypher
 from kip2cypher.config import Settings
-from kip2cypher.execute import Nexus
+from kip2cypher.nexus import Nexus
 
 READS = [
     {"command": "DESCRIBE PRIMER"},

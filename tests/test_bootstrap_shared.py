@@ -14,7 +14,7 @@ from kip2cypher.cli.target import DDL_NAME, capsule_elements
 from kip2cypher.config import Settings
 from kip2cypher.cypher import catalog, storage
 from kip2cypher.cypher.builder import quote
-from kip2cypher.execute import Nexus
+from kip2cypher.nexus import Nexus
 
 FOREIGN = "CREATE (:Customer {name: 'not KIP data'})-[:BOUGHT]->(:Product {sku: 'P1'})"
 

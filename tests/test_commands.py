@@ -16,8 +16,8 @@ from kip2cypher.cli.lexer import KEYWORDS
 from kip2cypher.config import Settings
 from kip2cypher.errors import KipError
 from kip2cypher.execution import neo4j_errors
+from kip2cypher.execution.batch import command_program, readonly_error, request_program
 from kip2cypher.execution.programs.describe import NEXUS_DESCRIPTION, capabilities
-from kip2cypher.execution.request import command_program, readonly_error, request_program
 from kip2cypher.lower.compile import LOWERINGS, compile_plan
 from kip2cypher.syntax import ast, parser
 from kip2cypher.syntax.grammars import GRAMMAR, TOKENS

@@ -53,7 +53,7 @@ def _wipe(driver, database=None) -> None:
 
 
 def _open(neo4j_server, namespace):
-    from kip2cypher.execute import Nexus
+    from kip2cypher.nexus import Nexus
 
     settings = Settings(embedder=TopicEmbedder())
     return Nexus(neo4j_server.uri, auth=neo4j_server.auth, database=neo4j_server.database, settings=settings, namespace=namespace)

@@ -92,7 +92,7 @@ def grown(neo4j_server):
     Grown for the writes (the reads' patterns stay over two drugs, so their cost is their size)."""
     from conftest import wipe
 
-    from kip2cypher.execute import Nexus
+    from kip2cypher.nexus import Nexus
 
     with Nexus(neo4j_server.uri, auth=neo4j_server.auth, database=neo4j_server.database, settings=SETTINGS) as nx:
         wipe(nx.driver, nx.database)

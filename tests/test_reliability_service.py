@@ -32,7 +32,7 @@ SESSIONS = 16
 
 
 def _nexus(cfg, **options):
-    from kip2cypher.execute import Nexus
+    from kip2cypher.nexus import Nexus
 
     return Nexus(cfg.uri, settings=Settings(embedder=False), **options)
 

@@ -40,7 +40,7 @@ class Connect:
     def open(self, *, start_local: bool = False, asynchronous: bool = False):
         """Connect (an ``AsyncNexus`` with ``asynchronous``); with ``start_local`` and no URI
         configured, start the bundled local Neo4j first."""
-        from ..execute import Nexus
+        from ..nexus import Nexus
 
         if self.uri is None and start_local:
             from .. import localneo4j

@@ -27,9 +27,9 @@ from ..lower.embeddings import CHUNK
 from ..lower.plan import Plan
 from ..version import __version__
 from . import programs
+from .batch import Outcome, command_program, request_program
 from .programs import admin, adopt, namespaces, target
 from .programs import embeddings as refresh_program
-from .request import Outcome, command_program, request_program
 from .requests import AwaitEmbeddings, Context, Deadline, Offload, Refresh, Transact, within
 
 #: An operation: yields nexus-level requests, returns its result.

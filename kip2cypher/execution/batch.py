@@ -1,9 +1,11 @@
 """The §6 request rules as a sans-IO program, shared by the sync ``Nexus`` and the ``AsyncNexus``.
 
+(Named ``batch`` for what it orders; ``requests`` is the module of what programs yield.)
 ``request_program`` validates the function-call arguments, compiles every command once (its
 kind comes from that compile, or under read-only from the compiler's own cached parse; a
 syntax error is never parsed twice), applies the read-only rule (any KML refuses the whole
-request before anything runs or compiles), then yields one ``RunPlan`` per command to run
+request before anything runs or compiles) — that CPU work yielded as ``Offload`` pieces the
+asyncio face runs in a worker thread —, then yields one ``RunPlan`` per command to run
 and receives its response (or the ``KipError`` it raised); a KML *execution* error stops a
 batch, syntax and read errors come back inline.
 It returns the §6 response dict and never raises.
