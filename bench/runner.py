@@ -19,8 +19,8 @@ from typing import Any
 
 import neo4j
 
-from kip2cypher.execute import new_context
 from kip2cypher.execution import programs
+from kip2cypher.execution.core import new_context
 from kip2cypher.execution.loop import drive_sync
 from kip2cypher.lower.compile import _compile_cached, compile_plan
 from kip2cypher.syntax import parser as kparser

@@ -46,7 +46,7 @@ def compile(text: str, parameters=None, *, namespace=None, keep_placeholders=Fal
 def connect(uri=None, *, auth=None, database=None, **options):
     """Open a ``Nexus`` on Neo4j; defaults come from NEO4J_URI/USERNAME/PASSWORD/DATABASE.
     ``namespace="alice"`` opens one of the database's isolated nexuses (docs/namespaces.md)."""
-    from .execute import Nexus
+    from .nexus import Nexus
 
     return Nexus(uri, auth=auth, database=database, **options)
 
@@ -60,7 +60,7 @@ def connect_async(uri=None, *, auth=None, database=None, driver=None, settings=N
 
 def __getattr__(name):
     if name == "Nexus":
-        from .execute import Nexus
+        from .nexus import Nexus
 
         return Nexus
     if name == "AsyncNexus":

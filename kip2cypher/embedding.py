@@ -209,8 +209,8 @@ class MiniLMEmbedder:
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         options.log_severity_level = 3
-        self._session = onnxruntime.InferenceSession(model_path, options, providers=["CPUExecutionProvider"])
-        self._inputs = {i.name for i in self._session.get_inputs()}
+        self._inference = onnxruntime.InferenceSession(model_path, options, providers=["CPUExecutionProvider"])
+        self._inputs = {i.name for i in self._inference.get_inputs()}
         self._tokenizer = WordPieceTokenizer(Path(__file__).parent / "data" / "minilm-vocab.txt")
         self._cache: OrderedDict[str, list[float]] = OrderedDict()
         self._cache_size = cache_size
@@ -229,7 +229,7 @@ class MiniLMEmbedder:
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._inputs:
             feeds["token_type_ids"] = np.zeros_like(ids)
-        hidden = self._session.run(None, feeds)[0]
+        hidden = self._inference.run(None, feeds)[0]
         weights = mask[:, :, None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         pooled /= np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)

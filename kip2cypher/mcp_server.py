@@ -36,7 +36,7 @@ import mcp_types as types
 from mcp.server.lowlevel import Server
 
 from . import connection, mcp_auth
-from .cypher import catalog, storage
+from .cypher import storage
 from .errors import EXECUTION_TIMEOUT, IMMUTABLE_TARGET, INTERNAL_ERROR, INVALID_SYNTAX, RESOURCE_EXHAUSTED, KipError
 from .execution.neo4j_errors import DRIVER_ERRORS
 from .mcp_auth import NAMESPACE_SCOPE, READ_SCOPE, WRITE_SCOPE, JwtConfigError, JwtOptions
@@ -709,8 +709,8 @@ class LoopNexus:
             return "starting: the nexus is not open yet"
         try:
             with anyio.fail_after(READY_TIMEOUT_S):
-                async with await self._nexus.session("READ") as session:
-                    missing = [ns for ns in self.served_namespaces() if await _layout(session, ns) is None]
+                layouts = await self._nexus.layouts(self.served_namespaces())
+            missing = [ns for ns, layout in layouts.items() if layout is None]
         except TimeoutError:
             return f"Neo4j at {self._nexus.uri} did not answer within {READY_TIMEOUT_S:g} s"
         except KipError as exc:
@@ -781,12 +781,6 @@ def run(
     else:
         server = build_server(nexus, readonly=readonly, request_timeout_s=request_timeout_s, tokens_required=http.authenticated)
         serve_http(server, http, announce=lambda line: print(line, file=sys.stderr, flush=True), nexus=nexus)
-
-
-async def _layout(session: Any, namespace: str) -> Any:
-    """The storage layout of ``namespace``'s nexus node (None: never bootstrapped)."""
-    statement = catalog.nexus_read(storage.names(namespace))
-    return (await (await session.run(statement, namespace=namespace)).single())["layout"]
 
 
 async def _bootstrap_quietly(nexus: Any, capsules: bool = False, profile: str | None = None) -> str | None:

@@ -248,7 +248,7 @@ def wipe(driver, database=None) -> None:
 @pytest.fixture()
 def nexus(neo4j_server):
     """An empty Nexus with the schema objects in place (no Genesis)."""
-    from kip2cypher.execute import Nexus
+    from kip2cypher.nexus import Nexus
 
     with Nexus(neo4j_server.uri, auth=neo4j_server.auth, database=neo4j_server.database) as nx:
         wipe(nx.driver, nx.database)

@@ -124,12 +124,12 @@ class FakePlans(dict):
 
     def install(self, monkeypatch) -> FakePlans:
         """Serve these plans to the executor (and their program to the program table)."""
-        import kip2cypher.execute as execute_module
-        import kip2cypher.execution.request as request_module
+        import kip2cypher.execution.batch as batch_module
+        import kip2cypher.execution.core as core_module
         from kip2cypher.execution import programs
 
-        monkeypatch.setattr(request_module, "compile_plan", self.compile_plan)
-        monkeypatch.setattr(execute_module, "compile_plan", self.compile_plan)
+        monkeypatch.setattr(batch_module, "compile_plan", self.compile_plan)
+        monkeypatch.setattr(core_module, "compile_plan", self.compile_plan)
         monkeypatch.setitem(programs.PROGRAMS, ProbePlan, probe_program)
         return self
 
@@ -156,8 +156,8 @@ def count(driver, label: str, database: str | None = None) -> int:
 
 def shape_checked(monkeypatch) -> None:
     """Make every Nexus.execute response in the calling test pass the §6.2 response model."""
-    from kip2cypher.execute import Nexus
     from kip2cypher.models import check_response
+    from kip2cypher.nexus import Nexus
 
     real = Nexus.execute
 

@@ -19,7 +19,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from kip2cypher import adopting, adoption
+from kip2cypher import adoption
 from kip2cypher.config import Settings
 from kip2cypher.cypher import storage
 from kip2cypher.cypher.builder import quote
@@ -121,7 +121,7 @@ def _wipe(driver, database=None) -> None:
 
 
 def _open(neo4j_server, namespace=None):
-    from kip2cypher.execute import Nexus
+    from kip2cypher.nexus import Nexus
 
     return Nexus(neo4j_server.uri, auth=neo4j_server.auth, database=neo4j_server.database, namespace=namespace)
 
@@ -159,7 +159,7 @@ def world(neo4j_server):
     other.bootstrap()
     ok(other.execute_kip(OTHER_MEMORY))
     w = World(nexus, other)
-    report = adopting.apply(nexus, adoption.parse(MAPPING), create_index=True)
+    report = nexus.adopt(adoption.parse(MAPPING), create_index=True)
     assert report["mapping"] == "stored"
     w.assert_team_unchanged()
     yield w
@@ -269,7 +269,7 @@ def test_describe_shows_adopted_types_and_predicates(world):
 
 def test_adopt_is_idempotent(world):
     before = world.find('FIND(?t.id) WHERE { ?t {type: "$ConceptType"} }')
-    report = adopting.apply(world.nexus, adoption.parse(MAPPING), create_index=True)
+    report = world.nexus.adopt(adoption.parse(MAPPING), create_index=True)
     assert report["mapping"] == "unchanged" and report["text_index"]["state"] == "present"
     assert sorted(world.find('FIND(?t.id) WHERE { ?t {type: "$ConceptType"} }')) == sorted(before)
     world.assert_team_unchanged()
@@ -281,7 +281,7 @@ def test_dry_run_counts_what_the_mapping_exposes_and_writes_nothing(world, neo4j
     fresh = _open(neo4j_server, "survey")
     world.nexus.wait_for_embeddings()  # earlier tests' writes: their background embedding refresh
     everything = fingerprint(world.driver, world.database)
-    report = adopting.apply(fresh, adoption.parse(MAPPING), dry_run=True)
+    report = fresh.adopt(adoption.parse(MAPPING), dry_run=True)
     assert fingerprint(world.driver, world.database) == everything
     types = {t["type"]: t for t in report["types"]}
     assert types["Drug"] == {"type": "Drug", "label": "Drug", "nodes": 3, "without_name": 1}
@@ -509,16 +509,15 @@ def test_a_hostile_mapping_is_quoted_and_changes_nothing(world, neo4j_server):
     world.team = team_fingerprint(world.driver, world.database)
     hostile = _open(neo4j_server, "hostile")
     text = f'[types.Odd]\nlabel = {json.dumps(HOSTILE_LABEL)}\nname = {json.dumps(HOSTILE_PROP)}\nattributes = {{ k = "x" }}\n'
-    report = adopting.apply(hostile, adoption.parse(text), create_index=True)
+    report = hostile.adopt(adoption.parse(text), create_index=True)
     assert report["types"][0]["nodes"] == 1 and report["text_index"]["state"] in ("created", "present")  # present: left by an earlier run
     found = ok(hostile.execute_kip('FIND(?o) WHERE { ?o {type: "Odd", name: "odd one"} }'))
     assert found[0]["name"] == "odd one" and found[0]["attributes"] == {"k": 1}
     assert code(hostile.execute_kip('UPSERT { CONCEPT ?o { {type: "Odd", name: "x"} } }')) == "KIP_3004"
     world.assert_team_unchanged()
     hostile.close()
-    from kip2cypher.namespaces import drop_namespace
 
-    removed = drop_namespace(world.driver, world.database, "hostile")
+    removed = world.nexus.drop_namespace("hostile")
     assert "kip_adopted_text__hostile" in removed["schema_objects"]  # the namespace's adopted index goes with it
     world.assert_team_unchanged()
 
@@ -583,7 +582,7 @@ def spec(world, neo4j_server):
     nexus = _open(neo4j_server, "spec")
     nexus.bootstrap()
     ok(nexus.execute_kip(SCHEMA))
-    adopting.apply(nexus, adoption.parse(MAPPING))
+    nexus.adopt(adoption.parse(MAPPING))
     yield nexus
     nexus.close()
 

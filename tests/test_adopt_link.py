@@ -18,7 +18,7 @@ import re
 import pytest
 from test_adopt import MAPPING, NOTE_SCHEMA, _open, code, ok, world  # noqa: F401  (world: the module fixture)
 
-from kip2cypher import adopting, adoption
+from kip2cypher import adoption
 from kip2cypher.cypher import storage
 
 LINKED = MAPPING + "\n[options]\nlink_memory = true\n"
@@ -87,7 +87,7 @@ def linked(world, neo4j_server):  # noqa: F811
     ok(nexus.execute_kip(NOTE_SCHEMA))
     ok(nexus.execute_kip(SCHEMA))
     ok(world.nexus.execute_kip(SCHEMA))
-    report = adopting.apply(nexus, adoption.parse(LINKED))
+    report = nexus.adopt(adoption.parse(LINKED))
     assert report["mapping"] == "stored"
     yield Linked(world, nexus)
     nexus.close()
@@ -100,7 +100,7 @@ def test_the_option_is_read_from_the_mapping():
 
 
 def _links(linked) -> int:
-    return adopting.link_counts(linked.nexus)["linked"]
+    return linked.nexus.adopted_links()["linked"]
 
 
 def _ids(value):
@@ -422,7 +422,7 @@ def test_a_link_whose_team_node_was_deleted_is_not_read_and_can_be_deleted(linke
         database_=linked.database,
     ).records[0]
     assert stored == whole + 1 and linked.find('FIND(COUNT(?l)) WHERE { ?l (?s, "about", ?o) }') == whole  # (?s, ?o unread: not expanded)
-    assert adopting.link_counts(linked.nexus)["dangling"] == 1  # what `kip2cypher adopt` reports
+    assert linked.nexus.adopted_links()["dangling"] == 1  # what `kip2cypher adopt` reports
     gone = linked.run("DELETE PROPOSITIONS ?l WHERE { ?l (id: :p) }", p=pid)  # not read: to KIP it does not exist
     assert gone["error"]["code"] == "KIP_3002"
     # the team recreates a node with the same key: the same UPSERT links the proposition again
@@ -487,11 +487,11 @@ def test_cli_adopt_says_what_link_memory_enables_and_refuses_turning_it_off_whil
             "link_memory cannot be turned off in namespace 'clilink': 1 memory proposition(s) link to adopted concepts, "
             "and with the option off KIP would read their adopted endpoints as memory elements."
         ) in refused.output, refused.output
-        assert adopting.stored(nexus).link_memory is True  # nothing changed
+        assert nexus.stored_adoption().link_memory is True  # nothing changed
         ok(nexus.execute_kip('DELETE CONCEPT ?n DETACH WHERE { ?n {type: "Note", name: "cli"} }'))
         turned_off = runner.invoke(main, ["adopt", str(off)], env=env, catch_exceptions=False)
         assert turned_off.exit_code == 0 and "link_memory: off (no memory proposition links to an adopted concept)" in turned_off.output, turned_off.output
-        assert adopting.stored(nexus).link_memory is False
+        assert nexus.stored_adoption().link_memory is False
     finally:
         nexus.close()
     linked.assert_team_unchanged()
@@ -536,7 +536,6 @@ def test_a_hostile_label_is_quoted_when_linking(linked, neo4j_server):
     from test_adopt import HOSTILE_LABEL, HOSTILE_PROP
 
     from kip2cypher.cypher.builder import quote
-    from kip2cypher.namespaces import drop_namespace
 
     linked.driver.execute_query(f"CREATE (:{quote(HOSTILE_LABEL)} {{{quote(HOSTILE_PROP)}: 'odd one', k: 'K1'}})", database_=linked.database)
     nexus = _open(neo4j_server, "hostile_link")
@@ -546,14 +545,14 @@ def test_a_hostile_label_is_quoted_when_linking(linked, neo4j_server):
         ok(nexus.execute_kip(NOTE_SCHEMA))
         ok(nexus.execute_kip(SCHEMA))
         text = f'[types.Odd]\nlabel = {json.dumps(HOSTILE_LABEL)}\nname = {json.dumps(HOSTILE_PROP)}\nkey = "k"\n[options]\nlink_memory = true\n'
-        adopting.apply(nexus, adoption.parse(text))
+        nexus.adopt(adoption.parse(text))
         ok(nexus.execute_kip('UPSERT { CONCEPT ?n { {type: "Note", name: "odd note"} SET PROPOSITIONS { ("about", {type: "Odd", name: "odd one"}) } } }'))
         found = ok(nexus.execute_kip('FIND(?o.id, ?n.name) WHERE { ?o {type: "Odd"} (?n, "about", ?o) }'))
         assert found == [["A:Odd:K1"], ["odd note"]]
         linked.assert_team_unchanged()
     finally:
         nexus.close()
-        drop_namespace(linked.driver, linked.database, "hostile_link")
+        linked.nexus.drop_namespace("hostile_link")
         linked.driver.execute_query(f"MATCH (n:{quote(HOSTILE_LABEL)}) DETACH DELETE n", database_=linked.database)
         linked.team = team_state(linked.driver, linked.database)
 

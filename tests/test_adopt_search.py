@@ -13,7 +13,7 @@ import pytest
 import test_adopt
 from test_adopt import World, _open, code, ok
 
-from kip2cypher import adopting, adoption, embedding
+from kip2cypher import adoption, embedding
 from kip2cypher.errors import KipError
 
 #: tests/test_adopt.py's module fixture (built again for this module).
@@ -112,7 +112,7 @@ def embedded(world):
     """The adopted concepts embedded with the bundled model (as the memory's SEARCH vectors are)."""
     model = embedding.MiniLMEmbedder()
     world.nexus.settings = world.nexus.settings.replace(embedder=model)
-    report = adopting.embed(world.nexus)
+    report = world.nexus.embed_adopted()
     world.assert_team_unchanged()
     return report
 
@@ -120,9 +120,9 @@ def embedded(world):
 def test_embed_reports_counts_and_reembeds_only_what_changed(world, embedded):
     counts = {c["type"]: (c["nodes"], c["embedded"]) for c in embedded["types"]}
     assert counts == {"Drug": (2, 2), "Disease": (2, 2), "Employee": (3, 3)}  # the drug without name or summary has no text
-    again = adopting.embed(world.nexus)
+    again = world.nexus.embed_adopted()
     assert [c["embedded"] for c in again["types"]] == [0, 0, 0] and again["dropped"] == 0
-    assert adopting.stored(world.nexus).embedded
+    assert world.nexus.stored_adoption().embedded
     world.assert_team_unchanged()
 
 
@@ -164,23 +164,23 @@ def test_a_hit_whose_text_changed_since_it_was_embedded_is_dropped_and_said(worl
         response = world.nexus.execute_kip(query)
         assert "Cephalalgia" not in json.dumps(response["result"]) and "Headache" not in json.dumps(response["result"])
         assert any("changed its text" in w and "--embed" in w for w in response["warnings"])
-        assert adopting.embed(world.nexus)["types"][1]["embedded"] == 1  # only the changed node
+        assert world.nexus.embed_adopted()["types"][1]["embedded"] == 1  # only the changed node
         fresh = world.nexus.execute_kip(query)
         assert "warnings" not in fresh and "Cephalalgia" in json.dumps(fresh["result"])
     finally:
         world.driver.execute_query("MATCH (d:Disease {name: 'Cephalalgia'}) SET d.name = 'Headache'", database_=world.database)
-        adopting.embed(world.nexus)
+        world.nexus.embed_adopted()
 
 
 def test_shadows_of_nodes_gone_are_dropped(world, embedded):
     world.driver.execute_query("CREATE (:Disease {name: 'Gout', icd10: 'M10'})", database_=world.database)
     try:
-        assert adopting.embed(world.nexus)["types"][1]["embedded"] == 1
+        assert world.nexus.embed_adopted()["types"][1]["embedded"] == 1
     finally:
         world.driver.execute_query("MATCH (d:Disease {name: 'Gout'}) DELETE d", database_=world.database)
     response = world.nexus.execute_kip('SEARCH CONCEPT "gout" WITH TYPE "Disease" MODE "semantic"')
     assert "Gout" not in json.dumps(response["result"]) and response.get("warnings")
-    assert adopting.embed(world.nexus)["dropped"] == 1
+    assert world.nexus.embed_adopted()["dropped"] == 1
     world.team = test_adopt.team_fingerprint(world.driver, world.database)  # the test changed the team graph itself
 
 
@@ -203,9 +203,8 @@ def test_cli_adopt_embed_in_a_namespace(world, neo4j_server, tmp_path):
     assert json.loads(found.stdout)["result"][0]["id"] == "A:Drug:D1"
     again = runner.invoke(main, ["adopt", str(path)], env=env, catch_exceptions=False)
     assert "mapping: unchanged" in again.output  # the vectors stay queried
-    from kip2cypher.namespaces import drop_namespace
 
-    removed = drop_namespace(world.driver, world.database, "embedns")
+    removed = world.nexus.drop_namespace("embedns")
     assert removed["adopted_vectors"] == 7 and "kip_adopted_embedding__embedns" in removed["schema_objects"]
     assert removed["adopted_relationship_vectors"] == 6 and "kip_adopted_relationship_embedding__embedns" in removed["schema_objects"]
     world.assert_team_unchanged()
@@ -226,8 +225,8 @@ def propositions(world, neo4j_server):
         'text = ["name", "summary"]', 'text = ["name"]'
     )
     nexus = _open(neo4j_server, "relsearch")
-    report = adopting.apply(nexus, adoption.parse(mapping), create_index=True)
-    assert report["relationship_text_index"]["state"] in ("created", "present") and adopting.stored(nexus).relationships_indexed
+    report = nexus.adopt(adoption.parse(mapping), create_index=True)
+    assert report["relationship_text_index"]["state"] in ("created", "present") and nexus.stored_adoption().relationships_indexed
     world.assert_team_unchanged()
     yield nexus
     nexus.close()
@@ -263,9 +262,9 @@ def test_an_index_another_namespace_holds_is_refused_before_anything_is_written(
     nexus = _open(neo4j_server, "sameindex")
     try:
         with pytest.raises(KipError) as err:
-            adopting.apply(nexus, adoption.parse(test_adopt.MAPPING), create_index=True)
+            nexus.adopt(adoption.parse(test_adopt.MAPPING), create_index=True)
         assert err.value.code == "KIP_2002" and "kip_adopted_text" in err.value.message and "`text`" in err.value.hint
-        assert adopting.stored(nexus) is None
+        assert nexus.stored_adoption() is None
     finally:
         nexus.close()
     world.assert_team_unchanged()
@@ -279,7 +278,7 @@ TREATS_D1 = "MATCH (:Drug {drug_id: 'D1'})-[t:TREATS]->(:Disease {name: 'Headach
 def embedded_propositions(world, propositions):
     """Namespace "relsearch" (``propositions``) with its adopted concepts and relationships embedded."""
     propositions.settings = propositions.settings.replace(embedder=embedding.MiniLMEmbedder())
-    report = adopting.embed(propositions)
+    report = propositions.embed_adopted()
     world.assert_team_unchanged()
     return report
 
@@ -293,9 +292,9 @@ def _search(nexus, command: str) -> dict:
 def test_embed_gives_adopted_relationships_vectors_and_reembeds_only_what_changed(world, propositions, embedded_propositions):
     counts = {c["predicate"]: (c["relationships"], c["embedded"]) for c in embedded_propositions["predicates"]}
     assert counts == {"treats": (3, 3), "reports_to": (2, 2), "contraindicated": (1, 1)}  # not the TREATS to a Person
-    again = adopting.embed(propositions)
+    again = propositions.embed_adopted()
     assert [c["embedded"] for c in again["predicates"]] == [0, 0, 0] and again["dropped"] == 0
-    assert adopting.stored(propositions).relationships_embedded
+    assert propositions.stored_adoption().relationships_embedded
     world.assert_team_unchanged()
 
 
@@ -332,12 +331,12 @@ def test_a_relationship_hit_whose_text_changed_since_it_was_embedded_is_dropped_
         response = _search(propositions, query)
         assert "migraine" not in json.dumps(response["result"]) and "first-line" not in json.dumps(response["result"])
         assert any("adopted proposition(s)" in w and "changed its text" in w and "--embed" in w for w in response["warnings"])
-        assert {c["predicate"]: c["embedded"] for c in adopting.embed(propositions)["predicates"]}["treats"] == 1  # only the changed one
+        assert {c["predicate"]: c["embedded"] for c in propositions.embed_adopted()["predicates"]}["treats"] == 1  # only the changed one
         fresh = _search(propositions, query)
         assert "warnings" not in fresh and "migraine" in json.dumps(fresh["result"])
     finally:
         world.driver.execute_query(TREATS_D1 + " SET t.note = 'first-line therapy for tension headaches'", database_=world.database)
-        adopting.embed(propositions)
+        propositions.embed_adopted()
     world.assert_team_unchanged()
 
 
@@ -349,7 +348,7 @@ def test_shadows_of_relationships_gone_are_dropped(world, propositions, embedded
     try:
         response = _search(propositions, query)
         assert response["result"] == [] and any("adopted proposition(s)" in w for w in response["warnings"])
-        report = adopting.embed(propositions)
+        report = propositions.embed_adopted()
         assert report["dropped"] == 1 and {c["predicate"]: c["relationships"] for c in report["predicates"]}["contraindicated"] == 0
         assert "warnings" not in _search(propositions, query)
     finally:

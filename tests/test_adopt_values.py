@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from test_adopt import World, _open, _wipe
 
 import kip2cypher
-from kip2cypher import adopting, adoption
+from kip2cypher import adoption
 from kip2cypher.cli import main
 
 MAPPING = """
@@ -66,7 +66,7 @@ def team(neo4j_server):
     _wipe(nexus.driver, nexus.database)
     nexus.driver.execute_query(TEAM_GRAPH, blob=bytearray(b"\x00\xffkip"), database_=nexus.database)
     nexus.bootstrap()
-    adopting.apply(nexus, adoption.parse(MAPPING))
+    nexus.adopt(adoption.parse(MAPPING))
     t = Team(nexus, None)
     yield t
     t.assert_team_unchanged()
@@ -385,7 +385,7 @@ MISSPELLED_WARNINGS = [
 
 
 def test_adopt_dry_run_warns_about_names_no_element_carries_with_the_nearest_name(team, neo4j_server, tmp_path):
-    report = adopting.apply(team.nexus, adoption.parse(MISSPELLED), dry_run=True)
+    report = team.nexus.adopt(adoption.parse(MISSPELLED), dry_run=True)
     assert report["warnings"] == MISSPELLED_WARNINGS
     path = tmp_path / "mapping.toml"
     path.write_text(MISSPELLED, encoding="utf-8")
@@ -397,8 +397,8 @@ def test_adopt_dry_run_warns_about_names_no_element_carries_with_the_nearest_nam
     assert [line for line in dry.output.splitlines() if line.startswith("warning: ")] == [f"warning: {w}" for w in MISSPELLED_WARNINGS]
     dry = CliRunner().invoke(main, ["adopt", str(path), "--dry-run", "--format", "json"], env=env, catch_exceptions=False)
     assert json.loads(dry.stdout)["warnings"] == MISSPELLED_WARNINGS
-    assert adopting.apply(team.nexus, adoption.parse(MAPPING), dry_run=True)["warnings"] == []
-    nothing = adopting.apply(team.nexus, adoption.parse('[types.Ghost]\nlabel = "Incidents"\n'), dry_run=True)
+    assert team.nexus.adopt(adoption.parse(MAPPING), dry_run=True)["warnings"] == []
+    nothing = team.nexus.adopt(adoption.parse('[types.Ghost]\nlabel = "Incidents"\n'), dry_run=True)
     assert nothing["warnings"] == ["types.Ghost: no node carries the label 'Incidents'; did you mean 'Incident'?"]
 
 

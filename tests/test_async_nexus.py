@@ -8,7 +8,7 @@ import pytest
 
 import kip2cypher
 from kip2cypher.config import Settings
-from kip2cypher.execute import Nexus
+from kip2cypher.nexus import Nexus
 
 READS = [
     {"command": "DESCRIBE PRIMER"},
@@ -105,3 +105,46 @@ def test_an_application_driver_is_used_and_never_closed(genesis, neo4j_server):
 
     first, one = asyncio.run(run())
     assert "$ConceptType" in first["result"] and one == 1
+
+
+def test_every_administrative_operation_is_awaitable(nexus, neo4j_server):
+    """Bootstrap, adoption, the target checks, explain, the namespaces and migrate run under
+    asyncio too (the same core as the sync Nexus), and answer what the sync Nexus answers."""
+    from kip2cypher import adoption
+
+    nexus.driver.execute_query("CREATE (:AsyncStaff {sid: 'S1', name: 'Ada', role: 'CTO'})", database_=nexus.database)
+    mapping = adoption.parse('[types.Staff]\nlabel = "AsyncStaff"\nkey = "sid"\nattributes = ["role"]\ntext = ["name"]\n', "the test mapping")
+
+    async def run():
+        async with _async(neo4j_server, namespace="asyncadmin") as admin:
+            seen = {"version": await admin.server_version(), "foreign": await admin.foreign_nodes()}
+            seen["before"] = await admin.bootstrap_state()
+            seen["bootstrap"] = await admin.bootstrap()
+            seen["survey"] = await admin.adopt(mapping, dry_run=True)
+            seen["adopt"] = await admin.adopt(mapping, create_index=True)
+            seen["stored"] = await admin.stored_adoption()
+            seen["links"] = await admin.adopted_links()
+            seen["found"] = await admin.execute_kip_readonly('FIND(?s.name, ?s.attributes.role) WHERE { ?s {type: "Staff"} }')
+            seen["explain"] = await admin.explain('FIND(?s.name) WHERE { ?s {type: "Staff"} }')
+            seen["migrate"] = await admin.migrate(dry_run=True)
+            seen["listed"] = await admin.namespaces()
+            seen["dropped"] = await admin.drop_namespace("asyncadmin")
+            seen["after"] = await admin.namespaces()
+            return seen
+
+    seen = asyncio.run(run())
+    assert seen["version"] == nexus.server_version() and seen["foreign"] == 1
+    assert not seen["before"]["nexus_node"] and nexus.bootstrap_state()["nexus_node"]  # the default namespace's (the fixture's)
+    assert seen["bootstrap"]["Genesis"]["blocks"] >= 1
+    assert seen["survey"]["dry_run"] and seen["survey"]["types"][0]["nodes"] == 1 and seen["survey"]["mapping"] == "would be stored"
+    assert seen["adopt"]["mapping"] == "stored" and seen["adopt"]["text_index"]["state"] == "created"
+    assert [t.name for t in seen["stored"].types] == ["Staff"] and seen["stored"].text_indexed
+    assert seen["links"] == {"linked": 0, "dangling": 0}
+    assert seen["found"] == {"result": [["Ada"], ["CTO"]]}
+    assert seen["explain"][0]["label"] == "FIND" and seen["explain"][0]["plan"].startswith("+ProduceResults")
+    assert {entry["namespace"]: entry["state"] for entry in seen["migrate"]["namespaces"]}["asyncadmin"] == "current"
+    listed = {info.namespace: info for info in seen["listed"]}
+    assert listed["asyncadmin"].bootstrapped and listed["asyncadmin"].concepts > 0 and listed[""].concepts == 0  # Genesis and Staff are asyncadmin's
+    assert seen["dropped"]["nexus_node"] and seen["dropped"]["concepts"] == listed["asyncadmin"].concepts
+    assert "asyncadmin" not in {info.namespace for info in seen["after"]}
+    assert nexus.driver.execute_query("MATCH (s:AsyncStaff) RETURN count(s) AS c", database_=nexus.database).records[0]["c"] == 1  # the team's own stays

@@ -10,11 +10,11 @@ from conftest import wipe
 
 from kip2cypher import profiles
 from kip2cypher.cli.app import main
-from kip2cypher.cli.target import DDL_NAME, capsule_elements, existing_schema_objects
+from kip2cypher.cli.target import DDL_NAME, capsule_elements
 from kip2cypher.config import Settings
 from kip2cypher.cypher import catalog, storage
 from kip2cypher.cypher.builder import quote
-from kip2cypher.execute import Nexus
+from kip2cypher.nexus import Nexus
 
 FOREIGN = "CREATE (:Customer {name: 'not KIP data'})-[:BOUGHT]->(:Product {sku: 'P1'})"
 
@@ -57,21 +57,21 @@ def assert_plan(output: str) -> None:
 
 
 def test_bootstrap_next_to_foreign_data_prints_what_it_creates_and_needs_yes(shared):
-    before = graph_counts(shared.driver), existing_schema_objects(shared)
+    before = graph_counts(shared.driver), shared.bootstrap_state()["schema_objects"]
     refused = bootstrap(shared)
     assert refused.exit_code == 1
     assert "holds 2 node(s) that are not KIP data" in refused.output and "--yes" in refused.output
     assert_plan(refused.output)
-    assert (graph_counts(shared.driver), existing_schema_objects(shared)) == before  # nothing written
+    assert (graph_counts(shared.driver), shared.bootstrap_state()["schema_objects"]) == before  # nothing written
 
     planned = bootstrap(shared, "--dry-run")
     assert planned.exit_code == 0 and "--dry-run: nothing was written." in planned.output
     assert_plan(planned.output)
-    assert (graph_counts(shared.driver), existing_schema_objects(shared)) == before
+    assert (graph_counts(shared.driver), shared.bootstrap_state()["schema_objects"]) == before
 
     done = bootstrap(shared, "--yes")
     assert done.exit_code == 0 and "applied Genesis" in done.output, done.output
-    assert {DDL_NAME.match(ddl).group(2) for ddl in catalog.schema(storage.DEFAULT)} <= existing_schema_objects(shared)
+    assert {DDL_NAME.match(ddl).group(2) for ddl in catalog.schema(storage.DEFAULT)} <= shared.bootstrap_state()["schema_objects"]
     team = shared.driver.execute_query("MATCH (c:Customer)-[:BOUGHT]->(p:Product) RETURN labels(c) AS c, properties(p) AS p").records
     assert [(r["c"], r["p"]) for r in team] == [(["Customer"], {"sku": "P1"})]  # the team's data as it was
 

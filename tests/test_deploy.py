@@ -23,8 +23,9 @@ from kip2cypher import localneo4j, tools
 from kip2cypher.cli import main
 from kip2cypher.config import Settings, SettingsError
 from kip2cypher.connection import redact, split_credentials
-from kip2cypher.execute import APPLICATION_DRIVER, Nexus
+from kip2cypher.face import APPLICATION_DRIVER
 from kip2cypher.models import tool_input_schema
+from kip2cypher.nexus import Nexus
 
 
 def _count(nexus, cypher):

@@ -20,7 +20,7 @@ import kip2cypher
 from kip2cypher import embedding
 from kip2cypher.config import Settings
 from kip2cypher.cypher import storage
-from kip2cypher.execute import _rows_of
+from kip2cypher.execution.programs.admin import rows as _rows_of
 from kip2cypher.execution.programs.embeddings import refresh_touched
 from kip2cypher.execution.requests import Context, Embed, Run
 from kip2cypher.lower.embeddings import statements

@@ -146,7 +146,7 @@ def test_next_cursor_of_one_process_is_honoured_by_another_of_the_same_nexus(nex
     # so a restart or a second replica refused every cursor. Two Nexus objects with default
     # settings stand for two processes: they sign with the secret the database stored.
     from kip2cypher.config import Settings
-    from kip2cypher.execute import Nexus
+    from kip2cypher.nexus import Nexus
 
     query = 'FIND(?x.name) WHERE { ?x {type: "Step"} } ORDER BY ?x.name LIMIT 5'
 

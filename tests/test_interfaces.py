@@ -18,9 +18,9 @@ from interface_helpers import FakePlans, compiled, count, cypher_plan, failing_p
 import kip2cypher.lower.compile as compiler_module
 from kip2cypher.config import Settings, SettingsError
 from kip2cypher.errors import KipError
-from kip2cypher.execute import Nexus
 from kip2cypher.execution.requests import Run
 from kip2cypher.models import ExecuteArguments, ExecuteRequest, tool_input_schema
+from kip2cypher.nexus import Nexus
 
 
 @pytest.fixture(autouse=True)

@@ -7,7 +7,7 @@ from interface_helpers import fingerprint, shape_checked
 
 from kip2cypher.cli.demo import DEMO_DATA, DEMO_SCHEMA
 from kip2cypher.config import Settings
-from kip2cypher.execute import Nexus
+from kip2cypher.nexus import Nexus
 
 
 @pytest.fixture(autouse=True)

@@ -52,7 +52,7 @@ def test_bootstrap_keeps_evolved_self(full):
 
 def test_capsules_are_valid_under_strict_schema(nexus):
     from kip2cypher.config import Settings
-    from kip2cypher.execute import Nexus
+    from kip2cypher.nexus import Nexus
 
     with Nexus(nexus.uri, database=nexus.database, settings=Settings(strict_schema=True)) as strict:
         strict.bootstrap(capsules=True)

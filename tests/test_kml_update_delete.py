@@ -171,7 +171,7 @@ def test_update_self_ordinary_attributes_but_not_core_directives(med):
 
 
 def test_concurrent_bulk_increments_lose_nothing(med):
-    from kip2cypher.execute import Nexus
+    from kip2cypher.nexus import Nexus
 
     ok(med.execute_kip('UPSERT { CONCEPT ?c { {type: "Drug", name: "Hits"} SET ATTRIBUTES { n: 0 } } }'))
     failures: list = []

@@ -435,7 +435,7 @@ def test_expect_version_on_proposition(med):
 
 def test_concurrent_expect_version_increments(med):
     """8 threads doing guarded read-modify-write: no lost update, every failure is KIP_3005."""
-    from kip2cypher.execute import Nexus
+    from kip2cypher.nexus import Nexus
 
     ok(med.execute_kip('UPSERT { CONCEPT ?c { {type: "Drug", name: "Counter"} SET ATTRIBUTES { value: 0 } } }'))
     outcomes: list[str] = []
@@ -544,7 +544,7 @@ def test_dry_run_validates_and_writes_nothing(med):
 # ------------------------------------------------------------------ strict schema
 def test_strict_instance_schema(genesis):
     from kip2cypher.config import Settings
-    from kip2cypher.execute import Nexus
+    from kip2cypher.nexus import Nexus
 
     ok(
         genesis.execute_kip("""

@@ -19,7 +19,7 @@ def kg(neo4j_server):
     from conftest import wipe
 
     from kip2cypher.config import Settings
-    from kip2cypher.execute import Nexus
+    from kip2cypher.nexus import Nexus
 
     with Nexus(neo4j_server.uri, auth=neo4j_server.auth, database=neo4j_server.database, settings=Settings(cursor_secret=b"k" * 32)) as nx:
         wipe(nx.driver, nx.database)
@@ -739,7 +739,7 @@ def test_link_attributes_and_metadata_objects(kg):
 
 def test_too_many_rows_without_limit_is_kip_4002(neo4j_server, kg):
     from kip2cypher.config import Settings
-    from kip2cypher.execute import Nexus
+    from kip2cypher.nexus import Nexus
 
     with Nexus(neo4j_server.uri, auth=neo4j_server.auth, database=neo4j_server.database, settings=Settings(max_result_rows=5)) as small:
         assert err(small.execute_kip('FIND(?n) WHERE { ?n {type: "Drug"} }')) == "KIP_4002"
@@ -749,7 +749,7 @@ def test_too_many_rows_without_limit_is_kip_4002(neo4j_server, kg):
 
 def test_cursor_signed_with_another_secret_is_rejected(neo4j_server, kg):
     from kip2cypher.config import Settings
-    from kip2cypher.execute import Nexus
+    from kip2cypher.nexus import Nexus
 
     query = 'FIND(?c.name) WHERE { ?c {type: "DrugClass"} } ORDER BY ?c.name LIMIT 1'
     token = run(kg, query)["next_cursor"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
 from pathlib import Path
 
 import pytest
@@ -113,6 +114,7 @@ def test_no_import_cycle_between_modules():
 #: a program that needs a statement gets it from its plan.
 NOT_YET_ON_PLANS = {
     ("execution.programs.admin", "lower", "migration"),
+    ("execution.programs.adopt", "lower", "adopted"),
     ("execution.programs.bulk", "lower.update", "CHECK_VALUES"),
     ("execution.programs.bulk", "lower.update", "instance_schemas"),
     ("execution.programs.describe", "lower.describe", "DESCRIBE_DEFAULT_LIMIT"),
@@ -171,3 +173,54 @@ def test_the_list_of_programs_not_yet_on_plans_only_shrinks():
     """Every entry of NOT_YET_ON_PLANS is still true: one that was fixed leaves the list."""
     stale = sorted(entry for entry in NOT_YET_ON_PLANS if entry[1:] not in lower_names(entry[0], MODULES[entry[0]]))
     assert not stale, f"no longer imported, remove from NOT_YET_ON_PLANS: {stale}"
+
+
+#: A call that runs a statement on the neo4j driver.
+DRIVER_CALL = re.compile(r"\b(?:session|tx)\.run\(|\bexecute_query\(")
+#: The modules that may make one: the driver loops (docs/architecture.md), and ``localneo4j``,
+#: whose launcher asks the server it just started for its version on a throw-away driver of its
+#: own — before any nexus exists, to tell whether the port answers with that server at all.
+RUNS_STATEMENTS = {"execution.loop", "localneo4j"}
+
+
+def test_only_the_driver_loops_run_statements():
+    found = sorted(
+        f"{module}:{number}"
+        for module, path in MODULES.items()
+        if module not in RUNS_STATEMENTS
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if DRIVER_CALL.search(line)
+    )
+    assert not found, f"driver calls outside execution/loop.py: {found}; yield Run(...) from a program instead"
+
+
+#: Text that reads as Cypher (and not as KIP, whose MERGE CONCEPT / SET ATTRIBUTES / DELETE share words).
+CYPHER = re.compile(
+    r"\b(?:OPTIONAL MATCH|MATCH|MERGE|CREATE)\s*\(|\bCREATE (?:\w+ )?(?:CONSTRAINT|INDEX)\b|\bDROP (?:CONSTRAINT|INDEX)\b"
+    r"|\bCALL\s*[({]|\bCALL db\.|\bSHOW [A-Z]+|\bUNWIND\b|\bRETURN\b.*\bAS\b|\bYIELD\b|\bEXPLAIN\b"
+)
+
+
+def _formatted_text(node: ast.AST) -> str | None:
+    """The literal text of a string being formatted: an f-string, ``"…".format(…)``, ``"…" % …`` or ``"…" + …``."""
+    if isinstance(node, ast.JoinedStr):
+        return "".join(v.value for v in node.values if isinstance(v, ast.Constant) and isinstance(v.value, str))
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format":
+        node = node.func.value
+        return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mod, ast.Add)):
+        sides = [side.value for side in (node.left, node.right) if isinstance(side, ast.Constant) and isinstance(side.value, str)]
+        return " ".join(sides) or None
+    return None
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if layer_of(m) != "cypher"))
+def test_no_cypher_is_formatted_outside_the_cypher_package(module):
+    """Cypher is built by ``cypher.builder`` (values as parameters, names quoted) or written in
+    ``cypher.catalog``: nowhere else is Cypher text formatted from pieces."""
+    found = [
+        f"{module}:{node.lineno}"
+        for node in ast.walk(ast.parse(MODULES[module].read_text(encoding="utf-8")))
+        if (text := _formatted_text(node)) is not None and CYPHER.search(text)
+    ]
+    assert not found, f"Cypher formatted outside kip2cypher/cypher/ at {found}: use cypher.builder or cypher.catalog"

@@ -32,8 +32,8 @@ from kip2cypher.config import Settings
 from kip2cypher.cypher import catalog, storage
 from kip2cypher.cypher.builder import quote
 from kip2cypher.errors import KipError
-from kip2cypher.execute import Nexus
 from kip2cypher.lower import migration
+from kip2cypher.nexus import Nexus
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "layout1"
 GRAPH = json.loads((FIXTURE / "graph.json").read_text(encoding="utf-8"))

@@ -53,7 +53,7 @@ def _wipe(driver, database=None) -> None:
 
 
 def _open(neo4j_server, namespace):
-    from kip2cypher.execute import Nexus
+    from kip2cypher.nexus import Nexus
 
     settings = Settings(embedder=TopicEmbedder())
     return Nexus(neo4j_server.uri, auth=neo4j_server.auth, database=neo4j_server.database, settings=settings, namespace=namespace)
@@ -134,9 +134,8 @@ def test_invalid_example_in_alpha_fails_alone(world, entry):
 @pytest.fixture()
 def fresh(world):
     """alpha as populated (the examples above changed it), re-made by dropping the namespace."""
-    from kip2cypher import namespaces
 
-    namespaces.drop_namespace(world.alpha.driver, world.alpha.database, A)
+    world.alpha.drop_namespace(A)
     world.alpha.ensure_schema()
     _populate(world.alpha, canary=False)
     return world
@@ -292,13 +291,12 @@ def test_async_nexus_serves_a_namespace(world, neo4j_server):
 
 # ------------------------------------------------------------------ listing and dropping (last: drops beta)
 def test_zz_list_then_drop_beta_removes_beta_only(world):
-    from kip2cypher import namespaces
 
-    listed = {info.namespace: info for info in namespaces.list_namespaces(world.alpha.driver, world.alpha.database)}
+    listed = {info.namespace: info for info in world.alpha.namespaces()}
     assert {"", A, B} <= set(listed) and listed[B].bootstrapped and listed[B].concepts > 0
     beta_names = storage.names(B)
     keep = fingerprint(world.alpha.driver, world.alpha.database, skip=beta_names)
-    removed = namespaces.drop_namespace(world.alpha.driver, world.alpha.database, B)
+    removed = world.alpha.drop_namespace(B)
     assert removed["concepts"] == listed[B].concepts and removed["propositions"] == listed[B].propositions
     assert removed["nexus_node"] and f"kip_concept_id__{B}" in removed["schema_objects"]
     assert fingerprint(world.alpha.driver, world.alpha.database, skip=beta_names) == keep
@@ -309,8 +307,8 @@ def test_zz_list_then_drop_beta_removes_beta_only(world):
     schema = fingerprint(world.alpha.driver, world.alpha.database)["schema"]
     assert not [name for name in schema if name.endswith("__beta")]
     with pytest.raises(Exception) as raised:
-        namespaces.drop_namespace(world.alpha.driver, world.alpha.database, "")
+        world.alpha.drop_namespace("")
     assert raised.value.code == "KIP_1002"
     with pytest.raises(Exception) as raised:
-        namespaces.drop_namespace(world.alpha.driver, world.alpha.database, B)
+        world.alpha.drop_namespace(B)
     assert raised.value.code == "KIP_3002"

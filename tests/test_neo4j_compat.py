@@ -8,7 +8,7 @@ import pytest
 
 from kip2cypher.config import Settings
 from kip2cypher.cypher import catalog, storage
-from kip2cypher.execute import Nexus
+from kip2cypher.nexus import Nexus
 
 FIND_TYPE = 'FIND(?d.name) WHERE { ?d {type: "$ConceptType", name: "$ConceptType"} }'
 

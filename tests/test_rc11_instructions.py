@@ -50,7 +50,7 @@ def test_every_instruction_command_compiles(command):
 def rc11(neo4j_server):
     from conftest import wipe
 
-    from kip2cypher.execute import Nexus
+    from kip2cypher.nexus import Nexus
 
     with Nexus(neo4j_server.uri, auth=neo4j_server.auth, database=neo4j_server.database) as nexus:
         wipe(nexus.driver, nexus.database)

@@ -229,7 +229,7 @@ def long_values(neo4j_server):
     """One concept per adversarial value, written once for the module."""
     from conftest import wipe
 
-    from kip2cypher.execute import Nexus
+    from kip2cypher.nexus import Nexus
 
     with Nexus(neo4j_server.uri, auth=neo4j_server.auth, database=neo4j_server.database, settings=Settings(embedder=False)) as nx:
         wipe(nx.driver, neo4j_server.database)
@@ -257,7 +257,7 @@ def test_no_accepted_regex_holds_a_worker_past_the_timeout(neo4j_server, long_va
     """Every accepted generated pattern, against every adversarial value (up to 1,000,000 chars):
     each command answers (a result, or KIP_4001 past the reach or the timeout) — the worker is
     never held by one evaluation."""
-    from kip2cypher.execute import Nexus
+    from kip2cypher.nexus import Nexus
 
     try:
         compile_search(pattern, BUDGET)
@@ -277,7 +277,7 @@ def test_no_accepted_regex_holds_a_worker_past_the_timeout(neo4j_server, long_va
 
 
 def test_regex_value_beyond_the_reach_stops_the_command_with_kip_4001(long_values, neo4j_server):
-    from kip2cypher.execute import Nexus
+    from kip2cypher.nexus import Nexus
 
     with Nexus(neo4j_server.uri, auth=neo4j_server.auth, database=neo4j_server.database, settings=Settings(embedder=False)) as nx:
         query = 'FIND(?c.name) WHERE { ?c {type: "Domain", name: :n} FILTER(REGEX(?c.attributes.v, :re)) }'
@@ -294,7 +294,7 @@ def test_regex_repeated_alternation_on_a_long_value_keeps_the_connection(long_va
     """Before: ``(?:ab|ba)+`` in the middle of a pattern over 10,000 characters overflowed the Java
     stack and killed the Bolt connection (KIP_4003 after a long wait). Now refused up front, and
     the same pattern at the end of an alternative is reduced to one repetition and runs."""
-    from kip2cypher.execute import Nexus
+    from kip2cypher.nexus import Nexus
 
     with Nexus(neo4j_server.uri, auth=neo4j_server.auth, database=neo4j_server.database, settings=Settings(embedder=False)) as nx:
         query = 'FIND(?c.name) WHERE { ?c {type: "Domain", name: :n} FILTER(REGEX(?c.attributes.v, :re)) }'

@@ -36,7 +36,7 @@ def _wipe(driver, database=None) -> None:
 
 @pytest.fixture(scope="module")
 def cx(neo4j_server):
-    from kip2cypher.execute import Nexus
+    from kip2cypher.nexus import Nexus
 
     with Nexus(neo4j_server.uri, auth=neo4j_server.auth, database=neo4j_server.database) as nx:
         _wipe(nx.driver, nx.database)

@@ -38,7 +38,7 @@ FIGURES: dict[str, Any] = {}
 
 @pytest.fixture(scope="module")
 def fx(private):
-    from kip2cypher.execute import Nexus
+    from kip2cypher.nexus import Nexus
 
     # A short retry budget so a dead server is reported in seconds (the default budget is 30 s,
     # within which a restarted server would simply get the retried transaction).

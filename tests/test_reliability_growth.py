@@ -92,7 +92,7 @@ def grown(neo4j_server):
     Grown for the writes (the reads' patterns stay over two drugs, so their cost is their size)."""
     from conftest import wipe
 
-    from kip2cypher.execute import Nexus
+    from kip2cypher.nexus import Nexus
 
     with Nexus(neo4j_server.uri, auth=neo4j_server.auth, database=neo4j_server.database, settings=SETTINGS) as nx:
         wipe(nx.driver, nx.database)
@@ -155,8 +155,8 @@ def test_find_of_170_unions_was_an_internal_compiler_error_recursion(grown):
 def test_filter_of_4096_or_operands_held_neo4j_planning_past_the_timeout(grown):
     """4 096 ``||`` operands answered the 30 s timeout only after 86 s of Neo4j planning: the
     tests of a command's FILTERs are bounded (``MAX_FILTER_TESTS``), an IN list is the repair."""
-    from kip2cypher.execute import Nexus
     from kip2cypher.lower.pattern import MAX_FILTER_TESTS
+    from kip2cypher.nexus import Nexus
 
     # At the bound the command is answered. Neo4j plans 512 operands in seconds on a quiet machine
     # and in more than this module's 10 s timeout on a busy one (seen: KIP_4001 at load 15): the

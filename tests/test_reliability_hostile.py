@@ -31,7 +31,7 @@ def hx(neo4j_server):
     emits, and MiniLM inference on every write would dominate the run time. The 1 MiB
     test below runs with the default embedder.
     """
-    from kip2cypher.execute import Nexus
+    from kip2cypher.nexus import Nexus
 
     with Nexus(neo4j_server.uri, auth=neo4j_server.auth, database=neo4j_server.database, settings=Settings(embedder=False)) as nx:
         _wipe(nx.driver, nx.database)
@@ -187,7 +187,7 @@ def test_name_over_index_limit_is_refused_cleanly(hx, payload):
 
 def test_one_mib_values_round_trip_with_the_default_embedder(neo4j_server, hx):
     """1 MiB strings as attribute, metadata, grounding text (embedded by MiniLM) and parameter."""
-    from kip2cypher.execute import Nexus
+    from kip2cypher.nexus import Nexus
 
     before = _fp(hx)
     with Nexus(neo4j_server.uri, auth=neo4j_server.auth, database=neo4j_server.database) as nx:  # default settings
@@ -262,7 +262,7 @@ def test_catastrophic_regex_is_refused_or_defused_before_it_can_outrun_the_query
     (docs/kql.md): back-references and nested quantifiers are refused with KIP_4001, and a
     repetition at either end of a search is reduced to its minimum (``(a+)+$`` → ``(a+)$``,
     ``.*.*.*.*.*x`` → ``x``), which removes the backtracking instead of refusing the pattern."""
-    from kip2cypher.execute import Nexus
+    from kip2cypher.nexus import Nexus
 
     before = _fp(hx)
     blocks = " ".join(f'CONCEPT ?c{i} {{ {{type: "Domain", name: "redos-{i:02d}"}} SET ATTRIBUTES {{ s: :s }} }}' for i in range(80))

@@ -25,7 +25,7 @@ def _wipe(driver, database=None) -> None:
 @pytest.fixture(scope="module")
 def graph(neo4j_server):
     """Genesis plus a 'follows' chain n0 → n1 → … → n6 and 40 Domain concepts."""
-    from kip2cypher.execute import Nexus
+    from kip2cypher.nexus import Nexus
 
     with Nexus(neo4j_server.uri, auth=neo4j_server.auth, database=neo4j_server.database, settings=Settings(**FAST)) as nx:
         _wipe(nx.driver, nx.database)
@@ -48,7 +48,7 @@ def graph(neo4j_server):
 
 
 def _nexus(neo4j_server, **settings):
-    from kip2cypher.execute import Nexus
+    from kip2cypher.nexus import Nexus
 
     return Nexus(neo4j_server.uri, auth=neo4j_server.auth, database=neo4j_server.database, settings=Settings(**FAST, **settings))
 

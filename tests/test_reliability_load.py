@@ -47,7 +47,7 @@ def report(label: str, samples: list[float]) -> str:
 def nx(neo4j_server):
     from conftest import wipe
 
-    from kip2cypher.execute import Nexus
+    from kip2cypher.nexus import Nexus
 
     with Nexus(neo4j_server.uri, auth=neo4j_server.auth, database=neo4j_server.database, settings=Settings(**FAST)) as nexus:
         wipe(nexus.driver, neo4j_server.database)

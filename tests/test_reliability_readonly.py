@@ -37,7 +37,7 @@ def _wipe(driver, database=None) -> None:
 @pytest.fixture(scope="module")
 def ro(neo4j_server):
     """Genesis + the medical schema + Cognizine + Aspirin/Headache: the KML examples would match things."""
-    from kip2cypher.execute import Nexus
+    from kip2cypher.nexus import Nexus
 
     with Nexus(neo4j_server.uri, auth=neo4j_server.auth, database=neo4j_server.database, settings=Settings(embedder=False)) as nx:
         _wipe(nx.driver, nx.database)

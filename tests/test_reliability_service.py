@@ -32,7 +32,7 @@ SESSIONS = 16
 
 
 def _nexus(cfg, **options):
-    from kip2cypher.execute import Nexus
+    from kip2cypher.nexus import Nexus
 
     return Nexus(cfg.uri, settings=Settings(embedder=False), **options)
 
@@ -220,7 +220,7 @@ HOSTILE_NAMESPACES = [
 
 @pytest.mark.parametrize("name", HOSTILE_NAMESPACES, ids=[repr(n)[:30] for n in HOSTILE_NAMESPACES])
 def test_hostile_namespace_name_is_refused_at_every_door(genesis, neo4j_server, name, tmp_path):
-    from kip2cypher import connect, mcp_server, namespaces
+    from kip2cypher import connect, mcp_server
 
     before = fingerprint(genesis.driver, genesis.database)
     valid = bool(storage.NAMESPACE_RE.match(name))
@@ -236,7 +236,7 @@ def test_hostile_namespace_name_is_refused_at_every_door(genesis, neo4j_server, 
         with pytest.raises(mcp_server.McpConfigError):
             mcp_server.parse_tokens(None, _tokens_file(tmp_path, f"{RW} rw {name}"))
     with pytest.raises(KipError) as dropped:
-        namespaces.drop_namespace(genesis.driver, genesis.database, name)
+        genesis.drop_namespace(name)
     assert dropped.value.code == "KIP_1002"
     if "\u0000" not in name:  # a NUL cannot be an argv element
         env = {**os.environ, "NEO4J_URI": neo4j_server.uri}

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from kip2cypher import config, execute, localneo4j
+from kip2cypher import config, face, localneo4j
 from kip2cypher.cli import main
 from kip2cypher.config import Settings, SettingsError, lookup
 
@@ -78,11 +78,11 @@ def test_dotenv_and_toml_entries_are_checked_like_the_environment(clean):
 
 
 def test_neo4j_and_other_environment_only_settings_come_from_dotenv_and_toml_too(clean, monkeypatch):
-    assert execute.default_uri() == "bolt://127.0.0.1:7687" and execute.env_auth() is None
+    assert face.default_uri() == "bolt://127.0.0.1:7687" and face.env_auth() is None
     (clean / "kip2cypher.toml").write_text(
         'neo4j_uri = "bolt://from-toml:7687"\nneo4j_database = "tomldb"\nmcp_port = 9000\nneo4j_heap = "3g"\nreadonly = true\nmax_hops = 4\n'
     )
-    assert (execute.default_uri(), execute.default_database(), lookup("KIP2CYPHER_MCP_PORT"), lookup("KIP2CYPHER_READONLY")) == (
+    assert (face.default_uri(), face.default_database(), lookup("KIP2CYPHER_MCP_PORT"), lookup("KIP2CYPHER_READONLY")) == (
         "bolt://from-toml:7687",
         "tomldb",
         "9000",
@@ -90,9 +90,9 @@ def test_neo4j_and_other_environment_only_settings_come_from_dotenv_and_toml_too
     )
     assert localneo4j.LocalConfig.from_env().heap == "3g" and Settings().max_hops == 4
     (clean / ".env").write_text("NEO4J_URI=bolt://from-dotenv:7687\nNEO4J_USERNAME=neo4j\nNEO4J_PASSWORD=pw\n")
-    assert execute.default_uri() == "bolt://from-dotenv:7687" and execute.env_auth() == ("neo4j", "pw")  # .env before toml
+    assert face.default_uri() == "bolt://from-dotenv:7687" and face.env_auth() == ("neo4j", "pw")  # .env before toml
     monkeypatch.setenv("NEO4J_URI", "bolt://from-env:7687")
-    assert execute.default_uri() == "bolt://from-env:7687"  # the environment before both
+    assert face.default_uri() == "bolt://from-env:7687"  # the environment before both
 
 
 def test_the_cli_reads_its_options_from_dotenv_and_a_bad_value_names_the_variable(clean):

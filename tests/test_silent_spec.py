@@ -43,7 +43,7 @@ def tasks(neo4j_server):
     """Three tasks, one link between two of them and a statement about that link; read only."""
     from conftest import wipe
 
-    from kip2cypher.execute import Nexus
+    from kip2cypher.nexus import Nexus
 
     with Nexus(neo4j_server.uri, auth=neo4j_server.auth, database=neo4j_server.database) as nx:
         wipe(nx.driver, nx.database)
@@ -219,11 +219,14 @@ def test_merge_attributes_filled_counts_keys_gained_from_the_source(fresh):
     assert fresh.execute_kip(merge.format("H", "I")) == {"result": {**none, "attributes_filled": 1}}
 
 
-def test_delete_of_a_missing_named_target_answers_zero_counts_today(fresh):
-    # docs/interop.md, end of part B: Appendix 4 asks KIP_3002 here (issue 28, to be changed).
+def test_delete_of_a_missing_named_target_answers_kip_3002(fresh):
+    # docs/interop.md, end of part B: Appendix 4 "does not exist (for DELETE, …)", as the reference answers.
     r = fresh.execute_kip('DELETE CONCEPT ?c DETACH WHERE { ?c {type: "Task", name: "Nope"} }')
+    assert r["error"]["code"] == "KIP_3002" and "Nope" in r["error"]["message"], r
+    assert fresh.execute_kip('DELETE PROPOSITIONS ?l WHERE { ?l (id: "P:gone") }')["error"]["code"] == "KIP_3002"
+    # a pattern that simply matches nothing keeps answering zero counts
+    r = fresh.execute_kip('DELETE CONCEPT ?c DETACH WHERE { ?c {type: "Task"} FILTER(?c.name == "Nope") }')
     assert r == {"result": {"deleted_concepts": 0, "deleted_propositions": 0}}
-    assert fresh.execute_kip('DELETE PROPOSITIONS ?l WHERE { ?l (id: "P:gone") }') == {"result": {"deleted_propositions": 0}}
 
 
 def test_clamp_with_an_empty_interval_takes_the_low_bound_today(fresh):

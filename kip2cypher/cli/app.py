@@ -41,7 +41,7 @@ class Connect:
     def open(self, *, start_local: bool = False, asynchronous: bool = False):
         """Connect (an ``AsyncNexus`` with ``asynchronous``); with ``start_local`` and no URI
         configured, start the bundled local Neo4j first."""
-        from ..execute import Nexus
+        from ..nexus import Nexus
 
         if self.uri is None and start_local:
             from .. import localneo4j
@@ -135,6 +135,9 @@ def _log_to_stderr() -> None:
     debug = lookup("KIP2CYPHER_DEBUG") == "1"
     handler.setFormatter((logging.Formatter if debug else _OneLine)("%(name)s: %(message)s"))
     logging.basicConfig(level=logging.WARNING, handlers=[handler], force=True)
+    # Each command starts without -v: an earlier -v of the same process (CliRunner) must not leak
+    # its Cypher log into the next command's output.
+    logging.getLogger("kip2cypher").setLevel(logging.NOTSET)
 
 
 def _verbose_option(fn):
@@ -733,9 +736,9 @@ def mcp_cmd(
 def _bootstrap_target(nexus: Any, capsules: list[str], profile: str | None, *, yes: bool, dry_run: bool, echo: Any) -> bool:
     """Before a bootstrap: next to data that is not KIP's (or with ``dry_run``), print exactly what
     it creates; refuse (KIP's data aside) without ``yes``. True when the bootstrap may run."""
-    from .target import TargetRefused, bootstrap_plan, foreign_nodes
+    from .target import TargetRefused, bootstrap_plan
 
-    foreign = foreign_nodes(nexus)
+    foreign = nexus.foreign_nodes()
     if foreign or dry_run:
         for line in bootstrap_plan(nexus, capsules, profile):
             echo(line)
@@ -787,7 +790,6 @@ def bootstrap_cmd(with_capsules: bool, profile: str | None, upgrade: bool, fmt: 
     Into a database that holds data other than KIP's it first prints what it will create and
     needs --yes; --dry-run prints that and writes nothing."""
     from .. import profiles
-    from ..execution.programs import admin
     from .demo import where
     from .output import make_console, table, writes_summary
     from .source import write_counts
@@ -804,7 +806,7 @@ def bootstrap_cmd(with_capsules: bool, profile: str | None, upgrade: bool, fmt: 
             applied = nexus.bootstrap(profile=profile, capsules=with_capsules, upgrade=upgrade)
         except KipError as exc:
             _fail(exc.to_dict())
-        state = nexus.run_admin(admin.bootstrap_state)
+        state = nexus.profile_state()
     if fmt == "json":
         click.echo(dump(applied))
         return
@@ -887,9 +889,9 @@ def adopt_cmd(mapping: str, dry_run: bool, create_index: bool, embed: bool, fmt:
     chosen = adoption.load(mapping)
     with conn.open() as nexus:
         click.echo(f"{'Surveying' if dry_run else 'Adopting into'} {where(nexus)}, namespace {nexus.settings.namespace or '(default)'}", err=True)
-        report = adopting.apply(nexus, chosen, dry_run=dry_run, create_index=create_index)
+        report = nexus.adopt(chosen, dry_run=dry_run, create_index=create_index)
         if embed and not dry_run:
-            report["vectors"] = adopting.embed(nexus)
+            report["vectors"] = nexus.embed_adopted()
     if fmt == "json":
         click.echo(dump(report))
         return
@@ -938,12 +940,10 @@ def namespaces_group() -> None:
 @_connect_options(namespace=False)
 def namespaces_list(fmt: str, conn: Connect) -> None:
     """List the namespaces with their concept and proposition counts."""
-    from .. import namespaces
     from .output import make_console, table
 
     with conn.open() as nexus:
-        nexus.check_reachable()
-        found = namespaces.list_namespaces(nexus.driver, nexus.database)
+        found = nexus.namespaces()
     if fmt == "json":
         click.echo(dump([info.to_dict() for info in found]))
         return
@@ -959,13 +959,10 @@ def namespaces_list(fmt: str, conn: Connect) -> None:
 def namespaces_drop(name: str, yes: bool, conn: Connect) -> None:
     """Delete the namespace NAME: all its concepts and propositions, its schema objects and its
     nexus node. Nothing of another namespace or outside KIP is touched. Refused without --yes."""
-    from .. import namespaces
-
     with conn.open() as nexus:
-        nexus.check_reachable()
         if not yes:
-            info = {i.namespace: i for i in namespaces.list_namespaces(nexus.driver, nexus.database)}.get(name)
+            info = {i.namespace: i for i in nexus.namespaces()}.get(name)
             what = f"{info.concepts} concepts and {info.propositions} propositions" if info else "nothing (no such namespace)"
             raise click.ClickException(f"Dropping namespace {name!r} would delete {what} and its schema objects; add --yes to do it.")
-        removed = namespaces.drop_namespace(nexus.driver, nexus.database, name)
+        removed = nexus.drop_namespace(name)
     click.echo(dump(removed))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+from ..cypher import catalog
 from ..errors import KipError
 from ..lower.compile import compile_command
 from . import target
@@ -69,16 +70,6 @@ DEMO_BATCH = [
 ]
 
 
-#: The demo's example of a team's own graph (docs/adopt.md): built with MERGE (idempotent), every
-#: node marked ``kip2cypher_demo`` so the foreign-data check knows it is the demo's own.
-DEMO_MARK = "kip2cypher_demo"
-DEMO_TEAM_GRAPH = f"""
-MERGE (ada:DemoStaff {{staff_id: 'S1'}}) SET ada.name = 'Ada', ada.role = 'CTO', ada.{DEMO_MARK} = true
-MERGE (lin:DemoStaff {{staff_id: 'S2'}}) SET lin.name = 'Lin', lin.role = 'Engineer', lin.{DEMO_MARK} = true
-MERGE (sam:DemoStaff {{staff_id: 'S3'}}) SET sam.name = 'Sam', sam.role = 'Intern', sam.{DEMO_MARK} = true
-MERGE (lin)-[:DEMO_REPORTS_TO]->(ada)
-MERGE (sam)-[:DEMO_REPORTS_TO]->(lin)
-"""
 DEMO_MAPPING = """
 [types.Staff]
 label = "DemoStaff"
@@ -123,7 +114,7 @@ def where(nexus) -> str:
 
 def foreign_nodes(nexus) -> int:
     """Nodes that are neither KIP's nor the demo's example team graph: somebody else's data."""
-    return target.foreign_nodes(nexus, DEMO_MARK)
+    return nexus.foreign_nodes(catalog.DEMO_MARK)
 
 
 def check_target(nexus, *, yes: bool) -> None:
@@ -132,7 +123,7 @@ def check_target(nexus, *, yes: bool) -> None:
         nexus,
         "the demo would add its example types and capsules (Drug, Symptom, …) to that database",
         yes=yes,
-        own_mark=DEMO_MARK,
+        own_mark=catalog.DEMO_MARK,
         advice=", or unset NEO4J_URI / --uri to run the demo on its own local server",
     )
 
@@ -184,10 +175,10 @@ def run_adopted(nexus, echo: Callable[[str], None]) -> None:
     if foreign_nodes(nexus):
         echo("-- skipped: this database holds data that is not KIP's; the demo adds no example team graph to it.")
         return
-    echo(DEMO_TEAM_GRAPH.strip())
-    nexus.driver.execute_query(DEMO_TEAM_GRAPH, database_=nexus.database)
+    echo(catalog.DEMO_TEAM_GRAPH.strip())
+    nexus.write_demo_team_graph()
     echo(f"-- mapping (kip2cypher adopt mapping.toml){DEMO_MAPPING.rstrip()}")
-    for line in adopting.report_lines(adopting.apply(nexus, adoption.parse(DEMO_MAPPING, "the demo mapping"), create_index=True)):
+    for line in adopting.report_lines(nexus.adopt(adoption.parse(DEMO_MAPPING, "the demo mapping"), create_index=True)):
         echo("-- " + line)
     for command in DEMO_ADOPTED_QUERIES:
         echo(f"\n== KIP\n{command}")

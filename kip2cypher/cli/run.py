@@ -92,7 +92,7 @@ def _steps(text: str, readonly: bool) -> list[Step]:
     if readonly:
         kml = [line for command, line in commands if command_kind(command) == "KML"]
         if kml:
-            from ..execution.request import readonly_error
+            from ..execution.batch import readonly_error
 
             fail(readonly_error(f"The script contains KML at line(s) {', '.join(map(str, kml[:10]))}").to_dict())
     return [Step(number, command, line, write_counts(command)) for number, (command, line) in enumerate(commands, start=1)]

@@ -12,7 +12,6 @@ import re
 from typing import Any
 
 from ..cypher import storage
-from ..cypher.builder import quote
 
 #: ``CREATE [FULLTEXT|VECTOR] (CONSTRAINT|INDEX) <name> IF NOT EXISTS …``: a catalog statement's kind and object name.
 DDL_NAME = re.compile(r"CREATE (?:\w+ )?(CONSTRAINT|INDEX) (\S+) IF NOT EXISTS")
@@ -22,42 +21,13 @@ class TargetRefused(Exception):
     """The target database holds data other than KIP's and ``--yes`` was not given."""
 
 
-def foreign_nodes(nexus: Any, own_mark: str | None = None) -> int:
-    """Nodes that are not the engine's (concepts and propositions of any namespace, nexus nodes,
-    shadow vector nodes) nor carry the property ``own_mark`` (the demo's example team graph):
-    somebody else's data."""
-    marked = f" AND n.{quote(own_mark)} IS NULL" if own_mark else ""
-    records, _, _ = nexus.driver.execute_query(
-        f"MATCH (n) WHERE NOT any(l IN labels(n) WHERE any(s IN $stems WHERE l = s OR l STARTS WITH s + '__')){marked} RETURN count(n) AS c",
-        stems=list(storage.RESERVED_LABEL_STEMS),
-        database_=nexus.database,
-    )
-    return records[0]["c"]
-
-
 def check_target(nexus: Any, what: str, *, yes: bool, own_mark: str | None = None, advice: str = "") -> int:
     """Refuse (``TargetRefused``) to write ``what`` next to data that is not KIP's, unless ``yes``;
     returns how many foreign nodes the database holds."""
-    foreign = foreign_nodes(nexus, own_mark)
+    foreign = nexus.foreign_nodes(own_mark)
     if foreign and not yes:
         raise TargetRefused(f"{nexus.uri} holds {foreign} node(s) that are not KIP data; {what}. Re-run with --yes to write there anyway{advice}.")
     return foreign
-
-
-def existing_schema_objects(nexus: Any) -> set[str]:
-    """The names of the database's constraints and indexes (SHOW commands do not combine with UNION)."""
-    names: set[str] = set()
-    for show in ("SHOW INDEXES", "SHOW CONSTRAINTS"):
-        records, _, _ = nexus.driver.execute_query(f"{show} YIELD name RETURN collect(name) AS names", database_=nexus.database, routing_="r")
-        names |= set(records[0]["names"])
-    return names
-
-
-def _nexus_node_exists(nexus: Any) -> bool:
-    records, _, _ = nexus.driver.execute_query(
-        f"MATCH (n:{storage.NEXUS} {{namespace: $namespace}}) RETURN count(n) AS c", namespace=nexus.settings.namespace, database_=nexus.database, routing_="r"
-    )
-    return bool(records[0]["c"])
 
 
 def capsule_elements(text: str) -> tuple[list[str], int]:
@@ -88,11 +58,12 @@ def bootstrap_plan(nexus: Any, capsules: list[str], profile: str | None = None) 
 
     names = storage.names(nexus.settings.namespace)
     where = f"namespace {names.namespace!r}" if names.namespace else "the default namespace"
-    present = existing_schema_objects(nexus)
+    state = nexus.bootstrap_state()
+    present = state["schema_objects"]
     missing = [ddl for ddl in catalog.schema(names) if (m := DDL_NAME.match(ddl)) is None or m.group(2) not in present]
     lines = [f"Bootstrap of {where} creates:"]
     lines += [f"  schema: {ddl}" for ddl in missing] or ["  schema: nothing (every constraint and index exists)"]
-    if not _nexus_node_exists(nexus):
+    if not state["nexus_node"]:
         node = f"{{namespace: {names.namespace!r}, {storage.CURSOR_SECRET}: <random>, {storage.LAYOUT_KEY}: {storage.LAYOUT}}}"
         lines.append(f"  node: (:{storage.NEXUS} {node})")
     for name in capsules:

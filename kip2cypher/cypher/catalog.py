@@ -110,7 +110,7 @@ def nexus_read(names: storage.Names) -> str:
     )
 
 
-def bootstrap_state(names: storage.Names) -> str:
+def profile_state(names: storage.Names) -> str:
     """What a bootstrap decides from (``profiles.decide``): the profile recorded on the namespace's
     nexus node (null: none), whether the namespace holds a Genesis (its ``$ConceptType`` node) and
     which of the actors ``$actors`` (Person names) exist."""
@@ -125,6 +125,22 @@ def bootstrap_state(names: storage.Names) -> str:
 #: Record the profile a bootstrap applied (``$profile``) on the namespace's nexus node.
 NEXUS_PROFILE = f"MATCH (n:{storage.NEXUS} {{namespace: $namespace}}) SET n.{storage.PROFILE_KEY} = $profile RETURN count(n) AS nexus"
 
+
+def explain(statement: str) -> str:
+    """``statement`` planned by Neo4j but not run (a dry run, ``Nexus.explain``)."""
+    return f"EXPLAIN {statement}"
+
+
+#: The server's version and edition (``Nexus.server_version``).
+SERVER_VERSION = "CALL dbms.components() YIELD versions, edition RETURN versions[0] AS v, edition AS e"
+
+#: The labels and nexus nodes of the database: which namespaces exist and the layout each records (docs/migration.md).
+LAYOUT_SURVEY = (
+    "CALL db.labels() YIELD label WITH collect(label) AS labels\n"
+    f"OPTIONAL MATCH (n:{storage.NEXUS})\n"
+    "RETURN labels, collect(CASE WHEN n IS NOT NULL THEN "
+    f"{{namespace: coalesce(n.namespace, ''), layout: coalesce(n.{storage.LAYOUT_KEY}, {LEGACY_LAYOUT})}} END) AS nexuses"
+)
 
 #: Store (``$adoption``: JSON) or remove (null) the adoption mapping of a namespace.
 #: The labels and relationship types the database's elements carry (``kip2cypher adopt`` names
@@ -183,3 +199,79 @@ def adopted_relationship_text_ddl(names: storage.Names, rel_types: tuple[str, ..
     type_union = "|".join(quote(t) for t in rel_types)
     index = adopted_relationship_text_index(names)
     return f"CREATE FULLTEXT INDEX {index} IF NOT EXISTS FOR ()-[r:{type_union}]-() ON EACH [{on_each}] OPTIONS {_FULLTEXT_OPTIONS}"
+
+
+# ---------------------------------------------------------------------------- namespaces (docs/namespaces.md)
+#: The namespaces that have a nexus node ("" = the default one).
+NEXUS_NAMESPACES = f"MATCH (n:{storage.NEXUS}) RETURN collect(coalesce(n.namespace, '')) AS namespaces"
+#: The namespaces whose concept or proposition labels the database's token store holds.
+LABELLED_NAMESPACES = (
+    "CALL db.labels() YIELD label WHERE label STARTS WITH 'KipConcept__' OR label STARTS WITH 'KipProposition__' "
+    "RETURN collect(DISTINCT split(label, '__')[1]) AS labelled"
+)
+#: The constraints on any of ``$labels``.
+CONSTRAINTS_ON = "SHOW CONSTRAINTS YIELD name, labelsOrTypes WHERE any(l IN labelsOrTypes WHERE l IN $labels) RETURN collect(name) AS names"
+#: The indexes (not a constraint's own) on any of ``$labels``, or named in ``$adopted``.
+INDEXES_ON = (
+    "SHOW INDEXES YIELD name, labelsOrTypes, owningConstraint "
+    "WHERE owningConstraint IS NULL AND (any(l IN coalesce(labelsOrTypes, []) WHERE l IN $labels) OR name IN $adopted) "
+    "RETURN collect(name) AS names"
+)
+#: Delete a namespace's nexus node.
+DROP_NEXUS = f"MATCH (n:{storage.NEXUS} {{namespace: $namespace}}) DELETE n RETURN count(n) AS nexus"
+
+
+def count_label(label: str) -> str:
+    """How many nodes carry ``label`` (an engine label, quoted all the same)."""
+    return f"MATCH (n:{quote(label)}) RETURN count(n) AS c"
+
+
+def delete_batch(label: str) -> str:
+    """Delete up to ``$batch`` nodes carrying ``label`` with their relationships; returns how many
+    nodes and (distinct) relationships went — what the driver's counters said before."""
+    return (
+        f"MATCH (n:{quote(label)}) WITH n LIMIT $batch WITH collect(n) AS nodes "
+        "CALL (nodes) { UNWIND nodes AS n MATCH (n)-[r]-() WITH DISTINCT r DELETE r RETURN count(r) AS relationships } "
+        "FOREACH (n IN nodes | DELETE n) RETURN size(nodes) AS nodes, relationships"
+    )
+
+
+def drop_schema_object(kind: str, name: str) -> str:
+    """``DROP CONSTRAINT|INDEX <name> IF EXISTS`` (``kind`` is the engine's word; ``name`` is quoted)."""
+    if kind not in ("CONSTRAINT", "INDEX"):
+        raise ValueError(kind)
+    return f"DROP {kind} {quote(name)} IF EXISTS"
+
+
+# ---------------------------------------------------------------------------- the target of a bootstrap or the demo
+def foreign_nodes(own_mark: str | None) -> str:
+    """How many nodes are not the engine's (no label of ``$stems``, ``storage.RESERVED_LABEL_STEMS``,
+    in any namespace) nor carry the property ``own_mark`` (the demo's example team graph)."""
+    marked = f" AND n.{quote(own_mark)} IS NULL" if own_mark else ""
+    return f"MATCH (n) WHERE NOT any(l IN labels(n) WHERE any(s IN $stems WHERE l = s OR l STARTS WITH s + '__')){marked} RETURN count(n) AS c"
+
+
+#: The names of the database's indexes, then of its constraints (SHOW commands do not combine with UNION).
+SCHEMA_OBJECT_NAMES = ("SHOW INDEXES YIELD name RETURN collect(name) AS names", "SHOW CONSTRAINTS YIELD name RETURN collect(name) AS names")
+#: Whether a namespace's nexus node exists.
+NEXUS_EXISTS = f"MATCH (n:{storage.NEXUS} {{namespace: $namespace}}) RETURN count(n) AS c"
+
+#: The demo's example of a team's own graph (docs/adopt.md): built with MERGE (idempotent), every
+#: node marked ``kip2cypher_demo`` so the foreign-data check knows it is the demo's own.
+DEMO_MARK = "kip2cypher_demo"
+DEMO_TEAM_GRAPH = f"""
+MERGE (ada:DemoStaff {{staff_id: 'S1'}}) SET ada.name = 'Ada', ada.role = 'CTO', ada.{DEMO_MARK} = true
+MERGE (lin:DemoStaff {{staff_id: 'S2'}}) SET lin.name = 'Lin', lin.role = 'Engineer', lin.{DEMO_MARK} = true
+MERGE (sam:DemoStaff {{staff_id: 'S3'}}) SET sam.name = 'Sam', sam.role = 'Intern', sam.{DEMO_MARK} = true
+MERGE (lin)-[:DEMO_REPORTS_TO]->(ada)
+MERGE (sam)-[:DEMO_REPORTS_TO]->(lin)
+"""
+
+
+# ---------------------------------------------------------------------------- adoption (docs/adopt.md)
+#: Every full-text index with its schema (an adopted text index exists as defined, or not).
+FULLTEXT_INDEXES = "SHOW FULLTEXT INDEXES YIELD name, entityType, labelsOrTypes, properties RETURN name, entityType, labelsOrTypes, properties"
+#: Whether the VECTOR index ``$name`` exists.
+VECTOR_INDEX_EXISTS = "SHOW VECTOR INDEXES YIELD name WHERE name = $name RETURN count(*) AS n"
+#: Wait (up to 300 s) until the index ``$name`` is online.
+AWAIT_INDEX = "CALL db.awaitIndex($name, 300)"

@@ -2,7 +2,7 @@
 
 A program (a generator, see ``requests.py``) is stepped until it returns its response:
 each ``Run`` goes to ``tx.run`` and its records come back as a list of dicts (at most
-``Settings.max_result_rows`` of them, else KIP_4002), each ``Explain`` is planned by Neo4j,
+``Settings.max_result_rows`` of them, else KIP_4002), each ``Explain`` is planned by Neo4j (the reply is its plan),
 each ``Embed`` goes to the context's embedder (in a worker thread under asyncio, so model
 inference never blocks the event loop). ``run_sync`` / ``run_async`` run a WRITE program in
 one managed transaction — the driver retries transient failures and re-runs the whole
@@ -12,7 +12,13 @@ migration's ``CALL { … } IN TRANSACTIONS``, ``AUTO_COMMIT``), and map every dr
 to a KIP error in one place (``neo4j_errors.from_neo4j``), with the statement in flight as
 debug information.
 
-These two loops are the only code that touches the neo4j driver while a command runs.
+The operations of the nexus core (``core.Core``) are driven here too (``operate_sync`` /
+``operate_async``): each ``Transact`` runs its program through ``run_sync`` / ``run_async`` in a
+session of the face, ``Offload`` is the request's CPU work (in a worker thread under asyncio),
+``AwaitEmbeddings`` / ``Refresh`` go to the face's background refresher.
+
+This module is the only code that runs a statement on the neo4j driver
+(``tests/test_layers.py`` checks it).
 """
 
 from __future__ import annotations
@@ -29,11 +35,13 @@ import neo4j
 
 from .. import errors
 from ..config import Settings
+from ..cypher import catalog
 from ..cypher.builder import COLLECTED
 from ..errors import KipError, too_many_bytes, too_many_rows
 from ..lower.plan import Compiled
+from ..version import __version__
 from .neo4j_errors import DRIVER_ERRORS, from_neo4j
-from .requests import Context, Embed, Explain, Run
+from .requests import AwaitEmbeddings, Context, Embed, Explain, Offload, Refresh, Run, Transact
 from .sizes import row_bytes
 
 log = logging.getLogger("kip2cypher.cypher")
@@ -71,7 +79,7 @@ def _prepare(request: Any, settings: Settings, trace: _Trace) -> tuple[str, dict
     trace.current = request.statement
     text = statement_text(settings, request.statement.text)
     if isinstance(request, Explain):
-        text = "EXPLAIN " + text
+        text = catalog.explain(text)
     params = request.parameters()
     trace.params = params
     if log.isEnabledFor(logging.DEBUG):
@@ -116,8 +124,7 @@ def drive_sync(program: Program, tx: Any, ctx: Context, trace: _Trace | None = N
         if isinstance(request, Run):
             reply = _reply(request, _rows_sync(tx.run(*_prepare(request, ctx.settings, trace)), budget, request.extra_rows))
         elif isinstance(request, Explain):
-            tx.run(*_prepare(request, ctx.settings, trace)).consume()
-            reply = None
+            reply = tx.run(*_prepare(request, ctx.settings, trace)).consume().plan
         elif isinstance(request, Embed):
             # A model failure is the program's to handle (the embedding refresh logs it and goes on).
             try:
@@ -255,8 +262,7 @@ async def drive_async(program: Program, tx: Any, ctx: Context, trace: _Trace) ->
         if isinstance(request, Run):
             reply = _reply(request, await _rows_async(await tx.run(*_prepare(request, ctx.settings, trace)), budget, request.extra_rows))
         elif isinstance(request, Explain):
-            await (await tx.run(*_prepare(request, ctx.settings, trace))).consume()
-            reply = None
+            reply = (await (await tx.run(*_prepare(request, ctx.settings, trace))).consume()).plan
         elif isinstance(request, Embed):
             try:
                 reply = await asyncio.to_thread(_embedder(ctx).embed, list(request.texts))
@@ -306,3 +312,78 @@ async def run_async(session: Any, access: str, start: Callable[[], Program], ctx
         return await session.execute_write(work)
     except DRIVER_ERRORS as exc:
         raise _failure(exc, ctx, trace) from None
+
+
+# ---------------------------------------------------------------------------- the nexus core's operations
+def _advance(operation: Generator[Any, Any, Any], reply: Any, failure: KipError | None) -> tuple[bool, Any]:
+    """Send ``reply`` (or throw ``failure``) into ``operation``: (finished, its next request or its result)."""
+    try:
+        return False, (operation.throw(failure) if failure is not None else operation.send(reply))
+    except StopIteration as stop:
+        return True, stop.value
+
+
+def _internal(exc: BaseException) -> KipError:
+    """A failure no KIP error describes: an engine bug, logged with its traceback."""
+    log.error("execution failure: %r", exc, exc_info=True)
+    return KipError(errors.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}", "This is an engine bug; report it with the debug field.")
+
+
+def _metadata(request: Transact) -> dict[str, Any]:
+    """The transaction metadata of a ``Transact`` (by default: the application and the engine's version)."""
+    return dict(request.metadata or {"app": request.ctx.settings.app_name, "version": __version__})
+
+
+def operate_sync(operation: Generator[Any, Any, Any], session: Callable[[str], Any], refresher: Any) -> Any:
+    """Drive an operation of the nexus core: each ``Transact`` in a session of ``session(access)``;
+    returns its result (a ``KipError`` it raises propagates)."""
+    reply: Any = None
+    failure: KipError | None = None
+    while True:
+        done, request = _advance(operation, reply, failure)
+        if done:
+            return request
+        reply, failure = None, None
+        try:
+            if isinstance(request, Transact):
+                with session(request.access) as opened:
+                    reply = run_sync(opened, request.access, request.start, request.ctx, _metadata(request))
+            elif isinstance(request, Offload):
+                reply = request.work()
+            elif isinstance(request, AwaitEmbeddings):
+                reply = refresher.wait(request.timeout)
+            elif isinstance(request, Refresh):
+                refresher.submit(request.ctx)
+            else:
+                raise _unknown(request)
+        except KipError as exc:
+            failure = exc
+        except Exception as exc:  # noqa: BLE001 - never a traceback to the caller
+            failure = _internal(exc)
+
+
+async def operate_async(operation: Generator[Any, Any, Any], session: Callable[[str], Any], refresher: Any) -> Any:
+    """``operate_sync`` under asyncio: ``Offload`` runs in a worker thread (once per request)."""
+    reply: Any = None
+    failure: KipError | None = None
+    while True:
+        done, request = _advance(operation, reply, failure)
+        if done:
+            return request
+        reply, failure = None, None
+        try:
+            if isinstance(request, Transact):
+                async with await session(request.access) as opened:
+                    reply = await run_async(opened, request.access, request.start, request.ctx, _metadata(request))
+            elif isinstance(request, Offload):
+                reply = await asyncio.to_thread(request.work)
+            elif isinstance(request, AwaitEmbeddings):
+                reply = await refresher.wait(request.timeout)
+            elif isinstance(request, Refresh):
+                refresher.submit(request.ctx)
+            else:
+                raise _unknown(request)
+        except KipError as exc:
+            failure = exc
+        except Exception as exc:  # noqa: BLE001
+            failure = _internal(exc)

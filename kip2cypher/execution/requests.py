@@ -11,7 +11,7 @@ that feeds it canned rows.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -151,3 +151,44 @@ class Context:
         """KIP_4001 once the request's budget is spent (the loops call it before every request)."""
         if self.deadline is not None and self.deadline.expired():
             raise self.deadline.error(started=True)
+
+
+# ---------------------------------------------------------------------------- the nexus core's requests
+#: What the operations of the nexus core (``core.Core``) yield; the sync ``Nexus`` and the
+#: ``AsyncNexus`` perform them (``loop.operate_sync`` / ``loop.operate_async``).
+
+
+@dataclass(frozen=True)
+class Transact:
+    """Run the program ``start()`` builds in one transaction of ``access`` (READ, WRITE or ADMIN,
+    ``loop.run_sync``); the reply is what the program returns. A ``KipError`` (every failure
+    becomes one) is thrown into the operation."""
+
+    access: str
+    start: Callable[[], Any]
+    ctx: Context
+    metadata: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Offload:
+    """A request's CPU work (validating, classifying, compiling its commands): the reply is
+    ``work()``. The asyncio face runs it in a worker thread — one hop per request — so a large
+    command never blocks the event loop; ``work`` never raises (it returns its errors)."""
+
+    work: Callable[[], Any]
+
+
+@dataclass(frozen=True)
+class AwaitEmbeddings:
+    """Wait until the nexus's background refresher has embedded every committed write; the reply
+    is False when ``timeout`` seconds passed first."""
+
+    timeout: float | None
+
+
+@dataclass(frozen=True)
+class Refresh:
+    """Hand the KML command of ``ctx`` (committed) to the background embedding refresher."""
+
+    ctx: Context

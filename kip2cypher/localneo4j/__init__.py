@@ -287,13 +287,16 @@ def _bolt_listening(port: int) -> bool:
 
 
 def server_version(uri: str, timeout: float = 5.0) -> str | None:
-    """The server's version string, or None when Bolt does not answer."""
+    """The server's version string, or None when Bolt does not answer. A throw-away driver of its
+    own, not a Nexus: the launcher asks before any nexus exists, whether the port is its server."""
     from neo4j import GraphDatabase
     from neo4j.exceptions import DriverError, Neo4jError
 
+    from ..cypher import catalog
+
     try:
         with GraphDatabase.driver(uri, auth=None, connection_timeout=timeout) as driver:
-            records, _, _ = driver.execute_query("CALL dbms.components() YIELD versions, edition RETURN versions[0] AS v, edition AS e")
+            records, _, _ = driver.execute_query(catalog.SERVER_VERSION)
             return f"{records[0]['v']} {records[0]['e']}"
     except (Neo4jError, DriverError, OSError):
         return None

@@ -6,7 +6,7 @@ kip_embedding, kip_embedding_model, kip_embedding_hash}`` — the adopted type, 
 elementId, the vector, the model, and the hash of model + embedded text. One per (type, node);
 the VECTOR index ``catalog.adopted_vector_index`` covers them.
 
-``kip2cypher adopt … --embed`` (``adopting.embed``) pages through each adopted type's nodes
+``kip2cypher adopt … --embed`` (``Nexus.embed_adopted``) pages through each adopted type's nodes
 (``nodes``) with their text and their shadow's hash, embeds the changed ones and ``MERGE``s
 their shadows (``write``), then deletes the shadows whose node is gone, lost its label or its
 text, or whose type is no longer adopted (``prune``). SEARCH reads ``search``: the nearest

@@ -40,14 +40,7 @@ LEGACY_LAYOUT = catalog.LEGACY_LAYOUT
 DEFAULT_BATCH = 2_000
 
 #: The labels and nexus nodes of the database: which namespaces exist and the layout each records.
-SURVEY = Compiled(
-    "CALL db.labels() YIELD label WITH collect(label) AS labels\n"
-    f"OPTIONAL MATCH (n:{storage.NEXUS})\n"
-    "RETURN labels, collect(CASE WHEN n IS NOT NULL THEN "
-    f"{{namespace: coalesce(n.namespace, ''), layout: coalesce(n.{storage.LAYOUT_KEY}, {LEGACY_LAYOUT})}} END) AS nexuses",
-    EMPTY,
-    "the namespaces and their recorded layouts",
-)
+SURVEY = Compiled(catalog.LAYOUT_SURVEY, EMPTY, "the namespaces and their recorded layouts")
 
 
 def namespace_layouts(labels: list[str], nexuses: list[dict[str, Any]]) -> dict[str, int | None]:
@@ -105,7 +98,7 @@ def _in_batches(names: storage.Names, var: str, label: str, select: Any, change:
     p = _params(names)
     stmt = Statement()
     stmt.line("MATCH (", var, ":", label, ")")
-    with stmt.block(f"CALL ({var})", close="} IN TRANSACTIONS OF $batch ROWS"):
+    with stmt.block("CALL (", var, ")", close="} IN TRANSACTIONS OF $batch ROWS"):
         select(stmt, names, p)
         for parts in change(p):
             stmt.line(*parts)
@@ -150,9 +143,13 @@ def mark(names: storage.Names) -> Compiled:
     command of this build refuses the namespace)."""
     stmt = Statement()
     stmt.line(
-        f"MATCH (n:{storage.NEXUS} {{namespace: ",
+        "MATCH (n:",
+        storage.NEXUS,
+        " {namespace: ",
         Param(names.namespace, "namespace"),
-        f"}}) SET n.{storage.LAYOUT_KEY} = ",
+        "}) SET n.",
+        storage.LAYOUT_KEY,
+        " = ",
         Param(storage.LAYOUT, "layout"),
         " RETURN count(n) AS marked",
     )

@@ -1,7 +1,8 @@
-"""The administrative programs: the schema of a namespace, the layout migration (docs/migration.md)
-and the bootstrap's profile record (``kip2cypher.profiles``).
+"""The administrative programs: the nexus node, the schema of a namespace, the layout migration
+(docs/migration.md), the bootstrap's profile record (``kip2cypher.profiles``), EXPLAIN of a
+command's statements, the server's version.
 
-All run under the executor's ADMIN access (``execution.loop.AUTO_COMMIT``): each statement an
+The schema and the migration run under the executor's ADMIN access (``execution.loop.AUTO_COMMIT``): each statement an
 auto-commit transaction of a WRITE session — schema DDL and ``CALL { … } IN TRANSACTIONS`` run
 only there — with ``Settings.admin_timeout_s`` instead of the agents' query timeout. All are
 idempotent, so the loop may run them again from the start after a retryable failure.
@@ -15,8 +16,11 @@ from typing import Any
 from ... import profiles
 from ...cypher import catalog, storage
 from ...lower import migration
-from ...lower.plan import Compiled
-from ..requests import Context, Run
+from ...lower.plan import EMPTY, Compiled
+from ..requests import Context, Explain, Run
+
+#: ``catalog.SERVER_VERSION`` as a statement of a program.
+SERVER_VERSION = Compiled(catalog.SERVER_VERSION, EMPTY, "the server's version")
 
 
 def refuse_other_layout(layout: int | None, namespace: str) -> None:
@@ -24,6 +28,44 @@ def refuse_other_layout(layout: int | None, namespace: str) -> None:
     refusal = migration.layout_refusal(layout, namespace)
     if refusal is not None:
         raise refusal
+
+
+def rows(statement: Compiled, params: dict[str, Any] | None = None) -> Generator[Any, Any, list[dict[str, Any]]]:
+    """The one-statement program: its rows."""
+    found = yield Run(statement, params or EMPTY)
+    return found
+
+
+def one(statement: Compiled, params: dict[str, Any] | None = None) -> Generator[Any, Any, dict[str, Any]]:
+    """The one-statement program of a statement that returns one row: that row."""
+    (row,) = yield from rows(statement, params)
+    return row
+
+
+def nexus_node(ctx: Context) -> Generator[Any, Any, dict[str, Any]]:
+    """The facts of the namespace's nexus node (``catalog.nexus_read``: one row, nulls when it has none)."""
+    return (yield from one(migration.nexus_read(ctx.names)))
+
+
+def layouts(namespaces: tuple[str, ...]) -> Generator[Any, Any, dict[str, int | None]]:
+    """The storage layout each namespace's nexus node records (None: never bootstrapped)."""
+    found = {}
+    for namespace in namespaces:
+        found[namespace] = (yield from one(migration.nexus_read(storage.names(namespace))))["layout"]
+    return found
+
+
+def server_version() -> Generator[Any, Any, dict[str, Any]]:
+    """The server's version (``v``) and edition (``e``)."""
+    return (yield from one(SERVER_VERSION))
+
+
+def explain(statements: tuple[Compiled, ...]) -> Generator[Any, Any, list[Any]]:
+    """EXPLAIN each statement (Neo4j plans it, nothing runs); returns their plans (the driver's trees)."""
+    trees = []
+    for statement in statements:
+        trees.append((yield Explain(statement)))
+    return trees
 
 
 def ensure_schema(ctx: Context, secret: str) -> Generator[Any, Any, dict[str, Any]]:
@@ -82,11 +124,11 @@ def _namespace(names: storage.Names, layout: int | None, batch: int, dry_run: bo
     return entry
 
 
-def bootstrap_state(ctx: Context) -> Generator[Any, Any, dict[str, Any]]:
-    """The namespace's recorded profile, whether it holds a Genesis and which actors exist (``catalog.bootstrap_state``)."""
+def profile_state(ctx: Context) -> Generator[Any, Any, dict[str, Any]]:
+    """The namespace's recorded profile, whether it holds a Genesis and which actors exist (``catalog.profile_state``)."""
     names = ctx.names
     params = {"namespace": names.namespace, "meta": storage.CONCEPT_TYPE, "person": "Person", "actors": list(profiles.ACTORS.values())}
-    (record,) = yield Run(Compiled(catalog.bootstrap_state(names), params, "the bootstrapped profile"))
+    (record,) = yield Run(Compiled(catalog.profile_state(names), params, "the bootstrapped profile"))
     return record
 
 

@@ -152,7 +152,7 @@ def adopted_semantic(plan: SearchPlan, ctx: Context, vector: list[float], warnin
         warnings.append(
             f"{stale} adopted {what} near the search term were left out of the semantic ranking: their {where} changed its text, "
             f"lost its label or is gone since its vector was computed. Run `kip2cypher adopt <mapping.toml> --embed` "
-            "(or kip2cypher.adopting.embed) to refresh the vectors of adopted concepts and propositions."
+            "(or Nexus.embed_adopted) to refresh the vectors of adopted concepts and propositions."
         )
     return out
 

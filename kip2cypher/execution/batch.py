@@ -1,9 +1,11 @@
 """The §6 request rules as a sans-IO program, shared by the sync ``Nexus`` and the ``AsyncNexus``.
 
+(Named ``batch`` for what it orders; ``requests`` is the module of what programs yield.)
 ``request_program`` validates the function-call arguments, compiles every command once (its
 kind comes from that compile, or under read-only from the compiler's own cached parse; a
 syntax error is never parsed twice), applies the read-only rule (any KML refuses the whole
-request before anything runs or compiles), then yields one ``RunPlan`` per command to run
+request before anything runs or compiles) — that CPU work yielded as ``Offload`` pieces the
+asyncio face runs in a worker thread —, then yields one ``RunPlan`` per command to run
 and receives its response (or the ``KipError`` it raised); a KML *execution* error stops a
 batch, syntax and read errors come back inline.
 It returns the §6 response dict and never raises.
@@ -25,7 +27,7 @@ from ..models import ExecuteRequest
 from ..syntax.ast import READ_WORDS, WRITE_WORDS, listing, writes
 from ..syntax.script import sniff_kind
 from ..syntax.values import parameters_size
-from .requests import Deadline
+from .requests import Deadline, Offload
 
 log = logging.getLogger("kip2cypher")
 
@@ -111,25 +113,70 @@ def _run(compiled: _Compiled, dry_run: bool, readonly: bool) -> Generator[RunPla
 
 def command_program(
     text: str, parameters: dict[str, Any], *, dry_run: bool, readonly: bool, settings: Settings, deadline: Deadline | None = None
-) -> Generator[RunPlan, Reply, Outcome]:
+) -> Generator[RunPlan | Offload, Any, Outcome]:
     """One command text → its ``Outcome`` (for callers that drive their own loop: ``kip2cypher run``, the shell)."""
+    compiled = yield Offload(lambda: _command(text, parameters, readonly, settings, deadline))
+    if isinstance(compiled, Outcome):  # answered before it could run
+        return compiled
+    try:
+        return (yield from _run(compiled, dry_run, readonly))
+    except Exception as exc:  # noqa: BLE001
+        return Outcome({"error": _internal("command", exc).to_dict()}, compiled.kind)
+
+
+def _command(text: str, parameters: dict[str, Any], readonly: bool, settings: Settings, deadline: Deadline | None) -> _Compiled | Outcome:
+    """``command_program``'s CPU work, in one piece: the read-only check and the compile."""
     try:
         _check(deadline)
         kind, known = _classified(text, settings) if readonly else (None, None)
         if writes(kind):
             return Outcome({"error": readonly_error("This is a KML command").to_dict()}, kind)
-        return (yield from _run(known or _compile(text, parameters, settings), dry_run, readonly))
+        return known or _compile(text, parameters, settings)
+    except KipError as exc:
+        return Outcome({"error": exc.to_dict()}, sniff_kind(text))
     except Exception as exc:  # noqa: BLE001
-        log.error("command failure: %r", exc, exc_info=True)
-        return Outcome({"error": KipError(errors.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}").to_dict()}, sniff_kind(text))
+        return Outcome({"error": _internal("command", exc).to_dict()}, sniff_kind(text))
 
 
-def request_program(arguments: Any, *, readonly: bool, settings: Settings, deadline: Deadline | None = None) -> Generator[RunPlan, Reply, dict]:
+def request_program(arguments: Any, *, readonly: bool, settings: Settings, deadline: Deadline | None = None) -> Generator[RunPlan | Offload, Any, dict]:
     """One function call (its raw JSON arguments) → the §6 response dict.
 
-    ``deadline`` (the request's time budget, ``Settings.max_request_s``) is checked before each
-    command is classified or compiled: once it has passed, the remaining commands answer
-    KIP_4001 without being compiled or run."""
+    Its CPU work — validating the arguments, the read-only check, compiling the commands — is
+    done in ``Offload`` pieces (the asyncio face runs each in a worker thread): one before
+    anything runs, which compiles every command up to the first KML one, then one more after
+    each KML command that ran without stopping the batch. A command after one that stops the
+    batch is never compiled. ``deadline`` (the request's time budget, ``Settings.max_request_s``)
+    is checked before each command is classified, compiled and run: once it has passed, the
+    remaining commands answer KIP_4001 without being compiled or run."""
+    prepared = yield Offload(lambda: _prepare(arguments, readonly, settings, deadline))
+    if isinstance(prepared, dict):  # the request's error
+        return prepared
+    batch, dry_run, items, compiled = prepared
+    try:
+        if not batch:
+            outcome = yield from _run(compiled[0], dry_run, readonly)
+            return outcome.response
+        results = []
+        for index, (text, params) in enumerate(items):
+            if deadline is not None and deadline.expired():
+                results.append({"error": deadline.error().to_dict()})  # not run
+                continue
+            if compiled[index] is None:
+                yield Offload(lambda index=index: _compile_until_write(items, compiled, index, settings, deadline))
+            outcome = yield from _run(compiled[index] or _expired(deadline), dry_run, readonly)
+            results.append(outcome.response)
+            if outcome.stops_batch:
+                _say_stopped(outcome.response["error"], index, len(items))
+                break
+        return {"result": results}
+    except Exception as exc:  # noqa: BLE001 - no traceback ever reaches a caller
+        return {"error": _internal("request", exc).to_dict()}
+
+
+def _prepare(arguments: Any, readonly: bool, settings: Settings, deadline: Deadline | None) -> tuple[bool, bool, list, list[_Compiled | None]] | dict:
+    """``request_program``'s first piece of CPU work: (batch?, dry run?, the commands' texts and
+    parameters, those compiled so far — every one up to the first KML command), or the request's
+    error response."""
     try:
         request = ExecuteRequest.parse(arguments, max_batch=settings.max_batch)
         if request.is_batch:
@@ -150,28 +197,34 @@ def request_program(arguments: Any, *, readonly: bool, settings: Settings, deadl
             _refuse_kml(kinds, request.is_batch)
         if not request.is_batch:
             _check(deadline)
-            outcome = yield from _run(compiled[0] or _compile(*items[0], settings, checked=True), request.dry_run, readonly)
-            return outcome.response
-        results = []
-        for index, ((text, params), done) in enumerate(zip(items, compiled)):
-            if deadline is not None and deadline.expired():
-                results.append({"error": deadline.error().to_dict()})  # not run
-                continue
-            outcome = yield from _run(done or _compile(text, params, settings, checked=True), request.dry_run, readonly)
-            results.append(outcome.response)
-            if outcome.stops_batch:
-                _say_stopped(outcome.response["error"], index, len(items))
-                break
-        return {"result": results}
+        _compile_until_write(items, compiled, 0, settings, deadline)
+        return request.is_batch, request.dry_run, items, compiled
     except KipError as exc:
         return {"error": exc.to_dict()}
     except Exception as exc:  # noqa: BLE001 - no traceback ever reaches a caller
-        log.error("request failure: %r", exc, exc_info=True)
-        return {
-            "error": KipError(
-                errors.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}", "This is an engine bug; the request itself may be valid."
-            ).to_dict()
-        }
+        return {"error": _internal("request", exc).to_dict()}
+
+
+def _compile_until_write(items: list, compiled: list[_Compiled | None], start: int, settings: Settings, deadline: Deadline | None) -> None:
+    """Compile ``items[start:]`` into ``compiled`` (each once) up to and including the first KML
+    command — the first that may stop the batch — or until the request's budget is spent."""
+    for i in range(start, len(items)):
+        if i > start and deadline is not None and deadline.expired():
+            return
+        compiled[i] = compiled[i] or _compile(*items[i], settings, checked=True)
+        if writes(compiled[i].kind):
+            return
+
+
+def _expired(deadline: Deadline | None) -> _Compiled:
+    """A command the request's budget ran out before: it answers KIP_4001, not compiled."""
+    error = deadline.error() if deadline is not None else KipError(errors.INTERNAL_ERROR, "Internal error: a command was not compiled.")
+    return _Compiled(None, error.to_dict(), None)
+
+
+def _internal(what: str, exc: BaseException) -> KipError:
+    log.error("%s failure: %r", what, exc, exc_info=True)
+    return KipError(errors.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}", f"This is an engine bug; the {what} itself may be valid.")
 
 
 def _say_stopped(error: dict[str, Any], index: int, total: int) -> None:
