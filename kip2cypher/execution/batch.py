@@ -158,7 +158,8 @@ def request_program(arguments: Any, *, readonly: bool, settings: Settings, deadl
             return outcome.response
         results = []
         for index, (text, params) in enumerate(items):
-            if deadline is not None and deadline.expired():
+            answered = compiled[index] is not None and compiled[index].plan is None  # its compile error: nothing to run
+            if not answered and deadline is not None and deadline.expired():
                 results.append({"error": deadline.error().to_dict()})  # not run
                 continue
             if compiled[index] is None:
