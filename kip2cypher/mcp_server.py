@@ -36,6 +36,7 @@ import mcp_types as types
 from mcp.server.lowlevel import Server
 
 from . import connection, mcp_auth
+from .async_nexus import AsyncNexus
 from .cypher import storage
 from .errors import EXECUTION_TIMEOUT, IMMUTABLE_TARGET, INTERNAL_ERROR, INVALID_SYNTAX, RESOURCE_EXHAUSTED, KipError
 from .execution.neo4j_errors import DRIVER_ERRORS
@@ -207,7 +208,9 @@ async def _call_with_timeout(nexus: Any, arguments: Any, readonly: bool, timeout
     ``Settings.query_timeout_s``), so a batch past the deadline may still complete commands.
     """
     with anyio.move_on_after(timeout_s or None):
-        if inspect.iscoroutinefunction(nexus.execute):
+        # An AsyncNexus's methods return awaitables without being coroutine functions (one Face
+        # class under both faces); a namespace's nexus (``LoopNexus.for_namespace``) is one.
+        if inspect.iscoroutinefunction(nexus.execute) or isinstance(nexus, AsyncNexus):
             return await _acall(nexus, arguments, readonly)
         return await anyio.to_thread.run_sync(_call, nexus, arguments, readonly, abandon_on_cancel=True)
     return {
