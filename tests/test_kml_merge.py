@@ -146,3 +146,18 @@ def test_merge_self_referencing_links(genesis):
     assert count(genesis, "MATCH (p:KipProposition {predicate: 'related_to'}) RETURN count(p)") == 1
     assert link(genesis, b["id"], "related_to", b["id"]) is not None
     integrity(genesis)
+
+
+def test_merge_of_a_node_deleted_while_it_was_read_was_reported_as_a_proposition(skills):
+    """The bind statement reads each side's labels: a node deleted by a concurrent command reads
+    with its id but no labels, which answered KIP_2002 "?s bound a proposition link" now and then
+    in the MERGE/DELETE race (test_reliability_concurrency). Only a node with the proposition
+    label is a proposition; a node with neither label was deleted (KIP_3002)."""
+    from kip2cypher.lower.compile import compile_plan
+
+    plan = compile_plan('MERGE CONCEPT ?a INTO ?b WHERE { ?a {type: "SkillTopic", name: "JS"} ?b {type: "SkillTopic", name: "JavaScript"} }')
+    assert "concept: x:KipConcept, link: x:KipProposition" in plan.bind.text
+    # ?a is an element variable bound to the one proposition X relates to: still refused as one
+    merge = 'MERGE CONCEPT ?a INTO ?b WHERE { ({type: "Drug", name: "X"}, "related_to", ?a) ?b {type: "SkillTopic", name: "JS"} }'
+    e = err(skills.execute_kip(merge), "KIP_2002")
+    assert "bound a proposition link" in e["message"]

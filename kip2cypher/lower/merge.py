@@ -60,6 +60,8 @@ def _bind_statement(pattern: pat.Pattern, source: str, target: str) -> Compiled:
     info = (
         "{id: x.id, type: x.type, name: x.name, concept: x:",
         pattern.ctx.names.concept,
+        ", link: x:",
+        pattern.ctx.names.proposition,
         ", protected: coalesce(",
         rules.cy_protected_concept("x.type", "x.name"),
         " OR ",

@@ -58,9 +58,10 @@ def _bind(plan: MergePlan) -> Program:
         missing = " and ".join(f"?{var}" for var, _ in unbound)
         raise not_found(f"MERGE CONCEPT found no concept for {missing}: the WHERE pattern matched nothing.", hint, unbound[0][1])
     for var, n, infos, at in sides:
-        if infos[0]["id"] is None:
+        if infos[0]["id"] is None or not (infos[0]["concept"] or infos[0]["link"]):
             # Matched, then deleted by a concurrent command before this statement read it: a
-            # deleted node reads as no labels and no properties — not "a proposition link".
+            # deleted node reads as no labels (and, most of the time, no properties) — neither
+            # a concept nor "a proposition link" (seen: its id still read, its labels gone).
             raise not_found(f"The concept ?{var} matched was deleted by a concurrent command while MERGE read it; nothing was merged.", offset=at)
         if n > 1:
             raise KipError(
