@@ -132,7 +132,8 @@ def explain(statement: str) -> str:
 
 
 #: The server's version and edition (``Nexus.server_version``).
-SERVER_VERSION = "CALL dbms.components() YIELD versions, edition RETURN versions[0] AS v, edition AS e"
+#: Neo4j 2026.x lists more than one component (the kernel first is not promised): the kernel's row.
+SERVER_VERSION = "CALL dbms.components() YIELD name, versions, edition RETURN versions[0] AS v, edition AS e ORDER BY name <> 'Neo4j Kernel' LIMIT 1"
 
 #: The labels and nexus nodes of the database: which namespaces exist and the layout each records (docs/migration.md).
 LAYOUT_SURVEY = (
