@@ -1,8 +1,25 @@
-"""kip2cypher: KIP v1.0-RC10 compiled to parameterized Cypher and executed on Neo4j."""
+"""kip2cypher: KIP v1.0-RC10 compiled to parameterized Cypher and executed on Neo4j.
+
+Importing it stays light: the driver, the compiler and the nexus load on first use (the names
+imported under ``TYPE_CHECKING`` are for type checkers only; ``__getattr__`` serves them)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Unpack
 
 from .errors import KipError
 from .responses import BatchResponse, CommandResponse, ErrorObject, KipResponse
 from .version import __version__
+
+if TYPE_CHECKING:
+    import neo4j
+
+    from .adoption import Adoption
+    from .async_nexus import AsyncNexus, Connecting
+    from .config import Settings
+    from .connection import AuthLike, DriverOptions
+    from .nexus import Nexus
+    from .syntax.ast import Command
 
 __all__ = [
     "KipError",
@@ -20,14 +37,16 @@ __all__ = [
 ]
 
 
-def parse(text: str):
+def parse(text: str) -> Command:
     """Parse one KIP command into its typed AST (cached by text)."""
     from .syntax.parser import parse as _parse
 
     return _parse(text)
 
 
-def compile(text: str, parameters=None, *, namespace=None, keep_placeholders=False, adoption=None):  # noqa: A001 - public API name fixed by the project
+def compile(  # noqa: A001 - public API name fixed by the project
+    text: str, parameters: dict[str, Any] | None = None, *, namespace: str | None = None, keep_placeholders: bool = False, adoption: Adoption | None = None
+) -> list[dict[str, Any]]:
     """Compile one KIP command into its Cypher statement(s) and parameters (for ``namespace``:
     default KIP2CYPHER_NAMESPACE, else the default namespace).
 
@@ -43,22 +62,42 @@ def compile(text: str, parameters=None, *, namespace=None, keep_placeholders=Fal
     return compile_command(text, parameters, settings, keep_placeholders)
 
 
-def connect(uri=None, *, auth=None, database=None, **options):
-    """Open a ``Nexus`` on Neo4j; defaults come from NEO4J_URI/USERNAME/PASSWORD/DATABASE.
-    ``namespace="alice"`` opens one of the database's isolated nexuses (docs/namespaces.md)."""
+def connect(
+    uri: str | None = None,
+    *,
+    auth: AuthLike = None,
+    database: str | None = None,
+    settings: Settings | None = None,
+    driver: neo4j.Driver | None = None,
+    namespace: str | None = None,
+    **driver_options: Unpack[DriverOptions],
+) -> Nexus:
+    """Open a ``Nexus`` on Neo4j; defaults come from NEO4J_URI/USERNAME/PASSWORD/DATABASE
+    (``Nexus`` says what each parameter does). ``namespace="alice"`` opens one of the database's
+    isolated nexuses (docs/namespaces.md); ``driver_options``: the neo4j driver's configuration."""
     from .nexus import Nexus
 
-    return Nexus(uri, auth=auth, database=database, **options)
+    return Nexus(uri, auth=auth, database=database, settings=settings, driver=driver, namespace=namespace, **driver_options)
 
 
-def connect_async(uri=None, *, auth=None, database=None, driver=None, settings=None, **options):
-    """``await connect_async()`` → an ``AsyncNexus`` (also ``async with connect_async() as nexus``)."""
+def connect_async(
+    uri: str | None = None,
+    *,
+    auth: AuthLike = None,
+    database: str | None = None,
+    settings: Settings | None = None,
+    driver: neo4j.AsyncDriver | None = None,
+    namespace: str | None = None,
+    **driver_options: Unpack[DriverOptions],
+) -> Connecting:
+    """``await connect_async()`` → an ``AsyncNexus`` (also ``async with connect_async() as nexus``);
+    the parameters are ``connect``'s, ``driver`` an ``AsyncDriver``."""
     from .async_nexus import connect_async as _connect_async
 
-    return _connect_async(uri, auth=auth, database=database, driver=driver, settings=settings, **options)
+    return _connect_async(uri, auth=auth, database=database, settings=settings, driver=driver, namespace=namespace, **driver_options)
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> Any:
     if name == "Nexus":
         from .nexus import Nexus
 

@@ -12,17 +12,19 @@ thread hop, embedding inference in a worker thread, so a command never blocks th
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Generator
+from typing import Any, Unpack
 
-from neo4j import AsyncGraphDatabase
+from neo4j import AsyncDriver, AsyncGraphDatabase
 
 from . import connection
 from .config import Settings
+from .connection import AuthLike, DriverOptions
 from .execution import background, loop
-from .face import Face, Waiting
+from .face import AwaitingFace, Waiting
 
 
-class AsyncNexus(Face):
+class AsyncNexus(AwaitingFace):
     """A Cognitive Nexus stored in one Neo4j database, for asyncio callers: every method of the
     ``Nexus`` (``face.Face``), awaited.
 
@@ -39,6 +41,14 @@ class AsyncNexus(Face):
         await self._reachable.ensure()
         return self._session(access)
 
+    async def check_reachable(self) -> None:
+        """``Nexus.check_reachable``, awaited."""
+        await self._reachable.ensure()
+
+    async def wait_for_embeddings(self, timeout: float | None = None) -> bool:
+        """``Nexus.wait_for_embeddings``, awaited."""
+        return await self._refresher.wait(timeout)
+
     async def close(self) -> None:
         """``Nexus.close``: the last writes' embeddings first (up to ``embedding_wait_s``)."""
         await self._refresher.close(self.settings.embedding_wait_s)
@@ -52,7 +62,7 @@ class AsyncNexus(Face):
         await self.close()
 
 
-class _Connecting:
+class Connecting:
     """What ``connect_async`` returns: await it for the ``AsyncNexus``, or use it with ``async with``."""
 
     def __init__(self, kwargs: dict[str, Any]) -> None:
@@ -63,7 +73,7 @@ class _Connecting:
         self._nexus = AsyncNexus(**self._kwargs)
         return self._nexus
 
-    def __await__(self):
+    def __await__(self) -> Generator[Any, None, AsyncNexus]:
         return self._open().__await__()
 
     async def __aenter__(self) -> AsyncNexus:
@@ -77,12 +87,12 @@ class _Connecting:
 def connect_async(
     uri: str | None = None,
     *,
-    auth: Any = None,
+    auth: AuthLike = None,
     database: str | None = None,
-    driver: Any = None,
     settings: Settings | None = None,
+    driver: AsyncDriver | None = None,
     namespace: str | None = None,
-    **driver_options: Any,
-) -> _Connecting:
+    **driver_options: Unpack[DriverOptions],
+) -> Connecting:
     """``await connect_async(…)`` → an ``AsyncNexus``; ``async with connect_async(…) as nexus`` closes it after."""
-    return _Connecting({"uri": uri, "auth": auth, "database": database, "driver": driver, "settings": settings, "namespace": namespace, **driver_options})
+    return Connecting({"uri": uri, "auth": auth, "database": database, "driver": driver, "settings": settings, "namespace": namespace, **driver_options})

@@ -14,16 +14,52 @@ its error), and every message names ``redact(uri)``.
 from __future__ import annotations
 
 import asyncio
+import ssl
 import threading
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, TypedDict, Union
 from urllib.parse import unquote, urlsplit
 
+import neo4j
 from neo4j import AsyncGraphDatabase, GraphDatabase
+from neo4j.auth_management import AsyncAuthManager, AuthManager
 from neo4j.exceptions import DriverError, Neo4jError
 
 from . import errors
 from .errors import KipError
 from .execution.neo4j_errors import from_neo4j
+
+#: What ``auth=`` accepts: ``(user, password)``, a ``neo4j.Auth`` (``neo4j.basic_auth`` …) or the
+#: driver's auth manager; None: the URI's ``user:password@``, else NEO4J_USERNAME/PASSWORD.
+AuthLike = Union[tuple[str, str], neo4j.Auth, AuthManager, AsyncAuthManager, None]
+
+
+class DriverOptions(TypedDict, total=False):
+    """The neo4j driver's own configuration (its manual, "Driver configuration"): the keyword
+    arguments of ``connect()`` / ``Nexus(…)`` beyond kip2cypher's, handed to the driver it opens
+    as they are, over kip2cypher's defaults (``face.base_options``). Named here so a type checker
+    refuses a misspelt one; the driver checks the values."""
+
+    max_connection_lifetime: float
+    liveness_check_timeout: float | None
+    max_connection_pool_size: int
+    connection_timeout: float
+    connection_write_timeout: float
+    connection_acquisition_timeout: float
+    max_transaction_retry_time: float
+    resolver: Callable[[Any], Iterable[Any]]
+    encrypted: bool
+    trusted_certificates: Any
+    client_certificate: Any
+    ssl_context: ssl.SSLContext | None
+    user_agent: str
+    keep_alive: bool
+    notifications_min_severity: Any
+    notifications_disabled_classifications: Iterable[Any] | None
+    warn_notification_severity: Any
+    telemetry_disabled: bool
+    disable_auto_commit_retries: bool
+
 
 #: Seconds the first contact may take (TCP connect, then the Bolt handshake and authentication).
 CHECK_TIMEOUT_S = 3.0

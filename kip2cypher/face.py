@@ -1,30 +1,46 @@
 """What the sync ``Nexus`` and the ``AsyncNexus`` share: one class, two ways of waiting.
 
-Every public operation is written once here, as ``self._operate(self.core.<operation>(…))``:
-the nexus core (``execution.core.Core``) does the work without I/O, and ``_operate`` drives it
-the face's way — the ``Nexus`` drives the operation to its result
+Every public operation is written once here, as a method returning ``self.core.<operation>(…)``
+marked ``@operation``: the nexus core (``execution.core.Core``) does the work without I/O, and
+the face drives it its way (``_operate``) — the ``Nexus`` drives the operation to its result
 (``loop.operate_sync``), the ``AsyncNexus`` returns the coroutine that does
 (``loop.operate_async``), so ``await nexus.bootstrap()`` is the asyncio spelling of
-``nexus.bootstrap()``. A face also says which driver, reachability check, bookmark manager
-and background refresher it uses (``Waiting``), how it opens a session and how it closes.
+``nexus.bootstrap()``. ``operation`` also tells type checkers so: ``Nexus.bootstrap()`` returns
+the operation's result type, ``AsyncNexus.bootstrap()`` an awaitable of it. A face also says
+which driver, reachability check, bookmark manager and background refresher it uses
+(``Waiting``), how it opens a session and how it closes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import functools
+import types
+from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Concatenate, Generic, ParamSpec, Self, TypeVar, Unpack, overload
 
 import neo4j
 
 from . import connection
+from .adoption import Adoption
 from .config import Settings, lookup
+from .connection import AuthLike, DriverOptions
+from .execution.batch import Outcome
 from .execution.core import Core
+from .execution.programs.namespaces import NamespaceInfo
 from .execution.requests import Context
 from .lower import embeddings, migration
 from .lower.embeddings import CHUNK
 from .lower.plan import Plan
+from .responses import CommandResponse, KipResponse
 from .version import __version__
+
+P = ParamSpec("P")
+R = TypeVar("R")
+#: An operation of the core (``execution.core.Operation``) whose result is an ``R``.
+Op = Generator[Any, Any, R]
+#: The items of a ``commands`` batch: a command text, or ``{"command", "parameters"?}``.
+BatchItem = str | Mapping[str, Any]
 
 #: ``Nexus.uri`` of a Nexus built on an application's driver (which does not expose its URI).
 APPLICATION_DRIVER = "(the application's driver)"
@@ -46,7 +62,7 @@ def default_database() -> str | None:
     return lookup("NEO4J_DATABASE")
 
 
-def base_options(settings: Settings, options: dict[str, Any]) -> dict[str, Any]:
+def base_options(settings: Settings, options: Mapping[str, Any]) -> dict[str, Any]:
     """The driver options every nexus uses, under the caller's own."""
     options = dict(options)
     options.setdefault("max_transaction_retry_time", settings.max_retry_s)
@@ -74,21 +90,51 @@ class Waiting:
     operate: Callable[..., Any]
 
 
+class operation(Generic[P, R]):  # noqa: N801 - a decorator, named like one
+    """A public method of both faces, written once: ``method(self, …)`` returns the core's
+    operation, and the face drives it (``Face._operate``): to its result on a ``Nexus``, to an
+    awaitable of it on an ``AsyncNexus``. The overloads of ``__get__`` say the same to type
+    checkers, with the method's own parameters (``P``)."""
+
+    def __init__(self, method: Callable[Concatenate[Face, P], Op[R]]) -> None:
+        self.method = method
+        functools.update_wrapper(self, method)
+
+    def __call__(self, face: Face, *args: P.args, **kwargs: P.kwargs) -> Any:
+        """``Nexus.bootstrap(nexus)``: the method called on the class, as a plain method is."""
+        return face._operate(self.method(face, *args, **kwargs))
+
+    @overload
+    def __get__(self, face: None, owner: type[Any]) -> Self: ...
+    @overload
+    def __get__(self, face: AwaitingFace, owner: type[Any]) -> Callable[P, Awaitable[R]]: ...
+    @overload
+    def __get__(self, face: BlockingFace, owner: type[Any]) -> Callable[P, R]: ...
+    @overload
+    def __get__(self, face: Face, owner: type[Any]) -> Callable[P, Any]: ...
+    def __get__(self, face: Face | None, owner: type[Any]) -> Any:
+        if face is None:
+            return self
+        return types.MethodType(self, face)
+
+
 class Face:
     """A Cognitive Nexus stored in one Neo4j database (the sync or the asyncio face)."""
 
     _waiting: Waiting
+    #: The driver: a ``neo4j.Driver`` (``Nexus``) or ``neo4j.AsyncDriver`` (``AsyncNexus``).
+    _driver: Any
 
     def __init__(
         self,
         uri: str | None = None,
         *,
-        auth: Any = None,
+        auth: AuthLike = None,
         database: str | None = None,
         settings: Settings | None = None,
-        driver: Any = None,
+        driver: neo4j.Driver | neo4j.AsyncDriver | None = None,
         namespace: str | None = None,
-        **driver_options: Any,
+        **driver_options: Unpack[DriverOptions],
     ) -> None:
         """Open a driver on ``uri`` (credentials from ``auth``, the URI's ``user:password@`` or
         NEO4J_USERNAME/PASSWORD), or use the application's own ``driver`` — its auth, TLS, pool and
@@ -145,17 +191,7 @@ class Face:
             fetch_size=self.settings.fetch_size,
         )
 
-    def check_reachable(self) -> Any:
-        """Prove the server answers before working on ``self.driver`` directly (KIP_4003 within
-        seconds, naming the URI without credentials, when it does not)."""
-        return self._reachable.ensure()
-
-    def wait_for_embeddings(self, timeout: float | None = None) -> Any:
-        """Wait until the SEARCH embeddings of every write this nexus committed are written
-        (what a semantic SEARCH does first); False if ``timeout`` seconds passed first."""
-        return self._refresher.wait(timeout)
-
-    def in_namespace(self, namespace: str) -> Any:
+    def in_namespace(self, namespace: str) -> Self:
         """The nexus of another namespace of the same database, on this one's driver (which it
         never closes): one connection pool for many namespaces (the MCP server's token bindings)."""
         return type(self)(driver=self._driver, database=self.database, settings=self.core.for_namespace(namespace))
@@ -166,113 +202,147 @@ class Face:
         self.core.reload()
 
     # ------------------------------------------------------------------ §6 interface
+    @operation
     def execute_kip(
-        self, command: str | None = None, *, commands: list[Any] | None = None, parameters: dict[str, Any] | None = None, dry_run: bool = False
-    ) -> Any:
+        self, command: str | None = None, *, commands: Sequence[BatchItem] | None = None, parameters: Mapping[str, Any] | None = None, dry_run: bool = False
+    ) -> Op[KipResponse]:
         """Execute KIP with read-write capability; returns the §6 response dict, never raises."""
-        return self.execute({"command": command, "commands": commands, "parameters": parameters, "dry_run": dry_run})
+        return self.core.execute({"command": command, "commands": commands, "parameters": parameters, "dry_run": dry_run})
 
+    @operation
     def execute_kip_readonly(
-        self, command: str | None = None, *, commands: list[Any] | None = None, parameters: dict[str, Any] | None = None, dry_run: bool = False
-    ) -> Any:
+        self, command: str | None = None, *, commands: Sequence[BatchItem] | None = None, parameters: Mapping[str, Any] | None = None, dry_run: bool = False
+    ) -> Op[KipResponse]:
         """Execute read-only KIP (FIND, DESCRIBE, SEARCH, EXPORT) in READ transactions; any KML rejects the request."""
-        return self.execute({"command": command, "commands": commands, "parameters": parameters, "dry_run": dry_run}, readonly=True)
+        return self.core.execute({"command": command, "commands": commands, "parameters": parameters, "dry_run": dry_run}, readonly=True)
 
-    def execute(self, arguments: Any, *, readonly: bool = False) -> Any:
+    @operation
+    def execute(self, arguments: Any, *, readonly: bool = False) -> Op[KipResponse]:
         """Run one function call given its raw JSON arguments object (what MCP and ``kip2cypher call`` receive)."""
-        return self._operate(self.core.execute(arguments, readonly=readonly))
+        return self.core.execute(arguments, readonly=readonly)
 
-    def execute_command(self, text: str, parameters: dict[str, Any] | None = None, *, dry_run: bool = False, readonly: bool = False) -> Any:
+    @operation
+    def execute_command(self, text: str, parameters: dict[str, Any] | None = None, *, dry_run: bool = False, readonly: bool = False) -> Op[Outcome]:
         """One command text → ``Outcome`` (its §6.2.1 response, its kind, whether it stops a batch).
 
         For callers that drive their own loop (``kip2cypher run``, the shell); never raises."""
-        return self._operate(self.core.execute_command(text, parameters, dry_run=dry_run, readonly=readonly))
+        return self.core.execute_command(text, parameters, dry_run=dry_run, readonly=readonly)
 
-    def explain(self, text: str, parameters: dict[str, Any] | None = None) -> Any:
+    @operation
+    def explain(self, text: str, parameters: dict[str, Any] | None = None) -> Op[list[dict[str, Any]]]:
         """Compile one command and EXPLAIN each of its statements (READ, nothing runs).
 
         Returns ``[{"cypher", "parameters", "label"?, "plan": <operator tree text>}]``; raises KipError."""
-        return self._operate(self.core.explain(text, parameters))
+        return self.core.explain(text, parameters)
 
-    def run_plan(self, plan: Plan, *, dry_run: bool = False, readonly: bool = False, engine: bool = False, deadline: Any = None, admin: bool = False) -> Any:
+    @operation
+    def run_plan(
+        self, plan: Plan, *, dry_run: bool = False, readonly: bool = False, engine: bool = False, deadline: Any = None, admin: bool = False
+    ) -> Op[CommandResponse]:
         """Run a compiled plan in one transaction (``Core.run_plan``); every failure is a KipError."""
-        return self._operate(self.core.run_plan(plan, dry_run=dry_run, readonly=readonly, engine=engine, deadline=deadline, admin=admin))
+        return self.core.run_plan(plan, dry_run=dry_run, readonly=readonly, engine=engine, deadline=deadline, admin=admin)
 
-    def run_program(self, access: str, start: Any, ctx: Context, metadata: dict[str, Any] | None = None) -> Any:
+    @operation
+    def run_program(self, access: str, start: Any, ctx: Context, metadata: dict[str, Any] | None = None) -> Op[Any]:
         """Run the program ``start()`` builds in one transaction of ``access``; every failure becomes a KipError."""
-        return self._operate(self.core.transact(access, start, ctx, metadata))
+        return self.core.transact(access, start, ctx, metadata)
 
     # ------------------------------------------------------------------ administration
-    def server_version(self) -> Any:
+    @operation
+    def server_version(self) -> Op[str]:
         """The server's version and edition, e.g. ``5.26.0 community``."""
-        return self._operate(self.core.server_version())
+        return self.core.server_version()
 
-    def namespaces(self) -> Any:
+    @operation
+    def namespaces(self) -> Op[list[NamespaceInfo]]:
         """Every namespace of the database (``NamespaceInfo``: its name, "" for the default one,
         its element counts, whether it is bootstrapped), the default one first (docs/namespaces.md)."""
-        return self._operate(self.core.namespaces())
+        return self.core.namespaces()
 
-    def drop_namespace(self, namespace: str) -> Any:
+    @operation
+    def drop_namespace(self, namespace: str) -> Op[dict[str, Any]]:
         """Delete everything of ``namespace`` — its elements, vectors, schema objects and nexus node,
         nothing else — and report what was removed; the default namespace cannot be dropped."""
-        return self._operate(self.core.drop_namespace(namespace))
+        return self.core.drop_namespace(namespace)
 
-    def adopt(self, adoption: Any, *, dry_run: bool = False, create_index: bool = False) -> Any:
+    @operation
+    def adopt(self, adoption: Adoption, *, dry_run: bool = False, create_index: bool = False) -> Op[dict[str, Any]]:
         """Register an adoption mapping (``kip2cypher.adoption.parse``/``load``) in this namespace:
         its types and predicates, its full-text indexes (``create_index``) and the mapping itself;
         ``dry_run`` only reads. Returns the report (docs/adopt.md)."""
-        return self._operate(self.core.adopt(adoption, dry_run=dry_run, create_index=create_index))
+        return self.core.adopt(adoption, dry_run=dry_run, create_index=create_index)
 
-    def embed_adopted(self, adoption: Any = None, *, embedder: Any = None, batch: int = CHUNK, force: bool = False) -> Any:
+    @operation
+    def embed_adopted(self, adoption: Adoption | None = None, *, embedder: Any = None, batch: int = CHUNK, force: bool = False) -> Op[dict[str, Any]]:
         """SEARCH vectors for the adopted concepts and relationships (``Core.embed_adopted``); returns the counts."""
-        return self._operate(self.core.embed_adopted(adoption, embedder=embedder, batch=batch, force=force))
+        return self.core.embed_adopted(adoption, embedder=embedder, batch=batch, force=force)
 
-    def stored_adoption(self) -> Any:
+    @operation
+    def stored_adoption(self) -> Op[Adoption | None]:
         """The adoption mapping stored on this namespace's nexus node (None: nothing adopted)."""
-        return self._operate(self.core.stored_adoption())
+        return self.core.stored_adoption()
 
-    def adopted_links(self) -> Any:
+    @operation
+    def adopted_links(self) -> Op[dict[str, int]]:
         """``{"linked", "dangling"}``: memory propositions linked to adopted concepts (docs/adopt.md, "link_memory")."""
-        return self._operate(self.core.adopted_links())
+        return self.core.adopted_links()
 
-    def foreign_nodes(self, own_mark: str | None = None) -> Any:
+    @operation
+    def foreign_nodes(self, own_mark: str | None = None) -> Op[int]:
         """How many nodes of the database are not KIP's (nor carry the property ``own_mark``)."""
-        return self._operate(self.core.foreign_nodes(own_mark))
+        return self.core.foreign_nodes(own_mark)
 
-    def bootstrap_state(self) -> Any:
+    @operation
+    def bootstrap_state(self) -> Op[dict[str, Any]]:
         """``{"schema_objects": <the database's constraint and index names>, "nexus_node": <this namespace's exists>}``."""
-        return self._operate(self.core.bootstrap_state())
+        return self.core.bootstrap_state()
 
-    def layouts(self, namespaces: Iterable[str]) -> Any:
+    @operation
+    def layouts(self, namespaces: Iterable[str]) -> Op[dict[str, int | None]]:
         """``{namespace: the storage layout its nexus node records, or None}`` (``Core.layouts``)."""
-        return self._operate(self.core.layouts(tuple(namespaces)))
+        return self.core.layouts(tuple(namespaces))
 
-    def write_demo_team_graph(self) -> Any:
+    @operation
+    def write_demo_team_graph(self) -> Op[None]:
         """Write the demo's example team graph (``kip2cypher demo``, docs/adopt.md; idempotent)."""
-        return self._operate(self.core.write_demo_team_graph())
+        return self.core.write_demo_team_graph()
 
-    def ensure_schema(self) -> Any:
+    @operation
+    def ensure_schema(self) -> Op[None]:
         """Constraints, indexes and the nexus node (``Core.ensure_schema``); another layout is refused."""
-        return self._operate(self.core.ensure_schema())
+        return self.core.ensure_schema()
 
-    def bootstrap(self, *, profile: str | None = None, capsules: bool = False, upgrade: bool = False) -> Any:
+    @operation
+    def bootstrap(self, *, profile: str | None = None, capsules: bool = False, upgrade: bool = False) -> Op[dict[str, Any]]:
         """The schema and the official Genesis of ``profile`` (default rc11; ``capsules``: its whole
         set); a nexus keeps its profile unless ``upgrade`` moves it forward (``Core.bootstrap``).
         Returns the capsules' results once their embeddings are written."""
-        return self._operate(self.core.bootstrap(profile=profile, capsules=capsules, upgrade=upgrade))
+        return self.core.bootstrap(profile=profile, capsules=capsules, upgrade=upgrade)
 
-    def profile_state(self) -> Any:
+    @operation
+    def profile_state(self) -> Op[dict[str, Any]]:
         """``{"profile", "genesis", "actors"}`` of this namespace (``Core.profile_state``)."""
-        return self._operate(self.core.profile_state())
+        return self.core.profile_state()
 
-    def migrate(self, *, dry_run: bool = False, batch: int = migration.DEFAULT_BATCH) -> Any:
+    @operation
+    def migrate(self, *, dry_run: bool = False, batch: int = migration.DEFAULT_BATCH) -> Op[dict[str, Any]]:
         """Every namespace of the database to this build's storage layout (``Core.migrate``, docs/migration.md)."""
-        return self._operate(self.core.migrate(dry_run=dry_run, batch=batch))
+        return self.core.migrate(dry_run=dry_run, batch=batch)
 
-    def run_admin(self, program: Any) -> Any:
+    @operation
+    def run_admin(self, program: Any) -> Op[Any]:
         """Run the administrative program ``program(ctx)`` under ADMIN access (``Core.admin``)."""
-        return self._operate(self.core.admin(program))
+        return self.core.admin(program)
 
-    def sync_embeddings(self, *, embedder: Any = None, batch: int = 256, force: bool = False, kinds: tuple[str, ...] = embeddings.KINDS) -> Any:
+    @operation
+    def sync_embeddings(self, *, embedder: Any = None, batch: int = 256, force: bool = False, kinds: tuple[str, ...] = embeddings.KINDS) -> Op[dict[str, int]]:
         """Embed every element whose vector is missing, stale or from another model (``Core.sync_embeddings``)."""
-        return self._operate(self.core.sync_embeddings(embedder=embedder, batch=batch, force=force, kinds=kinds))
+        return self.core.sync_embeddings(embedder=embedder, batch=batch, force=force, kinds=kinds)
+
+
+class BlockingFace(Face):
+    """A face whose operations return their results (the ``Nexus``)."""
+
+
+class AwaitingFace(Face):
+    """A face whose operations return awaitables of their results (the ``AsyncNexus``)."""

@@ -16,10 +16,10 @@ from neo4j import GraphDatabase
 
 from . import connection
 from .execution import background, loop
-from .face import Face, Waiting
+from .face import BlockingFace, Waiting
 
 
-class Nexus(Face):
+class Nexus(BlockingFace):
     """A Cognitive Nexus stored in one Neo4j database."""
 
     _waiting = Waiting(connection.open_driver, connection.ReachabilityCheck, GraphDatabase.bookmark_manager, background.Refresher, loop.operate_sync)
@@ -28,6 +28,16 @@ class Nexus(Face):
         """A session on this Nexus's database; the first one proves the server answers (KIP_4003 fast if not)."""
         self._reachable.ensure()
         return self._session(access)
+
+    def check_reachable(self) -> None:
+        """Prove the server answers before working on ``self.driver`` directly (KIP_4003 within
+        seconds, naming the URI without credentials, when it does not)."""
+        self._reachable.ensure()
+
+    def wait_for_embeddings(self, timeout: float | None = None) -> bool:
+        """Wait until the SEARCH embeddings of every write this nexus committed are written
+        (what a semantic SEARCH does first); False if ``timeout`` seconds passed first."""
+        return self._refresher.wait(timeout)
 
     def close(self) -> None:
         """Finish the background embedding refresh of the last writes (up to

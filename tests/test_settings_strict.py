@@ -114,3 +114,57 @@ def test_every_variable_the_project_mentions_is_registered():
     seen = {name for path in files for name in NAME.findall(path.read_text(encoding="utf-8", errors="replace"))}
     assert len(seen) > 30
     assert sorted(name for name in seen if not config.is_known(name)) == []
+
+
+def cli_env_options():
+    """Every option of every CLI command that names an environment variable, with its command."""
+    import click
+
+    found = []
+
+    def walk(command, path):
+        for param in command.params:
+            if isinstance(param, click.Option) and param.envvar:
+                found.append((path, command, param))
+        for name, sub in getattr(command, "commands", {}).items():
+            walk(sub, f"{path} {name}")
+
+    walk(main, "kip2cypher")
+    return found
+
+
+def test_every_cli_option_read_from_the_environment_is_read_from_dotenv_and_toml_too(clean):
+    """An option's variable (NEO4J_*, KIP2CYPHER_MCP_*, KIP2CYPHER_HISTORY, _READONLY, _PROFILE,
+    _NAMESPACE …) is found in .env and in kip2cypher.toml the same way, for every command."""
+    import click
+
+    from kip2cypher.cli.app import _EnvOption
+
+    options = cli_env_options()
+    names = {name for _, _, option in options for name in option._envvars()}
+    assert {"NEO4J_URI", "KIP2CYPHER_HISTORY", "KIP2CYPHER_MCP_PORT", "KIP2CYPHER_MCP_JWT_ISSUER", "KIP2CYPHER_READONLY"} <= names
+    assert [f"{path} --{option.name}" for path, _, option in options if not isinstance(option, _EnvOption)] == []
+    assert sorted(name for name in names if not config.is_known(name)) == []
+    for source in ("dotenv", "toml"):
+        for path, command, option in options:
+            name = option._envvars()[-1]
+            value = "1" if option.is_flag else "from-" + source
+            if source == "dotenv":
+                (clean / ".env").write_text(f"{name}={value}\n")
+            else:
+                (clean / "kip2cypher.toml").write_text(f'{config.toml_key(name)} = "{value}"\n')
+            found = option.resolve_envvar_value(click.Context(command))
+            assert found == value, f"{path} --{option.name}: {name} from {source} read as {found!r}"
+            (clean / (".env" if source == "dotenv" else "kip2cypher.toml")).unlink()
+
+
+def test_the_embedder_and_the_java_of_the_launcher_come_from_dotenv_and_toml(clean, monkeypatch):
+    from kip2cypher import embedding
+
+    (clean / "kip2cypher.toml").write_text('embedder = "none"\nneo4j_java = "/opt/from-toml/bin/java"\n')
+    monkeypatch.setattr(embedding, "_default", {})  # the process default is read again, then restored
+    monkeypatch.setattr(embedding, "_unavailable_reason", {})
+    assert embedding.default_embedder() is None and "KIP2CYPHER_EMBEDDER='none'" in embedding.unavailable_reason()
+    assert localneo4j._java_candidates()[0] == "/opt/from-toml/bin/java"
+    (clean / ".env").write_text("KIP2CYPHER_NEO4J_JAVA=/opt/from-dotenv/bin/java\n")
+    assert localneo4j._java_candidates()[0] == "/opt/from-dotenv/bin/java"

