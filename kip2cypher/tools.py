@@ -19,17 +19,20 @@ is the §6 response as JSON text — what the model should read — and never an
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from typing import Any, Union
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Union
 
 from .errors import KipError
 from .mcp_server import DESCRIPTIONS, EXECUTE_KIP, EXECUTE_KIP_READONLY, unknown_tool
 from .models import loads, tool_input_schema
 
+if TYPE_CHECKING:
+    from .nexus import Nexus
+
 Command = Union[str, dict[str, Any]]
 
 
-def memory_tools(nexus: Any, *, readonly: bool = False) -> list[Callable[..., str]]:
+def memory_tools(nexus: Nexus, *, readonly: bool = False) -> list[Callable[..., str]]:
     """``[execute_kip, execute_kip_readonly]`` bound to ``nexus`` (only the second with ``readonly``)."""
 
     def execute_kip(command: str | None = None, commands: list[Command] | None = None, parameters: dict[str, Any] | None = None, dry_run: bool = False) -> str:
@@ -51,7 +54,7 @@ def tool_specs(*, readonly: bool = False) -> list[dict[str, Any]]:
     return [{"type": "function", "function": {"name": name, "description": DESCRIPTIONS[name], "parameters": tool_input_schema()}} for name in names]
 
 
-def dispatch(nexus: Any, name: str, arguments: str | dict[str, Any] | None, *, readonly: bool = False) -> str:
+def dispatch(nexus: Nexus, name: str, arguments: str | dict[str, Any] | None, *, readonly: bool = False) -> str:
     """Answer one tool call as the model sent it (``arguments`` may be the raw JSON string)."""
     if name not in (EXECUTE_KIP, EXECUTE_KIP_READONLY) or (readonly and name == EXECUTE_KIP):
         return _json(unknown_tool(name, readonly))
@@ -63,9 +66,9 @@ def dispatch(nexus: Any, name: str, arguments: str | dict[str, Any] | None, *, r
     return _answer(nexus, arguments if arguments is not None else {}, readonly=name == EXECUTE_KIP_READONLY)
 
 
-def _answer(nexus: Any, arguments: Any, *, readonly: bool) -> str:
+def _answer(nexus: Nexus, arguments: Any, *, readonly: bool) -> str:
     return _json(nexus.execute(arguments, readonly=readonly))
 
 
-def _json(response: dict[str, Any]) -> str:
+def _json(response: Mapping[str, object]) -> str:
     return json.dumps(response, ensure_ascii=False, default=str)
