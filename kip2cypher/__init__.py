@@ -1,7 +1,8 @@
 """kip2cypher: KIP v1.0-RC10 compiled to parameterized Cypher and executed on Neo4j.
 
-Importing it stays light: the driver, the compiler and the nexus load on first use (the names
-imported under ``TYPE_CHECKING`` are for type checkers only; ``__getattr__`` serves them)."""
+Importing it stays light: the driver, the compiler and the nexus load on first use. The imports
+under ``TYPE_CHECKING`` are for the annotations (type checkers read them); at run time
+``__getattr__`` serves ``Nexus`` and ``AsyncNexus``."""
 
 from __future__ import annotations
 
