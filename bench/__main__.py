@@ -287,9 +287,13 @@ def _decide_queries(queries: list[dict[str, Any]]) -> None:
 
 
 def _group(queries: list[dict[str, Any]], limit: float) -> dict[str, Any]:
-    """A cap every command of ``queries`` must keep: the largest ratio, decided over all of them."""
-    worst = max(queries, key=lambda q: q["ratio"])
-    return _target(worst["ratio"], limit, worst.get("ratio_ci"), decide_all([decide(q.get("ratio_ci"), limit) for q in queries]))
+    """A cap every command of ``queries`` must keep: the largest ratio, with the interval of the
+    largest (the largest lower and the largest upper bound: missed when one command's whole
+    interval is above the cap, met when every one is under it), decided over all of them."""
+    intervals = [q["ratio_ci"] for q in queries if q.get("ratio_ci")]
+    interval = [max(ci[0] for ci in intervals), max(ci[1] for ci in intervals)] if intervals else None
+    decision = decide_all([decide(q.get("ratio_ci"), limit) for q in queries])
+    return _target(max(q["ratio"] for q in queries), limit, interval, decision)
 
 
 def summarize(report: dict[str, Any]) -> dict[str, Any]:
