@@ -116,47 +116,6 @@ def orphans(nx) -> list[dict[str, Any]]:
 
 
 # ------------------------------------------------------------------ lost updates
-def _lock_statement(label: Any) -> str:
-    from kip2cypher.cypher import storage
-    from kip2cypher.cypher.builder import Statement
-    from kip2cypher.domain import writes
-
-    stmt = Statement()
-    stmt.line("MATCH (n:", storage.DEFAULT.concept, " {type: 'Counter', name: 'lock probe'})")
-    stmt.line(writes.lock("n", label))
-    stmt.line("RETURN n.id AS id")
-    return stmt.build()[0]
-
-
-@pytest.mark.parametrize("form", ["label", "property"])
-def test_the_write_lock_of_kml_writes_holds_off_a_concurrent_writer_and_writes_nothing(cx, form):
-    """``writes.lock`` (what every UPSERT / UPDATE takes before it reads an element) holds the
-    node's write lock while writing nothing: a second transaction's write waits for it — here
-    until the second transaction's own timeout ends it. The label form relies on Neo4j taking
-    the lock before it finds the label already there; this test is what says it still does
-    (docs/performance.md, issue 29)."""
-    import neo4j
-
-    from kip2cypher.cypher import storage
-
-    ok(cx.execute_kip('UPSERT { CONCEPT ?c { {type: "Counter", name: "lock probe"} SET ATTRIBUTES { n: 0 } } }'))
-    text = _lock_statement(storage.DEFAULT.concept if form == "label" else None)
-    with cx.driver.session(database=cx.database) as first, cx.driver.session(database=cx.database) as second:
-        holder = first.begin_transaction()
-        try:
-            result = holder.run(text)
-            assert result.single()["id"].startswith("C:")
-            counters = result.consume().counters
-            assert (counters.labels_added, counters.properties_set > 0) == (0, form == "property")
-            waiter = second.begin_transaction(timeout=1.0)
-            with pytest.raises(neo4j.exceptions.Neo4jError) as waited:
-                waiter.run("MATCH (n:KipConcept {type: 'Counter', name: 'lock probe'}) SET n.`attr.n` = 1").consume()
-            assert waited.value.code.startswith("Neo.ClientError.Transaction."), waited.value.code
-        finally:
-            holder.rollback()
-    assert ok(cx.execute_kip('FIND(?c.attributes.n) WHERE { ?c {type: "Counter", name: "lock probe"} }')) == [0]
-
-
 def test_expect_version_increments_lose_nothing(cx, retry_log):
     """8 threads × 50 guarded read-modify-write increments of one counter."""
     ok(cx.execute_kip('UPSERT { CONCEPT ?c { {type: "Counter", name: "shared"} SET ATTRIBUTES { counter: 0 } } }'))

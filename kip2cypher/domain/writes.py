@@ -5,12 +5,9 @@ The *apply tail* is the heart of every UPSERT write. Given a bound element ``n``
 (concept or proposition node) and a ``created`` flag, it
 
 1. takes the element's exclusive write lock *before* reading anything that a
-   concurrent writer could change (``SET n:KipConcept`` — the label the element already
-   carries: Neo4j takes the node's write lock and then finds nothing to change, so the lock
-   costs one db hit and no write; a node it just created is locked already and the label
-   write is a no-op there too), then reads the committed state — its version once, from
-   which it also knows whether this statement created it — never a property value cached by
-   the planner from before the lock;
+   concurrent writer could change (``SET n._kip_lock = true REMOVE …``; Neo4j
+   locks on write; a node it just created is locked already), then reads the committed state —
+   never a property value cached by the planner from before the lock;
 2. checks the EXPECT VERSION guard, the protected-target rules;
 3. compares the new property map with the stored one (one read per key: a missing key
    compares as null, so it counts as a change) and writes (bumping
@@ -71,18 +68,9 @@ def new_proposition_id(predicate_expr: str) -> Fragment:
     return frag("'P:' + replace(randomUUID(), '-', '') + ':' + ", predicate_expr)
 
 
-def lock(var: Part, label: Part | None = None) -> Fragment:
-    """A no-op write that takes ``var``'s exclusive lock (Neo4j locks on write), so what is read
-    afterwards is committed state; a null ``var`` is a no-op.
-
-    With ``label`` — an engine label ``var`` is known to carry (``Names.concept`` /
-    ``Names.proposition``) — ``SET var:label``: Neo4j locks the node, sees the label is there
-    and writes nothing (one db hit, no transaction state; PROFILE in docs/performance.md).
-    Without (an element of either kind), ``SET var._kip_lock = true REMOVE var._kip_lock``: a
-    property written and removed (two db hits). A bare ``REMOVE`` would lock too, but only once
-    the ``_kip_lock`` key exists in the database — on a fresh store it silently locks nothing."""
-    if label is not None:
-        return frag("SET ", var, ":", label)
+def lock(var: str) -> Fragment:
+    """``SET var._kip_lock = true REMOVE var._kip_lock``: a no-op write that takes ``var``'s exclusive
+    lock (Neo4j locks on write), so what is read afterwards is committed state; a null ``var`` is a no-op."""
     return frag("SET ", var, ".", Ident(LOCK), " = true REMOVE ", var, ".", Ident(LOCK))
 
 
@@ -113,16 +101,14 @@ def apply_tail(stmt: Statement, names: storage.Names, *, concept: bool, attr_key
     (the encoded core_directives being written, or null); for propositions
     ``btd`` (true for belongs_to_domain links, the only ones that can be protected).
 
-    Every bound element is locked (a freshly created one is locked by its creation already:
-    the label write is a no-op) before any of its mutable properties is read; the version is
-    read once, after the lock, and says whether the element was created here (version 0,
-    ``created_flag``). Reads after the lock are dynamic (``n[k]``) or first reads of a key in
-    the statement, so the planner has no earlier cached value to reuse.
+    A freshly created element is already write-locked by its creation; an existing
+    one is locked before any of its mutable properties is read. Reads after the
+    lock are dynamic (``n[k]``) or first reads of a key in the statement, so the
+    planner has no earlier cached value to reuse.
     """
-    stmt.line(lock("n", names.concept if concept else names.proposition))
+    stmt.line("FOREACH (_ IN CASE WHEN n IS NOT NULL AND NOT created THEN [1] ELSE [] END | ", lock("n"), ")")
     # dynamic read after the lock: never a planner-cached value from before it
-    stmt.line("WITH row, n, n[", Param(VERSION, P_VERSION_KEY), "] AS v0")
-    stmt.line("WITH row, n, coalesce(v0 = 0, false) AS created, v0")
+    stmt.line("WITH row, n, created, CASE WHEN created THEN 0 ELSE n[", Param(VERSION, P_VERSION_KEY), "] END AS v0")
     if concept:
         # a block named by (type, name) MERGEd on exactly those: no need to read them back
         type_, name = "CASE WHEN row.id IS NULL THEN row.type ELSE n.type END", "CASE WHEN row.id IS NULL THEN row.name ELSE n.name END"
@@ -146,7 +132,7 @@ def apply_tail(stmt: Statement, names: storage.Names, *, concept: bool, attr_key
     )
     stmt.line("WITH row, n, created, v0, props, changed, CASE")
     stmt.line("  WHEN n IS NULL THEN 'missing'")
-    stmt.line("  WHEN row.expect IS NOT NULL AND coalesce(v0, -1) <> row.expect THEN 'version'")
+    stmt.line("  WHEN row.expect IS NOT NULL AND coalesce(CASE WHEN created THEN 0 ELSE v0 END, -1) <> row.expect THEN 'version'")
     stmt.line("  WHEN prot AND NOT created AND changed THEN 'protected'")
     if concept:
         stmt.line(

@@ -18,10 +18,10 @@ from typing import Any
 from ..config import Settings
 from ..cypher import storage
 from ..cypher.builder import Fragment, Ident, Statement, frag
-from ..domain import rules, writes
+from ..domain import rules
 from ..syntax import ast
 from . import context
-from .update import BulkPlan, Targets, named_target
+from .update import BulkPlan, Targets, lock, named_target
 
 
 def dependents(roots: str, names: storage.Names) -> Fragment:
@@ -35,7 +35,7 @@ def lock_all(stmt: Statement, list_var: str) -> None:
     """Write-lock every element of ``list_var`` (a no-op write). Creating a KIP_SUBJECT / KIP_OBJECT
     relationship locks its endpoint, so once an element is locked no concurrent command can add
     a proposition referencing it until this transaction ends."""
-    stmt.line("CALL (", list_var, ") { UNWIND ", list_var, " AS _lk ", writes.lock("_lk"), " }")
+    stmt.line("CALL (", list_var, ") { UNWIND ", list_var, " AS _lk ", lock("_lk"), " }")
 
 
 def locked_dependents(stmt: Statement, roots: str, out: str, keep: str, guard: str, names: storage.Names) -> None:
@@ -43,7 +43,7 @@ def locked_dependents(stmt: Statement, roots: str, out: str, keep: str, guard: s
     locked and read once more: a proposition committed by a concurrent writer between the first
     read and the lock is picked up instead of being left dangling when ``roots`` are deleted
     (tests/test_reliability_concurrency.py::test_link_writers_racing_endpoint_deletion_leave_no_orphans)."""
-    stmt.line("CALL (", keep, ") { WITH ", keep, " WHERE ", guard, " UNWIND ", roots, " AS _lk ", writes.lock("_lk"), " }")
+    stmt.line("CALL (", keep, ") { WITH ", keep, " WHERE ", guard, " UNWIND ", roots, " AS _lk ", lock("_lk"), " }")
     stmt.line("WITH ", keep, ", CASE WHEN ", guard, " THEN ", dependents(roots, names), " ELSE [] END AS _first")
     lock_all(stmt, "_first")
     stmt.line("WITH ", keep, ", CASE WHEN ", guard, " THEN ", dependents(roots, names), " ELSE [] END AS ", out)

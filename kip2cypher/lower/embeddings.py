@@ -86,7 +86,7 @@ def _write(names: storage.Names, kind: str) -> Compiled:
     stmt = Statement()
     stmt.line("UNWIND ", Param(None, "rows"), " AS row")
     stmt.line("MATCH (n:", _label(names, kind), " {id: row.id})")
-    stmt.line(lock("n", _label(names, kind)))
+    stmt.line(lock("n"))
     stmt.line("WITH n, row WHERE coalesce(n[", Param(storage.meta_key(storage.VERSION_KEY), "kip_vkey"), "], -1) = row.version")
     stmt.line(
         "SET n.",

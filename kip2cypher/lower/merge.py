@@ -76,7 +76,8 @@ def _lock_statement(names: storage.Names) -> Compiled:
     s = Statement()
     both = ("MATCH (s:", names.concept, " {id: ", S, "}), (t:", names.concept, " {id: ", T, "})")
     s.line(*both)
-    s.line(writes.lock("s", names.concept), ", t:", names.concept)
+    s.line("SET s.", Ident(writes.LOCK), " = true, t.", Ident(writes.LOCK), " = true")
+    s.line("REMOVE s.", Ident(writes.LOCK), ", t.", Ident(writes.LOCK))
     # Both locks are held now: match again, so a concurrent MERGE / DELETE that removed either node
     # while this transaction waited for its lock is seen (no rows → KIP_3002) instead of merging a
     # ghost (tests/test_reliability_concurrency.py::test_concurrent_merge_of_one_source_into_two_targets).
@@ -105,7 +106,7 @@ def _repoint_statement(names: storage.Names) -> Compiled:
     s.line("WHERE NOT l.id IN ", DEAD)
     s.line("WITH DISTINCT x, y, l")
     with s.block("CALL (x, y, l)"):
-        s.line(writes.lock("l", P))
+        s.line(writes.lock("l"))
         s.line("WITH x, y, l, properties(l) AS cur")
         s.line("WITH x, y, l, cur, CASE WHEN cur.subject = x.id THEN y.id ELSE cur.subject END AS ns,")
         s.line("     CASE WHEN cur.object = x.id THEN y.id ELSE cur.object END AS no")
@@ -130,7 +131,7 @@ def _repoint_statement(names: storage.Names) -> Compiled:
         # -- collision: the existing link survives, missing keys filled from the duplicate
         with s.block("CALL (l, q, cur)"):
             s.line("WITH * WHERE q IS NOT NULL")
-            s.line(writes.lock("q", P))
+            s.line(writes.lock("q"))
             s.line("WITH l, q, cur, properties(q) AS qc")
             s.line(
                 "WITH l, q, cur, qc, [k IN keys(cur) WHERE (k STARTS WITH ",

@@ -220,23 +220,23 @@ def element_label(x: Any, names: storage.Names) -> Fragment:
     )
 
 
-def kind_label(kind: str, names: storage.Names) -> Part | None:
-    """The engine label every element of ``kind`` carries (None for an element of either kind)."""
-    return {context.CONCEPT: names.concept, context.PROPOSITION: names.proposition}.get(kind)
+def lock(x: Part) -> Fragment:
+    """Cypher: take the exclusive write lock on ``x`` (a no-op write; Neo4j locks on write)."""
+    return frag("SET ", x, ".", Ident(writes.LOCK), " = true REMOVE ", x, ".", Ident(writes.LOCK))
 
 
 @contextmanager
-def each_element(stmt: Statement, returns: Part, totals: Part, targets: Targets, *, write: bool) -> Iterator[Statement]:
+def each_element(stmt: Statement, returns: Part, totals: Part, *, write: bool) -> Iterator[Statement]:
     """The per-element step of UPDATE and DELETE ATTRIBUTES / METADATA: the lines written inside
     run once per element ``t`` of ``_ts`` — under its write lock when ``write`` (the dry-run
-    probe reads only; ``writes.lock``, by the label of the kind the WHERE pins) — and only when
-    nothing protected matched; each returns ``returns``, aggregated into ``totals``."""
+    probe reads only) — and only when nothing protected matched; each returns ``returns``,
+    aggregated into ``totals``."""
     with stmt.block("CALL (_ts, _bad)"):
         stmt.line("WITH _ts WHERE size(_bad) = 0")
         stmt.line("UNWIND _ts AS t")
         with stmt.block("CALL (t)"):
             if write:
-                stmt.line(writes.lock("t", kind_label(targets.kind, targets.names)))
+                stmt.line(lock("t"))
             yield stmt
             stmt.line("RETURN ", returns)
         stmt.line("RETURN ", totals)
@@ -478,7 +478,7 @@ def lower_update(command: ast.Update, parameters: dict[str, Any], settings: Sett
 
     probe = targets.collect_guarded("_ts", bad_element("x", targets.names, core_directives=touches_cd, kind=targets.kind))
     for stmt, write in ((targets.stmt, True), (probe, False)):
-        with each_element(stmt, returns, totals, targets, write=write):
+        with each_element(stmt, returns, totals, write=write):
             _update_element(stmt, sets, expr.reads, write=write)
         stmt.line("RETURN size(_ts) AS matched, updated, skipped, big, ", strict_column, ", _bad")
     return targets.plan(
@@ -512,7 +512,7 @@ def _lower_delete_keys(command, parameters: dict[str, Any], settings: Settings, 
         strict_total,
     )
     for stmt, write in ((targets.stmt, True), (probe, False)):
-        with each_element(stmt, frag("changed, t:", targets.names.concept, " AS is_concept", ", _cur" if strict else ""), totals, targets, write=write):
+        with each_element(stmt, frag("changed, t:", targets.names.concept, " AS is_concept", ", _cur" if strict else ""), totals, write=write):
             stmt.line("WITH t, ", current("t", [*keys, writes.VERSION]), " AS _cur")
             stmt.line("WITH t, _cur, any(k IN ", Param(keys, "kip_keys"), " WHERE _cur[k] IS NOT NULL) AS changed")
             if write:

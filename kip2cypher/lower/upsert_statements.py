@@ -82,6 +82,7 @@ def _match_or_create_lines(
             s.line("WITH row WHERE row.", id_field, " IS NOT NULL")
             s.line("OPTIONAL MATCH (n:", label, " {id: row.", id_field, "})")
             s.line("RETURN n")
+        s.line("WITH row, n, ", writes.created_flag(), " AS created")
         writes.apply_tail(s, names, concept=concept, attr_keys=attr_keys)
     extra = ("tn", "attr_keys") if attr_keys else ()
     s.line(return_collected(_columns("i", "id", "status", "version", "created", *extra, i="row.i")))
