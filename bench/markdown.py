@@ -19,8 +19,22 @@ def _f(value: Any, digits: int = 2) -> str:
     return str(value)
 
 
+#: How a decided target shows in a table: met, missed (bold ✗), undecided (?).
+MARKS = {"met": "", "missed": " **✗**", "undecided": " ?"}
+
+
+def _ratio(q: dict[str, Any]) -> str:
+    """The ratio, its 95 % interval and the decision of its target (reports before issue 29: the ratio alone)."""
+    if q.get("ratio") is None:
+        return "–"
+    ci = q.get("ratio_ci")
+    interval = f" [{ci[0]:.2f}–{ci[1]:.2f}]" if ci else ""
+    return f"{q['ratio']:.2f}{interval}{MARKS.get(q.get('decision', 'met'), '')}"
+
+
 def queries_table(reports: list[dict[str, Any]]) -> str:
-    """One row per query; KIP ms / Cypher ms / ratio per scale, db hits of the largest scale."""
+    """One row per query; KIP ms / Cypher ms / ratio [95 % interval] and its decision per scale,
+    db hits of the largest scale."""
     reports = sorted(reports, key=lambda r: r["concepts"])
     last = reports[-1]
     head = ["query", "feature"]
@@ -32,9 +46,7 @@ def queries_table(reports: list[dict[str, Any]]) -> str:
         row = [f"`{q['name']}`", q["feature"]]
         for r in reports:
             match = next((x for x in r["queries"] if x["name"] == q["name"]), {})
-            ratio = match.get("ratio")
-            mark = "" if ratio is None or ratio <= r.get("targets", {}).get("max_ratio", 1.3) else " ✗"
-            row += [_f(match.get("kip_ms")), _f(match.get("cypher_ms")), _f(ratio) + mark]
+            row += [_f(match.get("kip_ms")), _f(match.get("cypher_ms")), _ratio(match)]
         row += [
             f"{_f(q.get('kip_db_hits'))} / {_f(q.get('cypher_db_hits'))}",
             _f(q.get("rows")),
@@ -46,9 +58,13 @@ def queries_table(reports: list[dict[str, Any]]) -> str:
 
 
 def targets_table(report: dict[str, Any]) -> str:
-    lines = ["| target | value | limit | met |", "|---|---|---|---|"]
+    """One row per target: value, 95 % interval (pair-timed ratios), limit, decision."""
+    lines = ["| target | value | 95 % interval | limit | decision |", "|---|---|---|---|---|"]
     for name, t in report["summary"]["targets"].items():
-        lines.append(f"| {name} | {_f(t['value'], 3)} | {t['target']} | {'yes' if t['met'] else '**no**'} |")
+        interval = t.get("interval")
+        shown = f"{interval[0]:.2f}–{interval[1]:.2f}" if interval else "–"
+        decision = t.get("decision") or ("met" if t.get("met") else "missed")
+        lines.append(f"| {name} | {_f(t['value'], 3)} | {shown} | {t['target']} | {'**missed**' if decision == 'missed' else decision} |")
     return "\n".join(lines)
 
 

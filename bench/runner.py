@@ -25,6 +25,7 @@ from kip2cypher.execution.loop import drive_sync
 from kip2cypher.lower.compile import _compile_cached, compile_plan
 from kip2cypher.syntax import parser as kparser
 
+from .intervals import ratio_interval
 from .queries import Query
 
 
@@ -87,15 +88,22 @@ class Measurement:
             return None
         return self.kip_ms / self.cypher_ms
 
+    @property
+    def ratio_ci(self) -> tuple[float, float] | None:
+        """The 95 % bootstrap interval of ``ratio`` over the timed pairs (bench/intervals.py)."""
+        return ratio_interval(self.kip_samples, self.cypher_samples)
+
     def as_dict(self) -> dict[str, Any]:
         q = self.query
         r = lambda v, n=3: None if v is None else round(v, n)  # noqa: E731
+        ci = self.ratio_ci
         return {
             "name": q.name,
             "feature": q.feature,
             "kip_ms": r(self.kip_ms),
             "cypher_ms": r(self.cypher_ms),
             "ratio": r(self.ratio),
+            "ratio_ci": None if ci is None else [r(v) for v in ci],
             "ratio_of_minima": r(self.ratio_min),
             "kip_db_hits": self.kip_db_hits,
             "cypher_db_hits": self.cypher_db_hits,
@@ -107,6 +115,9 @@ class Measurement:
             "samples": len(self.kip_samples),
             **({"cypher_alt_ms": r(statistics.median(self.alt_samples) * 1e3), "cypher_alt": q.alt_cypher} if self.alt_samples else {}),
             "rows": self.rows,
+            # the pairs themselves (ms), in timing order: the intervals of a report can be recomputed
+            "kip_samples_ms": [round(v * 1e3, 4) for v in self.kip_samples],
+            "cypher_samples_ms": [round(v * 1e3, 4) for v in self.cypher_samples],
             "kind": "path" if q.path else "search" if q.search else "write" if q.write else "read",
             "kip": q.kip if q.vary is None else q.command(0)[0][:400],
             "cypher": q.cypher,
@@ -159,10 +170,13 @@ class Runner:
             q.check(self.driver, self.database)
         return len(kip)
 
-    def measure(self, q: Query, reps: int, warmup: int, budget_s: float = 0.0, max_reps: int = 0) -> Measurement:
-        """``reps`` timed pairs at least; then more (up to ``max_reps``) while the query's
-        time stays under ``budget_s`` — cheap queries get many samples on a noisy machine."""
+    def measure(self, q: Query, reps: int, warmup: int, budget_s: float = 0.0, max_reps: int = 0, write_reps: int = 0) -> Measurement:
+        """``reps`` timed pairs at least (``write_reps`` for a write: enough pairs for its interval
+        to decide its target, even in a quick run); then more (up to ``max_reps``) while the
+        query's time stays under ``budget_s`` — cheap queries get many samples on a noisy machine."""
         m = Measurement(q)
+        if q.write:
+            reps = max(reps, write_reps)
         try:
             m.rows = self.verify(q)
         except AssertionError as exc:
