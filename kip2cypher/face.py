@@ -19,6 +19,7 @@ import neo4j
 
 from . import connection
 from .config import Settings, lookup
+from .execution.calls import Call
 from .execution.core import Core
 from .execution.requests import Context
 from .lower import embeddings, migration
@@ -178,15 +179,21 @@ class Face:
         """Execute read-only KIP (FIND, DESCRIBE, SEARCH, EXPORT) in READ transactions; any KML rejects the request."""
         return self.execute({"command": command, "commands": commands, "parameters": parameters, "dry_run": dry_run}, readonly=True)
 
-    def execute(self, arguments: Any, *, readonly: bool = False) -> Any:
-        """Run one function call given its raw JSON arguments object (what MCP and ``kip2cypher call`` receive)."""
-        return self._operate(self.core.execute(arguments, readonly=readonly))
+    def execute(self, arguments: Any, *, readonly: bool = False, call: Call | None = None) -> Any:
+        """Run one function call given its raw JSON arguments object (what MCP and ``kip2cypher call`` receive).
 
-    def execute_command(self, text: str, parameters: dict[str, Any] | None = None, *, dry_run: bool = False, readonly: bool = False) -> Any:
+        ``call``: the request's record (``execution.calls.Call``: its request id and client, which
+        every transaction's metadata carries, and what ran) when the caller logs its own access
+        line, as the MCP server does; by default one is made and logged at DEBUG."""
+        return self._operate(self.core.execute(arguments, readonly=readonly, call=call))
+
+    def execute_command(
+        self, text: str, parameters: dict[str, Any] | None = None, *, dry_run: bool = False, readonly: bool = False, call: Call | None = None
+    ) -> Any:
         """One command text → ``Outcome`` (its §6.2.1 response, its kind, whether it stops a batch).
 
         For callers that drive their own loop (``kip2cypher run``, the shell); never raises."""
-        return self._operate(self.core.execute_command(text, parameters, dry_run=dry_run, readonly=readonly))
+        return self._operate(self.core.execute_command(text, parameters, dry_run=dry_run, readonly=readonly, call=call))
 
     def explain(self, text: str, parameters: dict[str, Any] | None = None) -> Any:
         """Compile one command and EXPLAIN each of its statements (READ, nothing runs).
