@@ -255,6 +255,8 @@ OTHER_VARIABLES = {
     "KIP2CYPHER_EMBEDDER": "the process-wide embedder (kip2cypher.embedding)",
     "KIP2CYPHER_READONLY": "kip2cypher mcp / shell --readonly",
     "KIP2CYPHER_DEBUG": "CLI: show tracebacks of internal errors",
+    "KIP2CYPHER_LOG_LEVEL": "kip2cypher mcp and the CLI: level of the kip2cypher loggers (logs.configure; docs/interfaces.md, Logs)",
+    "KIP2CYPHER_LOG_FORMAT": "kip2cypher mcp and the CLI: log lines as text or json (logs.configure)",
     "KIP2CYPHER_HISTORY": "kip2cypher shell --history",
     "KIP2CYPHER_MCP_TRANSPORT": "kip2cypher mcp --transport",
     "KIP2CYPHER_MCP_HOST": "kip2cypher mcp --host",

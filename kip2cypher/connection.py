@@ -14,6 +14,7 @@ its error), and every message names ``redact(uri)``.
 from __future__ import annotations
 
 import asyncio
+import logging
 import ssl
 import threading
 from collections.abc import Callable, Iterable
@@ -27,7 +28,9 @@ from neo4j.exceptions import DriverError, Neo4jError
 
 from . import errors
 from .errors import KipError
-from .execution.neo4j_errors import from_neo4j
+from .execution.neo4j_errors import from_neo4j, unavailable
+
+log = logging.getLogger("kip2cypher.neo4j")
 
 #: What ``auth=`` accepts: ``(user, password)``, a ``neo4j.Auth`` (``neo4j.basic_auth`` …) or the
 #: driver's auth manager; None: the URI's ``user:password@``, else NEO4J_USERNAME/PASSWORD.
@@ -210,11 +213,32 @@ class AsyncReachabilityCheck(_Reachability):
             raise unreachable(self._uri, exc) from None
 
 
+class Availability:
+    """Whether Neo4j answered when last asked, logged on change only: one WARNING when it stops
+    answering, one INFO when it answers again — not a line per failing call (the MCP server feeds
+    it each tool call's outcome and each readiness probe). Starts as answering: a server that
+    starts during an outage warns at its first call or probe."""
+
+    def __init__(self) -> None:
+        self.up = True
+
+    def seen(self, answered: bool | None, uri: str, reason: str | None = None) -> None:
+        """One observation of the Neo4j at ``uri`` (None: nothing was asked of it); ``reason``: why
+        it did not answer (a KIP error message: no credentials in it)."""
+        if answered is None or answered == self.up:
+            return
+        self.up = answered
+        if answered:
+            log.info("Neo4j at %s answers again", redact(uri))
+        else:
+            log.warning("Neo4j at %s is unreachable: %s", redact(uri), reason or "no answer")
+
+
 def unreachable(uri: str, exc: BaseException) -> KipError:
     """The driver's failure, mapped as usual, with the (redacted) URI it was about."""
     mapped = from_neo4j(exc)
     where = redact(uri)
-    if mapped.message.startswith("Neo4j is unavailable"):
+    if unavailable(mapped):
         return KipError(
             errors.INTERNAL_ERROR,
             f"Neo4j at {where} is unavailable (no answer within {CHECK_TIMEOUT_S:g} s): {_scrub(getattr(exc, 'message', None) or str(exc), uri)}",

@@ -26,6 +26,7 @@ from .adoption import Adoption
 from .config import Settings, lookup
 from .connection import AuthLike, DriverOptions
 from .execution.batch import Outcome
+from .execution.calls import Call
 from .execution.core import Core
 from .execution.programs.namespaces import NamespaceInfo
 from .execution.requests import Context
@@ -217,16 +218,22 @@ class Face:
         return self.core.execute({"command": command, "commands": commands, "parameters": parameters, "dry_run": dry_run}, readonly=True)
 
     @operation
-    def execute(self, arguments: Any, *, readonly: bool = False) -> Op[KipResponse]:
-        """Run one function call given its raw JSON arguments object (what MCP and ``kip2cypher call`` receive)."""
-        return self.core.execute(arguments, readonly=readonly)
+    def execute(self, arguments: Any, *, readonly: bool = False, call: Call | None = None) -> Op[KipResponse]:
+        """Run one function call given its raw JSON arguments object (what MCP and ``kip2cypher call`` receive).
+
+        ``call``: the request's record (``execution.calls.Call``: its request id and client, which
+        every transaction's metadata carries, and what ran) when the caller logs its own access
+        line, as the MCP server does; by default one is made and logged at DEBUG."""
+        return self.core.execute(arguments, readonly=readonly, call=call)
 
     @operation
-    def execute_command(self, text: str, parameters: dict[str, Any] | None = None, *, dry_run: bool = False, readonly: bool = False) -> Op[Outcome]:
+    def execute_command(
+        self, text: str, parameters: dict[str, Any] | None = None, *, dry_run: bool = False, readonly: bool = False, call: Call | None = None
+    ) -> Op[Outcome]:
         """One command text → ``Outcome`` (its §6.2.1 response, its kind, whether it stops a batch).
 
         For callers that drive their own loop (``kip2cypher run``, the shell); never raises."""
-        return self.core.execute_command(text, parameters, dry_run=dry_run, readonly=readonly)
+        return self.core.execute_command(text, parameters, dry_run=dry_run, readonly=readonly, call=call)
 
     @operation
     def explain(self, text: str, parameters: dict[str, Any] | None = None) -> Op[list[dict[str, Any]]]:

@@ -39,7 +39,8 @@ from . import connection, mcp_auth
 from .async_nexus import AsyncNexus
 from .cypher import storage
 from .errors import EXECUTION_TIMEOUT, IMMUTABLE_TARGET, INTERNAL_ERROR, INVALID_SYNTAX, RESOURCE_EXHAUSTED, KipError
-from .execution.neo4j_errors import DRIVER_ERRORS
+from .execution.calls import Call
+from .execution.neo4j_errors import DRIVER_ERRORS, unavailable
 from .mcp_auth import NAMESPACE_SCOPE, READ_SCOPE, WRITE_SCOPE, JwtConfigError, JwtOptions
 from .models import tool_input_schema, tool_output_schema
 from .syntax.ast import KML, KQL, META, READ_WORDS, WRITE_WORDS, command_words, listing
@@ -141,14 +142,23 @@ def build_server(nexus: Any, *, readonly: bool = False, request_timeout_s: float
         return types.ListToolsResult(tools=listed[not _may_write(ctx, tokens_required)])
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        if params.name not in (EXECUTE_KIP, EXECUTE_KIP_READONLY) or (readonly and params.name == EXECUTE_KIP):
-            return to_call_result(unknown_tool(params.name, readonly))
-        if params.name == EXECUTE_KIP and not _may_write(ctx, tokens_required):
-            return to_call_result({"error": _read_only_token_error().to_dict()})
-        arguments = params.arguments if params.arguments is not None else {}
         namespace = namespace_of(ctx)
+        tool = params.name if params.name in (EXECUTE_KIP, EXECUTE_KIP_READONLY) else "unknown"  # caller text stays out of the log
+        call = Call(client_of(ctx), tool, namespace if namespace is not None else getattr(nexus, "namespace", ""))
+        response = await answer(ctx, params, namespace, call)
+        call.log(response)
+        if hasattr(nexus, "observe"):
+            nexus.observe(call)
+        return to_call_result(response)
+
+    async def answer(ctx: Any, params: types.CallToolRequestParams, namespace: str | None, call: Call) -> dict[str, Any]:
+        if params.name not in (EXECUTE_KIP, EXECUTE_KIP_READONLY) or (readonly and params.name == EXECUTE_KIP):
+            return unknown_tool(params.name, readonly)
+        if params.name == EXECUTE_KIP and not _may_write(ctx, tokens_required):
+            return {"error": _read_only_token_error().to_dict()}
+        arguments = params.arguments if params.arguments is not None else {}
         target = nexus if namespace is None else await nexus.for_namespace(namespace)
-        return to_call_result(await _call_with_timeout(target, arguments, params.name == EXECUTE_KIP_READONLY, request_timeout_s))
+        return await _call_with_timeout(target, arguments, params.name == EXECUTE_KIP_READONLY, request_timeout_s, call)
 
     return Server(
         "kip2cypher",
@@ -166,29 +176,41 @@ def _may_write(ctx: Any, tokens_required: bool) -> bool:
     tokens (stdio, or HTTP with --no-auth on loopback) the server's own --readonly decides. Fails
     closed: with tokens required, a request whose token cannot be found here may not write (the
     SDK's middleware has already answered 401 to a request without a valid token)."""
-    from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
-
-    request = getattr(ctx, "request", None)
-    user = request.scope.get("user") if request is not None and hasattr(request, "scope") else None
-    if isinstance(user, AuthenticatedUser):
+    user = _user(ctx)
+    if user is not None:
         return WRITE_SCOPE in user.scopes
     return not tokens_required
 
 
 def namespace_of(ctx: Any) -> str | None:
     """The namespace this request's bearer token is bound to (None: the server's own)."""
-    for scope in _request_scopes(ctx):
+    user = _user(ctx)
+    for scope in user.scopes if user is not None else ():
         if scope.startswith(NAMESPACE_SCOPE):
             return scope[len(NAMESPACE_SCOPE) :]
     return None
 
 
-def _request_scopes(ctx: Any) -> list[str]:
+#: The client of a request without a bearer token (stdio, or HTTP with --no-auth).
+UNAUTHENTICATED = "unauthenticated"
+
+
+def client_of(ctx: Any) -> str:
+    """Who sent this request, as the access line and the transaction metadata name it: a static
+    token's label (``token #2``), a JWT's subject (else its client id) — never the token itself."""
+    user = _user(ctx)
+    if user is None:
+        return UNAUTHENTICATED
+    return str(user.access_token.subject or user.access_token.client_id)
+
+
+def _user(ctx: Any) -> Any:
+    """The SDK's ``AuthenticatedUser`` of this request (None: no bearer token was checked)."""
     from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 
     request = getattr(ctx, "request", None)
     user = request.scope.get("user") if request is not None and hasattr(request, "scope") else None
-    return list(user.scopes) if isinstance(user, AuthenticatedUser) else []
+    return user if isinstance(user, AuthenticatedUser) else None
 
 
 def _read_only_token_error() -> KipError:
@@ -199,8 +221,8 @@ def _read_only_token_error() -> KipError:
     )
 
 
-async def _call_with_timeout(nexus: Any, arguments: Any, readonly: bool, timeout_s: float) -> dict[str, Any]:
-    """Run the call; past ``timeout_s`` answer KIP_4001 instead of waiting.
+async def _call_with_timeout(nexus: Any, arguments: Any, readonly: bool, timeout_s: float, call: Call) -> dict[str, Any]:
+    """Run the call (recorded in ``call``); past ``timeout_s`` answer KIP_4001 instead of waiting.
 
     With an ``AsyncNexus`` (what ``kip2cypher mcp`` serves) the call is cancelled at the
     deadline: the driver rolls the open transaction back. A synchronous nexus runs in a worker
@@ -211,8 +233,8 @@ async def _call_with_timeout(nexus: Any, arguments: Any, readonly: bool, timeout
         # An AsyncNexus's methods return awaitables without being coroutine functions (one Face
         # class under both faces); a namespace's nexus (``LoopNexus.for_namespace``) is one.
         if inspect.iscoroutinefunction(nexus.execute) or isinstance(nexus, AsyncNexus):
-            return await _acall(nexus, arguments, readonly)
-        return await anyio.to_thread.run_sync(_call, nexus, arguments, readonly, abandon_on_cancel=True)
+            return await _acall(nexus, arguments, readonly, call)
+        return await anyio.to_thread.run_sync(_call, nexus, arguments, readonly, call, abandon_on_cancel=True)
     return {
         "error": KipError(
             EXECUTION_TIMEOUT,
@@ -222,17 +244,17 @@ async def _call_with_timeout(nexus: Any, arguments: Any, readonly: bool, timeout
     }
 
 
-async def _acall(nexus: Any, arguments: Any, readonly: bool) -> dict[str, Any]:
+async def _acall(nexus: Any, arguments: Any, readonly: bool, call: Call) -> dict[str, Any]:
     try:
-        return await nexus.execute(arguments, readonly=readonly)
+        return await nexus.execute(arguments, readonly=readonly, call=call)
     except Exception as exc:  # noqa: BLE001 - the protocol loop must never see an exception
         log.exception("tool call failed")
         return {"error": KipError(INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}").to_dict()}
 
 
-def _call(nexus: Any, arguments: Any, readonly: bool) -> dict[str, Any]:
+def _call(nexus: Any, arguments: Any, readonly: bool, call: Call) -> dict[str, Any]:
     try:
-        return nexus.execute(arguments, readonly=readonly)
+        return nexus.execute(arguments, readonly=readonly, call=call)
     except Exception as exc:  # noqa: BLE001 - the protocol loop must never see an exception
         log.exception("tool call failed")
         return {"error": KipError(INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}").to_dict()}
@@ -608,7 +630,8 @@ def serve_http(server: Server, options: HttpOptions, *, announce: Callable[[str]
     if options.host in ("0.0.0.0", "::") and not options.allowed_hosts:
         announce("warning: bound to every interface, but only loopback Host headers are accepted; name this server's public host:port in --allowed-hosts.")
     listening = f"kip2cypher MCP (streamable HTTP) listening on http://{shown}:{port}{options.path} — {access}"
-    config = uvicorn.Config(http_app(server, options, nexus, ready=lambda: announce(listening)), log_level="warning", lifespan="on")
+    # log_config=None: uvicorn's records go through the handler ``logs.configure`` set (its format, text or json).
+    config = uvicorn.Config(http_app(server, options, nexus, ready=lambda: announce(listening)), log_level="warning", log_config=None, lifespan="on")
     uvicorn.Server(config).run(sockets=[sock])
 
 
@@ -690,6 +713,8 @@ class LoopNexus:
         self._nexus: Any = None
         self._namespaces: dict[str, Any] = {}
         self._opening = anyio.Lock()
+        #: Neo4j's state as the calls and probes see it (one WARNING when down, one INFO when back)
+        self.neo4j = connection.Availability()
         #: The namespaces static tokens are bound to: bootstrapped at start (with ``bootstrap``)
         #: and checked by the readiness probe, beside the server's own.
         self._bound = sorted(set(namespaces))
@@ -700,6 +725,15 @@ class LoopNexus:
             await _bootstrap_quietly(self._nexus, self._capsules, self._profile)
             for namespace in self._bound:
                 await self.for_namespace(namespace)
+
+    @property
+    def namespace(self) -> str:
+        """The server's own namespace ("" = the default one)."""
+        return self._nexus.settings.namespace
+
+    def observe(self, call: Call) -> None:
+        """A tool call's outcome, as far as Neo4j's availability goes (``connection.Availability``)."""
+        self.neo4j.seen(call.answered, self._nexus.uri, call.outage)
 
     def served_namespaces(self) -> list[str]:
         """The server's own namespace ("" = the default one) and the token-bound ones."""
@@ -715,18 +749,24 @@ class LoopNexus:
                 layouts = await self._nexus.layouts(self.served_namespaces())
             missing = [ns for ns, layout in layouts.items() if layout is None]
         except TimeoutError:
-            return f"Neo4j at {self._nexus.uri} did not answer within {READY_TIMEOUT_S:g} s"
+            return f"Neo4j at {self._nexus.uri} did not answer within {READY_TIMEOUT_S:g} s"  # slow is not down: no outage logged
         except KipError as exc:
-            return exc.message
+            return self._down(exc.message) if unavailable(exc) else exc.message
         except (*DRIVER_ERRORS, OSError) as exc:
-            return connection.unreachable(self._nexus.uri, exc).message
+            return self._down(connection.unreachable(self._nexus.uri, exc).message)
+        self.neo4j.seen(True, self._nexus.uri)
         if missing:
             shown = ", ".join(ns or "(default)" for ns in missing)
             return f"namespace(s) {shown} not bootstrapped: run `kip2cypher bootstrap --namespace <name>` (or serve with --bootstrap)"
         return None
 
-    async def execute(self, arguments: Any, *, readonly: bool = False) -> dict[str, Any]:
-        return await self._nexus.execute(arguments, readonly=readonly)
+    def _down(self, reason: str) -> str:
+        """A readiness probe found Neo4j unreachable: note it, and answer the reason."""
+        self.neo4j.seen(False, self._nexus.uri, reason)
+        return reason
+
+    async def execute(self, arguments: Any, *, readonly: bool = False, call: Call | None = None) -> dict[str, Any]:
+        return await self._nexus.execute(arguments, readonly=readonly, call=call)
 
     async def for_namespace(self, namespace: str) -> Any:
         """The nexus of ``namespace`` (the served one when it is that namespace)."""

@@ -84,7 +84,8 @@ def http_server(server, *args, tokens=TOKENS, env=None, flags=("--transport", "h
             lines.put(line)
         lines.put(None)
 
-    threading.Thread(target=drain, daemon=True).start()
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
     url = None
     deadline = time.monotonic() + 60
     while url is None and time.monotonic() < deadline:
@@ -106,6 +107,7 @@ def http_server(server, *args, tokens=TOKENS, env=None, flags=("--transport", "h
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+        reader.join(timeout=30)  # after the block, ``Served.log`` holds everything the server logged
 
 
 def start_fails(server, *args, tokens=None, env=None) -> str:

@@ -9,6 +9,7 @@ rule is tested with Cypher we control; end-to-end tests with the real compiler l
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 
@@ -304,7 +305,17 @@ def test_transactions_carry_app_version_and_kind_metadata(neo4j_server, fake):
         watcher.join()
     assert response["error"]["code"] == "KIP_4001"
     assert seen, "the slow transaction was never seen by SHOW TRANSACTIONS"
-    assert seen[0] == {"app": "kip2cypher", "version": __version__, "kind": "KQL", "interface": "execute_kip_readonly", "dry_run": False}
+    request_id = seen[0].pop("request_id")  # the request's id (tests/test_transaction_metadata.py ties it to the access line)
+    assert re.fullmatch("[0-9a-f]{16}", request_id)
+    assert seen[0] == {
+        "app": "kip2cypher",
+        "version": __version__,
+        "kind": "KQL",
+        "interface": "execute_kip_readonly",
+        "dry_run": False,
+        "namespace": "",
+        "client": "kip2cypher",
+    }
 
 
 def test_query_timeout_is_kip_4001(neo4j_server, fake):

@@ -302,7 +302,7 @@ def test_write_permission_fails_closed_when_a_request_carries_no_token():
         def __init__(self):
             self.calls = []
 
-        def execute(self, arguments, readonly=False):
+        def execute(self, arguments, readonly=False, call=None):
             self.calls.append(readonly)
             return {"result": "ran"}
 

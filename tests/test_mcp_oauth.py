@@ -123,7 +123,8 @@ def test_jwts_are_checked_for_signature_issuer_audience_expiry_and_algorithm(gen
             names = [t.name for t in (await session.list_tools()).tools]
             return names, payload(await session.call_tool("execute_kip", {"command": UPSERT, "parameters": {"name": "JwtWrite"}}))
 
-        rw_names, written = in_session(served.url, keys.token(aud), write)
+        valid = keys.token(aud)
+        rw_names, written = in_session(served.url, valid, write)
         ec_names, ec_written = in_session(served.url, keys.token(aud, key=keys.ec, kid="ec1", algorithm="ES256", scope="kip:read"), write)
         skewed = in_session(served.url, keys.token(aud, exp=now - 5), write)  # within the clock-skew leeway
         static_names, _ = in_session(served.url, RW, write)  # static tokens keep working beside JWTs
@@ -133,7 +134,8 @@ def test_jwts_are_checked_for_signature_issuer_audience_expiry_and_algorithm(gen
     assert skewed[0] == rw_names
     assert count(genesis, "MATCH (d:KipConcept {type: 'Domain'}) WHERE d.name IN ['JwtWrite', 'X'] RETURN collect(d.name)") == ["JwtWrite"]
     assert "OAuth JWTs of https://idp.kip.test" in log
-    assert not any(token in log for token in [*refused.values(), RW])  # no token in any log line
+    assert not any(token in log for token in [*refused.values(), valid, RW])  # no token in any log line
+    assert "client=agent-1 tool=execute_kip kinds=KML" in log and 'client="token #1" tool=execute_kip kinds=KML' in log  # the access lines name the subject
 
 
 def test_the_protected_resource_metadata_names_the_issuer_scopes_and_resource(genesis, neo4j_server, jwks_file):

@@ -149,8 +149,8 @@ def test_cli_logs_an_internal_error_in_one_line():
     handler prints it as one ``name: message`` line (KIP2CYPHER_DEBUG=1 shows the traceback)."""
     script = (
         "import logging, sys\n"
-        "from kip2cypher.cli.app import _log_to_stderr\n"
-        "_log_to_stderr()\n"
+        "from kip2cypher import logs\n"
+        "logs.configure()\n"
         "try:\n    1 / 0\nexcept ZeroDivisionError:\n"
         "    logging.getLogger('kip2cypher').error('request failure: boom', exc_info=True)\n"
     )

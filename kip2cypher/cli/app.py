@@ -22,7 +22,7 @@ from typing import Any
 
 import click
 
-from .. import KipError, __version__
+from .. import KipError, __version__, logs
 from ..config import check_sources, lookup
 from .jsonout import dump
 from .jsonout import fail as _fail
@@ -117,33 +117,10 @@ def _connect_options(fn=None, *, namespace: bool = True):
     return decorate(fn) if fn is not None else decorate
 
 
-class _OneLine(logging.Formatter):
-    """A log record as one line: the engine logs an internal error with its traceback, which
-    Python's last-resort handler printed on the CLI's stderr; it is shown with KIP2CYPHER_DEBUG=1."""
-
-    def formatException(self, ei: Any) -> str:
-        return ""
-
-    def formatStack(self, stack_info: str) -> str:
-        return ""
-
-
-def _log_to_stderr() -> None:
-    """Every command's log records go to stderr as ``name: message`` lines (tracebacks only
-    with KIP2CYPHER_DEBUG=1); ``mcp`` replaces this with its server logging."""
-    handler = logging.StreamHandler(sys.stderr)
-    debug = lookup("KIP2CYPHER_DEBUG") == "1"
-    handler.setFormatter((logging.Formatter if debug else _OneLine)("%(name)s: %(message)s"))
-    logging.basicConfig(level=logging.WARNING, handlers=[handler], force=True)
-    # Each command starts without -v: an earlier -v of the same process (CliRunner) must not leak
-    # its Cypher log into the next command's output.
-    logging.getLogger("kip2cypher").setLevel(logging.NOTSET)
-
-
 def _verbose_option(fn):
     def enable(ctx, param, value):
         if value:
-            logging.getLogger("kip2cypher").setLevel(logging.DEBUG)  # through _log_to_stderr's handler
+            logging.getLogger("kip2cypher").setLevel(logging.DEBUG)  # through the handler of logs.configure
         return value
 
     return click.option(
@@ -201,7 +178,11 @@ def _is_driver_error(exc: Exception) -> bool:
 @click.version_option(__version__, prog_name="kip2cypher")
 def main() -> None:
     """KIP (Knowledge Interaction Protocol) on Neo4j."""
-    _log_to_stderr()
+    # Every command's log records go to stderr (KIP2CYPHER_LOG_LEVEL, default WARNING; ``-v``:
+    # DEBUG; tracebacks only with KIP2CYPHER_DEBUG=1); ``mcp`` replaces this with its server logging.
+    # Configured for each command: an earlier -v of the same process (CliRunner) must not leak
+    # its Cypher log into the next command's output.
+    logs.configure("WARNING")
     check_sources()  # a misspelt KIP2CYPHER_* variable (or .env / toml entry) is an error, not ignored
 
 
@@ -701,7 +682,7 @@ def mcp_cmd(
     """
     from .. import mcp_server
 
-    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(name)s: %(message)s", force=True)
+    logs.configure("INFO", text=logs.SERVER_TEXT, tracebacks=True)  # access lines at INFO (docs/interfaces.md, "Logs")
     if bootstrap:
         _check_mcp_bootstrap(conn, start_local=start_local, capsules=with_capsules, profile=profile, yes=yes)
     http = None

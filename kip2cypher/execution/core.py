@@ -29,6 +29,7 @@ from ..lower.plan import Plan
 from ..version import __version__
 from . import programs
 from .batch import Outcome, command_program, request_program
+from .calls import Call
 from .programs import admin, adopt, namespaces, target
 from .programs import embeddings as refresh_program
 from .requests import AwaitEmbeddings, Context, Deadline, Offload, Refresh, Transact, within
@@ -265,28 +266,57 @@ class Core:
         return [{**entry, "plan": plan_text(tree)} for entry, tree in zip(statements(plan), trees)]
 
     # ------------------------------------------------------------------ §6 requests
-    def execute(self, arguments: Any, *, readonly: bool = False) -> Operation:
-        """Run one function call given its raw JSON arguments object; returns the §6 response dict, never raises."""
+    def execute(self, arguments: Any, *, readonly: bool = False, call: Call | None = None) -> Operation:
+        """Run one function call given its raw JSON arguments object; returns the §6 response dict, never raises.
+
+        ``call``: the request's record (its id, client, what ran: ``calls.Call``); the MCP server
+        passes its own and logs the access line. Without one, a new one is made (the client is
+        ``Settings.app_name``) and its access line logged at DEBUG."""
+        own, call = self._call(call, readonly)
+        call.batch = isinstance(arguments, dict) and arguments.get("commands") is not None
+        response = yield from self._request(
+            call, lambda settings, deadline: request_program(arguments, readonly=readonly, settings=settings, deadline=deadline)
+        )
+        if own:
+            call.log(response, logging.DEBUG)
+        return response
+
+    def execute_command(
+        self, text: str, parameters: dict[str, Any] | None = None, *, dry_run: bool = False, readonly: bool = False, call: Call | None = None
+    ) -> Operation:
+        """One command text → ``Outcome`` (its §6.2.1 response, its kind, whether it stops a batch); never raises.
+        ``call`` as for ``execute``."""
+        own, call = self._call(call, readonly)
+        outcome = yield from self._request(
+            call,
+            lambda settings, deadline: command_program(text, dict(parameters or {}), dry_run=dry_run, readonly=readonly, settings=settings, deadline=deadline),
+            lambda response: Outcome(response, None),
+        )
+        if own:
+            call.log(outcome.response, logging.DEBUG)
+        return outcome
+
+    def _call(self, call: Call | None, readonly: bool) -> tuple[bool, Call]:
+        """(whether this request made its own record, the record), its namespace this nexus's."""
+        own = call is None
+        call = call or Call(self.settings.app_name, interface_name(readonly))
+        call.namespace = self.settings.namespace
+        return own, call
+
+    def _request(self, call: Call, program: Any, failed: Any = dict) -> Operation:
+        """Drive the request program ``program(settings, deadline)`` with this request's settings
+        and time budget; ``failed(response)`` answers when the settings cannot be read."""
         try:
             settings = yield from self.request_settings()
         except KipError as exc:
-            return {"error": exc.to_dict()}
+            call.record(None, exc)
+            return failed({"error": exc.to_dict()})
         deadline = Deadline.start(settings)
-        return (yield from self._drive(request_program(arguments, readonly=readonly, settings=settings, deadline=deadline), deadline))
+        return (yield from self._drive(program(settings, deadline), deadline, call))
 
-    def execute_command(self, text: str, parameters: dict[str, Any] | None = None, *, dry_run: bool = False, readonly: bool = False) -> Operation:
-        """One command text → ``Outcome`` (its §6.2.1 response, its kind, whether it stops a batch); never raises."""
-        try:
-            settings = yield from self.request_settings()
-        except KipError as exc:
-            return Outcome({"error": exc.to_dict()}, None)
-        deadline = Deadline.start(settings)
-        program = command_program(text, dict(parameters or {}), dry_run=dry_run, readonly=readonly, settings=settings, deadline=deadline)
-        return (yield from self._drive(program, deadline))
-
-    def _drive(self, program: Any, deadline: Deadline | None) -> Operation:
+    def _drive(self, program: Any, deadline: Deadline | None, call: Call) -> Operation:
         """Step a request program: its CPU work goes up to the face (``Offload``), each plan it
-        asks for runs here; hand back its response or its error."""
+        asks for runs here (recorded in ``call``); hand back its response or its error."""
         reply: Any = None
         while True:
             try:
@@ -299,15 +329,25 @@ class Core:
                 reply = deadline.error()  # the request's budget is spent: not run
             else:
                 try:
-                    reply = yield from self.run_plan(ask.plan, dry_run=ask.dry_run, readonly=ask.readonly, deadline=deadline)
+                    reply = yield from self.run_plan(ask.plan, dry_run=ask.dry_run, readonly=ask.readonly, deadline=deadline, call=call)
                 except KipError as exc:
                     reply = exc
+                call.record(ask.plan.kind, reply)
 
     def run_plan(
-        self, plan: Plan, *, dry_run: bool = False, readonly: bool = False, engine: bool = False, deadline: Deadline | None = None, admin: bool = False
+        self,
+        plan: Plan,
+        *,
+        dry_run: bool = False,
+        readonly: bool = False,
+        engine: bool = False,
+        deadline: Deadline | None = None,
+        admin: bool = False,
+        call: Call | None = None,
     ) -> Operation:
         """Run a plan in one transaction; every failure becomes a KipError. ``admin``: the
-        engine's own work (bootstrap's capsules), under ``Settings.admin_timeout_s``.
+        engine's own work (bootstrap's capsules), under ``Settings.admin_timeout_s``; ``call``:
+        the request it belongs to (its id and client go into the transaction's metadata).
 
         Reads (KQL, META, every dry run, everything under readonly) run in a READ-access
         session: read routing on clusters, and Neo4j itself refuses any write that reaches
@@ -320,7 +360,7 @@ class Core:
         fresh = True
         if plan.reads_vectors and ctx.embedder is not None:
             fresh = yield AwaitEmbeddings(within(self.settings.embedding_wait_s, deadline))
-        response = yield Transact(access, lambda: programs.start(plan, ctx), ctx, metadata(self.settings, plan.kind, readonly, dry_run))
+        response = yield Transact(access, lambda: programs.start(plan, ctx), ctx, metadata(self.settings, plan.kind, readonly, dry_run, call=call))
         if programs.refreshes_embeddings(plan, ctx):
             yield Refresh(ctx)
         return response if fresh else stale_vectors(response, self.settings.embedding_wait_s)
@@ -345,15 +385,27 @@ class Core:
         return counts
 
 
-def metadata(settings: Settings, kind: str, readonly: bool, dry_run: bool, *, interface: str | None = None) -> dict[str, Any]:
-    """Transaction metadata (visible in SHOW TRANSACTIONS and the query log)."""
-    return {
+def metadata(settings: Settings, kind: str, readonly: bool, dry_run: bool, *, interface: str | None = None, call: Call | None = None) -> dict[str, Any]:
+    """Transaction metadata (visible in SHOW TRANSACTIONS and the query log): the application, the
+    engine's version, the command kind, the interface, the namespace, the client (``call.client``,
+    else the application's name) and, for a request, its id (docs/interfaces.md, "Transaction metadata")."""
+    out = {
         "app": settings.app_name,
         "version": __version__,
         "kind": kind,
-        "interface": interface or ("execute_kip_readonly" if readonly else "execute_kip"),
+        "interface": interface or interface_name(readonly),
         "dry_run": bool(dry_run),
+        "namespace": settings.namespace,
+        "client": call.client if call is not None else settings.app_name,
     }
+    if call is not None:
+        out["request_id"] = call.request_id
+    return out
+
+
+def interface_name(readonly: bool) -> str:
+    """The §6 function a request came through."""
+    return "execute_kip_readonly" if readonly else "execute_kip"
 
 
 def new_context(settings: Settings, plan: Plan, dry_run: bool, engine: bool = False, deadline: Deadline | None = None, admin: bool = False) -> Context:

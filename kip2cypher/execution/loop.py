@@ -224,7 +224,8 @@ def retrying(attempt: Callable[[], Any], max_retry_s: float) -> Any:
         except DRIVER_ERRORS as exc:
             if not _retryable(exc):
                 raise
-            log.info("read failed with a retryable error (%s); retrying in %.1f s", type(exc).__name__, pause)
+            # DEBUG, not INFO: during an outage every call would log it (the server logs the outage once).
+            log.debug("read failed with a retryable error (%s); retrying in %.1f s", type(exc).__name__, pause)
         time.sleep(pause)
     return attempt()
 
@@ -330,8 +331,9 @@ def _internal(exc: BaseException) -> KipError:
 
 
 def _metadata(request: Transact) -> dict[str, Any]:
-    """The transaction metadata of a ``Transact`` (by default: the application and the engine's version)."""
-    return dict(request.metadata or {"app": request.ctx.settings.app_name, "version": __version__})
+    """The transaction metadata of a ``Transact`` (by default: the application, the engine's version and the namespace)."""
+    settings = request.ctx.settings
+    return dict(request.metadata or {"app": settings.app_name, "version": __version__, "namespace": settings.namespace})
 
 
 def operate_sync(operation: Generator[Any, Any, Any], session: Callable[[str], Any], refresher: Any) -> Any:

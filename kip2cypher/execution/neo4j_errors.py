@@ -7,6 +7,7 @@ driver exception.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from neo4j import exceptions as ne
@@ -32,6 +33,17 @@ from ..syntax.regex_guard import reach_error
 #: What the loops catch and hand to ``from_neo4j``; the driver raises OverflowError when it
 #: packs a parameter holding an integer beyond 64 bits (nothing was sent).
 DRIVER_ERRORS = (ne.Neo4jError, ne.DriverError, OverflowError)
+
+#: How every "Neo4j could not be reached" error begins — ``from_neo4j``'s and the reachability
+#: check's (``connection.unreachable``, which names the URI): what tells an outage from the other
+#: KIP_4003s (``unavailable``).
+UNAVAILABLE = "Neo4j is unavailable"
+_UNAVAILABLE = re.compile(r"^Neo4j (?:at \S+ )?is unavailable")
+
+
+def unavailable(error: KipError) -> bool:
+    """Whether ``error`` says Neo4j could not be reached (an outage, not a refusal of the command)."""
+    return error.code == INTERNAL_ERROR and bool(_UNAVAILABLE.match(error.message))
 
 
 def out_of_range(exc: OverflowError, params: dict[str, Any] | None = None) -> KipError:
@@ -83,7 +95,7 @@ def from_neo4j(exc: BaseException, cypher: str | None = None, params: dict[str, 
         or "ServiceUnavailable" in code
         or "DatabaseUnavailable" in code
     ):
-        return KipError(INTERNAL_ERROR, f"Neo4j is unavailable: {message}", "The database could not be reached; retry the same request in a few seconds.")
+        return KipError(INTERNAL_ERROR, f"{UNAVAILABLE}: {message}", "The database could not be reached; retry the same request in a few seconds.")
     if "Statement.AccessMode" in code:
         # A write reached a READ transaction: only a compiler bug can do that (readonly requests never compile KML).
         return KipError(
