@@ -44,7 +44,7 @@ def _block(items: tuple, bound: set[str], parameters: Mapping[str, Any], *, nega
     later = [bound_by(item, set()) for item in items]
     for position, item in enumerate(items):
         if isinstance(item, ast.Filter):
-            yield from _missing(item.expr, negated)
+            yield from _missing(item.expr, negated, parameters)
             yield from _text_compared(item.expr, parameters)
         elif isinstance(item, ast.NotBlock):
             yield from _late_not(item, bound, set().union(*later[position + 1 :]))
@@ -65,8 +65,9 @@ def _stored(operand: Any) -> bool:
     )
 
 
-def _null(operand: Any) -> bool:
-    return isinstance(operand, ast.Literal) and operand.value is None
+def _null(operand: Any, parameters: Mapping[str, Any]) -> bool:
+    """The literal null, or a placeholder bound to it (``x == null`` is a null test)."""
+    return isinstance(operand, (ast.Literal, ast.Placeholder)) and resolve(operand, parameters, deferrable=True) is None
 
 
 def _tests(expr: Any, negated: bool = False) -> Iterator[tuple[Any, bool]]:
@@ -82,11 +83,11 @@ def _tests(expr: Any, negated: bool = False) -> Iterator[tuple[Any, bool]]:
             yield node, odd
 
 
-def _kept_by_reference(test: Any, negated: bool) -> list[ast.DotPath]:
+def _kept_by_reference(test: Any, negated: bool, parameters: Mapping[str, Any]) -> list[ast.DotPath]:
     """The stored values whose absence makes ``test`` unknown here (the solution dropped) while
     the reference engine, reading a missing value as null (or "" in text functions), holds it."""
     if isinstance(test, ast.Comparison):
-        if _null(test.left) or _null(test.right):
+        if _null(test.left, parameters) or _null(test.right, parameters):
             return []  # x == null is a null test in both engines
         paths = [side for side in (test.left, test.right) if _stored(side)]
         both = len(paths) == 2 and test.op in ("==", "<=", ">=")  # null == null on the reference
@@ -97,11 +98,11 @@ def _kept_by_reference(test: Any, negated: bool) -> list[ast.DotPath]:
     return []
 
 
-def _missing(expr: Any, in_not: bool) -> Iterator[str]:
+def _missing(expr: Any, in_not: bool, parameters: Mapping[str, Any]) -> Iterator[str]:
     """A1/A2: one warning per FILTER whose outcome the reference would turn for a missing value
     (in a NOT, an unknown FILTER does not match: the NOT keeps what the reference excludes)."""
     guarded = {to_kip(t.args[0]) for t, _ in _tests(expr) if isinstance(t, ast.FuncCall) and t.name in ("IS_NULL", "IS_NOT_NULL") and t.args}
-    paths = [to_kip(p) for test, odd in _tests(expr) for p in _kept_by_reference(test, odd)]
+    paths = [to_kip(p) for test, odd in _tests(expr) for p in _kept_by_reference(test, odd, parameters)]
     paths = [p for p in dict.fromkeys(paths) if p not in guarded]
     if not paths:
         return
