@@ -134,5 +134,15 @@ def decide(requested: str | None, stored: str | None, genesis: bool, *, upgrade:
 
 
 def _named(profile: str) -> str:
+    return f"profile {shown(profile)}"
+
+
+def shown(profile: str | None) -> str:
+    """A recorded profile for a person: its KIP version, or that this build does not know it
+    (a nexus bootstrapped by a newer kip2cypher) and the profiles it does know."""
     version = core_version(profile)
-    return f"profile {profile} (KIP {version})" if version else f"profile {profile} (unknown to this kip2cypher {__version__})"
+    if version:
+        return f"{profile} (KIP {version})"
+    if profile is None:
+        return "none recorded"
+    return f"{profile} (unknown to this kip2cypher {__version__}, which knows {', '.join(ORDER)})"

@@ -87,7 +87,7 @@ def _mentions(text: str, words: tuple[str, ...]) -> list[str]:
 
 def test_texts_that_list_commands_name_every_command():
     everything = ast.command_words()
-    assert capabilities(Settings(), None)["commands"] == list(everything)
+    assert capabilities(Settings(), None, None)["commands"] == list(everything)
     for text in (NEXUS_DESCRIPTION, mcp_server.DESCRIPTIONS[mcp_server.EXECUTE_KIP], parser.EXPECTED["command"]):
         assert not _mentions(text, everything), text
 

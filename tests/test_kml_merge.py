@@ -53,7 +53,8 @@ def test_merge_spec_example(skills):
     res = ok(skills.execute_kip(SPEC))
     # repointed: (JavaScript → JS) becomes a self-link, (Ann → JS) moves to JavaScript
     # deduplicated: (JS → X) collides with (JavaScript → X); Ann's claim about it collides with her claim about the survivor
-    assert res == {"merged": True, "links_repointed": 2, "links_deduplicated": 2, "attributes_filled": 1}
+    # filled: created_by_src, and the aliases (JS appended)
+    assert res == {"merged": True, "links_repointed": 2, "links_deduplicated": 2, "attributes_filled": 2}
     assert concept(skills, "SkillTopic", "JS") is None
     jv2 = concept(skills, "SkillTopic", "JavaScript")
     assert jv2["id"] == jv["id"]

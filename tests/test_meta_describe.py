@@ -125,7 +125,7 @@ def test_primer_without_self_and_without_embedder(medical):
     assert identity["exists"] is False and identity["id"] is None and identity["attributes"] == {}
     assert identity["summary"] == meta.SELF_IDENTITY_DEFAULT
     caps = identity["capabilities"]
-    assert caps["protocol"] == "KIP v1.0-RC10" and caps["engine"].startswith(f"kip2cypher {__version__}")
+    assert caps["protocol"] == "KIP v1.0-RC11" and caps["engine"].startswith(f"kip2cypher {__version__}")
     assert caps["search"]["modes"] == ["keyword"] and caps["search"]["default_mode"] == "keyword"
     assert caps["search"]["semantic"] is False and "semantic_unavailable_reason" in caps["search"]
     assert caps["limits"]["max_path_hops"] == medical.settings.max_hops

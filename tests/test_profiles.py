@@ -60,14 +60,23 @@ def _core(nexus) -> dict:
     return ok(nexus.execute_kip_readonly("DESCRIBE PRIMER"))["identity"]["capabilities"]["core"]
 
 
+def _protocol(nexus) -> str:
+    return ok(nexus.execute_kip_readonly("DESCRIBE PRIMER"))["identity"]["capabilities"]["protocol"]
+
+
 def _key_types(nexus) -> list[str]:
     return concept(nexus, "$ConceptType", "$ConceptType")["attributes"]["key_instances"]
 
 
 def test_describe_primer_names_the_core_version_and_profile(nexus):
     assert _core(nexus) == {"version": None, "profile": None}  # schema only, never bootstrapped
-    nexus.bootstrap()
+    assert _protocol(nexus) == "KIP v1.0-RC11"  # the default profile's version
+    nexus.bootstrap(profile="rc10")
+    assert _core(nexus) == {"version": "v1.0-RC10", "profile": "rc10"}
+    assert _protocol(nexus) == "KIP v1.0-RC10"  # regression: said RC10 whatever the profile
+    nexus.bootstrap(profile="rc11", upgrade=True)
     assert _core(nexus) == {"version": "v1.0-RC11", "profile": "rc11"}
+    assert _protocol(nexus) == "KIP v1.0-RC11"
 
 
 def test_upgrade_moves_forward_only_and_a_plain_bootstrap_keeps_the_newer_profile(nexus):
@@ -163,3 +172,28 @@ def test_cli_bootstrap_profile_upgrade_and_refused_downgrade(nexus):
     assert error["code"] == "KIP_3004" and "rc10 (KIP v1.0-RC10)" in error["message"] and "rc11 (KIP v1.0-RC11)" in error["message"]
     plain = bootstrap("--profile", "rc10")
     assert plain.exit_code == 0 and "profile: rc11 (KIP v1.0-RC11)" in plain.output
+
+
+def test_cli_bootstrap_dry_run_lists_what_it_skips_and_names_an_unknown_profile(nexus):
+    from click.testing import CliRunner
+
+    from kip2cypher.cli import main
+
+    def bootstrap(*args: str):
+        return CliRunner().invoke(main, ["bootstrap", "--uri", nexus.uri, *args])
+
+    assert bootstrap("--with-capsules").exit_code == 0
+    dry = bootstrap("--with-capsules", "--dry-run")
+    assert dry.exit_code == 0, dry.output
+    assert "  skips capsule self: $self exists already (an actor is seeded once; a replay would reset what it learned)" in dry.output
+    assert "  skips capsule system: $system exists already" in dry.output and "  capsule Genesis: upserts" in dry.output
+    assert "--dry-run: nothing was written." in dry.output
+    # a nexus bootstrapped by a newer kip2cypher: kept, and said plainly (it printed "KIP None")
+    nexus.driver.execute_query(f"MATCH (n:{storage.NEXUS}) SET n.{storage.PROFILE_KEY} = 'rc99'", database_=nexus.database)
+    unknown = f"rc99 (unknown to this kip2cypher {profiles.__version__}, which knows rc10, rc11)"
+    dry = bootstrap("--dry-run")
+    assert f"  profile: this nexus is bootstrapped with profile {unknown}; it keeps it" in dry.output, dry.output
+    assert "capsule Genesis" not in dry.output
+    plain = bootstrap()
+    assert plain.exit_code == 0 and f"profile: {unknown}" in plain.output and "KIP None" not in plain.output
+    assert _protocol(nexus) == "KIP v1.0-RC11" and _core(nexus) == {"version": None, "profile": "rc99"}

@@ -60,13 +60,35 @@ def names(nexus, condition: str) -> dict:
 
 
 # ----------------------------------------------------------------------------- A1, A2
+def missing(condition: str, *paths: str, outcome: str = "the solution is dropped", keep: str = "") -> str:
+    """The ``warnings`` entry of a FILTER that a missing value makes unknown (docs/interop.md A1)."""
+    guards = " || ".join(f"IS_NULL({p})" for p in paths)
+    return (
+        f"FILTER({condition}): where {' or '.join(paths)} is missing the test is unknown — never true, even under != or !"
+        f" — so {outcome}; the reference engine reads a missing value as null and may answer otherwise."
+        f" To make the test hold for a missing value write FILTER({guards} || {keep or condition})"
+    )
+
+
 def test_not_equal_drops_elements_missing_the_key_three_valued(tasks):
-    # A1: C has no status; the reference keeps it (null != "done"), kip2cypher drops it.
-    assert names(tasks, '?t.attributes.status != "done"') == {"result": ["B"]}
-    assert names(tasks, '!(?t.attributes.status == "done")') == {"result": ["B"]}
-    assert names(tasks, "?t.attributes.flag != true") == {"result": []}
-    # the spec's own idiom keeps it, on both engines
+    # A1: C has no status; the reference keeps it (null != "done"), kip2cypher drops it — and says so.
+    status = "?t.attributes.status"
+    assert names(tasks, '?t.attributes.status != "done"') == {"result": ["B"], "warnings": [missing('?t.attributes.status != "done"', status)]}
+    assert names(tasks, '!(?t.attributes.status == "done")') == {"result": ["B"], "warnings": [missing('!(?t.attributes.status == "done")', status)]}
+    assert names(tasks, "?t.attributes.flag != true") == {"result": [], "warnings": [missing("?t.attributes.flag != true", "?t.attributes.flag")]}
+    # the spec's own idiom keeps it, on both engines, and needs no warning
     assert names(tasks, 'IS_NULL(?t.attributes.status) || ?t.attributes.status != "done"') == {"result": ["B", "C"]}
+    # a plain comparison drops C on both engines: nothing to say
+    assert names(tasks, '?t.attributes.status == "open"') == {"result": ["B"]}
+
+
+def test_negated_filter_in_a_not_block_keeps_elements_missing_the_key(tasks):
+    # A1 inside NOT: the FILTER is unknown for C, so the NOT block does not match and C is kept;
+    # the reference reads null != "done" as true and excludes C.
+    r = tasks.execute_kip('FIND(?t.name) WHERE { ?t {type: "Task"} NOT { FILTER(?t.attributes.status != "done") } } ORDER BY ?t.name')
+    condition = '?t.attributes.status != "done"'
+    outcome = "this NOT does not exclude the solution"
+    assert r == {"result": ["A", "C"], "warnings": [missing(condition, "?t.attributes.status", outcome=outcome)]}
 
 
 def test_two_missing_values_are_not_equal_nor_ordered(tasks):
@@ -74,13 +96,17 @@ def test_two_missing_values_are_not_equal_nor_ordered(tasks):
     r = tasks.execute_kip(
         'FIND(?x.name, ?y.name) WHERE { ?x {type: "Task"} ?y {type: "Task"} FILTER(?x.attributes.status <= ?y.attributes.status) } ORDER BY ?x.name, ?y.name'
     )
-    assert r == {"result": [["A", "A", "B"], ["A", "B", "B"]]}
+    condition = "?x.attributes.status <= ?y.attributes.status"
+    assert r == {"result": [["A", "A", "B"], ["A", "B", "B"]], "warnings": [missing(condition, "?x.attributes.status", "?y.attributes.status")]}
 
 
 def test_string_function_over_a_missing_value_is_unknown_even_negated(tasks):
     # A2: the reference reads a missing value as "" (C kept by the negation, matched by the empty prefix).
-    assert names(tasks, '!CONTAINS(?t.attributes.status, "do")') == {"result": ["B"]}
-    assert names(tasks, 'STARTS_WITH(?t.attributes.status, "")') == {"result": ["A", "B"]}
+    condition = '!CONTAINS(?t.attributes.status, "do")'
+    assert names(tasks, condition) == {"result": ["B"], "warnings": [missing(condition, "?t.attributes.status")]}
+    condition = 'STARTS_WITH(?t.attributes.status, "")'
+    assert names(tasks, condition) == {"result": ["A", "B"], "warnings": [missing(condition, "?t.attributes.status")]}
+    assert names(tasks, 'CONTAINS(?t.attributes.status, "do")') == {"result": ["A"]}
 
 
 # ----------------------------------------------------------------------------- A3, A4
@@ -89,18 +115,34 @@ def test_numeric_string_never_matches_a_number(tasks):
     assert names(tasks, "?t.attributes.score >= 3") == {"result": ["B"]}
     assert names(tasks, "?t.attributes.score == 3") == {"result": ["B"]}
     assert names(tasks, "IN(?t.attributes.score, [3])") == {"result": ["B"]}
-    assert names(tasks, '?t.attributes.score == "3.0"') == {"result": ["A"]}
+    warning = (
+        '?t.attributes.score == "3.0": "3.0" is text: it equals only the same text, and never equals or orders against'
+        " a number (the reference engine compares a numeric string with a number, or with another numeric string, as numbers);"
+        " to compare numbers, store and write numbers: 3.0"
+    )
+    assert names(tasks, '?t.attributes.score == "3.0"') == {"result": ["A"], "warnings": [warning]}
 
 
 def test_numeric_strings_compare_as_text(tasks):
     # A4: "10" < "3" as text (the reference compares them as numbers: B would not match, A not either).
-    assert names(tasks, '?t.attributes.code < "3"') == {"result": ["A"]}
+    warning = (
+        '?t.attributes.code < "3": "3" is text: it orders as text, character by character ("10" < "3"), and never'
+        " equals or orders against a number (the reference engine compares a numeric string with a number, or with another numeric string, as numbers);"
+        " to compare numbers, store and write numbers: 3"
+    )
+    assert names(tasks, '?t.attributes.code < "3"') == {"result": ["A"], "warnings": [warning]}
 
 
 def test_datetime_strings_compare_as_text_not_instants(tasks):
     # A4: "…00.5Z" is half a second later, but "." sorts before "Z"; the offset spelling is other text.
+    # A UTC time written with Z (the spec's own example) is not warned about; one with an offset is.
     assert names(tasks, '?t.attributes.at > "2025-01-01T00:00:00Z"') == {"result": []}
-    assert names(tasks, '?t.attributes.at == "2025-01-01T00:00:00+00:00"') == {"result": []}
+    warning = (
+        '?t.attributes.at == "2025-01-01T00:00:00+00:00": "2025-01-01T00:00:00+00:00" compares as text, not as an'
+        " instant: a value written with another offset or precision for the same moment does not match (the"
+        ' reference engine compares date-times as instants); write and store UTC times alike, e.g. "2025-01-01T00:00:00Z"'
+    )
+    assert names(tasks, '?t.attributes.at == "2025-01-01T00:00:00+00:00"') == {"result": [], "warnings": [warning]}
 
 
 def test_order_by_mixed_strings_is_text_order(tasks):
@@ -115,18 +157,39 @@ def test_name_of_a_proposition_endpoint_is_null(tasks):
     assert tasks.execute_kip('FIND(?s.name, ?o.name, ?o.type) WHERE { (?s, "stated", ?o) }') == {"result": [["Ann"], [None], [None]]}
 
 
-def test_concept_field_of_a_link_variable_is_null_today(tasks):
-    # A5: known to be a proposition (a link variable) or a concept at compile time; docs/interop.md
-    # recommends KIP_1001 with the kind's fields in the hint (the reference refuses these too).
-    assert tasks.execute_kip('FIND(?l.name) WHERE { ?l (?s, "blocks", ?o) }') == {"result": [None]}
-    assert tasks.execute_kip('FIND(?s.subject) WHERE { ?s {type: "Person"} }') == {"result": [None]}
+def test_concept_field_of_a_link_variable_is_refused(tasks):
+    # A5: known to be a proposition (a link variable) or a concept at compile time, the path can
+    # never have a value: KIP_1001 naming the kind's fields (the reference refuses these too).
+    r = tasks.execute_kip('FIND(?l.name) WHERE { ?l (?s, "blocks", ?o) }')
+    assert r == {
+        "error": {
+            "code": "KIP_1001",
+            "message": "?l binds proposition links, which have no `name`: `?l.name` can never have a value. (line 1, column 6)\n"
+            'FIND(?l.name) WHERE { ?l (?s, "blocks", ?o) }\n     ^',
+            "hint": "A proposition has ?l.id, ?l.subject, ?l.predicate, ?l.object, ?l.attributes.<key> and ?l.metadata.<key>.",
+            "line": 1,
+            "column": 6,
+        }
+    }
+    r = tasks.execute_kip('FIND(?t.name) WHERE { ?t {type: "Person"} FILTER(?t.subject == "x") }')
+    assert r["error"]["code"] == "KIP_1001" and r["error"]["hint"] == "A concept has ?t.id, ?t.type, ?t.name, ?t.attributes.<key> and ?t.metadata.<key>."
 
 
 # ----------------------------------------------------------------------------- A6, B7
 def test_count_of_a_path_ignores_missing_and_min_takes_strings(tasks):
     # A6: the reference counts every ?t (3) and takes MIN/MAX over numbers only (null, null).
     r = tasks.execute_kip('FIND(COUNT(?t.attributes.status), COUNT(?t), MIN(?t.attributes.code), MAX(?t.attributes.status)) WHERE { ?t {type: "Task"} }')
-    assert r == {"result": [2, 3, "10", "open"]}
+    warning = (
+        "COUNT(?t.attributes.status) counts only the solutions where ?t.attributes.status is present (aggregation ignores"
+        " null values); the reference engine counts every ?t — to count solutions write COUNT(?t)"
+    )
+    assert r == {"result": [2, 3, "10", "open"], "warnings": [warning]}
+    r = tasks.execute_kip('FIND(COUNT(DISTINCT ?t.attributes.status)) WHERE { ?t {type: "Task"} }')
+    warning = (
+        "COUNT(DISTINCT ?t.attributes.status) counts the distinct values of ?t.attributes.status (missing ones ignored);"
+        " the reference engine counts the distinct ?t — to count those write COUNT(DISTINCT ?t)"
+    )
+    assert r == {"result": 2, "warnings": [warning]}
 
 
 # ----------------------------------------------------------------------------- A7
@@ -134,21 +197,38 @@ def test_not_written_before_its_variable_is_correlated(tasks):
     # A7: the NOT is read with the whole block (A blocks B: A is excluded); the reference reads
     # clauses in order, finds no shared variable and ignores the NOT (A, B, C).
     r = tasks.execute_kip('FIND(?t.name) WHERE { NOT { (?t, "blocks", ?x) } ?t {type: "Task"} } ORDER BY ?t.name')
+    warning = (
+        'NOT { (?t, "blocks", ?x) } is correlated with ?t, bound after it in the text — kip2cypher reads a block as a whole;'
+        " the reference engine reads clauses in order and would not see ?t in this NOT;"
+        " write the NOT after the clauses that bind ?t to read the same on both"
+    )
+    assert r == {"result": ["B", "C"], "warnings": [warning]}
+    # written after ?t's clause, it reads the same on both engines: no warning
+    r = tasks.execute_kip('FIND(?t.name) WHERE { ?t {type: "Task"} NOT { (?t, "blocks", ?x) } } ORDER BY ?t.name')
     assert r == {"result": ["B", "C"]}
 
 
 # ----------------------------------------------------------------------------- A8
-def test_regex_dot_matches_a_line_break_today(tasks):
-    # A8: A's note is "a\nb"; the reference (Rust regex) and every usual dialect do not match
-    # "." against a line break; docs/interop.md recommends scoping (?s) to the engine's wrapper.
-    assert names(tasks, 'REGEX(?t.attributes.note, "a.b")') == {"result": ["A"]}
+def test_regex_dot_stops_at_a_line_break_unless_the_pattern_says_dotall(tasks):
+    # A8: A's note is "a\nb"; as in the reference (Rust regex) and every usual dialect, "." does
+    # not match a line break — the engine's wrapper alone runs in DOTALL mode; (?s) asks for it.
+    assert names(tasks, 'REGEX(?t.attributes.note, "a.b")') == {"result": []}
+    assert names(tasks, 'REGEX(?t.attributes.note, "(?s)a.b")') == {"result": ["A"]}
+    assert names(tasks, 'REGEX(?t.attributes.note, "^b")') == {"result": []}
+    assert names(tasks, 'REGEX(?t.attributes.note, "b$")') == {"result": ["A"]}
 
 
 # ----------------------------------------------------------------------------- A11 (reads)
 def test_find_of_a_missing_named_element_is_empty(tasks):
     # A11: the reference answers KIP_3002 for a fully identified matcher that matches nothing.
-    assert tasks.execute_kip('FIND(?t.name) WHERE { ?t {type: "Task", name: "Nope"} }') == {"result": []}
-    assert tasks.execute_kip('FIND(?l) WHERE { ?l (id: "P:gone") }') == {"result": []}
+    # The answer is empty and says why: one clause naming its element exactly matched nothing.
+    absent = "The {} does not exist (the reference engine answers KIP_3002 for an element named exactly that does not exist)"
+    r = tasks.execute_kip('FIND(?t.name) WHERE { ?t {type: "Task", name: "Nope"} }')
+    assert r == {"result": [], "warnings": [absent.format('concept {type: "Task", name: "Nope"}')]}
+    r = tasks.execute_kip('FIND(?l) WHERE { ?l (id: "P:gone") }')
+    assert r == {"result": [], "warnings": [absent.format('proposition (id: "P:gone")')]}
+    # a pattern that may simply match nothing: no entry
+    assert tasks.execute_kip('FIND(?t.name) WHERE { ?t {type: "Task"} FILTER(?t.name == "Nope") }') == {"result": []}
 
 
 # ----------------------------------------------------------------------------- B1, B2
@@ -176,12 +256,20 @@ def fresh(genesis):
 
 def test_update_counts_only_elements_whose_values_changed(fresh):
     # A9: A is "done" already: matched, not rewritten, not counted; the reference counts 3 and bumps A.
+    # The response says so (same statement, no extra round trip), dry runs alike.
     version = concept(fresh, "Task", "A")["metadata"]["_version"]
     update = 'UPDATE ?t SET ATTRIBUTES { status: "done" } WHERE { ?t {type: "Task"} }'
-    assert fresh.execute_kip(update, dry_run=True) == {"result": {"updated": 2, "matched": 3}}
-    assert fresh.execute_kip(update) == {"result": {"updated": 2, "matched": 3}}
+    held = (
+        'matched element{} already held these values: not rewritten and not counted in "updated"'
+        " (_version unchanged; the reference engine rewrites and counts them)"
+    )
+    one = {"result": {"updated": 2, "matched": 3}, "warnings": ["1 " + held.format("")]}
+    assert fresh.execute_kip(update, dry_run=True) == one
+    assert fresh.execute_kip(update) == one
     assert concept(fresh, "Task", "A")["metadata"]["_version"] == version
-    assert fresh.execute_kip(update) == {"result": {"updated": 0, "matched": 3}}
+    assert fresh.execute_kip(update) == {"result": {"updated": 0, "matched": 3}, "warnings": ["3 " + held.format("s")]}
+    # nothing held already: no warning
+    assert fresh.execute_kip('UPDATE ?t SET ATTRIBUTES { status: "open" } WHERE { ?t {type: "Task"} }') == {"result": {"updated": 3, "matched": 3}}
 
 
 def test_update_matched_counts_after_the_limit(fresh):
@@ -193,30 +281,33 @@ def test_update_matched_counts_after_the_limit(fresh):
 def test_update_of_a_missing_named_element_matches_nothing(fresh):
     # A11: the reference answers KIP_3002.
     r = fresh.execute_kip('UPDATE ?t SET ATTRIBUTES { reviewed: true } WHERE { ?t {type: "Task", name: "Nope"} }')
-    assert r == {"result": {"updated": 0, "matched": 0}}
+    absent = 'The concept {type: "Task", name: "Nope"} does not exist (the reference engine answers KIP_3002 for an element named exactly that does not exist)'
+    assert r == {"result": {"updated": 0, "matched": 0}, "warnings": [absent]}
 
 
-def test_merge_attributes_filled_counts_keys_gained_from_the_source(fresh):
-    # A10: only keys copied from the source count (aliases once, when the target had none);
-    # appending the source's name is not counted. The reference answers 1, 1, 1 here.
+def test_merge_attributes_filled_counts_keys_and_a_changed_alias_list(fresh):
+    # A10: §4.4 step 2 "Fill attributes" unions the aliases and appends the source's name: a
+    # changed aliases list counts once, each key copied once (as the reference counts).
     ok(
         fresh.execute_kip("""
         UPSERT {
           CONCEPT ?d { {type: "Task", name: "D"} }
           CONCEPT ?e { {type: "Task", name: "E"} }
-          CONCEPT ?f { {type: "Task", name: "F"} SET ATTRIBUTES { aliases: ["f"] } }
+          CONCEPT ?f { {type: "Task", name: "F"} SET ATTRIBUTES { aliases: ["f"], size: 2 } }
           CONCEPT ?g { {type: "Task", name: "G"} SET ATTRIBUTES { aliases: ["g"] } }
           CONCEPT ?h { {type: "Task", name: "H"} SET ATTRIBUTES { aliases: ["h"] } }
-          CONCEPT ?i { {type: "Task", name: "I"} }
+          CONCEPT ?i { {type: "Task", name: "I"} SET ATTRIBUTES { aliases: ["H", "h"] } }
         }""")
     )
     merge = 'MERGE CONCEPT ?s INTO ?t WHERE {{ ?s {{type: "Task", name: "{}"}} ?t {{type: "Task", name: "{}"}} }}'
-    none = {"merged": True, "links_repointed": 0, "links_deduplicated": 0, "attributes_filled": 0}
-    assert fresh.execute_kip(merge.format("D", "E")) == {"result": none}
+    counts = {"merged": True, "links_repointed": 0, "links_deduplicated": 0}
+    assert fresh.execute_kip(merge.format("D", "E")) == {"result": {**counts, "attributes_filled": 1}}
     assert concept(fresh, "Task", "E")["attributes"] == {"aliases": ["D"]}
-    assert fresh.execute_kip(merge.format("F", "G")) == {"result": none}
-    assert concept(fresh, "Task", "G")["attributes"] == {"aliases": ["g", "f", "F"]}
-    assert fresh.execute_kip(merge.format("H", "I")) == {"result": {**none, "attributes_filled": 1}}
+    assert fresh.execute_kip(merge.format("F", "G")) == {"result": {**counts, "attributes_filled": 2}}
+    assert concept(fresh, "Task", "G")["attributes"] == {"aliases": ["g", "f", "F"], "size": 2}
+    # the target lists the source's name and aliases already: nothing filled
+    assert fresh.execute_kip(merge.format("H", "I")) == {"result": {**counts, "attributes_filled": 0}}
+    assert concept(fresh, "Task", "I")["attributes"] == {"aliases": ["H", "h"]}
 
 
 def test_delete_of_a_missing_named_target_answers_kip_3002(fresh):
@@ -229,12 +320,26 @@ def test_delete_of_a_missing_named_target_answers_kip_3002(fresh):
     assert r == {"result": {"deleted_concepts": 0, "deleted_propositions": 0}}
 
 
-def test_clamp_with_an_empty_interval_takes_the_low_bound_today(fresh):
-    # A12: CLAMP(x, lo, hi) with lo > hi; the reference yields null (the key is skipped, C not
-    # updated). docs/interop.md recommends KIP_1001 for literal bounds and a skip otherwise.
+def test_clamp_with_an_empty_interval_is_refused_or_skips_the_key(fresh):
+    # A12: CLAMP(x, lo, hi) with lo > hi has no answer: literal bounds are KIP_1001 before
+    # running; a bound read from the element makes the result null and the key is skipped
+    # (the reference yields null: the key is skipped too).
     r = fresh.execute_kip('UPDATE ?t SET ATTRIBUTES { level: CLAMP(0.5, 1, 0) } WHERE { ?t {type: "Task", name: "C"} }')
+    assert r == {
+        "error": {
+            "code": "KIP_1001",
+            "message": "CLAMP(x, lo, hi) needs lo ≤ hi, got lo = 1 and hi = 0: no value lies in that interval. (line 1, column 35)\n"
+            'UPDATE ?t SET ATTRIBUTES { level: CLAMP(0.5, 1, 0) } WHERE { ?t {type: "Task", name: "C"} }\n'
+            "                                  ^",
+            "hint": "Swap the bounds: CLAMP(x, 0, 1).",
+            "line": 1,
+            "column": 35,
+        }
+    }
+    ok(fresh.execute_kip('UPDATE ?t SET ATTRIBUTES { lo: 5, level: 1 } WHERE { ?t {type: "Task", name: "C"} }'))
+    r = fresh.execute_kip('UPDATE ?t SET ATTRIBUTES { level: CLAMP(0.5, ?t.attributes.lo, 2), seen: true } WHERE { ?t {type: "Task", name: "C"} }')
     assert r == {"result": {"updated": 1, "matched": 1}}
-    assert concept(fresh, "Task", "C")["attributes"] == {"level": 1}
+    assert concept(fresh, "Task", "C")["attributes"] == {"lo": 5, "level": 1, "seen": True}
 
 
 def test_membership_link_of_a_user_type_in_core_schema_can_be_deleted(fresh):

@@ -714,14 +714,14 @@ def mcp_cmd(
         raise click.ClickException(str(exc))
 
 
-def _bootstrap_target(nexus: Any, capsules: list[str], profile: str | None, *, yes: bool, dry_run: bool, echo: Any) -> bool:
+def _bootstrap_target(nexus: Any, profile: str | None, *, everything: bool, upgrade: bool, yes: bool, dry_run: bool, echo: Any) -> bool:
     """Before a bootstrap: next to data that is not KIP's (or with ``dry_run``), print exactly what
     it creates; refuse (KIP's data aside) without ``yes``. True when the bootstrap may run."""
     from .target import TargetRefused, bootstrap_plan
 
     foreign = nexus.foreign_nodes()
     if foreign or dry_run:
-        for line in bootstrap_plan(nexus, capsules, profile):
+        for line in bootstrap_plan(nexus, profile, everything=everything, upgrade=upgrade):
             echo(line)
     if dry_run:
         echo("--dry-run: nothing was written.")
@@ -737,13 +737,11 @@ def _bootstrap_target(nexus: Any, capsules: list[str], profile: str | None, *, y
 def _check_mcp_bootstrap(conn: Connect, *, start_local: bool, capsules: bool, profile: str | None, yes: bool) -> None:
     """``mcp --bootstrap`` next to data that is not KIP's: the plan on stderr (stdout may carry
     the protocol), and no server without ``--yes``."""
-    from .. import profiles
     from .target import TargetRefused
 
     with conn.open(start_local=start_local) as nexus:
         try:
-            chosen = profiles.capsules(profile, everything=capsules)
-            _bootstrap_target(nexus, chosen, profile, yes=yes, dry_run=False, echo=lambda line: click.echo(line, err=True))
+            _bootstrap_target(nexus, profile, everything=capsules, upgrade=False, yes=yes, dry_run=False, echo=lambda line: click.echo(line, err=True))
         except TargetRefused as exc:
             raise click.ClickException(str(exc))
 
@@ -779,10 +777,12 @@ def bootstrap_cmd(with_capsules: bool, profile: str | None, upgrade: bool, fmt: 
     with conn.open(start_local=True) as nexus:
         click.echo(f"{'Planning a bootstrap of' if dry_run else 'Bootstrapping'} {where(nexus)}", err=True)
         try:
-            if not _bootstrap_target(nexus, profiles.capsules(profile, everything=with_capsules), profile, yes=yes, dry_run=dry_run, echo=click.echo):
+            if not _bootstrap_target(nexus, profile, everything=with_capsules, upgrade=upgrade, yes=yes, dry_run=dry_run, echo=click.echo):
                 return
         except TargetRefused as exc:
             raise click.ClickException(str(exc))
+        except KipError as exc:  # an --upgrade that would be a downgrade
+            _fail(exc.to_dict())
         try:
             applied = nexus.bootstrap(profile=profile, capsules=with_capsules, upgrade=upgrade)
         except KipError as exc:
@@ -791,7 +791,7 @@ def bootstrap_cmd(with_capsules: bool, profile: str | None, upgrade: bool, fmt: 
     if fmt == "json":
         click.echo(dump(applied))
         return
-    click.echo(f"profile: {state['profile']} (KIP {profiles.core_version(state['profile'])})", err=True)
+    click.echo(f"profile: {profiles.shown(state['profile'])}", err=True)
     counts = {name: write_counts(profiles.capsule_text(name, state["profile"])) for name in applied}
     console = make_console()
     if fmt == "table":

@@ -49,10 +49,11 @@ def capsule_elements(text: str) -> tuple[list[str], int]:
     return concepts, propositions
 
 
-def bootstrap_plan(nexus: Any, capsules: list[str], profile: str | None = None) -> list[str]:
+def bootstrap_plan(nexus: Any, profile: str | None = None, *, everything: bool = False, upgrade: bool = False) -> list[str]:
     """What ``bootstrap`` creates in the nexus's namespace, one line per item: the missing
     constraints and indexes (their DDL), the nexus node when it is missing, and the elements each
-    capsule of ``profile`` upserts."""
+    capsule it applies upserts — the same decision as the bootstrap itself (``profiles.decide``:
+    a nexus keeps its profile unless ``upgrade``), with the capsules it skips and why."""
     from .. import profiles
     from ..cypher import catalog
 
@@ -66,8 +67,17 @@ def bootstrap_plan(nexus: Any, capsules: list[str], profile: str | None = None) 
     if not state["nexus_node"]:
         node = f"{{namespace: {names.namespace!r}, {storage.CURSOR_SECRET}: <random>, {storage.LAYOUT_KEY}: {storage.LAYOUT}}}"
         lines.append(f"  node: (:{storage.NEXUS} {node})")
-    for name in capsules:
-        concepts, propositions = capsule_elements(profiles.capsule_text(name, profile))
+    held = nexus.profile_state()
+    step = profiles.decide(profile, held["profile"], held["genesis"], upgrade=upgrade)
+    if step.note:
+        lines.append(f"  profile: {step.note}")
+    wanted = profiles.capsules(step.profile, everything=everything) if step.profile else []
+    applied = profiles.capsules(step.profile, everything=everything, present=set(held["actors"])) if step.profile else []
+    for name in wanted:
+        if name not in applied:
+            lines.append(f"  skips capsule {name}: {profiles.ACTORS[name]} exists already (an actor is seeded once; a replay would reset what it learned)")
+            continue
+        concepts, propositions = capsule_elements(profiles.capsule_text(name, step.profile))
         lines.append(f"  capsule {name}: upserts {len(concepts)} concepts and {propositions} propositions:")
         lines.append("    " + ", ".join(concepts))
     return lines

@@ -22,7 +22,7 @@ from ..syntax.parser import CACHEABLE_CHARS, parse
 from ..syntax.placeholders import check_quoted_placeholders
 from ..syntax.script import sniff_kind
 from ..syntax.values import Deferring, parameters_size
-from . import delete, describe, embeddings, export, find, merge, search, update, upsert
+from . import delete, describe, embeddings, export, find, merge, search, surprises, update, upsert
 from .plan import Compiled, Plan
 
 LOWERINGS: dict[type, Callable[[Any, dict[str, Any], Settings], Plan]] = {
@@ -50,7 +50,7 @@ def lower(command: ast.Command, parameters: dict[str, Any] | None = None, settin
     keep unbound placeholders as run-time Cypher parameters, ``syntax.values``)."""
     bound = Deferring(parameters) if isinstance(parameters, Deferring) else dict(parameters or {})
     plan = LOWERINGS[type(command)](command, bound, settings or _default_settings())
-    return dataclasses.replace(plan, command_kind=ast.command_kind(command))
+    return dataclasses.replace(plan, command_kind=ast.command_kind(command), warnings=surprises.warnings(command, bound))
 
 
 @lru_cache(maxsize=1)

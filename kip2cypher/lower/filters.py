@@ -21,9 +21,14 @@ from ..syntax.regex_guard import compile_search
 from ..syntax.values import Deferred, describe, resolve
 from . import adopted as adopted_cy
 from . import adopted_values
-from .context import PREDICATE, Binding, LoweringContext
+from .context import CONCEPT, PREDICATE, PROPOSITION, Binding, LoweringContext
 
 SCALAR_FIELDS = ("id", "type", "name", "subject", "predicate", "object")
+#: The dot-path fields of each kind of element (§3.2); the other kind's fields never have a value.
+FIELDS = {
+    CONCEPT: ("id", "type", "name", "attributes", "metadata"),
+    PROPOSITION: ("id", "subject", "predicate", "object", "attributes", "metadata"),
+}
 MAP_FIELDS = {"attributes": storage.ATTR_PREFIX, "metadata": storage.META_PREFIX}
 
 #: Stored values that are JSON text (objects, mixed lists, explicit null …) start with this.
@@ -51,6 +56,18 @@ class Filters:
                 INVALID_SYNTAX,
                 f"?{expr.var} binds a predicate name (a string); `?{expr.var}.{'.'.join(expr.path)}` has no meaning.",
                 f"Use ?{expr.var} itself.",
+            )
+        fields = FIELDS.get(binding.kind)
+        if fields is not None and expr.path[0] not in fields:
+            # docs/interop.md A5: known at compile time, it could only ever be null (the reference refuses it too).
+            raise KipError(
+                INVALID_SYNTAX,
+                f"?{expr.var} binds {'proposition links' if binding.kind == PROPOSITION else 'concept nodes'}, which have no"
+                f" `{expr.path[0]}`: `?{expr.var}.{'.'.join(expr.path)}` can never have a value.",
+                f"A {binding.kind} has "
+                + ", ".join(f"?{expr.var}.{name}" for name in fields[:-2])
+                + f", ?{expr.var}.attributes.<key> and ?{expr.var}.metadata.<key>.",
+                offset=expr.span.start,
             )
         if binding.adopted is not None:
             if expr.path[0] == "attributes" and len(expr.path) == 2 and binding.adopted.property_of(expr.path[1]) is None:

@@ -27,6 +27,7 @@ from . import adopted, adopted_values, filters, grounding
 from .context import CONCEPT, PREDICATE, PROPOSITION, Binding
 from .pattern import Pattern, lower_where
 from .plan import Compiled, Plan
+from .update import named_target
 
 AGG = {"COUNT": "count", "SUM": "sum", "AVG": "avg", "MIN": "min", "MAX": "max"}
 
@@ -69,6 +70,9 @@ class FindPlan(Plan):
     key_checks: tuple[tuple[bool, str, str, str], ...] = ()
     #: Said with every answer (``warnings``): how the query read adopted data (docs/adopt.md).
     notes: tuple[str, ...] = ()
+    #: The WHERE is one clause naming its element exactly (``update.named_target``): an empty
+    #: answer means it does not exist — said in ``warnings`` (docs/interop.md A11).
+    named: str = ""
     #: Attribute keys read of adopted elements that the mapping does not expose (variable, key,
     #: adopted type or predicate): always null, so said with every answer, with the properties
     #: the team's elements carry (``unmapped_check``) for the did-you-mean.
@@ -478,6 +482,7 @@ class _FindLowering:
             grounding_at=grounding.offsets(pattern.grounding),
             key_checks=self.key_checks(),
             notes=tuple(dict.fromkeys(pattern.ctx.notes)),
+            named=named_target(self.command.where, getattr(self.command.where[0], "var", None) or "") if self.command.where else "",
             unmapped=unmapped,
             unmapped_check=Compiled.of(adopted.carried_statement([what for _, _, what in unmapped]), "properties of adopted elements") if unmapped else None,
         )

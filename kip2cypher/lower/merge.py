@@ -24,8 +24,8 @@ The statements of steps 2–5 are command-independent (``statements``: lock … 
 
 Counts: ``links_repointed`` = propositions whose endpoint moved (at any level);
 ``links_deduplicated`` = duplicates removed; ``attributes_filled`` = attribute
-keys the target gained from the source (``aliases`` counts once when the target
-had none and the source had some).
+keys the target gained from the source, plus one when its ``aliases`` list changed
+(the union and the source's name are part of §4.4's "Fill attributes").
 """
 
 from __future__ import annotations

@@ -261,7 +261,7 @@ def lower_where(where: Iterable[ast.WhereItem], parameters: Mapping[str, Any], s
 
 
 # ----------------------------------------------------------------------------- lowering
-def _var_mentions(item: Any) -> Iterator[str]:
+def var_mentions(item: Any) -> Iterator[str]:
     """Every mention of a variable name in an item (nested blocks and expressions included)."""
     if isinstance(item, ast.Var):
         yield item.name
@@ -273,35 +273,35 @@ def _var_mentions(item: Any) -> Iterator[str]:
         if isinstance(item, ast.PropositionClause):
             for part in (item.subject, item.predicate, item.object):
                 if part is not None:
-                    yield from _var_mentions(part)
+                    yield from var_mentions(part)
     elif isinstance(item, ast.Filter):
-        yield from _var_mentions(item.expr)
+        yield from var_mentions(item.expr)
     elif isinstance(item, (ast.NotBlock, ast.OptionalBlock, ast.UnionBlock)):
         for sub in item.items:
-            yield from _var_mentions(sub)
+            yield from var_mentions(sub)
     elif isinstance(item, (ast.Comparison, ast.BoolOp)):
-        yield from _var_mentions(item.left)
-        yield from _var_mentions(item.right)
+        yield from var_mentions(item.left)
+        yield from var_mentions(item.right)
     elif isinstance(item, ast.NotExpr):
-        yield from _var_mentions(item.operand)
+        yield from var_mentions(item.operand)
     elif isinstance(item, ast.FuncCall):
         for arg in item.args:
-            yield from _var_mentions(arg)
+            yield from var_mentions(arg)
 
 
 def _where_vars(item: Any, out: set[str]) -> set[str]:
     """Every variable name mentioned anywhere in an item (including nested blocks)."""
-    out.update(_var_mentions(item))
+    out.update(var_mentions(item))
     return out
 
 
 def _count_vars(item: Any, counts: dict[str, int]) -> None:
     """How often each variable name is written anywhere in an item (nested blocks included)."""
-    for name in _var_mentions(item):
+    for name in var_mentions(item):
         counts[name] = counts.get(name, 0) + 1
 
 
-def _bound_by(item: Any, out: set[str]) -> set[str]:
+def bound_by(item: Any, out: set[str]) -> set[str]:
     """Variables an item binds for the rest of its group (NOT binds nothing; FILTER binds nothing)."""
     if isinstance(item, ast.ConceptClause):
         if item.var:
@@ -313,10 +313,10 @@ def _bound_by(item: Any, out: set[str]) -> set[str]:
             if isinstance(part, ast.Var):
                 out.add(part.name)
             elif isinstance(part, (ast.ConceptClause, ast.PropositionClause)):
-                _bound_by(part, out)
+                bound_by(part, out)
     elif isinstance(item, (ast.OptionalBlock, ast.UnionBlock)):
         for sub in item.items:
-            _bound_by(sub, out)
+            bound_by(sub, out)
     return out
 
 
@@ -445,7 +445,7 @@ class Lowerer:
         scope = dict(scope)
         will_bind: set[str] = set(scope)
         for item in items:
-            _bound_by(item, will_bind)
+            bound_by(item, will_bind)
         pending: list[tuple[Any, set[str]]] = []
         for item in items:
             if isinstance(item, ast.Filter):

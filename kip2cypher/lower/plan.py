@@ -66,6 +66,10 @@ class Plan:
     command_text: str = field(default="", kw_only=True, repr=False, compare=False)
     #: The namespace the plan was compiled for (its statements use that namespace's names).
     namespace: str = field(default="", kw_only=True, repr=False, compare=False)
+    #: Said with the answer (``warnings``): where the command meets a point the spec leaves open
+    #: and kip2cypher's reading may differ from the reference engine's (``lower.surprises``,
+    #: docs/interop.md). Known at compile time: no statement of the plan depends on them.
+    warnings: tuple[str, ...] = field(default=(), kw_only=True, repr=False, compare=False)
 
     @property
     def names(self) -> storage.Names:

@@ -91,9 +91,15 @@ class BulkPlan(Plan):
     schema_rule: str = ""
     written: Mapping[str, Any] = field(default_factory=dict)
     key_at: Mapping[str, int] = field(default_factory=dict)
+    #: UPDATE: the row's ``held`` counts the matched elements that already held every value
+    #: written — not rewritten, not counted in ``updated``: said in ``warnings`` (docs/interop.md A9).
+    held: bool = False
     #: DELETE of a target the WHERE names exactly (``delete.named_target``): how it names it; that
     #: nothing matched then means it does not exist (KIP_3002), not an empty pattern.
     named: str = ""
+    #: UPDATE: such a target that matched nothing is zero counts and a ``warnings`` entry
+    #: (Appendix 4 lists KIP_3002 for DELETE, not UPDATE; docs/interop.md A11).
+    named_missing_is_empty: bool = False
 
     def steps(self) -> tuple[Compiled, ...]:
         checks = (grounding.check_statement(self.grounding_all, self.names), grounding.defined_names(self.names)) if self.grounding_all else ()
@@ -303,6 +309,22 @@ class Expr:
             )
         return frag(Param(v))
 
+    def check_interval(self, call: ast.UpdateCall) -> None:
+        """CLAMP(x, lo, hi) with bounds known now and lo > hi asks nothing answerable: KIP_1001.
+        Bounds known only when it runs skip the key instead, as a null result does
+        (docs/interop.md A12; the reference engine yields null there too)."""
+        lo, hi = call.args[1:]
+        if isinstance(lo, (ast.Literal, ast.Placeholder)) and isinstance(hi, (ast.Literal, ast.Placeholder)):
+            low, high = resolve(lo, self.parameters), resolve(hi, self.parameters)
+            numbers = all(isinstance(b, (int, float)) and not isinstance(b, bool) for b in (low, high))
+            if numbers and low > high:
+                raise KipError(
+                    errors.INVALID_SYNTAX,
+                    f"CLAMP(x, lo, hi) needs lo ≤ hi, got lo = {low} and hi = {high}: no value lies in that interval.",
+                    f"Swap the bounds: CLAMP(x, {high}, {low}).",
+                    offset=call.span.start,
+                )
+
     def call(self, call: ast.UpdateCall) -> Fragment:
         f = call.func
         if f == "ADD":
@@ -312,6 +334,7 @@ class Expr:
         if f == "CLAMP":
             # The operands are bound once (a one-item list comprehension): each may be a nested
             # expression, which writing it out in every branch would repeat.
+            self.check_interval(call)
             v = Internal(f"v{self._fresh}")
             self._fresh += 1
             x, lo, hi = (self.numeric(a) for a in call.args)
@@ -330,7 +353,11 @@ class Expr:
                 v,
                 "[1] IS NULL OR ",
                 v,
-                "[2] IS NULL THEN null WHEN ",
+                "[2] IS NULL OR ",
+                v,
+                "[1] > ",
+                v,
+                "[2] THEN null WHEN ",
                 v,
                 "[0] < ",
                 v,
@@ -472,21 +499,30 @@ def lower_update(command: ast.Update, parameters: dict[str, Any], settings: Sett
         ),
         "}",
     )
-    returns = frag("changed, _skipped, CASE WHEN size(_big) > 0 THEN [", element_label("t", targets.names), ", _big[0]] END AS big", ", _new" if strict else "")
+    # _held: written values the element already holds, all of them (docs/interop.md A9)
+    held = "NOT changed AND any(k IN keys(_new) WHERE _new[k] IS NOT NULL) AS _held"
+    big = frag("CASE WHEN size(_big) > 0 THEN [", element_label("t", targets.names), ", _big[0]] END AS big")
+    returns = frag("changed, _skipped, ", held, ", ", big, ", _new" if strict else "")
     strict_total, strict_column = strict_rows(strict, frag("[t.type, ", results, "]"), targets.names)
-    totals = frag("count(CASE WHEN changed THEN 1 END) AS updated, sum(_skipped) AS skipped, collect(big)[..3] AS big", strict_total)
+    totals = frag(
+        "count(CASE WHEN changed THEN 1 END) AS updated, sum(_skipped) AS skipped, count(CASE WHEN _held THEN 1 END) AS held, collect(big)[..3] AS big",
+        strict_total,
+    )
 
     probe = targets.collect_guarded("_ts", bad_element("x", targets.names, core_directives=touches_cd, kind=targets.kind))
     for stmt, write in ((targets.stmt, True), (probe, False)):
         with each_element(stmt, returns, totals, write=write):
             _update_element(stmt, sets, expr.reads, write=write)
-        stmt.line("RETURN size(_ts) AS matched, updated, skipped, big, ", strict_column, ", _bad")
+        stmt.line("RETURN size(_ts) AS matched, updated, skipped, held, big, ", strict_column, ", _bad")
     return targets.plan(
         "UPDATE",
         "compute and write per element",
         probe,
         (("updated", "updated"), ("matched", "matched")),
         reported=(("skipped_non_finite", "skipped"),),
+        held=True,
+        named=named_target(command.where, command.target),
+        named_missing_is_empty=True,
         schema_rule=CHECK_VALUES if strict else "",
         written=written,
         key_at=key_at,

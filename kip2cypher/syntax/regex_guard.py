@@ -10,7 +10,7 @@ few thousand repetitions, which kills the Bolt connection.
 So a pattern is parsed here (the subset is listed in docs/kql.md; anything outside it is
 KIP_1001) and priced with an upper bound of the steps Java's matcher can take on a value of
 N characters — a polynomial in N (``_cost``). KIP REGEX is a search: the engine sends
-``(?s).*?(?:p).*`` (or ``(?s)(?:p).*`` when every alternative starts with ``^``/``\\A``), and
+``(?s:.*?)(?:p)(?s:.*)`` (or ``(?:p)(?s:.*)`` when every alternative starts with ``^``/``\\A``), and
 the lazy prefix tries every start position, so the price includes that factor. From the
 price follows the pattern's *reach*: the longest value it can examine within the step
 budget (``Settings.max_regex_steps``, shared by the REGEX of one command). A pattern whose
@@ -91,7 +91,9 @@ def compile_search(pattern: str, budget: float) -> SearchRegex:
     if reach < MIN_REACH:
         raise _refuse(pattern, f"on a value of {MIN_REACH} characters it could take more than {budget:.0e} steps (nested or chained quantifiers)")
     text = "|".join(_text(branch) for branch in branches)
-    return SearchRegex(("(?s)(?:" if anchored else "(?s).*?(?:") + text + ").*", reach)
+    # DOTALL only for the wrapper's own ``.*``: in the agent's pattern ``.`` stops at a line break,
+    # as in every dialect an agent knows (docs/interop.md A8).
+    return SearchRegex(("(?:" if anchored else "(?s:.*?)(?:") + text + ")(?s:.*)", reach)
 
 
 def regex_calls(node: Any) -> int:

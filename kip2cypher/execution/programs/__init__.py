@@ -38,11 +38,15 @@ PROGRAMS: dict[type, Callable[[Any, Context], Generator[Any, Any, dict]]] = {
 
 
 def start(plan: Plan, ctx: Context) -> Generator[Any, Any, dict]:
-    """The whole program of one command: the plan's program, its errors located in the command."""
+    """The whole program of one command: the plan's program, its errors located in the command,
+    the compile-time ``warnings`` of the plan (docs/interop.md) after the program's own."""
     try:
-        return (yield from PROGRAMS[type(plan)](plan, ctx))
+        response = yield from PROGRAMS[type(plan)](plan, ctx)
     except KipError as exc:
         raise exc.locate(plan.command_text)
+    if plan.warnings:
+        response = {**response, "warnings": [*response.get("warnings", ()), *plan.warnings]}
+    return response
 
 
 def refreshes_embeddings(plan: Plan, ctx: Context) -> bool:

@@ -14,7 +14,7 @@ from ...domain.writes import NOW
 from ...errors import KipError
 from ...lower.update import CHECK_VALUES, BulkPlan, instance_schemas
 from ..requests import Context, Run
-from . import grounding
+from . import find, grounding
 
 
 def bulk(plan: BulkPlan, ctx: Context) -> Generator[Any, Any, dict]:
@@ -29,11 +29,23 @@ def bulk(plan: BulkPlan, ctx: Context) -> Generator[Any, Any, dict]:
         yield from check_schema(plan, row["strict"])
     # An undefined type or predicate matches nothing; one used only in OPTIONAL/NOT/UNION may hide anywhere.
     yield from grounding.check(plan.names, plan.grounding_all if row["matched"] == 0 else plan.grounding_optional, plan.grounding_at)
+    warnings = []
     if plan.named and row["matched"] == 0:
-        raise missing_target(plan)
+        if not plan.named_missing_is_empty:
+            raise missing_target(plan)
+        warnings.append(find.absent(plan.named))
     result = {key: row[column] for key, column in plan.result}
     result.update({key: row[column] for key, column in plan.reported if row[column]})
-    return {"result": result}
+    if plan.held and row["held"]:
+        warnings.append(held_values(row["held"]))
+    return {"result": result, "warnings": warnings} if warnings else {"result": result}
+
+
+def held_values(count: int) -> str:
+    """UPDATE's elements that already held the values (docs/interop.md A9): "updated" counts
+    changed elements only; the reference engine rewrites and counts these too."""
+    which = "1 matched element already held" if count == 1 else f"{count} matched elements already held"
+    return f'{which} these values: not rewritten and not counted in "updated" (_version unchanged; the reference engine rewrites and counts them)'
 
 
 def refuse_protected(bad: list[str], keyword: str) -> None:

@@ -69,8 +69,7 @@ def primer(plan: PrimerPlan, ctx: Context) -> Generator[Any, Any, dict]:
     if ctx.dry_run:
         return (yield from explain_all("META", plan.steps()))
     rows = yield Run(plan.self_query)
-    identity = identity_layer(rows[0]["s"] if rows else None, ctx)
-    identity["capabilities"]["core"] = core(rows[0].get("profile") if rows else None)
+    identity = identity_layer(rows[0]["s"] if rows else None, rows[0].get("profile") if rows else None, ctx)
     domain_map = []
     for row in (yield Run(plan.domains)):
         entry = domain_summary(row["d"], row["members"])
@@ -97,7 +96,7 @@ def domain_summary(props: dict[str, Any], members: int) -> dict[str, Any]:
     return summary
 
 
-def identity_layer(self_props: dict[str, Any] | None, ctx: Context) -> dict[str, Any]:
+def identity_layer(self_props: dict[str, Any] | None, profile: str | None, ctx: Context) -> dict[str, Any]:
     identity: dict[str, Any] = {"type": "Person", "name": "$self"}
     if self_props is None:
         identity.update({"id": None, "exists": False, "summary": SELF_IDENTITY_DEFAULT, "attributes": {}})
@@ -109,14 +108,16 @@ def identity_layer(self_props: dict[str, Any] | None, ctx: Context) -> dict[str,
             summary = SELF_IDENTITY_DEFAULT
         identity.update({"id": node["id"], "exists": True, "summary": summary, "attributes": attributes})
     identity["nexus"] = NEXUS_DESCRIPTION
-    identity["capabilities"] = capabilities(ctx.settings, ctx.embedder)
+    identity["capabilities"] = capabilities(ctx.settings, ctx.embedder, profile)
     return identity
 
 
-def capabilities(settings: Settings, embedder: Any) -> dict[str, Any]:
-    """What this engine can really do, from its live configuration (``embedder``: the one in force, or None)."""
+def capabilities(settings: Settings, embedder: Any, profile: str | None) -> dict[str, Any]:
+    """What this engine can really do, from its live configuration (``embedder``: the one in force,
+    or None) and the nexus's recorded ``profile``: ``protocol`` is its KIP version (the default
+    profile's when none this build knows is recorded; RC10 and RC11 share one syntax)."""
     return {
-        "protocol": "KIP v1.0-RC10",
+        "protocol": f"KIP {profiles.core_version(profile) or profiles.get(None).core_version}",
         "engine": f"kip2cypher {__version__} (Cypher on Neo4j)",
         "commands": list(ast.command_words()),
         "search": search_capabilities(embedder, embedding.unavailable_reason()),
@@ -130,4 +131,5 @@ def capabilities(settings: Settings, embedder: Any) -> dict[str, Any]:
             "export_max_limit": EXPORT_MAX_LIMIT,
         },
         "strict_schema": settings.strict_schema,
+        "core": core(profile),
     }

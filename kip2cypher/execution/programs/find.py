@@ -31,6 +31,8 @@ def find(plan: FindPlan, ctx: Context) -> Generator[Any, Any, dict]:
             yield from grounding.fail(plan.names, plan.grounding, undefined[0], plan.grounding_at)
         rows = [row for row in rows if row["_undefined"] is None]
     warnings = (yield from missing_keys(plan)) if not rows and plan.key_checks else []
+    if not rows and plan.named:
+        warnings.append(absent(plan.named))
     if len(rows) > cap + (1 if plan.limit is not None and plan.limit <= cap else 0):
         raise too_many_rows(cap)
     limit = plan.limit
@@ -48,6 +50,12 @@ def find(plan: FindPlan, ctx: Context) -> Generator[Any, Any, dict]:
     if warnings:
         response["warnings"] = warnings
     return response
+
+
+def absent(named: str) -> str:
+    """An element named exactly (by id or complete ``{type, name}``) that matched nothing does not
+    exist: the reference engine answers KIP_3002 there (docs/interop.md A11)."""
+    return f"The {named} does not exist (the reference engine answers KIP_3002 for an element named exactly that does not exist)"
 
 
 def unmapped_keys(plan: FindPlan) -> Generator[Any, Any, list[str]]:

@@ -110,16 +110,18 @@ def _already_merged_hint(plan: MergePlan) -> Program:
 
 
 def _fill(s: dict, t: dict, sp: dict[str, Any], tp: dict[str, Any]) -> tuple[dict[str, Any], int]:
-    """What the target gains (target wins conflicts), and how many attributes that counts."""
+    """What the target gains (target wins conflicts), and how many attributes that counts: each
+    key copied, and ``aliases`` once when the target's list changed — §4.4 puts the union and
+    the source's name inside step 2, "Fill attributes" (as the reference counts; docs/interop.md A10)."""
     fill: dict[str, Any] = {}
     filled = 0
     for key, value in sp.items():
         if key.startswith(storage.ATTR_PREFIX) and key != ALIASES and key not in tp:
             fill[key] = value
             filled += 1
-    if ALIASES not in tp and ALIASES in sp and _decode_list(sp.get(ALIASES)):
-        filled += 1
     fill[ALIASES] = _union(tp, sp, ALIASES, s["name"], exclude=(t["name"],))
+    if _decode_list(fill[ALIASES]) != _decode_list(tp.get(ALIASES)):
+        filled += 1
     fill[writes.MERGED_FROM] = _union(tp, sp, writes.MERGED_FROM, f"{s['type']}:{s['name']}")
     return fill, filled
 
