@@ -14,11 +14,12 @@ from __future__ import annotations
 import hashlib
 import logging
 import secrets
+import time
 from collections.abc import Generator
 from datetime import UTC, datetime
 from typing import Any
 
-from .. import embedding, errors, profiles
+from .. import embedding, errors, metrics, profiles
 from ..adoption import AdoptedType, Adoption
 from ..config import Settings
 from ..errors import KipError
@@ -267,26 +268,40 @@ class Core:
     # ------------------------------------------------------------------ §6 requests
     def execute(self, arguments: Any, *, readonly: bool = False) -> Operation:
         """Run one function call given its raw JSON arguments object; returns the §6 response dict, never raises."""
+        call, outcomes, response = metrics.Call(readonly, self.settings.namespace), [], None
         try:
-            settings = yield from self.request_settings()
-        except KipError as exc:
-            return {"error": exc.to_dict()}
-        deadline = Deadline.start(settings)
-        return (yield from self._drive(request_program(arguments, readonly=readonly, settings=settings, deadline=deadline), deadline))
+            try:
+                settings = yield from self.request_settings()
+            except KipError as exc:
+                response = {"error": exc.to_dict()}
+                return response
+            deadline = Deadline.start(settings)
+            program = request_program(arguments, readonly=readonly, settings=settings, deadline=deadline, outcomes=outcomes)
+            response = yield from self._drive(program, deadline, call)
+            return response
+        finally:  # also when the caller stops waiting (the operation is closed): counted as cancelled
+            call.done(response, outcomes)
 
     def execute_command(self, text: str, parameters: dict[str, Any] | None = None, *, dry_run: bool = False, readonly: bool = False) -> Operation:
         """One command text → ``Outcome`` (its §6.2.1 response, its kind, whether it stops a batch); never raises."""
+        call, answered = metrics.Call(readonly, self.settings.namespace), None
         try:
-            settings = yield from self.request_settings()
-        except KipError as exc:
-            return Outcome({"error": exc.to_dict()}, None)
-        deadline = Deadline.start(settings)
-        program = command_program(text, dict(parameters or {}), dry_run=dry_run, readonly=readonly, settings=settings, deadline=deadline)
-        return (yield from self._drive(program, deadline))
+            try:
+                settings = yield from self.request_settings()
+            except KipError as exc:
+                answered = Outcome({"error": exc.to_dict()}, None)
+                return answered
+            deadline = Deadline.start(settings)
+            program = command_program(text, dict(parameters or {}), dry_run=dry_run, readonly=readonly, settings=settings, deadline=deadline)
+            answered = yield from self._drive(program, deadline, call)
+            return answered
+        finally:
+            call.done(answered and answered.response, [answered] if answered else [])
 
-    def _drive(self, program: Any, deadline: Deadline | None) -> Operation:
+    def _drive(self, program: Any, deadline: Deadline | None, call: metrics.Call) -> Operation:
         """Step a request program: its CPU work goes up to the face (``Offload``), each plan it
-        asks for runs here; hand back its response or its error."""
+        asks for runs here (timed for ``call``, its statements traced under the call's span);
+        hand back its response or its error."""
         reply: Any = None
         while True:
             try:
@@ -298,13 +313,23 @@ class Core:
             elif deadline is not None and deadline.expired():
                 reply = deadline.error()  # the request's budget is spent: not run
             else:
+                started = time.perf_counter()
                 try:
-                    reply = yield from self.run_plan(ask.plan, dry_run=ask.dry_run, readonly=ask.readonly, deadline=deadline)
+                    reply = yield from self.run_plan(ask.plan, dry_run=ask.dry_run, readonly=ask.readonly, deadline=deadline, span=call.span)
                 except KipError as exc:
                     reply = exc
+                call.command(ask.plan.kind, started)
 
     def run_plan(
-        self, plan: Plan, *, dry_run: bool = False, readonly: bool = False, engine: bool = False, deadline: Deadline | None = None, admin: bool = False
+        self,
+        plan: Plan,
+        *,
+        dry_run: bool = False,
+        readonly: bool = False,
+        engine: bool = False,
+        deadline: Deadline | None = None,
+        admin: bool = False,
+        span: Any = None,
     ) -> Operation:
         """Run a plan in one transaction; every failure becomes a KipError. ``admin``: the
         engine's own work (bootstrap's capsules), under ``Settings.admin_timeout_s``.
@@ -314,9 +339,10 @@ class Core:
         them. KML runs in one managed write transaction. Both retry transient errors; a
         KipError raised by the program rolls the transaction back. A KML write then has its
         SEARCH embeddings refreshed in the background; a semantic SEARCH first waits for them.
+        ``span``: the OpenTelemetry span of the call it serves (``tracing``).
         """
         access = "READ" if (readonly or dry_run or plan.access == "READ") else "WRITE"
-        ctx = new_context(self.settings, plan, dry_run, engine, deadline, admin)
+        ctx = new_context(self.settings, plan, dry_run, engine, deadline, admin, span)
         fresh = True
         if plan.reads_vectors and ctx.embedder is not None:
             fresh = yield AwaitEmbeddings(within(self.settings.embedding_wait_s, deadline))
@@ -356,12 +382,14 @@ def metadata(settings: Settings, kind: str, readonly: bool, dry_run: bool, *, in
     }
 
 
-def new_context(settings: Settings, plan: Plan, dry_run: bool, engine: bool = False, deadline: Deadline | None = None, admin: bool = False) -> Context:
+def new_context(
+    settings: Settings, plan: Plan, dry_run: bool, engine: bool = False, deadline: Deadline | None = None, admin: bool = False, span: Any = None
+) -> Context:
     """What a plan's program is told: the settings, the command's timestamp, the embedder for
     META/KML, whether the engine itself writes (bootstrap upgrade), the request's deadline,
-    whether it is administrative work (bootstrap: ``Settings.admin_timeout_s``)."""
+    whether it is administrative work (bootstrap: ``Settings.admin_timeout_s``), the call's span."""
     embedder = embedding.resolve(settings) if plan.kind != "KQL" else None
-    return Context(settings, now(), dry_run=dry_run, embedder=embedder, engine=engine, deadline=deadline, admin=admin)
+    return Context(settings, now(), dry_run=dry_run, embedder=embedder, engine=engine, deadline=deadline, admin=admin, span=span)
 
 
 def nexus_settings(settings: Settings, record: Any, configured_secret: bool) -> Settings:
