@@ -248,3 +248,17 @@ def test_without_a_tracer_provider_or_without_the_package_nothing_is_created(mon
     monkeypatch.setattr(tracing, "_trace", None)
     assert tracing.request_span("execute_kip", "python", "") is None
     assert tracing.statement(None, "FIND") is tracing.statement(None, "concepts")  # one shared no-op, no allocation
+
+
+def test_a_call_cut_short_by_the_request_timeout_counts_as_cancelled(genesis, neo4j_server):
+    commands = ['FIND(?d.name) WHERE { ?d {type: "$ConceptType"} }'] * 100
+
+    async def body(session):
+        return payload(await session.call_tool("execute_kip_readonly", {"commands": commands}))
+
+    env = {"KIP2CYPHER_MCP_METRICS_TOKEN": METRICS_TOKEN}
+    with http_server(neo4j_server, "--request-timeout", "0.001", env=env) as served:
+        assert in_session(served.url, RO, body)["error"]["code"] == "KIP_4001"
+        found = samples(httpx2.get(metrics_url(served), headers={"Authorization": f"Bearer {METRICS_TOKEN}"}, timeout=30).text)
+    calls = {dict(labels)["outcome"]: v for (name, labels), v in found.items() if name == "kip2cypher_calls_total"}
+    assert calls == {"cancelled": 1}

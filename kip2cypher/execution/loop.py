@@ -387,7 +387,16 @@ def operate_sync(operation: Generator[Any, Any, Any], session: Callable[[str], A
 
 
 async def operate_async(operation: Generator[Any, Any, Any], session: Callable[[str], Any], refresher: Any) -> Any:
-    """``operate_sync`` under asyncio: ``Offload`` runs in a worker thread (once per request)."""
+    """``operate_sync`` under asyncio: ``Offload`` runs in a worker thread (once per request). An
+    operation whose caller stops waiting (the MCP server's request timeout cancels the call) is
+    closed at once: its ``finally`` blocks — the call's metrics — run now, not when it is collected."""
+    try:
+        return await _operate_async(operation, session, refresher)
+    finally:
+        operation.close()
+
+
+async def _operate_async(operation: Generator[Any, Any, Any], session: Callable[[str], Any], refresher: Any) -> Any:
     reply: Any = None
     failure: KipError | None = None
     while True:
