@@ -268,35 +268,38 @@ class Core:
     # ------------------------------------------------------------------ §6 requests
     def execute(self, arguments: Any, *, readonly: bool = False) -> Operation:
         """Run one function call given its raw JSON arguments object; returns the §6 response dict, never raises."""
-        call, outcomes, response = metrics.Call(readonly, self.settings.namespace), [], None
-        try:
-            try:
-                settings = yield from self.request_settings()
-            except KipError as exc:
-                response = {"error": exc.to_dict()}
-                return response
-            deadline = Deadline.start(settings)
-            program = request_program(arguments, readonly=readonly, settings=settings, deadline=deadline, outcomes=outcomes)
-            response = yield from self._drive(program, deadline, call)
-            return response
-        finally:  # also when the caller stops waiting (the operation is closed): counted as cancelled
-            call.done(response, outcomes)
+
+        def program(settings: Settings, deadline: Deadline, outcomes: list[Outcome]) -> Any:
+            return request_program(arguments, readonly=readonly, settings=settings, deadline=deadline, outcomes=outcomes)
+
+        return (yield from self._answer(readonly, program, lambda error: {"error": error}))
 
     def execute_command(self, text: str, parameters: dict[str, Any] | None = None, *, dry_run: bool = False, readonly: bool = False) -> Operation:
         """One command text → ``Outcome`` (its §6.2.1 response, its kind, whether it stops a batch); never raises."""
-        call, answered = metrics.Call(readonly, self.settings.namespace), None
+
+        def program(settings: Settings, deadline: Deadline, outcomes: list[Outcome]) -> Any:
+            return command_program(text, dict(parameters or {}), dry_run=dry_run, readonly=readonly, settings=settings, deadline=deadline)
+
+        return (yield from self._answer(readonly, program, lambda error: Outcome({"error": error}, None)))
+
+    def _answer(self, readonly: bool, program: Any, refused: Any) -> Operation:
+        """Answer one call with the request program ``program(settings, deadline, outcomes)``
+        builds (``refused(error)`` when the nexus node cannot be read), counted once in the
+        metrics (``metrics.Call``) — also when the caller stops waiting and the operation is
+        closed, as ``cancelled``."""
+        call, outcomes, answer = metrics.Call(readonly, self.settings.namespace), [], None
         try:
             try:
                 settings = yield from self.request_settings()
             except KipError as exc:
-                answered = Outcome({"error": exc.to_dict()}, None)
-                return answered
+                answer = refused(exc.to_dict())
+                return answer
             deadline = Deadline.start(settings)
-            program = command_program(text, dict(parameters or {}), dry_run=dry_run, readonly=readonly, settings=settings, deadline=deadline)
-            answered = yield from self._drive(program, deadline, call)
-            return answered
+            answer = yield from self._drive(program(settings, deadline, outcomes), deadline, call)
+            return answer
         finally:
-            call.done(answered and answered.response, [answered] if answered else [])
+            single = answer if isinstance(answer, Outcome) else None  # execute_command's answer
+            call.done(single.response if single else answer, [single] if single else outcomes)
 
     def _drive(self, program: Any, deadline: Deadline | None, call: metrics.Call) -> Operation:
         """Step a request program: its CPU work goes up to the face (``Offload``), each plan it
