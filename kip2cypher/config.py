@@ -273,6 +273,7 @@ OTHER_VARIABLES = {
     "KIP2CYPHER_MCP_JWT_AUDIENCE": "kip2cypher mcp --jwt-audience",
     "KIP2CYPHER_MCP_JWT_NAMESPACE_CLAIM": "kip2cypher mcp --jwt-namespace-claim",
     "KIP2CYPHER_MCP_RESOURCE_URL": "kip2cypher mcp --resource-url",
+    "KIP2CYPHER_MCP_METRICS_TOKEN": "kip2cypher mcp: the bearer token GET /metrics needs (unset: /metrics is off)",
     "KIP2CYPHER_NEO4J_PORT": "the local Neo4j launcher: Bolt port",
     "KIP2CYPHER_NEO4J_HOME": "the local Neo4j launcher: data directory",
     "KIP2CYPHER_NEO4J_HEAP": "the local Neo4j launcher: heap",

@@ -21,6 +21,7 @@ from typing import Any
 
 import anyio
 
+from . import metrics
 from .cypher import storage
 
 log = logging.getLogger("kip2cypher.mcp")
@@ -222,15 +223,22 @@ class RequireAuth:
         from pydantic import AnyHttpUrl
 
         self.checked = RequireAuthMiddleware(app, required_scopes, AnyHttpUrl(metadata_url) if metadata_url else None)
+        self.required = required_scopes
         self.challenge = f'Bearer resource_metadata="{metadata_url}"' if metadata_url else "Bearer"
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 
         headers = dict(scope.get("headers") or [])
-        if isinstance(scope.get("user"), AuthenticatedUser) or headers.get(b"authorization", b"").lower().startswith(b"bearer "):
+        user = scope.get("user")
+        if isinstance(user, AuthenticatedUser) or headers.get(b"authorization", b"").lower().startswith(b"bearer "):
+            if not isinstance(user, AuthenticatedUser):
+                metrics.auth_failure("invalid_token")
+            elif not all(scope_ in user.scopes for scope_ in self.required):
+                metrics.auth_failure("insufficient_scope")
             await self.checked(scope, receive, send)
             return
+        metrics.auth_failure("missing_token")
         body = json.dumps({"error_description": "Authentication required: send Authorization: Bearer <token>."}).encode()
         head = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), (b"www-authenticate", self.challenge.encode())]
         await send({"type": "http.response.start", "status": 401, "headers": head})

@@ -35,7 +35,7 @@ import anyio
 import mcp_types as types
 from mcp.server.lowlevel import Server
 
-from . import connection, mcp_auth
+from . import connection, mcp_auth, metrics
 from .async_nexus import AsyncNexus
 from .cypher import storage
 from .errors import EXECUTION_TIMEOUT, IMMUTABLE_TARGET, INTERNAL_ERROR, INVALID_SYNTAX, RESOURCE_EXHAUSTED, KipError
@@ -155,10 +155,12 @@ def build_server(nexus: Any, *, readonly: bool = False, request_timeout_s: float
         if params.name not in (EXECUTE_KIP, EXECUTE_KIP_READONLY) or (readonly and params.name == EXECUTE_KIP):
             return unknown_tool(params.name, readonly)
         if params.name == EXECUTE_KIP and not _may_write(ctx, tokens_required):
+            metrics.auth_failure("insufficient_scope")
             return {"error": _read_only_token_error().to_dict()}
         arguments = params.arguments if params.arguments is not None else {}
         target = nexus if namespace is None else await nexus.for_namespace(namespace)
-        return await _call_with_timeout(target, arguments, params.name == EXECUTE_KIP_READONLY, request_timeout_s, call)
+        with metrics.interface(metrics.MCP):
+            return await _call_with_timeout(target, arguments, params.name == EXECUTE_KIP_READONLY, request_timeout_s, call)
 
     return Server(
         "kip2cypher",
@@ -393,6 +395,8 @@ class HttpOptions:
     #: This endpoint's public URL (``--resource-url``): the RFC 9728 ``resource`` and the default
     #: JWT audience. None: ``http://<bound host>:<port><path>`` (``resolve_resource_url``).
     resource_url: str | None = None
+    #: The bearer token ``GET /metrics`` needs (``KIP2CYPHER_MCP_METRICS_TOKEN``); None: /metrics is off.
+    metrics_token: str | None = field(default=None, repr=False)
 
     @property
     def authenticated(self) -> bool:
@@ -423,7 +427,9 @@ class HttpOptions:
             raise McpConfigError(f"--no-auth is only allowed on a loopback host (127.0.0.1, ::1, localhost), not {self.host!r}.")
         if not self.path.startswith("/"):
             raise McpConfigError(f"--path must start with '/': {self.path!r}.")
-        if self.path.rstrip("/") in (HEALTH_PATH, READY_PATH) or self.path.startswith(mcp_auth.WELL_KNOWN):
+        if self.metrics_token is not None:
+            _check_metrics_token(self.metrics_token, self.tokens)
+        if self.path.rstrip("/") in (HEALTH_PATH, READY_PATH, METRICS_PATH) or self.path.startswith(mcp_auth.WELL_KNOWN):
             raise McpConfigError(f"--path {self.path!r} is taken by a probe or the OAuth metadata; choose another (the default is /mcp).")
 
 
@@ -485,7 +491,9 @@ def http_app(server: Server, options: HttpOptions, nexus: Any = None, ready: Cal
         Route(options.path, endpoint=endpoint),
         Route(HEALTH_PATH, endpoint=_health(manager), methods=["GET"]),
         Route(READY_PATH, endpoint=_readiness(nexus), methods=["GET"]),
+        Route(METRICS_PATH, endpoint=_metrics(options.metrics_token), methods=["GET"]),
     ]
+    metrics.SESSIONS.set_function(lambda: len(getattr(manager, "_server_instances", {})))
     return Starlette(routes=routes, middleware=middleware, lifespan=lambda app: _lifespan(manager, nexus, ready))
 
 
@@ -521,6 +529,43 @@ def _health(manager: Any) -> Callable[[Any], Any]:
         return JSONResponse({"status": "ok", "sessions": sessions, "version": __version__})
 
     return health
+
+
+#: Prometheus endpoint (docs/interfaces.md, "Metrics"): ``Authorization: Bearer <KIP2CYPHER_MCP_METRICS_TOKEN>``.
+METRICS_PATH = "/metrics"
+
+
+def _check_metrics_token(secret: str, tokens: list[Token]) -> None:
+    """The metrics token: as long and as plain as a client token, and none of them (a scraper
+    holding it must not be able to call a tool)."""
+    if len(secret) < MIN_TOKEN_CHARS or not secret.isascii() or not secret.isprintable() or " " in secret:
+        raise McpConfigError(
+            f"KIP2CYPHER_MCP_METRICS_TOKEN must be at least {MIN_TOKEN_CHARS} printable ASCII characters without spaces "
+            "(make one with: python -c 'import secrets; print(secrets.token_urlsafe(32))')."
+        )
+    if any(hmac.compare_digest(secret.encode(), token.secret.encode()) for token in tokens):
+        raise McpConfigError("KIP2CYPHER_MCP_METRICS_TOKEN is also a client token of KIP2CYPHER_MCP_TOKENS / the tokens file; give the scraper its own.")
+
+
+def _metrics(secret: str | None) -> Callable[[Any], Any]:
+    """``GET /metrics`` → kip2cypher's metrics in the Prometheus text format (``metrics.exposition``),
+    for a request bearing the metrics token (compared in constant time); 401 otherwise (counted as
+    an authentication failure, reason ``metrics_token``); 404 saying how to turn it on when no
+    metrics token is configured."""
+    from starlette.responses import JSONResponse, Response
+
+    expected = f"Bearer {secret}".encode() if secret is not None else None
+
+    async def serve(request: Any) -> Any:
+        if expected is None:
+            return JSONResponse({"error": 'metrics are off: set KIP2CYPHER_MCP_METRICS_TOKEN to serve them here (docs/interfaces.md, "Metrics")'}, 404)
+        presented = request.headers.get("authorization", "").encode("utf-8", "surrogatepass")
+        if not hmac.compare_digest(presented, expected):
+            metrics.auth_failure("metrics_token")
+            return JSONResponse({"error": "send Authorization: Bearer <the metrics token>"}, 401, headers={"WWW-Authenticate": 'Bearer realm="metrics"'})
+        return Response(metrics.exposition(), media_type=metrics.CONTENT_TYPE)
+
+    return serve
 
 
 #: Readiness endpoint (no token): 200 once Neo4j answers and every served namespace is bootstrapped.

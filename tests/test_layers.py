@@ -16,7 +16,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "kip2cypher"
 
 #: layer → the layers (besides itself) its modules may import; docs/architecture.md's table.
-FOUNDATION = {"errors", "config", "version", "resources", "profiles", "cursor", "text", "models", "caching", "adoption"}
+FOUNDATION = {"errors", "config", "version", "resources", "profiles", "cursor", "text", "models", "caching", "adoption", "metrics", "tracing"}
 LAYERS = {
     "foundation": set(),
     "syntax": {"foundation"},

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from neo4j.exceptions import ClientError, ServiceUnavailable
 
+from kip2cypher import metrics
 from kip2cypher.execution import loop
 
 
@@ -45,6 +46,8 @@ def test_a_retryable_read_failure_is_retried_and_a_client_error_is_not(monkeypat
     slept = []
     monkeypatch.setattr(loop.time, "sleep", slept.append)
     calls = []
+    counted = ("kip2cypher_neo4j_transient_errors_total", "kip2cypher_neo4j_retries_total")
+    before = [metrics.sample(name, access="READ") for name in counted]
 
     def flaky():
         calls.append(1)
@@ -53,6 +56,7 @@ def test_a_retryable_read_failure_is_retried_and_a_client_error_is_not(monkeypat
         return "rows"
 
     assert loop.retrying(flaky, 30.0) == "rows" and len(calls) == 3 and len(slept) == 2
+    assert [metrics.sample(name, access="READ") - was for name, was in zip(counted, before)] == [2, 2]  # docs/interfaces.md, "Metrics"
 
     def wrong():
         calls.append(1)

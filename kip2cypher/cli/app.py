@@ -699,6 +699,7 @@ def mcp_cmd(
                 max_request_bytes=max_request_bytes or mcp_server.DEFAULT_MAX_REQUEST_BYTES,
                 jwt=mcp_server.JwtOptions(jwks, jwt_issuer or "", tuple(_csv(jwt_audience)), jwt_namespace_claim) if jwks else None,
                 resource_url=resource_url,
+                metrics_token=lookup("KIP2CYPHER_MCP_METRICS_TOKEN"),
             )
         timeout = mcp_server.DEFAULT_REQUEST_TIMEOUT_S if request_timeout is None else request_timeout
         mcp_server.run(

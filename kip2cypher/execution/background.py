@@ -36,6 +36,7 @@ from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass, replace
 from typing import Any
 
+from .. import metrics
 from ..lower.embeddings import KINDS, statements
 from .programs.embeddings import refresh_touched
 from .requests import Context, Embed, Run
@@ -57,17 +58,28 @@ class Pending:
     def __init__(self) -> None:
         self.jobs: dict[int, _Job] = {}
         self.running = False
+        #: commands submitted since the last ``take`` / handed out by it (``metrics.EMBEDDING_BACKLOG``)
+        self.waiting = self.taken = 0
 
     def add(self, ctx: Context) -> None:
         key = id(ctx.embedder)
         job = self.jobs.get(key)
         if job is None or ctx.now < job.ctx.now:
-            self.jobs[key] = _Job(replace(ctx, dry_run=False, engine=False))
+            self.jobs[key] = _Job(replace(ctx, dry_run=False, engine=False, span=None))
+        self.waiting += 1
+        metrics.EMBEDDING_BACKLOG.inc()
 
     def take(self) -> list[_Job]:
         jobs, self.jobs = list(self.jobs.values()), {}
         self.running = bool(jobs)
+        self.taken, self.waiting = self.waiting, 0
         return jobs
+
+    def done(self) -> None:
+        """The pass over what ``take`` handed out finished: those commands leave the backlog."""
+        self.running = False
+        metrics.EMBEDDING_BACKLOG.dec(self.taken)
+        self.taken = 0
 
     @property
     def idle(self) -> bool:
@@ -132,6 +144,7 @@ async def _refresh_async(run: Callable[[str, Callable[[], Any], Context], Awaita
 
 
 def _failed(exc: BaseException) -> None:
+    metrics.EMBEDDING_FAILURES.inc()
     log.warning("background embedding refresh failed (%s); the writes stand — run kip2cypher.embedding.sync_embeddings to back-fill", exc)
 
 
@@ -196,7 +209,7 @@ class Refresher:
                 except Exception as exc:  # noqa: BLE001 - the worker must survive anything
                     _failed(exc)
             with self._cond:
-                self._pending.running = False
+                self._pending.done()
                 self._cond.notify_all()
 
 
@@ -243,6 +256,6 @@ class AsyncRefresher:
                     await _refresh_async(self._run, job.ctx)
                 except Exception as exc:  # noqa: BLE001
                     _failed(exc)
-            self._pending.running = False
+            self._pending.done()
         async with changed:
             changed.notify_all()

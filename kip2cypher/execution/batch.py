@@ -138,7 +138,9 @@ def _command(text: str, parameters: dict[str, Any], readonly: bool, settings: Se
         return Outcome({"error": _internal("command", exc).to_dict()}, sniff_kind(text))
 
 
-def request_program(arguments: Any, *, readonly: bool, settings: Settings, deadline: Deadline | None = None) -> Generator[RunPlan | Offload, Any, dict]:
+def request_program(
+    arguments: Any, *, readonly: bool, settings: Settings, deadline: Deadline | None = None, outcomes: list[Outcome] | None = None
+) -> Generator[RunPlan | Offload, Any, dict]:
     """One function call (its raw JSON arguments) → the §6 response dict.
 
     Its CPU work — validating the arguments, the read-only check, compiling the commands — is
@@ -147,7 +149,9 @@ def request_program(arguments: Any, *, readonly: bool, settings: Settings, deadl
     each KML command that ran without stopping the batch. A command after one that stops the
     batch is never compiled. ``deadline`` (the request's time budget, ``Settings.max_request_s``)
     is checked before each command is classified, compiled and run: once it has passed, the
-    remaining commands answer KIP_4001 without being compiled or run."""
+    remaining commands answer KIP_4001 without being compiled or run. ``outcomes``: receives the
+    ``Outcome`` of each command answered, in order (what the metrics count per command kind)."""
+    answered = outcomes if outcomes is not None else []
     prepared = yield Offload(lambda: _prepare(arguments, readonly, settings, deadline))
     if isinstance(prepared, dict):  # the request's error
         return prepared
@@ -155,16 +159,19 @@ def request_program(arguments: Any, *, readonly: bool, settings: Settings, deadl
     try:
         if not batch:
             outcome = yield from _run(compiled[0], dry_run, readonly)
+            answered.append(outcome)
             return outcome.response
         results = []
         for index, (text, params) in enumerate(items):
-            answered = compiled[index] is not None and compiled[index].plan is None  # its compile error: nothing to run
-            if not answered and deadline is not None and deadline.expired():
-                results.append({"error": deadline.error().to_dict()})  # not run
+            failed = compiled[index] is not None and compiled[index].plan is None  # its compile error: nothing to run
+            if not failed and deadline is not None and deadline.expired():
+                answered.append(Outcome({"error": deadline.error().to_dict()}, compiled[index] and compiled[index].kind))  # not run
+                results.append(answered[-1].response)
                 continue
             if compiled[index] is None:
                 yield Offload(lambda index=index: _compile_until_write(items, compiled, index, settings, deadline))
             outcome = yield from _run(compiled[index] or _expired(deadline), dry_run, readonly)
+            answered.append(outcome)
             results.append(outcome.response)
             if outcome.stops_batch:
                 _say_stopped(outcome.response["error"], index, len(items))

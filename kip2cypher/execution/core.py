@@ -14,11 +14,12 @@ from __future__ import annotations
 import hashlib
 import logging
 import secrets
+import time
 from collections.abc import Generator
 from datetime import UTC, datetime
 from typing import Any
 
-from .. import embedding, errors, profiles
+from .. import embedding, errors, metrics, profiles
 from ..adoption import AdoptedType, Adoption
 from ..config import Settings
 from ..errors import KipError
@@ -274,9 +275,11 @@ class Core:
         ``Settings.app_name``) and its access line logged at DEBUG."""
         own, call = self._call(call, readonly)
         call.batch = isinstance(arguments, dict) and arguments.get("commands") is not None
-        response = yield from self._request(
-            call, lambda settings, deadline: request_program(arguments, readonly=readonly, settings=settings, deadline=deadline)
-        )
+
+        def program(settings: Settings, deadline: Deadline, outcomes: list[Outcome]) -> Any:
+            return request_program(arguments, readonly=readonly, settings=settings, deadline=deadline, outcomes=outcomes)
+
+        response = yield from self._request(call, readonly, program)
         if own:
             call.log(response, logging.DEBUG)
         return response
@@ -287,11 +290,11 @@ class Core:
         """One command text → ``Outcome`` (its §6.2.1 response, its kind, whether it stops a batch); never raises.
         ``call`` as for ``execute``."""
         own, call = self._call(call, readonly)
-        outcome = yield from self._request(
-            call,
-            lambda settings, deadline: command_program(text, dict(parameters or {}), dry_run=dry_run, readonly=readonly, settings=settings, deadline=deadline),
-            lambda response: Outcome(response, None),
-        )
+
+        def program(settings: Settings, deadline: Deadline, outcomes: list[Outcome]) -> Any:
+            return command_program(text, dict(parameters or {}), dry_run=dry_run, readonly=readonly, settings=settings, deadline=deadline)
+
+        outcome = yield from self._request(call, readonly, program, lambda response: Outcome(response, None))
         if own:
             call.log(outcome.response, logging.DEBUG)
         return outcome
@@ -303,20 +306,30 @@ class Core:
         call.namespace = self.settings.namespace
         return own, call
 
-    def _request(self, call: Call, program: Any, failed: Any = dict) -> Operation:
-        """Drive the request program ``program(settings, deadline)`` with this request's settings
-        and time budget; ``failed(response)`` answers when the settings cannot be read."""
+    def _request(self, call: Call, readonly: bool, program: Any, failed: Any = dict) -> Operation:
+        """Drive the request program ``program(settings, deadline, outcomes)`` with this request's
+        settings and time budget (``failed(response)`` answers when the settings cannot be read),
+        counted once in the metrics (``metrics.Call``) — also when the caller stops waiting and
+        the operation is closed, as ``cancelled``."""
+        counted, outcomes, answer = metrics.Call(readonly, self.settings.namespace), [], None
         try:
-            settings = yield from self.request_settings()
-        except KipError as exc:
-            call.record(None, exc)
-            return failed({"error": exc.to_dict()})
-        deadline = Deadline.start(settings)
-        return (yield from self._drive(program(settings, deadline), deadline, call))
+            try:
+                settings = yield from self.request_settings()
+            except KipError as exc:
+                call.record(None, exc)
+                answer = failed({"error": exc.to_dict()})
+                return answer
+            deadline = Deadline.start(settings)
+            answer = yield from self._drive(program(settings, deadline, outcomes), deadline, call, counted)
+            return answer
+        finally:
+            single = answer if isinstance(answer, Outcome) else None  # execute_command's answer
+            counted.done(single.response if single else answer, [single] if single else outcomes)
 
-    def _drive(self, program: Any, deadline: Deadline | None, call: Call) -> Operation:
+    def _drive(self, program: Any, deadline: Deadline | None, call: Call, counted: metrics.Call) -> Operation:
         """Step a request program: its CPU work goes up to the face (``Offload``), each plan it
-        asks for runs here (recorded in ``call``); hand back its response or its error."""
+        asks for runs here (recorded in ``call``, timed for ``counted``, its statements traced
+        under the call's span); hand back its response or its error."""
         reply: Any = None
         while True:
             try:
@@ -328,11 +341,13 @@ class Core:
             elif deadline is not None and deadline.expired():
                 reply = deadline.error()  # the request's budget is spent: not run
             else:
+                started = time.perf_counter()
                 try:
-                    reply = yield from self.run_plan(ask.plan, dry_run=ask.dry_run, readonly=ask.readonly, deadline=deadline, call=call)
+                    reply = yield from self.run_plan(ask.plan, dry_run=ask.dry_run, readonly=ask.readonly, deadline=deadline, call=call, span=counted.span)
                 except KipError as exc:
                     reply = exc
                 call.record(ask.plan.kind, reply)
+                counted.command(ask.plan.kind, started)
 
     def run_plan(
         self,
@@ -344,6 +359,7 @@ class Core:
         deadline: Deadline | None = None,
         admin: bool = False,
         call: Call | None = None,
+        span: Any = None,
     ) -> Operation:
         """Run a plan in one transaction; every failure becomes a KipError. ``admin``: the
         engine's own work (bootstrap's capsules), under ``Settings.admin_timeout_s``; ``call``:
@@ -354,9 +370,10 @@ class Core:
         them. KML runs in one managed write transaction. Both retry transient errors; a
         KipError raised by the program rolls the transaction back. A KML write then has its
         SEARCH embeddings refreshed in the background; a semantic SEARCH first waits for them.
+        ``span``: the OpenTelemetry span of the call it serves (``tracing``).
         """
         access = "READ" if (readonly or dry_run or plan.access == "READ") else "WRITE"
-        ctx = new_context(self.settings, plan, dry_run, engine, deadline, admin)
+        ctx = new_context(self.settings, plan, dry_run, engine, deadline, admin, span)
         fresh = True
         if plan.reads_vectors and ctx.embedder is not None:
             fresh = yield AwaitEmbeddings(within(self.settings.embedding_wait_s, deadline))
@@ -408,12 +425,14 @@ def interface_name(readonly: bool) -> str:
     return "execute_kip_readonly" if readonly else "execute_kip"
 
 
-def new_context(settings: Settings, plan: Plan, dry_run: bool, engine: bool = False, deadline: Deadline | None = None, admin: bool = False) -> Context:
+def new_context(
+    settings: Settings, plan: Plan, dry_run: bool, engine: bool = False, deadline: Deadline | None = None, admin: bool = False, span: Any = None
+) -> Context:
     """What a plan's program is told: the settings, the command's timestamp, the embedder for
     META/KML, whether the engine itself writes (bootstrap upgrade), the request's deadline,
-    whether it is administrative work (bootstrap: ``Settings.admin_timeout_s``)."""
+    whether it is administrative work (bootstrap: ``Settings.admin_timeout_s``), the call's span."""
     embedder = embedding.resolve(settings) if plan.kind != "KQL" else None
-    return Context(settings, now(), dry_run=dry_run, embedder=embedder, engine=engine, deadline=deadline, admin=admin)
+    return Context(settings, now(), dry_run=dry_run, embedder=embedder, engine=engine, deadline=deadline, admin=admin, span=span)
 
 
 def nexus_settings(settings: Settings, record: Any, configured_secret: bool) -> Settings:

@@ -33,7 +33,7 @@ from typing import Any
 
 import neo4j
 
-from .. import errors
+from .. import errors, metrics, tracing
 from ..config import Settings
 from ..cypher import catalog
 from ..cypher.builder import COLLECTED
@@ -95,8 +95,11 @@ def _embedder(ctx: Context) -> Any:
     return ctx.embedder
 
 
-def _failure(exc: BaseException, ctx: Context, trace: _Trace) -> KipError:
-    """A driver exception as a KIP error; a timeout that the request's budget cut short says so."""
+def _failure(exc: BaseException, ctx: Context, trace: _Trace, access: str) -> KipError:
+    """A driver exception as a KIP error; a timeout that the request's budget cut short says so.
+    A retryable one that ends the transaction (the retry budget is spent) is counted, not retried."""
+    if _retryable(exc):
+        metrics.transient(access, retried=False)
     error = from_neo4j(exc, trace.cypher(), trace.params)
     if error.code == errors.EXECUTION_TIMEOUT and ctx.deadline is not None and ctx.deadline.expired():
         return ctx.deadline.error(started=True)
@@ -122,7 +125,8 @@ def drive_sync(program: Program, tx: Any, ctx: Context, trace: _Trace | None = N
         failure = None
         ctx.check_deadline()
         if isinstance(request, Run):
-            reply = _reply(request, _rows_sync(tx.run(*_prepare(request, ctx.settings, trace)), budget, request.extra_rows))
+            with tracing.statement(ctx.span, request.statement.label):
+                reply = _reply(request, _rows_sync(tx.run(*_prepare(request, ctx.settings, trace)), budget, request.extra_rows))
         elif isinstance(request, Explain):
             reply = tx.run(*_prepare(request, ctx.settings, trace)).consume().plan
         elif isinstance(request, Embed):
@@ -193,6 +197,21 @@ class _AutoCommit:
         return self.session.run(self.query(text), parameters)
 
 
+class _Attempts:
+    """Counts the driver's re-runs of a managed write transaction: each attempt after the first
+    follows a retryable error the driver caught (``metrics.transient``)."""
+
+    __slots__ = ("access", "made")
+
+    def __init__(self, access: str) -> None:
+        self.access, self.made = access, 0
+
+    def start(self) -> None:
+        self.made += 1
+        if self.made > 1:
+            metrics.transient(self.access, retried=True)
+
+
 def _retryable(exc: BaseException) -> bool:
     is_retryable = getattr(exc, "is_retryable", None)
     return bool(is_retryable and is_retryable())
@@ -215,7 +234,7 @@ def retry_delays(max_retry_s: float, uniform: Callable[[float, float], float] | 
         yield pause
 
 
-def retrying(attempt: Callable[[], Any], max_retry_s: float) -> Any:
+def retrying(attempt: Callable[[], Any], max_retry_s: float, access: str = "READ") -> Any:
     """``attempt()``, again after each retryable driver error (cluster fail-over, a server that
     is briefly unavailable) while ``retry_delays`` allows."""
     for pause in retry_delays(max_retry_s):
@@ -224,6 +243,7 @@ def retrying(attempt: Callable[[], Any], max_retry_s: float) -> Any:
         except DRIVER_ERRORS as exc:
             if not _retryable(exc):
                 raise
+            metrics.transient(access, retried=True)
             # DEBUG, not INFO: during an outage every call would log it (the server logs the outage once).
             log.debug("read failed with a retryable error (%s); retrying in %.1f s", type(exc).__name__, pause)
         time.sleep(pause)
@@ -233,18 +253,19 @@ def retrying(attempt: Callable[[], Any], max_retry_s: float) -> Any:
 def run_sync(session: Any, access: str, start: Callable[[], Program], ctx: Context, metadata: dict[str, Any]) -> dict:
     """Run the program ``start()`` builds in ``session``: a WRITE program in one managed
     transaction, a READ or ADMIN program as auto-commit statements (``_AutoCommit``)."""
-    trace = _Trace()
+    trace, attempts = _Trace(), _Attempts(access)
 
     @neo4j.unit_of_work(timeout=ctx.timeout(), metadata=metadata)
     def work(tx: Any) -> dict:
+        attempts.start()
         return drive_sync(start(), tx, ctx, trace)
 
     try:
         if access in AUTO_COMMIT:
-            return retrying(lambda: drive_sync(start(), _AutoCommit(session, ctx, metadata), ctx, trace), ctx.settings.max_retry_s)
+            return retrying(lambda: drive_sync(start(), _AutoCommit(session, ctx, metadata), ctx, trace), ctx.settings.max_retry_s, access)
         return session.execute_write(work)
     except DRIVER_ERRORS as exc:
-        raise _failure(exc, ctx, trace) from None
+        raise _failure(exc, ctx, trace, access) from None
 
 
 # ---------------------------------------------------------------------------- asyncio
@@ -261,7 +282,8 @@ async def drive_async(program: Program, tx: Any, ctx: Context, trace: _Trace) ->
         failure = None
         ctx.check_deadline()
         if isinstance(request, Run):
-            reply = _reply(request, await _rows_async(await tx.run(*_prepare(request, ctx.settings, trace)), budget, request.extra_rows))
+            with tracing.statement(ctx.span, request.statement.label):
+                reply = _reply(request, await _rows_async(await tx.run(*_prepare(request, ctx.settings, trace)), budget, request.extra_rows))
         elif isinstance(request, Explain):
             reply = (await (await tx.run(*_prepare(request, ctx.settings, trace))).consume()).plan
         elif isinstance(request, Embed):
@@ -294,10 +316,11 @@ class _AsyncAutoCommit(_AutoCommit):
 
 async def run_async(session: Any, access: str, start: Callable[[], Program], ctx: Context, metadata: dict[str, Any]) -> dict:
     """``run_sync`` for an ``AsyncSession``."""
-    trace = _Trace()
+    trace, attempts = _Trace(), _Attempts(access)
 
     @neo4j.unit_of_work(timeout=ctx.timeout(), metadata=metadata)
     async def work(tx: Any) -> dict:
+        attempts.start()
         return await drive_async(start(), tx, ctx, trace)
 
     try:
@@ -308,11 +331,12 @@ async def run_async(session: Any, access: str, start: Callable[[], Program], ctx
                 except DRIVER_ERRORS as exc:
                     if not _retryable(exc):
                         raise
+                    metrics.transient(access, retried=True)
                 await asyncio.sleep(pause)
             return await drive_async(start(), _AsyncAutoCommit(session, ctx, metadata), ctx, trace)
         return await session.execute_write(work)
     except DRIVER_ERRORS as exc:
-        raise _failure(exc, ctx, trace) from None
+        raise _failure(exc, ctx, trace, access) from None
 
 
 # ---------------------------------------------------------------------------- the nexus core's operations
@@ -365,7 +389,16 @@ def operate_sync(operation: Generator[Any, Any, Any], session: Callable[[str], A
 
 
 async def operate_async(operation: Generator[Any, Any, Any], session: Callable[[str], Any], refresher: Any) -> Any:
-    """``operate_sync`` under asyncio: ``Offload`` runs in a worker thread (once per request)."""
+    """``operate_sync`` under asyncio: ``Offload`` runs in a worker thread (once per request). An
+    operation whose caller stops waiting (the MCP server's request timeout cancels the call) is
+    closed at once: its ``finally`` blocks — the call's metrics — run now, not when it is collected."""
+    try:
+        return await _operate_async(operation, session, refresher)
+    finally:
+        operation.close()
+
+
+async def _operate_async(operation: Generator[Any, Any, Any], session: Callable[[str], Any], refresher: Any) -> Any:
     reply: Any = None
     failure: KipError | None = None
     while True:

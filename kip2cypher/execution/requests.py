@@ -137,6 +137,9 @@ class Context:
     #: Administrative work (bootstrap, schema, migration; never an agent's request): its
     #: transactions take ``Settings.admin_timeout_s``, not the agents' ``query_timeout_s``.
     admin: bool = False
+    #: The OpenTelemetry span of the function call this program serves (``tracing``): each
+    #: statement it runs is a child span. None: no tracing (and never for background work).
+    span: Any = field(default=None, compare=False)
 
     @property
     def names(self) -> storage.Names:
