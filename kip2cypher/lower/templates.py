@@ -290,7 +290,7 @@ def _diff(a: Any, b: Any, values: list[Any], sentinels: list[Any], ends: tuple[i
             if sub is not None:
                 tree[f.name] = sub
         return tree or None
-    if isinstance(a, Mapping):
+    if type(a) in (dict, MappingProxyType):  # the containers ``_fill`` rebuilds; anything else is a leaf
         if list(a) != list(b):
             raise _NotATemplate
         tree = {k: sub for k in a if (sub := _diff(a[k], b[k], values, sentinels, ends, moves)) is not None}
@@ -345,9 +345,9 @@ def _replaced(obj: Any, changes: dict[str, Any]) -> Any:
 def _fill(obj: Any, tree: Any, values: list[Any], ends: tuple[int, ...], moves: tuple[int, ...]) -> Any:
     if isinstance(tree, Hole):
         return values[tree.slot] if tree.slot is not None else obj + _moved(obj, ends, moves)
-    if dataclasses.is_dataclass(obj):
+    if hasattr(type(obj), "__dataclass_fields__"):
         return _replaced(obj, {k: _fill(getattr(obj, k), sub, values, ends, moves) for k, sub in tree.items()})
-    if isinstance(obj, Mapping):
+    if type(obj) in (dict, MappingProxyType):
         filled = dict(obj)
         for k, sub in tree.items():
             filled[k] = _fill(obj[k], sub, values, ends, moves)
