@@ -14,6 +14,11 @@ merge              5    MERGE a duplicate Event (formed just before) into the or
 describe           5    DESCRIBE PRIMER
 ==============  ======  =====================================================================
 
+The hand-written side: the same reads and writes in the storage model's Cypher (bench/writer.py's
+MERGE for a formation, a SET with the version bump for a consolidation, a property copy and
+DETACH DELETE for a merge — the duplicate has no propositions), and for DESCRIBE PRIMER the
+primer's own two statements (``_describe``): the aggregation is the same by hand.
+
 Each client runs its schedule open-loop at ``rate`` operations per second (a late operation
 starts at once; latency is measured from its start). The KIP side sends text with literal values
 (plan templates make a new text of a known shape cheap); the hand-written side runs fixed Cypher
@@ -24,6 +29,7 @@ and the compile-cache answers of the KIP phases (exact text, template, cold).
 
 from __future__ import annotations
 
+import functools
 import random
 import statistics
 import threading
@@ -50,7 +56,14 @@ MERGE = (
     "WITH d, k, properties(d) AS p SET k.`attr.summary` = coalesce(k.`attr.summary`, p.`attr.summary`), "
     "k.`meta._version` = k.`meta._version` + 1, k.`meta._updated_at` = $now DETACH DELETE d RETURN count(k) AS n"
 )
-DESCRIBE = "MATCH (d:KipConcept {type: 'Domain'}) RETURN d.name AS name, d.`attr.description` AS description ORDER BY name"
+
+
+@functools.cache
+def _describe() -> list[dict[str, Any]]:
+    """DESCRIBE PRIMER's own statements ($self and the domain summary: members, key concepts by
+    degree, key predicates). A hand-written primer is the same aggregation over the whole graph,
+    so the Cypher side runs these statements with their parameters, without KIP around them."""
+    return compiler.compile_command("DESCRIBE PRIMER")
 
 
 class Client:
@@ -58,7 +71,7 @@ class Client:
 
     def __init__(self, graph: MemoryGraph, index: int, side: str, phase: int) -> None:
         self.graph, self.side = graph, side
-        self.rnd = random.Random(f"{index}-{phase}")  # the same draws for the KIP and Cypher phase
+        self.rnd = random.Random(f"{index}-{phase // 2}")  # phases 0 / 1 and 2 / 3 (KIP / Cypher) draw the same operations
         self.prefix = f"agent-{side}{phase}-{index}"
         self.formed: list[str] = []
         self.count = 0
@@ -145,8 +158,12 @@ def _answer(response: dict[str, Any]) -> None:
 # ------------------------------------------------------------------ the hand-written side
 def run_cypher(driver: Any, database: str | None, op: str, v: dict[str, Any]) -> None:
     q = namespaced.cypher
-    if op in ("recall_self", "recall_events", "describe"):
-        statement = {"recall_self": RECALL_SELF, "recall_events": RECALL_EVENTS, "describe": DESCRIBE}[op]
+    if op == "describe":
+        with driver.session(database=database) as session:
+            session.execute_read(lambda tx: [list(tx.run(s["cypher"], s["parameters"])) for s in _describe()])
+        return
+    if op in ("recall_self", "recall_events"):
+        statement = RECALL_SELF if op == "recall_self" else RECALL_EVENTS
         with driver.session(database=database) as session:
             session.execute_read(lambda tx: list(tx.run(q(statement), **v)))
         return
@@ -249,6 +266,7 @@ def run(
         report[side] = {
             "throughput_ops_s": round(len(every) / wall[side], 2) if wall[side] else None,
             **_percentiles(every),
+            "without_describe": _percentiles([x for op, samples in merged[side].items() if op != "describe" for x in samples]),
             "by_operation": {op: _percentiles(samples) for op, samples in merged[side].items()},
         }
     exact = compiles["calls"] - compiles["template"] - compiles["cold"]
@@ -260,6 +278,8 @@ def run(
     if report["kip"].get("p99_ms") and report["cypher"].get("p99_ms"):
         report["p99_ratio"] = round(report["kip"]["p99_ms"] / report["cypher"]["p99_ms"], 3)
         report["p50_ratio"] = round(report["kip"]["p50_ms"] / report["cypher"]["p50_ms"], 3)
+        kip, cypher = report["kip"]["without_describe"], report["cypher"]["without_describe"]
+        report["p99_ratio_without_describe"] = round(kip["p99_ms"] / cypher["p99_ms"], 3)
     return report
 
 
