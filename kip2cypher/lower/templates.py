@@ -337,6 +337,8 @@ def fill(template: Template, slots: tuple[Slot, ...], text: str) -> Any:
 def _replaced(obj: Any, changes: dict[str, Any]) -> Any:
     """A copy of a frozen dataclass with ``changes``: its fields as they are, without running
     ``__init__`` again (``dataclasses.replace`` costs ≈ 10 µs per plan node)."""
+    if not hasattr(obj, "__dict__"):
+        return dataclasses.replace(obj, **changes)  # a slotted dataclass
     copy = object.__new__(type(obj))
     copy.__dict__.update(obj.__dict__, **changes)
     return copy
