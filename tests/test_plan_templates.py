@@ -221,3 +221,14 @@ def test_a_text_over_the_size_bound_is_refused_as_cold():
     with pytest.raises(KipError) as warm:
         compiler.compile_plan(longer, None, settings)
     assert warm.value.to_dict() == cold.value.to_dict() and cold.value.code == "KIP_4002"
+
+
+def test_a_readonly_classification_of_a_templated_shape_does_not_parse():
+    """``execute_kip_readonly`` classifies before it compiles: a new text of a templated shape gets
+    its kind from the shape (it parses: same tokens, literals of the same classes), not a parse."""
+    cold = compiler.classify(_varied(RECALL, 1))
+    _prime(RECALL, _varied(RECALL, 0), {})
+    parser.clear_cache()
+    assert compiler.classify(_varied(RECALL, 2)) == (cold[0], None) == ("KQL", None)
+    assert parser._parse_single.cache_info().currsize == 0
+    assert compiler.classify('FIND(?e.name) WHERE { ?e {type: "Event"} FILTER(?e.attributes.salience > "x") LIMIT 5')[1] is not None

@@ -68,9 +68,15 @@ def classify(text: str, settings: Settings | None = None) -> tuple[str | None, e
 
     The parse is the compiler's own (same bounds, same cache), so compiling a command that
     parsed does not parse it again; one that did not is classified by its first word, and the
-    caller keeps its error instead of parsing it again."""
+    caller keeps its error instead of parsing it again. A text of a templated shape parses (the
+    same tokens around literals of the same classes) and is not parsed: its kind is the shape's."""
+    settings = settings or _default_settings()
+    found = _shape(text, settings) if isinstance(text, str) and len(text) <= CACHEABLE_CHARS else None
+    kind = _kinds.get((found.key, settings)) if found is not None and found.slots else None
+    if kind is not None:
+        return kind, None
     try:
-        return ast.command_kind(_parse(text, settings or _default_settings())), None
+        return ast.command_kind(_parse(text, settings)), None
     except errors.KipError as exc:
         return sniff_kind(text), exc
 
@@ -101,6 +107,8 @@ def _compile(text: str, params_json: str, settings: Settings, keep_placeholders:
 #: ``Template`` after the second (or ``_NEVER`` when the shape cannot be templated).
 _templates = TextCache(1 << 20, 2048)
 _SEEN, _NEVER = "seen", "never"
+#: The kind of the commands of every templated shape, for ``classify`` (by shape and settings).
+_kinds = TextCache(1 << 20, 2048)
 #: How compiles were answered since the process started (``cache_stats``): a rough count
 #: (unlocked increments), for the bench's hit rate.
 _stats = {"calls": 0, "template": 0, "cold": 0}
@@ -117,11 +125,7 @@ def _compile_shaped(text: str, params_json: str, settings: Settings, keep_placeh
     text's values (``lower.templates``: a fill costs µs where a parse and lowering cost ms)."""
     if keep_placeholders:
         return _compile(text, params_json, settings, keep_placeholders)
-    try:
-        check_size(text, min(settings.max_input_bytes, MAX_INPUT_BYTES))  # the parse's first check, which a fill skips
-        found = templates.shape(text)
-    except errors.KipError:
-        found = None  # too long, or a literal that does not decode: the cold compile answers it, located
+    found = _shape(text, settings)
     if found is None or not found.slots:
         _stats["cold"] += 1
         return _compile(text, params_json, settings)
@@ -135,8 +139,21 @@ def _compile_shaped(text: str, params_json: str, settings: Settings, keep_placeh
     if entry is None:
         _templates.put(key, _SEEN, len(text))
     elif entry == _SEEN:
-        _templates.put(key, _template(plan, found, params_json, settings) or _NEVER, len(text))
+        template = _template(plan, found, params_json, settings)
+        _templates.put(key, template or _NEVER, len(text))
+        if template is not None:
+            _kinds.put((found.key, settings), plan.kind, len(text))
     return plan
+
+
+def _shape(text: str, settings: Settings) -> templates.Shape | None:
+    """The shape of ``text``, or None when only a cold compile can answer it: too long for the
+    settings (the parse's first check, which a fill skips), or a literal that does not decode."""
+    try:
+        check_size(text, min(settings.max_input_bytes, MAX_INPUT_BYTES))
+        return templates.shape(text)
+    except errors.KipError:
+        return None
 
 
 def _template(plan: Plan, found: templates.Shape, params_json: str, settings: Settings) -> templates.Template | None:
