@@ -195,9 +195,10 @@ def compile_plan(
         )
     # JSON values a command can use (finite numbers, whole characters, bounded
     # nesting), within the size bound: checked before they are copied.
-    if not parameters_checked:
-        parameters_size([parameters or {}], settings.max_parameter_bytes, settings.max_nesting_depth)
-    params_json = json.dumps(parameters or {}, sort_keys=True, ensure_ascii=False)
+    if not parameters_checked and parameters:
+        parameters_size([parameters], settings.max_parameter_bytes, settings.max_nesting_depth)
+    # No parameters (most agent commands): the key without a JSON encoder (≈ 5 µs a call).
+    params_json = json.dumps(parameters, sort_keys=True, ensure_ascii=False) if parameters else "{}"
     if not isinstance(text, str):
         parse(text)  # reports the non-string command (KIP_1001)
     if len(text) + len(params_json) > CACHEABLE_CHARS:
