@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import compile_bench, ingest, namespaced, plots
+from . import agent_loop, compile_bench, ingest, namespaced, plots
 from .graph import MemoryGraph
 from .intervals import MET, MISSED, decide, decide_all, median_interval
 from .load import load_graph, wipe
@@ -50,6 +50,7 @@ TARGETS = {
     "attribute_upsert_ratio": 1.2,
     "compile_cold_ms": 0.5,
     "compile_cached_us": 5.0,
+    "compile_template_us": 50.0,  # issue 29: a new text of a known shape
     "ingest_ratio": 1.3,
     "ingest_embed_ratio": 1.5,
 }
@@ -119,6 +120,10 @@ def main(argv: list[str] | None = None) -> int:
     options.add_argument(
         "--namespace", default="", help="run the query mix in this namespace, with a same-size graph in NS_beside (implies --skip-ingest --skip-compile)"
     )
+    options.add_argument("--agent-loop", action="store_true", help="after the query mix, the agent-loop workload (bench/agent_loop.py)")
+    options.add_argument("--agent-clients", type=int, default=4, help="agent-loop clients (default 4)")
+    options.add_argument("--agent-rate", type=float, default=10.0, help="agent-loop operations per second per client (default 10)")
+    options.add_argument("--agent-seconds", type=float, default=20.0, help="agent-loop seconds per phase, four phases (default 20)")
     args = options.parse_args(argv)
 
     n = 10_000 if args.quick else parse_scale(args.scale)
@@ -140,6 +145,9 @@ def main(argv: list[str] | None = None) -> int:
     # Compile is measured before the server starts: a Neo4j that has just started (JIT, warming a
     # large store) takes a core for a minute, which this pure-Python timing must not share.
     compiled = None if args.skip_compile else compile_bench.run(7 if args.quick else 25, 200 if args.quick else 1000, settings)
+    if compiled is not None:
+        compiled["templates"] = compile_bench.templates_run(100 if args.quick else 300, settings)
+        compiled["agent_stream"] = compile_bench.agent_stream(1000 if args.quick else 3000, settings)
     uri, database = ensure_server(log)
     nexus = Nexus(uri, database=database, settings=settings)
     # Semantic and hybrid SEARCH: the bench graph's concept vectors and the KIP side's term (bench/vectors.py).
@@ -168,6 +176,12 @@ def main(argv: list[str] | None = None) -> int:
         log(
             f"  {c['spec_entries']} spec examples: cold parse {c['parse_cold_median_ms']:.3f} ms, cold compile {c['cold_median_ms']:.3f} ms "
             f"(p90 {c['cold_p90_ms']:.2f} ms), cached {c['cached_median_us']:.2f} µs; {len(c['skipped'])} entries need parameters (skipped)"
+        )
+        t, a = c["templates"], c["agent_stream"]
+        log(
+            f"  new text of a known shape (template): {t['hit_median_us']} µs median over {t['templated']} of {t['shapes']} shapes; "
+            f"agent stream of {a['commands']} commands: hit rate {a['hit_rate']} ({a['template']} template, {a['exact']} exact, {a['cold']} cold), "
+            f"median {a['median_us']} µs"
         )
 
     # ---------------------------------------------------------------- ingest + load
@@ -236,6 +250,10 @@ def main(argv: list[str] | None = None) -> int:
             f"(min-ratio {d['ratio_of_minima']:.2f}, {d['samples']} pairs)  db hits {d['kip_db_hits']}/{d['cypher_db_hits']}  rows {d['rows']}"
         )
     report["queries"] = [m.as_dict() for m in measurements]
+    if args.agent_loop:
+        log(f"\n[agent loop] {args.agent_clients} clients × {args.agent_rate:g} ops/s, KIP / Cypher phases of {args.agent_seconds:g}s …")
+        report["agent_loop"] = agent_loop.run(nexus, database, graph, log, args.agent_clients, args.agent_rate, args.agent_seconds)
+        agent_loop.cleanup(nexus.driver, database)
     report["summary"] = summarize(report)
     report["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     report["machine"]["load_average_end"] = round(os.getloadavg()[0], 2)
@@ -327,6 +345,8 @@ def summarize(report: dict[str, Any]) -> dict[str, Any]:
     if "compile" in report:
         targets["compile_cold_ms"] = _target(report["compile"]["cold_median_ms"], TARGETS["compile_cold_ms"])
         targets["compile_cached_us"] = _target(report["compile"]["cached_median_us"], TARGETS["compile_cached_us"])
+        if report["compile"].get("templates", {}).get("hit_median_us") is not None:
+            targets["compile_template_us"] = _target(report["compile"]["templates"]["hit_median_us"], TARGETS["compile_template_us"])
     if "ingest" in report:
         targets["ingest_ratio"] = _target(report["ingest"]["ratio"], TARGETS["ingest_ratio"])
         if "embed_ratio" in report["ingest"]:
@@ -369,6 +389,12 @@ def print_table(report: dict[str, Any]) -> None:
         )
     if "load" in report:
         print(f"graph load through KIP: {report['load'].get('total_s')}s")
+    if "agent_loop" in report:
+        a = report["agent_loop"]
+        for side in ("kip", "cypher"):
+            x = a[side]
+            print(f"agent loop {side:<6}: {x['throughput_ops_s']} ops/s, p50 {x.get('p50_ms')} ms, p95 {x.get('p95_ms')} ms, p99 {x.get('p99_ms')} ms")
+        print(f"agent loop: p99 ratio {a.get('p99_ratio')}, compile answers {a['compile']} (hit rate {a['compile']['hit_rate']})")
     print(f"peak RSS {report['peak_rss_mb']} MB")
     print(
         "targets: "

@@ -15,14 +15,14 @@ from functools import lru_cache
 from typing import Any
 
 from .. import errors
-from ..caching import text_cache
+from ..caching import TextCache, text_cache
 from ..config import Settings
 from ..syntax import ast
-from ..syntax.parser import CACHEABLE_CHARS, parse
+from ..syntax.parser import CACHEABLE_CHARS, MAX_INPUT_BYTES, check_size, parse
 from ..syntax.placeholders import check_quoted_placeholders
 from ..syntax.script import sniff_kind
 from ..syntax.values import Deferring, parameters_size
-from . import delete, describe, embeddings, export, find, merge, search, surprises, update, upsert
+from . import delete, describe, embeddings, export, find, merge, search, surprises, templates, update, upsert
 from .plan import Compiled, Plan
 
 LOWERINGS: dict[type, Callable[[Any, dict[str, Any], Settings], Plan]] = {
@@ -68,9 +68,15 @@ def classify(text: str, settings: Settings | None = None) -> tuple[str | None, e
 
     The parse is the compiler's own (same bounds, same cache), so compiling a command that
     parsed does not parse it again; one that did not is classified by its first word, and the
-    caller keeps its error instead of parsing it again."""
+    caller keeps its error instead of parsing it again. A text of a templated shape parses (the
+    same tokens around literals of the same classes) and is not parsed: its kind is the shape's."""
+    settings = settings or _default_settings()
+    found = _shape(text, settings) if isinstance(text, str) and len(text) <= CACHEABLE_CHARS else None
+    kind = _kinds.get((found.key, settings)) if found is not None and found.slots else None
+    if kind is not None:
+        return kind, None
     try:
-        return ast.command_kind(_parse(text, settings or _default_settings())), None
+        return ast.command_kind(_parse(text, settings)), None
     except errors.KipError as exc:
         return sniff_kind(text), exc
 
@@ -97,9 +103,72 @@ def _compile(text: str, params_json: str, settings: Settings, keep_placeholders:
     return dataclasses.replace(plan, command_text=text, namespace=settings.namespace)
 
 
+#: Plan templates by (shape, parameters, settings): ``_SEEN`` after a shape's first command, its
+#: ``Template`` after the second (or ``_NEVER`` when the shape cannot be templated).
+_templates = TextCache(1 << 20, 2048)
+_SEEN, _NEVER = "seen", "never"
+#: The kind of the commands of every templated shape, for ``classify`` (by shape and settings).
+_kinds = TextCache(1 << 20, 2048)
+#: How compiles were answered since the process started (``cache_stats``): a rough count
+#: (unlocked increments), for the bench's hit rate.
+_stats = {"calls": 0, "template": 0, "cold": 0}
+
+
+def cache_stats() -> dict[str, int]:
+    """Compiles so far: ``calls``, answered from a ``template``, compiled ``cold`` (parse and
+    lowering); the rest came from the exact-text cache."""
+    return dict(_stats)
+
+
+def _compile_shaped(text: str, params_json: str, settings: Settings, keep_placeholders: bool = False) -> Plan:
+    """``_compile``, or — for a text of a shape already templated — the template's plan with this
+    text's values (``lower.templates``: a fill costs µs where a parse and lowering cost ms)."""
+    if keep_placeholders:
+        return _compile(text, params_json, settings, keep_placeholders)
+    found = _shape(text, settings)
+    if found is None or not found.slots:
+        _stats["cold"] += 1
+        return _compile(text, params_json, settings)
+    key = (found.key, params_json, settings)
+    entry = _templates.get(key)
+    if isinstance(entry, templates.Template):
+        _stats["template"] += 1
+        return templates.fill(entry, found.slots, text)
+    _stats["cold"] += 1
+    plan = _compile(text, params_json, settings)
+    if entry is None:
+        _templates.put(key, _SEEN, len(text))
+    elif entry == _SEEN:
+        template = _template(plan, found, params_json, settings)
+        _templates.put(key, template or _NEVER, len(text))
+        if template is not None:
+            _kinds.put((found.key, settings), plan.kind, len(text))
+    return plan
+
+
+def _shape(text: str, settings: Settings) -> templates.Shape | None:
+    """The shape of ``text``, or None when only a cold compile can answer it: too long for the
+    settings (the parse's first check, which a fill skips), or a literal that does not decode."""
+    try:
+        check_size(text, min(settings.max_input_bytes, MAX_INPUT_BYTES))
+        return templates.shape(text)
+    except errors.KipError:
+        return None
+
+
+def _template(plan: Plan, found: templates.Shape, params_json: str, settings: Settings) -> templates.Template | None:
+    """The template of ``plan``'s shape, checked against the same shape lowered with sentinel values."""
+    text, slots = templates.sentinel_text(plan.command_text, found.slots)
+    try:
+        variant = _compile(text, params_json, settings)
+    except errors.KipError:
+        return None  # a value the lowering checks beyond its class: never templated
+    return templates.build(plan, found.slots, variant, slots)
+
+
 #: Compiled plans by (text, parameters, settings), bounded by the characters of text and
 #: parameters (a plan costs ≈ 45 bytes per character with its AST: ≈ 45 MB at the bound).
-_compile_cached = text_cache(1 << 20, 2048)(_compile)
+_compile_cached = text_cache(1 << 20, 2048)(_compile_shaped)
 
 
 def compile_plan(
@@ -117,6 +186,7 @@ def compile_plan(
     ``parameters_checked``: the request program already ran ``parameters_size`` over the
     whole request (a 400-value capsule's walk costs ≈ 1 ms: done once, not twice)."""
     settings = settings or _default_settings()
+    _stats["calls"] += 1
     if not isinstance(parameters or {}, dict):
         raise errors.KipError(
             errors.INVALID_SYNTAX,
@@ -125,14 +195,15 @@ def compile_plan(
         )
     # JSON values a command can use (finite numbers, whole characters, bounded
     # nesting), within the size bound: checked before they are copied.
-    if not parameters_checked:
-        parameters_size([parameters or {}], settings.max_parameter_bytes, settings.max_nesting_depth)
-    params_json = json.dumps(parameters or {}, sort_keys=True, ensure_ascii=False)
+    if not parameters_checked and parameters:
+        parameters_size([parameters], settings.max_parameter_bytes, settings.max_nesting_depth)
+    # No parameters (most agent commands): the key without a JSON encoder (≈ 5 µs a call).
+    params_json = json.dumps(parameters, sort_keys=True, ensure_ascii=False) if parameters else "{}"
     if not isinstance(text, str):
         parse(text)  # reports the non-string command (KIP_1001)
     if len(text) + len(params_json) > CACHEABLE_CHARS:
         # A large capsule or parameter payload is rarely repeated: caching it would only hold memory.
-        return _compile(text, params_json, settings, keep_placeholders)
+        return _compile_shaped(text, params_json, settings, keep_placeholders)
     return _compile_cached(text, params_json, settings, keep_placeholders)
 
 

@@ -13,7 +13,7 @@ Shape of the generated query (docs/kql.md has every rule)::
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .. import cursor
@@ -78,6 +78,9 @@ class FindPlan(Plan):
     #: the team's elements carry (``unmapped_check``) for the did-you-mean.
     unmapped: tuple[tuple[str, str, Any], ...] = ()
     unmapped_check: Compiled | None = None
+    #: What ``fingerprint`` digests (``cursor.fingerprint(*fingerprint_parts)``): a plan template
+    #: recomputes it for new values (``lower.templates``).
+    fingerprint_parts: tuple[Any, ...] = field(default=(), compare=False, repr=False)
 
     def steps(self) -> tuple[Compiled, ...]:
         checks = (grounding.check_statement(self.grounding, self.names), grounding.defined_names(self.names)) if self.grounding else ()
@@ -442,7 +445,8 @@ class _FindLowering:
         for line in [*core, return_line]:
             fp_stmt.line(line)
         fp_text, fp_params = fp_stmt.build()
-        fingerprint = cursor.fingerprint("FIND", fp_text, fp_params)
+        fingerprint_parts = ("FIND", fp_text, fp_params)
+        fingerprint = cursor.fingerprint(*fingerprint_parts)
 
         limit = resolve_int(self.command.limit, self.parameters, "LIMIT") if self.command.limit is not None else None
         offset = 0
@@ -477,6 +481,7 @@ class _FindLowering:
             limit=limit,
             offset=offset,
             fingerprint=fingerprint,
+            fingerprint_parts=fingerprint_parts,
             aggregates_only=self.aggregates_only,
             grounding=names,
             grounding_at=grounding.offsets(pattern.grounding),

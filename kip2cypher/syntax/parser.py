@@ -172,13 +172,7 @@ def _parse(text: str, rule: str, bounds: tuple[int, int] = (MAX_INPUT_BYTES, MAX
 # ------------------------------------------------------------------ bounds check
 def check_bounds(text: str, max_bytes: int = MAX_INPUT_BYTES, max_depth: int = MAX_NESTING_DEPTH) -> None:
     """Reject oversized or over-nested text cheaply, before the recursive parser sees it."""
-    if len(text) > max_bytes or (len(text) * 4 > max_bytes and len(text.encode("utf-8", "surrogatepass")) > max_bytes):
-        kib = f" ({max_bytes // 1024} KiB)" if max_bytes >= 1024 else ""
-        raise KipError(
-            RESOURCE_EXHAUSTED,
-            f"The command text exceeds the limit of {max_bytes} bytes{kib}.",
-            "Split the work into several smaller commands (e.g. one UPSERT per capsule, batched via `commands`); pass large values as parameters.",
-        )
+    check_size(text, max_bytes)
     nul = text.find(_SENTINEL)
     if nul >= 0:
         raise validate.error_at(text, nul, "A NUL character is not allowed in KIP text.", "Remove the NUL (\\x00) character.")
@@ -201,6 +195,18 @@ def check_bounds(text: str, max_bytes: int = MAX_INPUT_BYTES, max_depth: int = M
                 )
         elif len(char) == 1:
             depth = max(depth - 1, 0)
+
+
+def check_size(text: str, max_bytes: int = MAX_INPUT_BYTES) -> None:
+    """KIP_4002 when ``text`` is longer than ``max_bytes`` in UTF-8 (also run by a plan template's
+    fill, which skips the parse: ``lower.templates``)."""
+    if len(text) > max_bytes or (len(text) * 4 > max_bytes and len(text.encode("utf-8", "surrogatepass")) > max_bytes):
+        kib = f" ({max_bytes // 1024} KiB)" if max_bytes >= 1024 else ""
+        raise KipError(
+            RESOURCE_EXHAUSTED,
+            f"The command text exceeds the limit of {max_bytes} bytes{kib}.",
+            "Split the work into several smaller commands (e.g. one UPSERT per capsule, batched via `commands`); pass large values as parameters.",
+        )
 
 
 def _max_depth(text: str, max_depth: int) -> int | None:

@@ -18,7 +18,7 @@ from ..caching import TextCache
 from ..errors import INVALID_SYNTAX, KipError, line_column, snippet
 from . import ast
 
-_EMBEDDED_RE = re.compile(r":([A-Za-z_][A-Za-z0-9_]*)(?![A-Za-z0-9_])")
+EMBEDDED_RE = re.compile(r":([A-Za-z_][A-Za-z0-9_]*)(?![A-Za-z0-9_])")
 
 
 def placeholders(node: Any) -> set[str]:
@@ -75,7 +75,7 @@ def _quoted(command: Any, text: str) -> tuple[tuple[str, ast.Span, str | None, t
     parameterized capsule text with new values (a new compile each time) again and again."""
     found = _QUOTED.get(text)
     if found is None:
-        found = tuple((value, span, key, tuple(_EMBEDDED_RE.finditer(value))) for value, span, key in _strings(command) if ":" in value)
+        found = tuple((value, span, key, tuple(EMBEDDED_RE.finditer(value))) for value, span, key in _strings(command) if ":" in value)
         found = tuple(entry for entry in found if entry[3])
         _QUOTED.put(text, found, len(text))
     return found

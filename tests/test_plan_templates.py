@@ -1,0 +1,245 @@
+"""Plan templates (``lower.templates``): a command that differs from compiled ones only in its
+literal values is answered from the shape's template — and that answer is the cold compile's,
+plan for plan (Cypher, parameters, facts), error for error (code, message, line and column).
+
+The property test varies the values of every spec example and golden fixture: the template
+path (the shape primed by two commands) and a cold compile must agree on every variant."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import parser_fixtures
+import pytest
+from golden_harness import GOLDEN_DIR, split_cases
+
+from kip2cypher.errors import KipError
+from kip2cypher.lower import compile as compiler
+from kip2cypher.lower import templates
+from kip2cypher.syntax import parser
+
+EVENT = (
+    'UPSERT { CONCEPT ?e { {type: "Event", name: "ev-1"} SET ATTRIBUTES { summary: "met Bob", salience: 0.7, '
+    'count: 12, done: true, tags: ["chat", "work"] } } WITH METADATA { source: "chat-log", confidence: 0.9 } }'
+)
+RECALL = 'FIND(?e.name) WHERE { ?e {type: "Event"} FILTER(?e.attributes.salience > 0.5 && CONTAINS(?e.attributes.summary, "Bob")) } LIMIT 5'
+
+
+def _commands() -> list[tuple[str, str, dict]]:
+    """(name, text, parameters) of every spec example and every golden fixture without an adoption."""
+    entries = parser_fixtures.valid()
+    params = parser_fixtures.example_params(entries)
+    out = [(f"spec:{e.name}", e.text, params) for e in entries]
+    for path in sorted(Path(GOLDEN_DIR).glob("*.txt")):
+        for name, sections in split_cases(path.read_text(encoding="utf-8"), path.name):
+            found = dict(sections)
+            if "kip" in found and "adoption" not in found:
+                out.append((f"{path.stem}:{name}", found["kip"], json.loads(found.get("request parameters") or "{}")))
+    return out
+
+
+def _varied(text: str, round_: int) -> str | None:
+    """``text`` with every slot's value replaced by another of its class (same equalities and
+    order), or None when it has no slot."""
+    found = templates.shape(text)
+    if found is None or not found.slots:
+        return None
+    pieces, last = [], 0
+    for slot in found.slots:
+        pieces += [text[last : slot.start], _token(_other(slot.value, round_))]
+        last = slot.end
+    return "".join(pieces) + text[last:]
+
+
+def _other(value, round_: int):
+    if isinstance(value, bool):
+        return value if round_ % 2 else not value
+    if isinstance(value, str):
+        return f"{value} v{round_}" if len(value) < 240 else value[:-1]
+    if isinstance(value, int):
+        return value * 7 + (5 + round_ if value > 0 else -5 - round_)
+    if abs(value) < 1:
+        return math.copysign(abs(value) ** (1 / (2 + round_)), value)
+    return value * 3 + 0.5 + round_
+
+
+def _token(value) -> str:
+    return json.dumps(value)
+
+
+def _cold(text: str, params: dict):
+    """A compile with every cache cleared: the reference answer."""
+    compiler._compile_cached.cache_clear()
+    compiler._templates.clear()
+    parser.clear_cache()
+    try:
+        return compiler.compile_plan(text, params)
+    except KipError as exc:
+        return exc.to_dict()
+
+
+def _warm(text: str, params: dict):
+    try:
+        return compiler.compile_plan(text, params)
+    except KipError as exc:
+        return exc.to_dict()
+
+
+def _same(warm, cold) -> None:
+    assert type(warm) is type(cold)
+    if isinstance(cold, dict):
+        assert warm == cold
+        return
+    assert warm == cold  # every compared field: statements, parameters, facts
+    assert compiler.statements(warm) == compiler.statements(cold)
+    assert warm.command_text == cold.command_text and warm.kind == cold.kind and warm.namespace == cold.namespace
+    assert getattr(warm, "fingerprint", None) == getattr(cold, "fingerprint", None)
+
+
+def _prime(text: str, variant: str, params: dict) -> None:
+    """Empty caches, then two commands of the shape: the second builds its template."""
+    compiler._compile_cached.cache_clear()
+    compiler._templates.clear()
+    _warm(text, params)
+    _warm(variant, params)
+
+
+def _template_of(text: str, params: dict):
+    found = templates.shape(text)
+    key = (found.key, json.dumps(params, sort_keys=True, ensure_ascii=False), compiler._default_settings())
+    return compiler._templates.get(key)
+
+
+@pytest.mark.parametrize("name, text, params", _commands(), ids=[c[0] for c in _commands()])
+def test_a_template_answers_what_a_cold_compile_answers(name, text, params):
+    variants = [v for v in (_varied(text, r) for r in range(4)) if v is not None]
+    if not variants:
+        assert _varied(text, 0) is None  # no literal a template could stand for: nothing to compare
+        return
+    colds = [_cold(variant, params) for variant in variants[1:]]
+    _prime(text, variants[0], params)
+    for variant, cold in zip(variants[1:], colds):
+        _same(_warm(variant, params), cold)
+
+
+def test_agent_commands_are_templated():
+    for text in (EVENT, RECALL):
+        cold = _cold(_varied(text, 1), {})
+        _prime(text, _varied(text, 0), {})
+        assert isinstance(_template_of(text, {}), templates.Template)
+        _same(compiler.compile_plan(_varied(text, 1)), cold)
+
+
+def test_the_spec_examples_are_mostly_templated():
+    """Not a timing: how many spec examples with a slot reuse a template (guards the hit rate)."""
+    entries = [e for e in parser_fixtures.valid() if not e.name.startswith("extra:")]
+    params = parser_fixtures.example_params(entries)
+    shaped = templated = 0
+    for entry in entries:
+        if _varied(entry.text, 0) is None or isinstance(_cold(entry.text, params), dict):
+            continue
+        shaped += 1
+        _prime(entry.text, _varied(entry.text, 0), params)
+        templated += isinstance(_template_of(entry.text, params), templates.Template)
+    assert shaped > 20 and templated >= shaped // 2, (templated, shaped)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        '"\\ud800 lone"',  # an unpaired surrogate escape (the parser's error, located)
+        "1e999",  # out of the double range
+        "123456789012345678901234567890",  # beyond 64 bits: a value, checked where it is computed with
+        '""',  # empty: keyed, not a slot
+        '"$self"',  # a name KIP gives meaning
+        '"kip:x"',  # reserved
+        "-0.0",
+        "1",
+        "null",
+    ],
+)
+def test_a_value_outside_the_templates_class_gets_the_cold_answer(bad):
+    text = EVENT.replace('"met Bob"', "VALUE").replace("12", "VALUE2")
+    for where in ("VALUE", "VALUE2"):
+        command = text.replace(where, bad).replace("VALUE2", "14").replace("VALUE", '"c"')
+        cold = _cold(command, {})
+        _prime(text.replace("VALUE2", "12").replace("VALUE", '"a"'), text.replace("VALUE2", "13").replace("VALUE", '"b"'), {})
+        assert isinstance(_template_of(text.replace("VALUE2", "12").replace("VALUE", '"a"'), {}), templates.Template)
+        warm = _warm(command, {})
+        _same(warm, cold)
+        if isinstance(cold, dict) and bad.startswith(('"\\u', "1e")):
+            assert cold["code"] == "KIP_1001" and cold["line"] == 1 and cold["column"] > 1
+
+
+def test_a_shape_whose_value_feeds_a_derived_fact_is_never_templated():
+    """SEARCH builds its Lucene queries from the term: not a slot the template can fill, so
+    every command of the shape compiles cold (and a bad THRESHOLD answers the cold error)."""
+    text = 'SEARCH CONCEPT "aspirin" WITH TYPE "Drug" THRESHOLD 0.5 LIMIT 5'
+    bad = text.replace("0.5", "1.5")
+    cold = _cold(bad, {})
+    assert cold["code"] == "KIP_1001"
+    _prime(text, text.replace("0.5", "0.6").replace("aspirin", "ibuprofen"), {})
+    assert _template_of(text, {}) == compiler._NEVER
+    assert _warm(bad, {}) == cold
+
+
+def test_a_cursor_command_has_no_shape_and_values_inside_regex_stay_in_the_key():
+    assert templates.shape('FIND(?d.name) WHERE { ?d {type: "Drug"} } LIMIT 2 CURSOR "abc"') is None
+    found = templates.shape('FIND(?d.name) WHERE { ?d {type: "Drug"} FILTER(REGEX(?d.name, "^A.*")) } LIMIT 2')
+    assert found is not None and found.slots == ()
+
+
+def test_names_that_shape_the_statement_are_not_slots():
+    found = templates.shape('FIND(?s.name) WHERE { ?s {type: "Drug", name: "Aspirin"} (?s, "treats", ?o) ?o {id: "C:1"} } LIMIT 3')
+    assert [s.value for s in found.slots] == ["Aspirin"]
+
+
+def test_a_value_holding_a_bound_placeholder_name_is_refused_as_cold():
+    """The quoted-placeholder rule reads string values: ``"… :who"`` with ``who`` bound is refused."""
+    text = 'FIND(?p.name) WHERE { ?p {type: "Person", name: :who} FILTER(?p.attributes.note == "hello there") }'
+    params = {"who": "Alice"}
+    bad = text.replace("hello there", "hello :who")
+    cold = _cold(bad, params)
+    assert cold["code"] == "KIP_1001" and ":who" in cold["message"]
+    _prime(text, text.replace("hello there", "good bye"), params)
+    assert isinstance(_template_of(text, params), templates.Template)
+    assert _warm(bad, params) == cold
+
+
+def test_a_text_over_the_size_bound_is_refused_as_cold():
+    settings = compiler._default_settings().replace(max_input_bytes=len(_varied(EVENT, 0)) + 5)
+    longer = EVENT.replace("met Bob", "met Bob and a long list of other people at the fair, " * 3)
+    compiler._compile_cached.cache_clear()
+    compiler._templates.clear()
+    parser.clear_cache()
+    with pytest.raises(KipError) as cold:
+        compiler._compile(longer, "{}", settings)
+    compiler.compile_plan(EVENT, None, settings)
+    compiler.compile_plan(_varied(EVENT, 0), None, settings)
+    with pytest.raises(KipError) as warm:
+        compiler.compile_plan(longer, None, settings)
+    assert warm.value.to_dict() == cold.value.to_dict() and cold.value.code == "KIP_4002"
+
+
+def test_a_readonly_classification_of_a_templated_shape_does_not_parse():
+    """``execute_kip_readonly`` classifies before it compiles: a new text of a templated shape gets
+    its kind from the shape (it parses: same tokens, literals of the same classes), not a parse."""
+    cold = compiler.classify(_varied(RECALL, 1))
+    _prime(RECALL, _varied(RECALL, 0), {})
+    parser.clear_cache()
+    assert compiler.classify(_varied(RECALL, 2)) == (cold[0], None) == ("KQL", None)
+    assert parser._parse_single.cache_info().currsize == 0
+    assert compiler.classify('FIND(?e.name) WHERE { ?e {type: "Event"} FILTER(?e.attributes.salience > "x") LIMIT 5')[1] is not None
+
+
+@pytest.mark.parametrize("typed", ['"3.0"', '"10"', '"2025-01-01T00:00:00+02:00"'])
+def test_a_template_primed_by_plain_text_keeps_the_warning_of_text_that_reads_as_a_number(typed):
+    """A shape primed by ordinary strings must not stand for a string the A4 warning reads
+    (docs/interop.md): its answer carries the warning a cold compile gives, never the primer's none."""
+    shaped = 'FIND(?e.name) WHERE {{ ?e {{type: "Event"}} FILTER(?e.attributes.level >= {}) }}'
+    _prime(shaped.format('"alpha"'), shaped.format('"beta"'), {})
+    warm, cold = _warm(shaped.format(typed), {}), _cold(shaped.format(typed), {})
+    assert cold.warnings, "the cold compile warns about text compared as a number or an instant"
+    _same(warm, cold)
