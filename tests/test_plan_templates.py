@@ -93,6 +93,7 @@ def _same(warm, cold) -> None:
         assert warm == cold
         return
     assert warm == cold  # every compared field: statements, parameters, facts
+    assert warm.warnings == cold.warnings  # not a compared field of Plan, but said with the answer
     assert compiler.statements(warm) == compiler.statements(cold)
     assert warm.command_text == cold.command_text and warm.kind == cold.kind and warm.namespace == cold.namespace
     assert getattr(warm, "fingerprint", None) == getattr(cold, "fingerprint", None)
