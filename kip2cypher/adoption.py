@@ -53,8 +53,9 @@ GENESIS_PREDICATES = ("belongs_to_domain",)
 #: The domain every adopted type and predicate belongs to (DESCRIBE DOMAINS lists it).
 DOMAIN = "Adopted"
 #: Engine label / relationship-type stems (``cypher.storage``); repeated here because the
-#: foundation layer may not import the cypher layer. ``tests/test_adopt.py`` checks they agree.
-ENGINE_STEMS = ("KipConcept", "KipProposition", "KipNexus", "KipAdoptedVector", "KIP_SUBJECT", "KIP_OBJECT")
+#: foundation layer may not import the cypher layer. ``tests/test_reliability_labelspace_attack.py``
+#: checks they agree (the shadow label of relationship vectors was once missing here).
+ENGINE_STEMS = ("KipConcept", "KipProposition", "KipNexus", "KipAdoptedVector", "KipAdoptedRelationshipVector", "KIP_SUBJECT", "KIP_OBJECT")
 #: Memory's own concept-type labels and predicate types (``kip:Drug``, ``kip.alice:treats``:
 #: ``cypher.storage.is_vocabulary_name``, spelled here because the mapping sits below the storage layer).
 VOCABULARY_NAME = re.compile(r"kip(?:\.[a-z][a-z0-9_]{0,31})?:")

@@ -98,8 +98,10 @@ class JwtVerifier:
             # The key endpoint failing is the operator's problem (WARNING); a bad token is the caller's.
             (log.warning if isinstance(exc, jwt.PyJWKClientConnectionError) else log.info)("bearer JWT refused: %s", _reason(exc))
             return None
+        # A claim that is present binds, whatever its value: null is not "no claim" (that would hand the
+        # default namespace to a token whose issuer named a namespace it could not fill in).
         namespace = claims.get(self.options.namespace_claim)
-        if namespace is not None and not (isinstance(namespace, str) and storage.NAMESPACE_RE.match(namespace)):
+        if self.options.namespace_claim in claims and not (isinstance(namespace, str) and storage.NAMESPACE_RE.match(namespace)):
             log.info("bearer JWT refused: its %r claim is not a namespace name", self.options.namespace_claim)
             return None
         granted = _scopes(claims)
@@ -131,9 +133,10 @@ class JwtVerifier:
 
 
 def _scopes(claims: dict[str, Any]) -> set[str]:
-    """RFC 9068 ``scope`` (space-separated), or a list in ``scope`` / ``scp`` (some providers)."""
+    """RFC 9068 ``scope`` (separated by SP only, RFC 6749 §3.3: ``"kip:read\u00a0kip:write"`` is one
+    unknown scope-token, not two), or a list in ``scope`` / ``scp`` (some providers)."""
     value = claims.get("scope", claims.get("scp", ""))
-    items = value.split() if isinstance(value, str) else value if isinstance(value, list) else []
+    items = value.split(" ") if isinstance(value, str) else value if isinstance(value, list) else []
     return {item for item in items if isinstance(item, str)}
 
 

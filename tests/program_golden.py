@@ -130,7 +130,7 @@ def admin_program(spec: str, ctx: Any) -> Any:
     programs = {
         "admin.nexus_node": lambda: admin.nexus_node(ctx),
         "admin.server_version": admin.server_version,
-        "admin.ensure_schema": lambda: admin.ensure_schema(ctx, "golden-secret"),
+        "admin.ensure_schema": lambda: admin.ensure_schema(ctx),
         "admin.migrate": lambda: admin.migrate(ctx, **args),
         "namespaces.listing": namespaces.listing,
         "namespaces.drop": lambda: namespaces.drop(args["namespace"], args.get("batch", namespaces.DROP_BATCH)),

@@ -85,12 +85,14 @@ def schema(names: storage.Names = storage.DEFAULT) -> tuple[str, ...]:
 #: must share — the secret CURSOR tokens are signed with, the adoption mapping (docs/adopt.md,
 #: JSON; absent when nothing is adopted) and the storage layout (``storage.LAYOUT_KEY``). Created
 #: with a fresh random secret and the layout this build writes by ``ensure_schema``; an existing
-#: node keeps what it has (a node without the key is layout 1, docs/migration.md).
+#: node keeps what it has (a node without the key is layout 1, docs/migration.md). The secret is
+#: drawn by the server (two ``randomUUID()``: 244 bits from Java's SecureRandom), never sent as a
+#: parameter: a parameter is printed by the ``-v`` Cypher log and by the driver's DEBUG log.
 #: The layout of a nexus node without ``storage.LAYOUT_KEY`` (every node written before layouts were recorded).
 LEGACY_LAYOUT = 1
 NEXUS_CREATE = (
     f"MERGE (n:{storage.NEXUS} {{namespace: $namespace}}) "
-    f"ON CREATE SET n.{storage.CURSOR_SECRET} = $secret, n.{storage.LAYOUT_KEY} = $layout "
+    f"ON CREATE SET n.{storage.CURSOR_SECRET} = replace(randomUUID(), '-', '') + replace(randomUUID(), '-', ''), n.{storage.LAYOUT_KEY} = $layout "
     f"RETURN n.{storage.CURSOR_SECRET} AS secret, n.{storage.ADOPTION} AS adoption, coalesce(n.{storage.LAYOUT_KEY}, {LEGACY_LAYOUT}) AS layout"
 )
 
@@ -205,10 +207,11 @@ def adopted_relationship_text_ddl(names: storage.Names, rel_types: tuple[str, ..
 # ---------------------------------------------------------------------------- namespaces (docs/namespaces.md)
 #: The namespaces that have a nexus node ("" = the default one).
 NEXUS_NAMESPACES = f"MATCH (n:{storage.NEXUS}) RETURN collect(coalesce(n.namespace, '')) AS namespaces"
-#: The namespaces whose concept or proposition labels the database's token store holds.
+#: The namespaced concept and proposition labels the database's token store holds; the namespace
+#: is everything after the stem's ``__`` (``storage.element_label_namespace``: a namespace name may
+#: hold ``__`` itself, so the label is not split in Cypher).
 LABELLED_NAMESPACES = (
-    "CALL db.labels() YIELD label WHERE label STARTS WITH 'KipConcept__' OR label STARTS WITH 'KipProposition__' "
-    "RETURN collect(DISTINCT split(label, '__')[1]) AS labelled"
+    "CALL db.labels() YIELD label WHERE label STARTS WITH 'KipConcept__' OR label STARTS WITH 'KipProposition__' RETURN collect(label) AS labelled"
 )
 #: The constraints on any of ``$labels``.
 CONSTRAINTS_ON = "SHOW CONSTRAINTS YIELD name, labelsOrTypes WHERE any(l IN labelsOrTypes WHERE l IN $labels) RETURN collect(name) AS names"

@@ -114,6 +114,18 @@ RESERVED_LABEL_STEMS = ("KipConcept", "KipProposition", NEXUS, ADOPTED_VECTOR, A
 RESERVED_REL_STEMS = ("KIP_SUBJECT", "KIP_OBJECT")
 
 
+def element_label_namespace(label: str) -> str | None:
+    """The namespace whose concept or proposition label ``label`` is (``KipConcept`` → ``""``,
+    ``KipProposition__a__b`` → ``a__b``), None for any other label. Everything after the stem's
+    ``__`` is the namespace: a namespace name may itself hold ``__``, so the label is never split."""
+    for stem in ("KipConcept", "KipProposition"):
+        if label == stem:
+            return ""
+        if label.startswith(stem + "__") and NAMESPACE_RE.match(label[len(stem) + 2 :]):
+            return label[len(stem) + 2 :]
+    return None
+
+
 def is_engine_label(label: str) -> bool:
     return any(label == stem or label.startswith(stem + "__") for stem in RESERVED_LABEL_STEMS)
 

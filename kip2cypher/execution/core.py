@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import secrets
 import time
 from collections.abc import Generator
 from datetime import UTC, datetime
@@ -106,7 +105,7 @@ class Core:
         """Create constraints and indexes idempotently, each in a transaction of its own, and
         the nexus node with its cursor-signing secret (``programs.admin.ensure_schema``); a
         nexus in another storage layout is refused (KipError) before anything is created."""
-        self._load((yield from self.admin(lambda ctx: admin.ensure_schema(ctx, new_secret()))))
+        self._load((yield from self.admin(lambda ctx: admin.ensure_schema(ctx))))
 
     def migrate(self, *, dry_run: bool = False, batch: int = migration.DEFAULT_BATCH) -> Operation:
         """Move every namespace of this database (not only this nexus's) to the storage layout
@@ -459,11 +458,6 @@ def stale_vectors(response: dict[str, Any], waited_s: float) -> dict[str, Any]:
         "semantic results may miss or misrank those elements. Repeat the SEARCH later for them."
     )
     return {**response, "warnings": [*response.get("warnings", []), warning]}
-
-
-def new_secret() -> str:
-    """A fresh random nexus secret (stored once, at the first bootstrap of a database)."""
-    return secrets.token_hex(32)
 
 
 def cursor_key(secret: str) -> bytes:

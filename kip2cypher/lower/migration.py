@@ -48,11 +48,9 @@ def namespace_layouts(labels: list[str], nexuses: list[dict[str, Any]]) -> dict[
     (None: no nexus node; its elements were found by their concept or proposition label)."""
     found: dict[str, int | None] = {}
     for label in labels:
-        for stem in ("KipConcept", "KipProposition"):
-            if label == stem:
-                found.setdefault("", None)
-            elif label.startswith(stem + "__") and storage.NAMESPACE_RE.match(label[len(stem) + 2 :]):
-                found.setdefault(label[len(stem) + 2 :], None)
+        namespace = storage.element_label_namespace(label)
+        if namespace is not None:
+            found.setdefault(namespace, None)
     for nexus in nexuses:
         found[nexus["namespace"]] = nexus["layout"]
     return found
@@ -161,9 +159,9 @@ def nexus_read(names: storage.Names) -> Compiled:
     return Compiled(catalog.nexus_read(names), {"namespace": names.namespace}, "the nexus node")
 
 
-def nexus_create(names: storage.Names, secret: str) -> Compiled:
-    """``catalog.NEXUS_CREATE``: the nexus node, created in this build's layout."""
-    return Compiled(catalog.NEXUS_CREATE, {"namespace": names.namespace, "secret": secret, "layout": storage.LAYOUT}, "the nexus node")
+def nexus_create(names: storage.Names) -> Compiled:
+    """``catalog.NEXUS_CREATE``: the nexus node, created in this build's layout with a secret the server draws."""
+    return Compiled(catalog.NEXUS_CREATE, {"namespace": names.namespace, "layout": storage.LAYOUT}, "the nexus node")
 
 
 def schema(names: storage.Names) -> tuple[Compiled, ...]:

@@ -68,8 +68,8 @@ def explain(statements: tuple[Compiled, ...]) -> Generator[Any, Any, list[Any]]:
     return trees
 
 
-def ensure_schema(ctx: Context, secret: str) -> Generator[Any, Any, dict[str, Any]]:
-    """The namespace's constraints and indexes and its nexus node (``secret``: a new node's); returns
+def ensure_schema(ctx: Context) -> Generator[Any, Any, dict[str, Any]]:
+    """The namespace's constraints and indexes and its nexus node (a new one gets a secret the server draws); returns
     the nexus node's facts (``catalog.nexus_read``'s columns). A nexus in another layout is refused
     before anything is created: bootstrap must not put a new schema beside an unmigrated nexus."""
     names = ctx.names
@@ -77,7 +77,7 @@ def ensure_schema(ctx: Context, secret: str) -> Generator[Any, Any, dict[str, An
     refuse_other_layout(found["layout"], names.namespace)
     for statement in migration.schema(names):
         yield Run(statement)
-    (record,) = yield Run(migration.nexus_create(names, secret))
+    (record,) = yield Run(migration.nexus_create(names))
     refuse_other_layout(record["layout"], names.namespace)
     return record
 

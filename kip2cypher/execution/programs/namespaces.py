@@ -47,7 +47,7 @@ def listing() -> Generator[Any, Any, list[NamespaceInfo]]:
     """Every namespace of the database, the default one first, with its element counts."""
     bootstrapped = set((yield from one(_statement(catalog.NEXUS_NAMESPACES, "the bootstrapped namespaces")))["namespaces"])
     labelled = (yield from one(_statement(catalog.LABELLED_NAMESPACES, "the labelled namespaces")))["labelled"]
-    found = bootstrapped | {name for name in labelled if storage.NAMESPACE_RE.match(name)} | {""}
+    found = bootstrapped | {ns for label in labelled if (ns := storage.element_label_namespace(label)) is not None} | {""}
     out = []
     for namespace in sorted(found):
         names = storage.names(namespace)
