@@ -19,6 +19,7 @@ import neo4j
 
 from . import connection
 from .config import Settings, lookup
+from .execution.breaker import Breaker
 from .execution.core import Core
 from .execution.requests import Context
 from .lower import embeddings, migration
@@ -108,13 +109,15 @@ class Face:
             options = base_options(self.settings, driver_options)
             self._driver, self._owns_driver = self._waiting.open_driver(self.uri, auth, options), True
             self._reachable = self._waiting.reachability(self.uri, auth, options)
+        #: One circuit breaker per driver (``in_namespace`` shares it): an outage is seen once.
+        self._breaker = Breaker()
         # One bookmark manager per nexus: a caller's reads see its own earlier writes on a cluster.
         self._bookmarks = self._waiting.bookmark_manager()
         self._refresher = self._waiting.refresher(self.run_program)
 
     def _operate(self, operation: Any) -> Any:
         """Drive an operation of the core: its result (sync), or the coroutine that yields it (asyncio)."""
-        return self._waiting.operate(operation, self.session, self._refresher)
+        return self._waiting.operate(operation, self.session, self._refresher, self._breaker)
 
     # ------------------------------------------------------------------ state
     @property
@@ -143,6 +146,8 @@ class Face:
             bookmark_manager=self._bookmarks,
             notifications_min_severity="OFF",
             fetch_size=self.settings.fetch_size,
+            # Retries are the loop's (``loop.retrying``), which the circuit breaker cuts short.
+            max_transaction_retry_time=0,
         )
 
     def check_reachable(self) -> Any:
@@ -157,8 +162,11 @@ class Face:
 
     def in_namespace(self, namespace: str) -> Any:
         """The nexus of another namespace of the same database, on this one's driver (which it
-        never closes): one connection pool for many namespaces (the MCP server's token bindings)."""
-        return type(self)(driver=self._driver, database=self.database, settings=self.core.for_namespace(namespace))
+        never closes): one connection pool and one circuit breaker for many namespaces (the MCP
+        server's token bindings)."""
+        nexus = type(self)(driver=self._driver, database=self.database, settings=self.core.for_namespace(namespace))
+        nexus._breaker = self._breaker
+        return nexus
 
     def reload_nexus_node(self) -> None:
         """Read this namespace's nexus node again at the next request (``kip2cypher adopt`` changed
