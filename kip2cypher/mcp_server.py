@@ -708,6 +708,8 @@ class LoopNexus:
         self._bound = sorted(set(namespaces) | set(writable))
         self._writable = sorted(set(writable))
         self._background: asyncio.Task | None = None
+        #: the namespaces whose bootstrap (at start, or by a call) has finished
+        self._booted: set[str | None] = set()
 
     async def start(self) -> None:
         """Open the served nexus (and bootstrap it, with ``bootstrap``); the namespaces of ``rw``
@@ -720,7 +722,7 @@ class LoopNexus:
 
     async def _bootstrap_writable(self) -> None:
         for namespace in self._writable:
-            await self._bootstrap_once(await self._open(namespace))
+            await self._bootstrap_once(await self._open(namespace), namespace)
 
     def served_namespaces(self) -> list[str]:
         """The server's own namespace ("" = the default one) and the token-bound ones."""
@@ -751,10 +753,12 @@ class LoopNexus:
         without its nexus, bootstraps it first when the server bootstraps (then runs once more:
         nothing of the first run was written, the namespace's types did not exist)."""
         nexus = self._nexus if namespace is None else await self._open(namespace)
+        if self._bootstrap and namespace in self._writable and namespace not in self._booted:
+            await self._bootstrap_once(nexus, namespace)  # its bootstrap at start is not done yet: wait for it
         response = await nexus.execute(arguments, readonly=readonly)
         if readonly or not self._bootstrap or not _without_nexus(nexus, response):
             return response
-        await self._bootstrap_once(nexus)
+        await self._bootstrap_once(nexus, namespace)
         return await nexus.execute(arguments, readonly=readonly)
 
     def for_namespace(self, namespace: str) -> _NamespaceView:
@@ -770,11 +774,13 @@ class LoopNexus:
                 self._namespaces[namespace] = self._nexus.in_namespace(namespace)
             return self._namespaces[namespace]
 
-    async def _bootstrap_once(self, nexus: Any) -> None:
-        """Bootstrap ``nexus`` unless a concurrent call just did (its nexus node is read again)."""
+    async def _bootstrap_once(self, nexus: Any, namespace: str | None) -> None:
+        """Bootstrap ``nexus`` unless a concurrent call (or the start) just did: its nexus node is
+        loaded then. ``namespace`` is marked done either way."""
         async with self._bootstrapping:
             if not nexus.core.loaded:
                 await _bootstrap_quietly(nexus, self._capsules, self._profile)
+            self._booted.add(namespace)
 
     async def close(self) -> None:
         """Close every namespace's nexus (each drains its embedding refresh), the served one —

@@ -28,6 +28,7 @@ class Clock:
 def clock(monkeypatch):
     clock = Clock()
     monkeypatch.setattr(loop.time, "sleep", lambda s: setattr(clock, "now", clock.now + s))
+    monkeypatch.setattr(loop.random, "uniform", lambda low, high: 1.0)  # no jitter: pauses of 1 s, 2 s, 4 s …
     return clock
 
 

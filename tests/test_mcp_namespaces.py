@@ -42,7 +42,8 @@ def assert_no_nexus(response: dict, namespace: str) -> None:
 
 def test_rw_token_namespaces_are_bootstrapped_at_start_and_an_ro_token_never_creates_its_own(genesis, neo4j_server):
     with http_server(neo4j_server, "--bootstrap", tokens=f"{RW}:rw:alpha_rw,{RO}:ro:beta_ro", env=QUIET) as served:
-        eventually(lambda: bootstrapped(genesis, "alpha_rw"), "alpha_rw bootstrapped in the background")  # before any call of its token
+        alpha = genesis.in_namespace("alpha_rw")
+        eventually(lambda: alpha.profile_state()["profile"] is not None, "alpha_rw bootstrapped in the background")  # before any call of its token
         at_start = {ns: bootstrapped(genesis, ns) for ns in ("alpha_rw", "beta_ro")}
         first = payload(call(served, RW, "execute_kip_readonly", TYPES))
         before = fingerprint(genesis.driver, genesis.database)
