@@ -34,10 +34,11 @@ class AsyncNexus(Face):
         connection.open_async_driver, connection.AsyncReachabilityCheck, AsyncGraphDatabase.bookmark_manager, background.AsyncRefresher, loop.operate_async
     )
 
-    async def session(self, access: str = "WRITE") -> Any:
-        """A session on this nexus's database; the first one proves the server answers (KIP_4003 fast if not)."""
+    async def session(self, access: str = "WRITE", *, retries: bool = True) -> Any:
+        """A session on this nexus's database; the first one proves the server answers (KIP_4003 fast if not).
+        ``retries=False``: without the driver's retries of managed transactions (``Face._session``)."""
         await self._reachable.ensure()
-        return self._session(access)
+        return self._session(access, retries)
 
     async def close(self) -> None:
         """``Nexus.close``: the last writes' embeddings first (up to ``embedding_wait_s``)."""

@@ -11,6 +11,7 @@ and background refresher it uses (``Waiting``), how it opens a session and how i
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -117,7 +118,7 @@ class Face:
 
     def _operate(self, operation: Any) -> Any:
         """Drive an operation of the core: its result (sync), or the coroutine that yields it (asyncio)."""
-        return self._waiting.operate(operation, self.session, self._refresher, self._breaker)
+        return self._waiting.operate(operation, functools.partial(self.session, retries=False), self._refresher, self._breaker)
 
     # ------------------------------------------------------------------ state
     @property
@@ -137,17 +138,19 @@ class Face:
     def driver(self) -> Any:
         return self._driver
 
-    def _session(self, access: str) -> Any:
-        """A session of ``access`` on this nexus's database (the reachability check is the face's)."""
+    def _session(self, access: str, retries: bool = True) -> Any:
+        """A session of ``access`` on this nexus's database (the reachability check is the face's).
+        ``retries=False``: without the driver's own retries of managed transactions — the sessions
+        the core's operations run in, which ``loop.retrying`` retries under the circuit breaker."""
         mode = neo4j.READ_ACCESS if access == "READ" else neo4j.WRITE_ACCESS
+        config = {} if retries else {"max_transaction_retry_time": 0}
         return self._driver.session(
             database=self.database,
             default_access_mode=mode,
             bookmark_manager=self._bookmarks,
             notifications_min_severity="OFF",
             fetch_size=self.settings.fetch_size,
-            # Retries are the loop's (``loop.retrying``), which the circuit breaker cuts short.
-            max_transaction_retry_time=0,
+            **config,
         )
 
     def check_reachable(self) -> Any:
