@@ -36,10 +36,11 @@ class AsyncNexus(AwaitingFace):
         connection.open_async_driver, connection.AsyncReachabilityCheck, AsyncGraphDatabase.bookmark_manager, background.AsyncRefresher, loop.operate_async
     )
 
-    async def session(self, access: str = "WRITE") -> Any:
-        """A session on this nexus's database; the first one proves the server answers (KIP_4003 fast if not)."""
+    async def session(self, access: str = "WRITE", *, retries: bool = True) -> Any:
+        """A session on this nexus's database; the first one proves the server answers (KIP_4003 fast if not).
+        ``retries=False``: without the driver's retries of managed transactions (``Face._session``)."""
         await self._reachable.ensure()
-        return self._session(access)
+        return self._session(access, retries)
 
     async def check_reachable(self) -> None:
         """``Nexus.check_reachable``, awaited."""

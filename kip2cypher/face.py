@@ -26,6 +26,7 @@ from .adoption import Adoption
 from .config import Settings, lookup
 from .connection import AuthLike, DriverOptions
 from .execution.batch import Outcome
+from .execution.breaker import Breaker
 from .execution.calls import Call
 from .execution.core import Core
 from .execution.programs.namespaces import NamespaceInfo
@@ -155,13 +156,15 @@ class Face:
             options = base_options(self.settings, driver_options)
             self._driver, self._owns_driver = self._waiting.open_driver(self.uri, auth, options), True
             self._reachable = self._waiting.reachability(self.uri, auth, options)
+        #: One circuit breaker per driver (``in_namespace`` shares it): an outage is seen once.
+        self._breaker = Breaker()
         # One bookmark manager per nexus: a caller's reads see its own earlier writes on a cluster.
         self._bookmarks = self._waiting.bookmark_manager()
         self._refresher = self._waiting.refresher(self.run_program)
 
     def _operate(self, operation: Any) -> Any:
         """Drive an operation of the core: its result (sync), or the coroutine that yields it (asyncio)."""
-        return self._waiting.operate(operation, self.session, self._refresher)
+        return self._waiting.operate(operation, functools.partial(self.session, retries=False), self._refresher, self._breaker)
 
     # ------------------------------------------------------------------ state
     @property
@@ -181,21 +184,28 @@ class Face:
     def driver(self) -> Any:
         return self._driver
 
-    def _session(self, access: str) -> Any:
-        """A session of ``access`` on this nexus's database (the reachability check is the face's)."""
+    def _session(self, access: str, retries: bool = True) -> Any:
+        """A session of ``access`` on this nexus's database (the reachability check is the face's).
+        ``retries=False``: without the driver's own retries of managed transactions — the sessions
+        the core's operations run in, which ``loop.retrying`` retries under the circuit breaker."""
         mode = neo4j.READ_ACCESS if access == "READ" else neo4j.WRITE_ACCESS
+        config = {} if retries else {"max_transaction_retry_time": 0}
         return self._driver.session(
             database=self.database,
             default_access_mode=mode,
             bookmark_manager=self._bookmarks,
             notifications_min_severity="OFF",
             fetch_size=self.settings.fetch_size,
+            **config,
         )
 
     def in_namespace(self, namespace: str) -> Self:
         """The nexus of another namespace of the same database, on this one's driver (which it
-        never closes): one connection pool for many namespaces (the MCP server's token bindings)."""
-        return type(self)(driver=self._driver, database=self.database, settings=self.core.for_namespace(namespace))
+        never closes): one connection pool and one circuit breaker for many namespaces (the MCP
+        server's token bindings)."""
+        nexus = type(self)(driver=self._driver, database=self.database, settings=self.core.for_namespace(namespace))
+        nexus._breaker = self._breaker
+        return nexus
 
     def reload_nexus_node(self) -> None:
         """Read this namespace's nexus node again at the next request (``kip2cypher adopt`` changed

@@ -18,6 +18,7 @@ security model and its limits.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import hmac
@@ -38,7 +39,7 @@ from mcp.server.lowlevel import Server
 from . import connection, mcp_auth, metrics
 from .async_nexus import AsyncNexus
 from .cypher import storage
-from .errors import EXECUTION_TIMEOUT, IMMUTABLE_TARGET, INTERNAL_ERROR, INVALID_SYNTAX, RESOURCE_EXHAUSTED, KipError
+from .errors import EXECUTION_TIMEOUT, IMMUTABLE_TARGET, INTERNAL_ERROR, INVALID_SYNTAX, NOT_FOUND, RESOURCE_EXHAUSTED, KipError
 from .execution.calls import Call
 from .execution.neo4j_errors import DRIVER_ERRORS, unavailable
 from .mcp_auth import NAMESPACE_SCOPE, READ_SCOPE, WRITE_SCOPE, JwtConfigError, JwtOptions
@@ -158,7 +159,7 @@ def build_server(nexus: Any, *, readonly: bool = False, request_timeout_s: float
             metrics.auth_failure("insufficient_scope")
             return {"error": _read_only_token_error().to_dict()}
         arguments = params.arguments if params.arguments is not None else {}
-        target = nexus if namespace is None else await nexus.for_namespace(namespace)
+        target = nexus if namespace is None else nexus.for_namespace(namespace)
         with metrics.interface(metrics.MCP):
             return await _call_with_timeout(target, arguments, params.name == EXECUTE_KIP_READONLY, request_timeout_s, call)
 
@@ -233,7 +234,7 @@ async def _call_with_timeout(nexus: Any, arguments: Any, readonly: bool, timeout
     """
     with anyio.move_on_after(timeout_s or None):
         # An AsyncNexus's methods return awaitables without being coroutine functions (one Face
-        # class under both faces); a namespace's nexus (``LoopNexus.for_namespace``) is one.
+        # class under both faces); a namespace's view (``LoopNexus.for_namespace``) has a coroutine ``execute``.
         if inspect.iscoroutinefunction(nexus.execute) or isinstance(nexus, AsyncNexus):
             return await _acall(nexus, arguments, readonly, call)
         return await anyio.to_thread.run_sync(_call, nexus, arguments, readonly, call, abandon_on_cancel=True)
@@ -747,29 +748,51 @@ class LoopNexus:
     """An ``AsyncNexus`` opened inside the event loop that serves it (its driver belongs to that
     loop): ``start`` opens it (and bootstraps when asked), ``execute`` delegates, ``close`` closes.
 
-    ``for_namespace`` gives the nexus of another namespace on the same driver (one connection
-    pool for every namespace a token is bound to), opened — and bootstrapped, when the server
-    bootstraps — on first use."""
+    ``for_namespace`` gives the view of another namespace, whose nexus shares the driver (one
+    connection pool, one circuit breaker for every namespace a token is bound to). With
+    ``bootstrap``, the namespaces an ``rw`` token is bound to are bootstrapped at start, in the
+    background, so their first call is as fast as any other, and a namespace found without its nexus (never
+    bootstrapped — a JWT's namespace claim —, or dropped while the server runs) is bootstrapped by
+    the next execute_kip call, which then runs. A read-only call never creates a namespace: it
+    answers KIP_3002 naming the fix (``core.no_nexus``); nor does any call of a server started
+    without ``bootstrap`` (``--readonly`` cannot be combined with it)."""
 
     def __init__(
-        self, factory: Callable[[], Any], *, bootstrap: bool = False, capsules: bool = False, profile: str | None = None, namespaces: Iterable[str] = ()
+        self,
+        factory: Callable[[], Any],
+        *,
+        bootstrap: bool = False,
+        capsules: bool = False,
+        profile: str | None = None,
+        namespaces: Iterable[str] = (),
+        writable: Iterable[str] = (),
     ) -> None:
         self._factory, self._bootstrap, self._capsules, self._profile = factory, bootstrap, capsules, profile
         self._nexus: Any = None
         self._namespaces: dict[str, Any] = {}
-        self._opening = anyio.Lock()
+        self._opening, self._bootstrapping = anyio.Lock(), anyio.Lock()
         #: Neo4j's state as the calls and probes see it (one WARNING when down, one INFO when back)
         self.neo4j = connection.Availability()
-        #: The namespaces static tokens are bound to: bootstrapped at start (with ``bootstrap``)
-        #: and checked by the readiness probe, beside the server's own.
-        self._bound = sorted(set(namespaces))
+        #: The namespaces static tokens are bound to: checked by the readiness probe, beside the
+        #: server's own; those of an ``rw`` token (``writable``) are bootstrapped at start.
+        self._bound = sorted(set(namespaces) | set(writable))
+        self._writable = sorted(set(writable))
+        self._background: asyncio.Task | None = None
+        #: the namespaces whose bootstrap (at start, or by a call) has finished
+        self._booted: set[str | None] = set()
 
     async def start(self) -> None:
+        """Open the served nexus (and bootstrap it, with ``bootstrap``); the namespaces of ``rw``
+        tokens are bootstrapped in the background, so the server listens at once (/readyz says
+        when they are done; a call that needs one first waits for it)."""
         self._nexus = self._factory()
         if self._bootstrap:
             await _bootstrap_quietly(self._nexus, self._capsules, self._profile)
-            for namespace in self._bound:
-                await self.for_namespace(namespace)
+            self._background = asyncio.create_task(self._bootstrap_writable())
+
+    async def _bootstrap_writable(self) -> None:
+        for namespace in self._writable:
+            await self._bootstrap_once(await self._open(namespace), namespace)
 
     @property
     def namespace(self) -> str:
@@ -810,28 +833,68 @@ class LoopNexus:
         self.neo4j.seen(False, self._nexus.uri, reason)
         return reason
 
-    async def execute(self, arguments: Any, *, readonly: bool = False, call: Call | None = None) -> dict[str, Any]:
-        return await self._nexus.execute(arguments, readonly=readonly, call=call)
+    async def execute(self, arguments: Any, *, readonly: bool = False, call: Call | None = None, namespace: str | None = None) -> dict[str, Any]:
+        """One call in ``namespace`` (None: the server's own); a call that may write, to a namespace
+        without its nexus, bootstraps it first when the server bootstraps (then runs once more:
+        nothing of the first run was written, the namespace's types did not exist)."""
+        nexus = self._nexus if namespace is None else await self._open(namespace)
+        if self._bootstrap and namespace in self._writable and namespace not in self._booted:
+            await self._bootstrap_once(nexus, namespace)  # its bootstrap at start is not done yet: wait for it
+        response = await nexus.execute(arguments, readonly=readonly, call=call)
+        if readonly or not self._bootstrap or not _without_nexus(nexus, response):
+            return response
+        await self._bootstrap_once(nexus, namespace)
+        return await nexus.execute(arguments, readonly=readonly, call=call)
 
-    async def for_namespace(self, namespace: str) -> Any:
-        """The nexus of ``namespace`` (the served one when it is that namespace)."""
+    def for_namespace(self, namespace: str) -> _NamespaceView:
+        """What a token bound to ``namespace`` calls."""
+        return _NamespaceView(self, namespace)
+
+    async def _open(self, namespace: str) -> Any:
+        """The nexus of ``namespace`` (the served one when it is that namespace), opened on first use."""
         if namespace == self._nexus.settings.namespace:
             return self._nexus
         async with self._opening:
             if namespace not in self._namespaces:
-                nexus = self._nexus.in_namespace(namespace)
-                if self._bootstrap:
-                    await _bootstrap_quietly(nexus, self._capsules, self._profile)
-                self._namespaces[namespace] = nexus
+                self._namespaces[namespace] = self._nexus.in_namespace(namespace)
             return self._namespaces[namespace]
+
+    async def _bootstrap_once(self, nexus: Any, namespace: str | None) -> None:
+        """Bootstrap ``nexus`` unless a concurrent call (or the start) just did: its nexus node is
+        loaded then. ``namespace`` is marked done either way."""
+        async with self._bootstrapping:
+            if not nexus.core.loaded:
+                await _bootstrap_quietly(nexus, self._capsules, self._profile)
+            self._booted.add(namespace)
 
     async def close(self) -> None:
         """Close every namespace's nexus (each drains its embedding refresh), the served one —
         which owns the shared driver — last."""
+        if self._background is not None:
+            self._background.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._background
         for nexus in self._namespaces.values():
             await nexus.close()
         if self._nexus is not None:
             await self._nexus.close()
+
+
+@dataclass(frozen=True)
+class _NamespaceView:
+    """The calls of a token bound to a namespace (``LoopNexus.for_namespace``)."""
+
+    served: LoopNexus
+    namespace: str
+
+    async def execute(self, arguments: Any, *, readonly: bool = False, call: Call | None = None) -> dict[str, Any]:
+        return await self.served.execute(arguments, readonly=readonly, call=call, namespace=self.namespace)
+
+
+def _without_nexus(nexus: Any, response: dict[str, Any]) -> bool:
+    """Whether ``response`` is ``core.no_nexus``: KIP_3002 while the nexus node is not loaded."""
+    error = response.get("error")
+    return isinstance(error, dict) and error.get("code") == NOT_FOUND and not nexus.core.loaded
 
 
 def run(
@@ -854,8 +917,10 @@ def run(
         )
     if http is not None:
         http.check()
-    bound = {token.namespace for token in http.tokens if token.namespace is not None} if http is not None else set()
-    nexus = LoopNexus(nexus_factory, bootstrap=bootstrap, capsules=capsules, profile=profile, namespaces=bound)
+    tokens = http.tokens if http is not None else []
+    bound = {token.namespace for token in tokens if token.namespace is not None}
+    writable = {token.namespace for token in tokens if token.namespace is not None and token.access == "rw"}
+    nexus = LoopNexus(nexus_factory, bootstrap=bootstrap, capsules=capsules, profile=profile, namespaces=bound, writable=writable)
     if http is None:
 
         async def stdio() -> None:

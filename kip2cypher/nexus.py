@@ -24,10 +24,11 @@ class Nexus(BlockingFace):
 
     _waiting = Waiting(connection.open_driver, connection.ReachabilityCheck, GraphDatabase.bookmark_manager, background.Refresher, loop.operate_sync)
 
-    def session(self, access: str = "WRITE") -> neo4j.Session:
-        """A session on this Nexus's database; the first one proves the server answers (KIP_4003 fast if not)."""
+    def session(self, access: str = "WRITE", *, retries: bool = True) -> neo4j.Session:
+        """A session on this Nexus's database; the first one proves the server answers (KIP_4003 fast if not).
+        ``retries=False``: without the driver's retries of managed transactions (``Face._session``)."""
         self._reachable.ensure()
-        return self._session(access)
+        return self._session(access, retries)
 
     def check_reachable(self) -> None:
         """Prove the server answers before working on ``self.driver`` directly (KIP_4003 within

@@ -383,9 +383,9 @@ def test_reads_use_read_sessions_and_writes_write_sessions(nexus, fake, monkeypa
     modes = []
     real = nexus.session
 
-    def spy(access="WRITE"):
+    def spy(access="WRITE", **config):
         modes.append(access)
-        return real(access)
+        return real(access, **config)
 
     monkeypatch.setattr(nexus, "session", spy)
     fake[kql_text("m")] = cypher_plan("KQL", "READ", "RETURN 1 AS x")

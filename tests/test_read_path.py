@@ -13,7 +13,9 @@ from hypothesis import strategies as st
 from neo4j.exceptions import ClientError, ServiceUnavailable
 
 from kip2cypher import metrics
+from kip2cypher.errors import KipError
 from kip2cypher.execution import loop
+from kip2cypher.execution.breaker import Breaker
 
 
 def test_retry_delays_follow_the_driver_policy_within_max_retry_s():
@@ -78,9 +80,11 @@ def test_a_read_that_keeps_failing_gives_up_after_max_retry_s(monkeypatch):
         calls.append(1)
         raise ServiceUnavailable("down")
 
-    with pytest.raises(ServiceUnavailable):
-        loop.retrying(down, 3.0)
+    breaker = Breaker(clock=lambda: 0.0)  # no time passes: only running out of retries opens it
+    with pytest.raises(KipError) as refused:
+        loop.retrying(down, 3.0, breaker)
     assert (len(calls), slept) == (3, [1.0, 2.0])
+    assert refused.value.code == "KIP_4003" and "unreachable" in refused.value.message and breaker.open
 
 
 def test_reads_run_as_auto_commit_statements_and_writes_in_a_managed_transaction(genesis, monkeypatch):

@@ -69,8 +69,26 @@ class Core:
         until it is migrated (docs/migration.md)."""
         if not self.loaded:
             ctx = Context(self.settings, now())
-            self._load((yield Transact("READ", lambda: admin.nexus_node(ctx), ctx)))
+            record = yield Transact("READ", lambda: admin.nexus_node(ctx), ctx)
+            if not record or record["layout"] is None:
+                raise no_nexus(self.settings.namespace)
+            self._load(record)
         return self.settings
+
+    def _confirmed(self, response: dict[str, Any]) -> Operation:
+        """``response``, unless it answered KIP_2001 because the namespace itself is gone: the nexus
+        node is read once per process, so a namespace dropped under a running server
+        (``kip2cypher namespaces drop``) would answer KIP_2001 for every type. A KIP_2001 answer
+        reads the node again (one round trip, on that error path only); when there is none the
+        request answers ``no_nexus``, and the next request looks again."""
+        if not _mentions(response, errors.TYPE_MISMATCH):
+            return response
+        self.reload()
+        try:
+            yield from self.request_settings()
+        except KipError as exc:
+            return {"error": exc.to_dict()}
+        return response
 
     def reload(self) -> None:
         """Read the nexus node again at the next request (its adoption mapping or layout changed)."""
@@ -278,7 +296,7 @@ class Core:
         def program(settings: Settings, deadline: Deadline, outcomes: list[Outcome]) -> Any:
             return request_program(arguments, readonly=readonly, settings=settings, deadline=deadline, outcomes=outcomes)
 
-        response = yield from self._request(call, readonly, program)
+        response = yield from self._confirmed((yield from self._request(call, readonly, program)))
         if own:
             call.log(response, logging.DEBUG)
         return response
@@ -294,6 +312,8 @@ class Core:
             return command_program(text, dict(parameters or {}), dry_run=dry_run, readonly=readonly, settings=settings, deadline=deadline)
 
         outcome = yield from self._request(call, readonly, program, lambda response: Outcome(response, None))
+        confirmed = yield from self._confirmed(outcome.response)
+        outcome = outcome if confirmed is outcome.response else Outcome(confirmed, outcome.kind, outcome.ran)
         if own:
             call.log(outcome.response, logging.DEBUG)
         return outcome
@@ -449,6 +469,31 @@ def nexus_settings(settings: Settings, record: Any, configured_secret: bool) -> 
     if secret and not configured_secret:
         changes["cursor_secret"] = cursor_key(secret)
     return settings.replace(**changes)
+
+
+def no_nexus(namespace: str) -> KipError:
+    """The answer of a request to a namespace without a nexus node: never bootstrapped, or dropped
+    while this process ran. KIP_3002 (what the request addresses does not exist), with the fix for
+    the operator; nothing ran."""
+    where = f"Namespace {namespace!r}" if namespace else "The default namespace"
+    option = f" --namespace {namespace}" if namespace else ""
+    return KipError(
+        errors.NOT_FOUND,
+        f"{where} has no Cognitive Nexus in this database: it was never bootstrapped, or it was dropped (`kip2cypher namespaces drop`). Nothing was run.",
+        f"The operator must bootstrap it: `kip2cypher bootstrap{option}` (an MCP server started with --bootstrap does so "
+        "on the next execute_kip call; read-only calls never create it). Retrying before that answers the same.",
+    )
+
+
+def _mentions(response: Any, code: str) -> bool:
+    """Whether a §6 response (a single command's, or a batch's list of them) answers ``code``."""
+    if not isinstance(response, dict):
+        return False
+    error = response.get("error")
+    if isinstance(error, dict) and error.get("code") == code:
+        return True
+    items = response.get("result")
+    return isinstance(items, list) and any(isinstance(item, dict) and (item.get("error") or {}).get("code") == code for item in items)
 
 
 def stale_vectors(response: dict[str, Any], waited_s: float) -> dict[str, Any]:

@@ -5,10 +5,11 @@ each ``Run`` goes to ``tx.run`` and its records come back as a list of dicts (at
 ``Settings.max_result_rows`` of them, else KIP_4002), each ``Explain`` is planned by Neo4j (the reply is its plan),
 each ``Embed`` goes to the context's embedder (in a worker thread under asyncio, so model
 inference never blocks the event loop). ``run_sync`` / ``run_async`` run a WRITE program in
-one managed transaction — the driver retries transient failures and re-runs the whole
-program — and a READ program as auto-commit statements of a READ session (one round trip
-each, retried here; an ADMIN program likewise, in a WRITE session: schema DDL and the
-migration's ``CALL { … } IN TRANSACTIONS``, ``AUTO_COMMIT``), and map every driver exception
+one managed transaction and a READ program as auto-commit statements of a READ session (one
+round trip each; an ADMIN program likewise, in a WRITE session: schema DDL and the migration's
+``CALL { … } IN TRANSACTIONS``, ``AUTO_COMMIT``); both are retried here, the whole program again
+after a transient failure, unless the face's circuit breaker (``breaker.Breaker``) knows Neo4j
+is unreachable — then the call answers KIP_4003 at once — and map every driver exception
 to a KIP error in one place (``neo4j_errors.from_neo4j``), with the statement in flight as
 debug information.
 
@@ -40,7 +41,8 @@ from ..cypher.builder import COLLECTED
 from ..errors import KipError, too_many_bytes, too_many_rows
 from ..lower.plan import Compiled
 from ..version import __version__
-from .neo4j_errors import DRIVER_ERRORS, from_neo4j
+from .breaker import Breaker
+from .neo4j_errors import DRIVER_ERRORS, from_neo4j, is_retryable
 from .requests import AwaitEmbeddings, Context, Embed, Explain, Offload, Refresh, Run, Transact
 from .sizes import row_bytes
 
@@ -98,7 +100,7 @@ def _embedder(ctx: Context) -> Any:
 def _failure(exc: BaseException, ctx: Context, trace: _Trace, access: str) -> KipError:
     """A driver exception as a KIP error; a timeout that the request's budget cut short says so.
     A retryable one that ends the transaction (the retry budget is spent) is counted, not retried."""
-    if _retryable(exc):
+    if is_retryable(exc):
         metrics.transient(access, retried=False)
     error = from_neo4j(exc, trace.cypher(), trace.params)
     if error.code == errors.EXECUTION_TIMEOUT and ctx.deadline is not None and ctx.deadline.expired():
@@ -197,26 +199,6 @@ class _AutoCommit:
         return self.session.run(self.query(text), parameters)
 
 
-class _Attempts:
-    """Counts the driver's re-runs of a managed write transaction: each attempt after the first
-    follows a retryable error the driver caught (``metrics.transient``)."""
-
-    __slots__ = ("access", "made")
-
-    def __init__(self, access: str) -> None:
-        self.access, self.made = access, 0
-
-    def start(self) -> None:
-        self.made += 1
-        if self.made > 1:
-            metrics.transient(self.access, retried=True)
-
-
-def _retryable(exc: BaseException) -> bool:
-    is_retryable = getattr(exc, "is_retryable", None)
-    return bool(is_retryable and is_retryable())
-
-
 def retry_delays(max_retry_s: float, uniform: Callable[[float, float], float] | None = None) -> Iterator[float]:
     """The pauses before each retry of a read (the driver's policy for managed transactions:
     1 s doubling, ±20 % jitter) until ``max_retry_s`` would be exceeded. Each pause is cut to
@@ -234,36 +216,42 @@ def retry_delays(max_retry_s: float, uniform: Callable[[float, float], float] | 
         yield pause
 
 
-def retrying(attempt: Callable[[], Any], max_retry_s: float, access: str = "READ") -> Any:
-    """``attempt()``, again after each retryable driver error (cluster fail-over, a server that
-    is briefly unavailable) while ``retry_delays`` allows."""
-    for pause in retry_delays(max_retry_s):
-        try:
-            return attempt()
-        except DRIVER_ERRORS as exc:
-            if not _retryable(exc):
-                raise
-            metrics.transient(access, retried=True)
-            # DEBUG, not INFO: during an outage every call would log it (the server logs the outage once).
-            log.debug("read failed with a retryable error (%s); retrying in %.1f s", type(exc).__name__, pause)
-        time.sleep(pause)
-    return attempt()
+def retrying(attempt: Callable[[], Any], max_retry_s: float, breaker: Breaker | None = None, access: str = "READ") -> Any:
+    """``attempt()`` (one whole transaction), again after each retryable driver error (cluster
+    fail-over, a server briefly unavailable) while ``retry_delays`` allows and the circuit breaker
+    (``breaker.Breaker``, shared by every transaction on the driver) stays closed: once Neo4j is
+    known unreachable, a call is refused at once instead of waiting out the budget. Each retry is
+    counted (``metrics.transient``) under ``access``."""
+    with (breaker or Breaker()).attempts(retry_delays(max_retry_s)) as attempts:
+        while True:
+            try:
+                result = attempt()
+            except DRIVER_ERRORS as exc:
+                pause = attempts.failed(exc)
+                metrics.transient(access, retried=True)
+            else:
+                attempts.succeeded()
+                return result
+            time.sleep(pause)
+            attempts.resume()
 
 
-def run_sync(session: Any, access: str, start: Callable[[], Program], ctx: Context, metadata: dict[str, Any]) -> dict:
+def run_sync(session: Any, access: str, start: Callable[[], Program], ctx: Context, metadata: dict[str, Any], breaker: Breaker | None = None) -> dict:
     """Run the program ``start()`` builds in ``session``: a WRITE program in one managed
-    transaction, a READ or ADMIN program as auto-commit statements (``_AutoCommit``)."""
-    trace, attempts = _Trace(), _Attempts(access)
+    transaction, a READ or ADMIN program as auto-commit statements (``_AutoCommit``); either
+    retried by ``retrying`` (the face opens its sessions without the driver's own retries)."""
+    trace = _Trace()
 
     @neo4j.unit_of_work(timeout=ctx.timeout(), metadata=metadata)
     def work(tx: Any) -> dict:
-        attempts.start()
         return drive_sync(start(), tx, ctx, trace)
 
+    if access in AUTO_COMMIT:
+        attempt = lambda: drive_sync(start(), _AutoCommit(session, ctx, metadata), ctx, trace)  # noqa: E731
+    else:
+        attempt = lambda: session.execute_write(work)  # noqa: E731
     try:
-        if access in AUTO_COMMIT:
-            return retrying(lambda: drive_sync(start(), _AutoCommit(session, ctx, metadata), ctx, trace), ctx.settings.max_retry_s, access)
-        return session.execute_write(work)
+        return retrying(attempt, ctx.settings.max_retry_s, breaker, access)
     except DRIVER_ERRORS as exc:
         raise _failure(exc, ctx, trace, access) from None
 
@@ -314,27 +302,36 @@ class _AsyncAutoCommit(_AutoCommit):
         return await self.session.run(self.query(text), parameters)
 
 
-async def run_async(session: Any, access: str, start: Callable[[], Program], ctx: Context, metadata: dict[str, Any]) -> dict:
+async def retrying_async(attempt: Callable[[], Any], max_retry_s: float, breaker: Breaker | None = None, access: str = "READ") -> Any:
+    """``retrying`` for an awaitable ``attempt()``."""
+    with (breaker or Breaker()).attempts(retry_delays(max_retry_s)) as attempts:
+        while True:
+            try:
+                result = await attempt()
+            except DRIVER_ERRORS as exc:
+                pause = attempts.failed(exc)
+                metrics.transient(access, retried=True)
+            else:
+                attempts.succeeded()
+                return result
+            await asyncio.sleep(pause)
+            attempts.resume()
+
+
+async def run_async(session: Any, access: str, start: Callable[[], Program], ctx: Context, metadata: dict[str, Any], breaker: Breaker | None = None) -> dict:
     """``run_sync`` for an ``AsyncSession``."""
-    trace, attempts = _Trace(), _Attempts(access)
+    trace = _Trace()
 
     @neo4j.unit_of_work(timeout=ctx.timeout(), metadata=metadata)
     async def work(tx: Any) -> dict:
-        attempts.start()
         return await drive_async(start(), tx, ctx, trace)
 
+    if access in AUTO_COMMIT:
+        attempt = lambda: drive_async(start(), _AsyncAutoCommit(session, ctx, metadata), ctx, trace)  # noqa: E731
+    else:
+        attempt = lambda: session.execute_write(work)  # noqa: E731
     try:
-        if access in AUTO_COMMIT:
-            for pause in retry_delays(ctx.settings.max_retry_s):
-                try:
-                    return await drive_async(start(), _AsyncAutoCommit(session, ctx, metadata), ctx, trace)
-                except DRIVER_ERRORS as exc:
-                    if not _retryable(exc):
-                        raise
-                    metrics.transient(access, retried=True)
-                await asyncio.sleep(pause)
-            return await drive_async(start(), _AsyncAutoCommit(session, ctx, metadata), ctx, trace)
-        return await session.execute_write(work)
+        return await retrying_async(attempt, ctx.settings.max_retry_s, breaker, access)
     except DRIVER_ERRORS as exc:
         raise _failure(exc, ctx, trace, access) from None
 
@@ -360,9 +357,9 @@ def _metadata(request: Transact) -> dict[str, Any]:
     return dict(request.metadata or {"app": settings.app_name, "version": __version__, "namespace": settings.namespace})
 
 
-def operate_sync(operation: Generator[Any, Any, Any], session: Callable[[str], Any], refresher: Any) -> Any:
-    """Drive an operation of the nexus core: each ``Transact`` in a session of ``session(access)``;
-    returns its result (a ``KipError`` it raises propagates)."""
+def operate_sync(operation: Generator[Any, Any, Any], session: Callable[[str], Any], refresher: Any, breaker: Breaker | None = None) -> Any:
+    """Drive an operation of the nexus core: each ``Transact`` in a session of ``session(access)``,
+    through the face's circuit ``breaker``; returns its result (a ``KipError`` it raises propagates)."""
     reply: Any = None
     failure: KipError | None = None
     while True:
@@ -373,7 +370,7 @@ def operate_sync(operation: Generator[Any, Any, Any], session: Callable[[str], A
         try:
             if isinstance(request, Transact):
                 with session(request.access) as opened:
-                    reply = run_sync(opened, request.access, request.start, request.ctx, _metadata(request))
+                    reply = run_sync(opened, request.access, request.start, request.ctx, _metadata(request), breaker)
             elif isinstance(request, Offload):
                 reply = request.work()
             elif isinstance(request, AwaitEmbeddings):
@@ -388,17 +385,17 @@ def operate_sync(operation: Generator[Any, Any, Any], session: Callable[[str], A
             failure = _internal(exc)
 
 
-async def operate_async(operation: Generator[Any, Any, Any], session: Callable[[str], Any], refresher: Any) -> Any:
+async def operate_async(operation: Generator[Any, Any, Any], session: Callable[[str], Any], refresher: Any, breaker: Breaker | None = None) -> Any:
     """``operate_sync`` under asyncio: ``Offload`` runs in a worker thread (once per request). An
     operation whose caller stops waiting (the MCP server's request timeout cancels the call) is
     closed at once: its ``finally`` blocks — the call's metrics — run now, not when it is collected."""
     try:
-        return await _operate_async(operation, session, refresher)
+        return await _operate_async(operation, session, refresher, breaker)
     finally:
         operation.close()
 
 
-async def _operate_async(operation: Generator[Any, Any, Any], session: Callable[[str], Any], refresher: Any) -> Any:
+async def _operate_async(operation: Generator[Any, Any, Any], session: Callable[[str], Any], refresher: Any, breaker: Breaker | None) -> Any:
     reply: Any = None
     failure: KipError | None = None
     while True:
@@ -409,7 +406,7 @@ async def _operate_async(operation: Generator[Any, Any, Any], session: Callable[
         try:
             if isinstance(request, Transact):
                 async with await session(request.access) as opened:
-                    reply = await run_async(opened, request.access, request.start, request.ctx, _metadata(request))
+                    reply = await run_async(opened, request.access, request.start, request.ctx, _metadata(request), breaker)
             elif isinstance(request, Offload):
                 reply = await asyncio.to_thread(request.work)
             elif isinstance(request, AwaitEmbeddings):

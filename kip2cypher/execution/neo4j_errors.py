@@ -38,11 +38,12 @@ DRIVER_ERRORS = (ne.Neo4jError, ne.DriverError, OverflowError)
 #: check's (``connection.unreachable``, which names the URI): what tells an outage from the other
 #: KIP_4003s (``unavailable``).
 UNAVAILABLE = "Neo4j is unavailable"
-_UNAVAILABLE = re.compile(r"^Neo4j (?:at \S+ )?is unavailable")
+_UNAVAILABLE = re.compile(r"^Neo4j (?:at \S+ )?is (?:unavailable|unreachable)")
 
 
 def unavailable(error: KipError) -> bool:
-    """Whether ``error`` says Neo4j could not be reached (an outage, not a refusal of the command)."""
+    """Whether ``error`` says Neo4j could not be reached (an outage, not a refusal of the command;
+    also the open circuit breaker's answer, ``breaker.Breaker.refusal``)."""
     return error.code == INTERNAL_ERROR and bool(_UNAVAILABLE.match(error.message))
 
 
@@ -76,6 +77,21 @@ def _first_big_integer(value: Any) -> int | None:
     return None
 
 
+def is_unreachable(exc: BaseException) -> bool:
+    """Whether ``exc`` says Neo4j could not be reached (the driver's own connection attempts
+    failed, or the database is not available): what opens the circuit breaker (``breaker``)."""
+    code = getattr(exc, "code", None) or ""
+    return isinstance(exc, (ne.ServiceUnavailable, ne.SessionExpired, ne.ConnectionAcquisitionTimeoutError)) or any(
+        word in code for word in ("ServiceUnavailable", "DatabaseUnavailable")
+    )
+
+
+def is_retryable(exc: BaseException) -> bool:
+    """Whether the driver says ``exc`` may pass when the transaction is run again."""
+    retryable = getattr(exc, "is_retryable", None)
+    return bool(retryable and retryable())
+
+
 def from_neo4j(exc: BaseException, cypher: str | None = None, params: dict[str, Any] | None = None) -> KipError:
     """Map a Neo4j driver exception onto a KIP error. The single place this happens.
     ``params``: the parameters of the statement that failed (for an OverflowError)."""
@@ -90,11 +106,7 @@ def from_neo4j(exc: BaseException, cypher: str | None = None, params: dict[str, 
             f"The connection broke while committing; the write may or may not have been applied: {message}",
             "Re-read the affected elements (FIND) before retrying the write.",
         )
-    if (
-        isinstance(exc, (ne.ServiceUnavailable, ne.SessionExpired, ne.ConnectionAcquisitionTimeoutError))
-        or "ServiceUnavailable" in code
-        or "DatabaseUnavailable" in code
-    ):
+    if is_unreachable(exc):
         return KipError(INTERNAL_ERROR, f"{UNAVAILABLE}: {message}", "The database could not be reached; retry the same request in a few seconds.")
     if "Statement.AccessMode" in code:
         # A write reached a READ transaction: only a compiler bug can do that (readonly requests never compile KML).
