@@ -244,3 +244,16 @@ def test_a_template_primed_by_plain_text_keeps_the_warning_of_text_that_reads_as
     warm, cold = _warm(shaped.format(typed), {}), _cold(shaped.format(typed), {})
     assert cold.warnings, "the cold compile warns about text compared as a number or an instant"
     _same(warm, cold)
+
+
+def test_an_unterminated_string_or_comment_was_rescanned_from_every_later_quote():
+    """40 KB of ``\\"`` after one quote took 65 s in ``shape`` (before any parse, holding the GIL):
+    the failed string match was retried from every later quote. An unterminated string or comment
+    is now one token to the end of the text — one pass — and a string has no shape (cold compile)."""
+    hostile = '"' + '\\"' * 20_000
+    assert [m.span() for m in templates._LITERAL.finditer(hostile)] == [(0, len(hostile))]
+    assert [m.span() for m in templates._TOKEN.finditer(hostile)] == [(0, len(hostile))]
+    assert templates.shape(hostile) is None
+    comments = "/* " * 13_000
+    assert [m.span() for m in templates._TOKEN.finditer(comments)] == [(0, len(comments))]
+    assert [m.span() for m in templates._LITERAL.finditer(comments)] == [(0, len(comments))]

@@ -49,8 +49,8 @@ from .surprises import text_read_as_typed
 # A comment, a string, a word (keyword, name, ?var, ?dot.path, :placeholder, true/false/null),
 # a number, or any other character. Numbers follow words, so digits inside names stay names.
 _TOKEN = re.compile(
-    r"(?P<c>//[^\n]*|/\*[\s\S]*?\*/)"
-    r'|(?P<s>"[^"\\\x00-\x1f]*(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*)*")'
+    r"(?P<c>//[^\n]*|/\*[\s\S]*?(?:\*/|\Z))"  # unterminated: one match to the end (as ``_LITERAL``)
+    r'|(?P<s>"[^"\\\x00-\x1f]*(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*)*"?)'
     r"|(?P<w>[?:$]?[^\W\d]\w*(?:\.\w+)*)"
     r"|(?P<n>-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?(?![\w.]))"
     r"|(?P<o>\S)"
@@ -105,10 +105,14 @@ def value_class(value: Any) -> str | None:
 
 
 # Only the literal tokens (and the comments that may hold look-alikes): the fast pass.
+# A string or a comment never fails once opened: its closing quote (``*/``) is optional, so an
+# unterminated one is one match to its end — not a failed match retried from every later quote
+# (40 KB of ``\"`` took 65 s). Such a token does not decode (a string) or leaves a skeleton no
+# valid command has (a comment): the cold compile answers it.
 _LITERAL = re.compile(
     r'(?=[/"0-9tf-])(?:'  # skip every other position at once
-    r"//[^\n]*|/\*[\s\S]*?\*/"
-    r'|(?P<s>"[^"\\\x00-\x1f]*(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*)*")'
+    r"//[^\n]*|/\*[\s\S]*?(?:\*/|\Z)"
+    r'|(?P<s>"[^"\\\x00-\x1f]*(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*)*(?P<close>")?)'
     r"|(?P<n>(?<![\w.])-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?(?![\w.]))"
     r"|(?P<b>(?<![\w.?:$])(?:true|false)(?!\w)))"
 )
@@ -126,6 +130,8 @@ def shape(text: str) -> Shape | None:
     for m in _LITERAL.finditer(text):
         if m.lastgroup is None:
             continue  # a comment
+        if m.lastgroup == "s" and m.group("close") is None:
+            return None  # an unterminated string: the cold compile's error
         pieces.append(text[last : m.start()])
         literals.append(m)
         last = m.end()
