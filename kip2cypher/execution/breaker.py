@@ -24,7 +24,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 
-from .. import errors
+from .. import errors, metrics
 from ..errors import KipError
 from .neo4j_errors import is_retryable, is_unreachable
 
@@ -49,17 +49,17 @@ class Breaker:
         self._trying = False
         self._tried_at = -math.inf
 
-    def attempts(self, delays: Iterator[float]) -> Attempts:
-        """The attempts of one transaction, retried after ``delays``; refused (KIP_4003) while open,
-        except for the trial of the interval, which gets a single attempt."""
+    def attempts(self, delays: Iterator[float], access: str = "READ") -> Attempts:
+        """The attempts of one transaction of ``access``, retried after ``delays``; refused
+        (KIP_4003) while open, except for the trial of the interval, which gets a single attempt."""
         with self._lock:
             if not self.open:
-                return Attempts(self, delays, trial=False)
+                return Attempts(self, delays, trial=False, access=access)
             now = self._clock()
             if self._trying or now - self._tried_at < PROBE_INTERVAL_S:
                 raise self.refusal()
             self._trying, self._tried_at = True, now
-        return Attempts(self, iter(()), trial=True)
+        return Attempts(self, iter(()), trial=True, access=access)
 
     def refusal(self) -> KipError:
         """The answer while open: Neo4j is unreachable, the server checks again by itself."""
@@ -98,8 +98,8 @@ class Attempts:
     """One transaction's attempts (a ``with`` block): after each failure, ``failed`` says the
     pause before the next attempt or raises; ``succeeded`` after the answer."""
 
-    def __init__(self, breaker: Breaker, delays: Iterator[float], trial: bool) -> None:
-        self._breaker, self._delays, self._trial = breaker, delays, trial
+    def __init__(self, breaker: Breaker, delays: Iterator[float], trial: bool, access: str) -> None:
+        self._breaker, self._delays, self._trial, self._access = breaker, delays, trial, access
 
     def __enter__(self) -> Attempts:
         return self
@@ -112,7 +112,8 @@ class Attempts:
 
     def failed(self, exc: BaseException) -> float:
         """The pause before the next attempt after ``exc``; raises ``exc`` when it is not retried,
-        the breaker's refusal when Neo4j is unreachable and no attempt follows."""
+        the breaker's refusal when Neo4j is unreachable and no attempt follows. A retry is
+        counted (``metrics.transient``)."""
         pause = next(self._delays, None)
         if not is_unreachable(exc):
             self._breaker._reached(self._trial)  # Neo4j answered, with an error
@@ -121,6 +122,7 @@ class Attempts:
         if pause is None or not is_retryable(exc):
             raise exc
         log.debug("transaction failed with a retryable error (%s); retrying in %.1f s", type(exc).__name__, pause)
+        metrics.transient(self._access, retried=True)
         return pause
 
     def resume(self) -> None:

@@ -222,13 +222,12 @@ def retrying(attempt: Callable[[], Any], max_retry_s: float, breaker: Breaker | 
     (``breaker.Breaker``, shared by every transaction on the driver) stays closed: once Neo4j is
     known unreachable, a call is refused at once instead of waiting out the budget. Each retry is
     counted (``metrics.transient``) under ``access``."""
-    with (breaker or Breaker()).attempts(retry_delays(max_retry_s)) as attempts:
+    with (breaker or Breaker()).attempts(retry_delays(max_retry_s), access) as attempts:
         while True:
             try:
                 result = attempt()
             except DRIVER_ERRORS as exc:
                 pause = attempts.failed(exc)
-                metrics.transient(access, retried=True)
             else:
                 attempts.succeeded()
                 return result
@@ -304,13 +303,12 @@ class _AsyncAutoCommit(_AutoCommit):
 
 async def retrying_async(attempt: Callable[[], Any], max_retry_s: float, breaker: Breaker | None = None, access: str = "READ") -> Any:
     """``retrying`` for an awaitable ``attempt()``."""
-    with (breaker or Breaker()).attempts(retry_delays(max_retry_s)) as attempts:
+    with (breaker or Breaker()).attempts(retry_delays(max_retry_s), access) as attempts:
         while True:
             try:
                 result = await attempt()
             except DRIVER_ERRORS as exc:
                 pause = attempts.failed(exc)
-                metrics.transient(access, retried=True)
             else:
                 attempts.succeeded()
                 return result
