@@ -8,6 +8,10 @@ Shape of the generated query (docs/kql.md has every rule)::
     ORDER BY k IS NULL, k DESC, …, a      -- nulls last; identity tie-break (nodes order by id)
     SKIP $skip LIMIT $limit               -- limit = LIMIT + 1 to know whether more remain
     RETURN … AS c0, … AS c1               -- whole nodes are projected only after the LIMIT
+
+The lowering builds this shape unoptimised as a ``form.FindForm`` (``_FindLowering.form``),
+then applies the optimisation passes of ``lower/passes.py`` in order (``lower_find``'s
+``passes``): the lean WHERE, reads bound once, pre-grouping, the DISTINCT left out.
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ from dataclasses import replace
 from ..cypher.builder import Internal, Var, frag
 from ..cypher.clauses import substituted
 from .context import mention_counts
-from .form import Distinct, FindForm, Group, Where, With
+from .form import Distinct, FindForm, Group, Step, Where, With
 
 #: How the partial aggregate of a pre-grouped column combines into the whole.
 COMBINE = {"COUNT": "sum", "MIN": "min", "MAX": "max"}
@@ -54,7 +54,8 @@ def read_once(form: FindForm) -> FindForm:
     return replace(form, steps=(bind, *steps), reads=())
 
 
-def _substituted_step(step, aliases):
+def _substituted_step(step: Step, aliases: dict[int, Internal]) -> Step:
+    """``step`` with the values of ``aliases`` (by identity) replaced by their variables."""
     if isinstance(step, Group):
         columns = tuple(replace(column, value=substituted(column.value, aliases)) for column in step.columns)
         return replace(step, columns=columns)

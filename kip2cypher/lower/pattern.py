@@ -223,11 +223,13 @@ def lower_where(where: Iterable[ast.WhereItem], parameters: Mapping[str, Any], s
     expressions, the target of a KML statement). Giving it opts in to the *lean*
     lowering, which yields the same solutions with less work:
 
-    - a subject/object variable of a reified proposition clause that occurs nowhere else
-      (not in the WHERE, not in ``used``) is not expanded: every proposition node has
-      exactly one subject and one object, so the expansion cannot change the rows;
+    - the lean pass (``passes.lean``): a subject/object variable of a reified proposition
+      clause that occurs nowhere else (not in the WHERE, not in ``used``) is not expanded:
+      every proposition node has exactly one subject and one object, so the expansion cannot
+      change the rows;
     - ``Pattern.distinct`` leaves the DISTINCT out when the rows are provably distinct
-      already (see ``Keys``).
+      already (``Keys``, ``passes.elide``). FIND takes ``Pattern.dedup`` instead and elides
+      with its own pass (``passes.elide_distinct``).
     """
     form = Where(tuple(where))
     check_size(form.items)
