@@ -10,6 +10,8 @@ File format (one file per area: kql.txt, kml.txt, meta.txt …; many cases per f
     --- adoption                      (optional: the namespace's adoption mapping, TOML — docs/adopt.md)
     [types.Drug]
     label = "Drug"
+    --- passes                        (optional, FIND only: the optimisation passes applied, or
+    lean                               "none" — lower/passes.py; then only the FIND query is shown)
     --- cypher: FIND                  (one cypher/params pair per compiled statement, in order)
     MATCH (d:KipConcept:`Drug`)
     ...
@@ -50,6 +52,8 @@ class Case:
     adoption: str | None = None
     statements: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)  # (label, cypher, params)
     error: str | None = None
+    #: the optimisation passes a FIND compiles with (``lower/passes.py``); None: all of them
+    passes: tuple[str, ...] | None = None
 
 
 def build(name: str, sections: Sections, filename: str) -> Case:
@@ -61,6 +65,8 @@ def build(name: str, sections: Sections, filename: str) -> Case:
             case.request = json.loads(text)
         elif section == "adoption":
             case.adoption = text
+        elif section == "passes":
+            case.passes = tuple(text.split()) if text.strip() != "none" else ()
         elif section.startswith("cypher"):
             label = section.split(":", 1)[1].strip() if ":" in section else ""
             case.statements.append((label, text, {}))
@@ -80,6 +86,8 @@ def render(case: Case) -> list[str]:
         out += ["--- request parameters", json.dumps(case.request, ensure_ascii=False, sort_keys=True)]
     if case.adoption is not None:
         out += ["--- adoption", case.adoption]
+    if case.passes is not None:
+        out += ["--- passes", " ".join(case.passes) or "none"]
     if case.error is not None:
         out += ["--- error", case.error]
     for label, cypher, params in case.statements:
@@ -103,14 +111,26 @@ def compile_case(case: Case) -> Case:
     from kip2cypher.errors import KipError
     from kip2cypher.lower.compile import compile_command
 
-    actual = Case(case.name, case.kip, case.request, case.adoption)
+    actual = Case(case.name, case.kip, case.request, case.adoption, passes=case.passes)
     try:
-        statements = compile_command(case.kip, case.request, golden_settings(case.adoption))
+        if case.passes is None:
+            statements = compile_command(case.kip, case.request, golden_settings(case.adoption))
+        else:
+            statements = compile_find(case.kip, case.request, golden_settings(case.adoption), case.passes)
     except KipError as exc:
         actual.error = exc.code
         return actual
     actual.statements = [(s.get("label", ""), s["cypher"], json.loads(json.dumps(s["parameters"]))) for s in statements]
     return actual
+
+
+def compile_find(kip: str, request: dict[str, Any] | None, settings, passes: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The query of a FIND lowered with only ``passes`` (``lower/passes.py``), as ``compile_command`` gives it."""
+    from kip2cypher.lower.find import lower_find
+    from kip2cypher.syntax.parser import parse
+
+    query = lower_find(parse(kip), dict(request or {}), settings, passes).query
+    return [{"label": query.label, "cypher": query.text, "parameters": dict(query.params)}]
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ several lines is indented under its head. The parts are the builder's (``Fragmen
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from .builder import Fragment, Internal, Part, Var, frag, join
@@ -16,25 +16,37 @@ from .builder import Fragment, Internal, Part, Var, frag, join
 INDENT = "  "
 
 
-def _indent(part: Part, prefix: str) -> Part:
-    """Indent every line of an (engine-authored) multi-line fragment after its first.
+def rebuilt(part: Part, change: Callable[[Part], Part]) -> Part:
+    """A copy of ``part`` in which ``change`` has replaced every sub-part it changes (a part it
+    returns unchanged is kept, a fragment is then copied and walked); ``part`` is left as it is.
 
-    A copy made with an explicit stack, not recursion: a UNION after a UNION nests the first
-    one's CALL inside the second's, so fragments nest as deep as the command repeats that."""
-    if not isinstance(part, Fragment):
-        return part.replace("\n", "\n" + prefix) if isinstance(part, str) else part
+    An explicit stack, not recursion: a UNION after a UNION nests the first one's CALL inside
+    the second's, so fragments nest as deep as the command repeats that."""
+    changed = change(part)
+    if changed is not part or not isinstance(part, Fragment):
+        return changed
     root = Fragment()
     stack = [(part, root)]
     while stack:
         source, target = stack.pop()
         for sub in source.parts:
-            if isinstance(sub, Fragment):
-                copy = Fragment()
-                target.parts.append(copy)
-                stack.append((sub, copy))
-            else:
-                target.parts.append(sub.replace("\n", "\n" + prefix) if isinstance(sub, str) else sub)
+            new = change(sub)
+            if new is sub and isinstance(sub, Fragment):
+                new = Fragment()
+                stack.append((sub, new))
+            target.parts.append(new)
     return root
+
+
+def _indent(part: Part, prefix: str) -> Part:
+    """Indent every line of an (engine-authored) multi-line fragment after its first."""
+    return rebuilt(part, lambda sub: sub.replace("\n", "\n" + prefix) if isinstance(sub, str) else sub)
+
+
+def substituted(part: Part, replacements: Mapping[int, Part]) -> Part:
+    """A copy of ``part`` with each sub-part whose ``id`` is in ``replacements`` replaced: the
+    same object used twice is replaced twice, an equal one elsewhere is left alone."""
+    return rebuilt(part, lambda sub: replacements.get(id(sub), sub))
 
 
 def indent_lines(lines: Iterable[Fragment], prefix: str = INDENT) -> list[Fragment]:

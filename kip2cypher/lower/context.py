@@ -211,3 +211,40 @@ class LoweringContext:
         if binding is None:
             raise unbound(name, used_in)
         return binding
+
+
+def var_mentions(item: Any) -> Iterator[str]:
+    """Every mention of a variable name in an item (nested blocks and expressions included)."""
+    if isinstance(item, ast.Var):
+        yield item.name
+    elif isinstance(item, ast.DotPath):
+        yield item.var
+    elif isinstance(item, (ast.ConceptClause, ast.PropositionClause)):
+        if item.var:
+            yield item.var
+        if isinstance(item, ast.PropositionClause):
+            for part in (item.subject, item.predicate, item.object):
+                if part is not None:
+                    yield from var_mentions(part)
+    elif isinstance(item, ast.Filter):
+        yield from var_mentions(item.expr)
+    elif isinstance(item, (ast.NotBlock, ast.OptionalBlock, ast.UnionBlock)):
+        for sub in item.items:
+            yield from var_mentions(sub)
+    elif isinstance(item, (ast.Comparison, ast.BoolOp)):
+        yield from var_mentions(item.left)
+        yield from var_mentions(item.right)
+    elif isinstance(item, ast.NotExpr):
+        yield from var_mentions(item.operand)
+    elif isinstance(item, ast.FuncCall):
+        for arg in item.args:
+            yield from var_mentions(arg)
+
+
+def mention_counts(items: Iterable[Any]) -> dict[str, int]:
+    """How often each variable name is written in the items (nested blocks included)."""
+    counts: dict[str, int] = {}
+    for item in items:
+        for name in var_mentions(item):
+            counts[name] = counts.get(name, 0) + 1
+    return counts

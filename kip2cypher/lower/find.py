@@ -8,11 +8,16 @@ Shape of the generated query (docs/kql.md has every rule)::
     ORDER BY k IS NULL, k DESC, …, a      -- nulls last; identity tie-break (nodes order by id)
     SKIP $skip LIMIT $limit               -- limit = LIMIT + 1 to know whether more remain
     RETURN … AS c0, … AS c1               -- whole nodes are projected only after the LIMIT
+
+The lowering builds this shape unoptimised as a ``form.FindForm`` (``_FindLowering.form``),
+then applies the optimisation passes of ``lower/passes.py`` in order (``lower_find``'s
+``passes``): the lean WHERE, reads bound once, pre-grouping, the DISTINCT left out.
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,8 +28,10 @@ from ..cypher.builder import Fragment, Internal, Param, Part, Statement, Var, fr
 from ..errors import INVALID_SYNTAX, KipError
 from ..syntax import ast
 from ..syntax.values import resolve, resolve_int
-from . import adopted, adopted_values, filters, grounding
+from . import adopted, adopted_values, filters, grounding, passes
 from .context import CONCEPT, PREDICATE, PROPOSITION, Binding
+from .form import Column, FindForm, Group, Read, Step, With, lines
+from .passes import PASSES
 from .pattern import Pattern, lower_where
 from .plan import Compiled, Plan
 from .update import named_target
@@ -137,20 +144,20 @@ def _decoder(expr: ast.Projection, binding: Binding) -> str:
 
 
 class _FindLowering:
-    def __init__(self, command: ast.Find, parameters: dict[str, Any], settings: Settings) -> None:
+    def __init__(self, command: ast.Find, parameters: dict[str, Any], settings: Settings, chosen: tuple[str, ...]) -> None:
         self.command = command
         self.parameters = parameters
         self.settings = settings
+        self.passes = chosen
         used = [_vars_of(p) for p in command.projections] + [_vars_of(k.expr) for k in command.order_by]
-        self.pattern: Pattern = lower_where(command.where, parameters, settings, used=used)
+        self.pattern: Pattern = lower_where(command.where, parameters, settings, used=used if "lean" in chosen else None)
         self.columns = [_Column(expr, i) for i, expr in enumerate(command.projections)]
         self.aggregating = any(c.aggregate for c in self.columns)
         self.aggregates_only = all(c.aggregate for c in self.columns)
         #: Variables an aggregating ORDER BY reads that are functionally grouped (carried along).
         self.hidden_groups: list[str] = []
-        #: Stored values read once into variables before they are guarded (``read_once``).
-        self.read_aliases: dict[ast.DotPath, Internal] = {}
-        self.reads: list[Fragment] = []
+        #: Stored values a guard names twice, one object per value (the read-once pass's input).
+        self.reads: dict[ast.DotPath, Read] = {}
 
     # ------------------------------------------------------------------ checks
     def check(self) -> None:
@@ -253,8 +260,8 @@ class _FindLowering:
         if isinstance(arg, ast.Var) or not self.pattern.filters.is_stored(arg):
             value = self.pattern.value(arg)
         else:
-            # A stored value is guarded (below), which names it twice: read it once, ahead.
-            value = self.read_once(arg)
+            # A stored value is guarded (below), which names it twice (the read-once pass).
+            value = self.guarded_read(arg)
             if agg.func == "COUNT":
                 value = frag("CASE WHEN ", value, " = ", filters.JSON_NULL_LITERAL, " THEN null ELSE ", value, " END")
             elif agg.func in ("MIN", "MAX"):
@@ -287,15 +294,14 @@ class _FindLowering:
             return None
         return owner
 
-    def read_once(self, expr: ast.DotPath) -> Fragment:
-        """A stored attribute/metadata value bound to a variable by ``WITH *, <read> AS _aN``
-        (``self.reads``), so that guards naming it twice read the property once."""
-        alias = self.read_aliases.get(expr)
-        if alias is None:
-            alias = Internal(f"a{len(self.read_aliases)}")
-            self.read_aliases[expr] = alias
-            self.reads.append(frag(self.pattern.value(expr), " AS ", alias))
-        return frag(alias)
+    def guarded_read(self, expr: ast.DotPath) -> Fragment:
+        """A stored attribute/metadata value a guard names twice: the same object for the same
+        path, recorded in ``self.reads`` (``passes.read_once`` binds it once)."""
+        read = self.reads.get(expr)
+        if read is None:
+            read = Read(Internal(f"a{len(self.reads)}"), self.pattern.value(expr))
+            self.reads[expr] = read
+        return read.value
 
     def sort_value(self, expr: ast.Projection) -> Fragment:
         """The value a non-aggregating ORDER BY key sorts on."""
@@ -325,13 +331,24 @@ class _FindLowering:
         return out
 
     # ------------------------------------------------------------------ build
-    def build(self) -> FindPlan:
+    def group(self) -> Group:
+        """The implicit GROUP BY of an aggregating FIND (its ``owner`` for the pre-grouping pass)."""
+        bindings = self.pattern.bindings
+        owner = self.pre_group_owner()
+        columns = tuple(
+            Column(c.var, self.aggregate(c.expr) if c.aggregate else self.projection(c.expr), c.index, c.expr.func if c.aggregate else None)
+            for c in self.columns
+        )
+        carried = tuple(bindings[name].ref for name in reversed(dict.fromkeys(self.hidden_groups)))
+        return Group(carried, columns, bindings[owner].ref if owner is not None else None)
+
+    def form(self) -> FindForm:
+        """The FIND between its WHERE and its RETURN, unoptimised (``lower/form.py``)."""
         self.check()
         pattern = self.pattern
-        names = grounding.names(pattern.grounding)
-        pattern.distinct(self.key_vars())
+        distinct = pattern.dedup(self.key_vars())
         bindings = pattern.bindings
-        core = list(pattern.lines)
+        steps: list[Step] = []
         order: list[Fragment] = []
         # The identity tie-break makes the order total: paging needs it (stable pages, the n+1
         # probe row) and an ORDER BY gets deterministic ties from it at the price of one more key
@@ -346,35 +363,7 @@ class _FindLowering:
                 order.append(value)
 
         if self.aggregating:
-            owner = self.pre_group_owner()
-            if owner is not None:
-                # Two phases: aggregate per node of `owner` first (a hash on the node, no
-                # property read), then read the grouping properties once per node and combine
-                # the partial counts / minima / maxima — exact for COUNT, MIN and MAX.
-                ref = bindings[owner].ref
-                partial = [frag(ref)]
-                items = []
-                for column in self.columns:
-                    if not column.aggregate:
-                        items.append(frag(self.projection(column.expr), " AS ", column.var))
-                        continue
-                    part = Internal(f"g{column.index}")
-                    partial.append(frag(self.aggregate(column.expr), " AS ", part))
-                    combine = "sum" if column.expr.func == "COUNT" else AGG[column.expr.func]
-                    items.append(frag(combine, "(", part, ") AS ", column.var))
-                if owner in self.hidden_groups:
-                    items.insert(0, frag(ref))
-                if self.reads:
-                    core.append(frag("WITH *, ", join(", ", self.reads)))
-                core.append(frag("WITH ", join(", ", partial)))
-                core.append(frag("WITH ", join(", ", items)))
-            else:
-                items = [frag(self.projection(c.expr), " AS ", c.var) for c in self.columns]
-                for name in dict.fromkeys(self.hidden_groups):
-                    items.insert(0, frag(bindings[name].ref))
-                if self.reads:
-                    core.append(frag("WITH *, ", join(", ", self.reads)))
-                core.append(frag("WITH ", join(", ", items)))
+            steps.append(self.group())
             for key in self.command.order_by:
                 index = self._find_index(key.expr)
                 if index is None:  # a path of an identity-grouped variable, carried along
@@ -408,36 +397,36 @@ class _FindLowering:
                 alias = Internal(f"k{index}")
                 items.append(frag("max(" if key.descending else "min(", value, ") AS ", alias))
                 sort(frag(alias), key.descending)
-            core.append(frag("WITH ", join(", ", items)))
+            steps.append(With(tuple(items)))
             order.extend(frag(bindings[n].ref) for n in kept)  # identity tie-break: a total order
             returning = [frag(self.shown(c, self.projection(c.expr)), " AS ", c.var) for c in self.columns]
         else:
             projected: list[Fragment] = []
             for key in self.command.order_by:
                 if self.pattern.filters.is_stored(key.expr):
-                    # A guarded attribute value: read once, guarded once, sorted under a name.
-                    raw = self.read_once(key.expr)
+                    # A guarded attribute value: guarded once, sorted under a name.
+                    raw = self.guarded_read(key.expr)
                     alias = Internal(f"k{len(projected)}")
                     projected.append(frag("CASE WHEN ", raw, " STARTS WITH ", filters.JSON_MARKER_LITERAL, " THEN null ELSE ", raw, " END AS ", alias))
                     value = frag(alias)
                 else:
                     value = self.sort_value(key.expr)
                 sort(value, key.descending)
-            if self.reads:
-                core.append(frag("WITH *, ", join(", ", self.reads)))
             if projected:
-                core.append(frag("WITH *, ", join(", ", projected)))
+                steps.append(With(tuple(projected), star=True))
             for name in self.key_vars() if total_order else ():
-                binding = bindings[name]
                 # Nodes are orderable values (by their id): sorting on the node itself costs nothing,
                 # elementId(…) built a string per row (≈ 10 % of a 20k-row top-k at 100k).
-                order.append(frag(binding.ref))
+                order.append(frag(bindings[name].ref))
             returning = [frag(self.shown(c, self.projection(c.expr)), " AS ", c.var) for c in self.columns]
-            if order and not projected and not pattern.projected:
-                # DISTINCT was left out and nothing was projected: ORDER BY needs a WITH.
-                core.append(frag("WITH ", join(", ", [bindings[n].ref for n in self.key_vars()])))
-        if order:
-            core.append(frag("ORDER BY ", join(", ", order)))
+        return FindForm(tuple(pattern.lines), distinct, tuple(steps), tuple(order), tuple(returning), tuple(self.reads.values()))
+
+    def build(self) -> FindPlan:
+        pattern = self.pattern
+        form = passes.apply(self.form(), self.passes)
+        names = grounding.names(pattern.grounding)
+        core = lines(form)
+        returning = list(form.returning)
         return_line = frag("RETURN ", join(", ", returning))
         unmapped = tuple((var, key, what) for (var, key), what in pattern.ctx.unmapped.items())
 
@@ -493,6 +482,11 @@ class _FindLowering:
         )
 
 
-def lower_find(command: ast.Find, parameters: dict[str, Any], settings: Settings) -> FindPlan:
-    """Compile a FIND command into a read plan (one query; a grounding check only on an empty result)."""
-    return _FindLowering(command, parameters, settings).build()
+def lower_find(command: ast.Find, parameters: dict[str, Any], settings: Settings, passes: Iterable[str] = PASSES) -> FindPlan:
+    """Compile a FIND command into a read plan (one query; a grounding check only on an empty
+    result), applying the optimisation ``passes`` (``lower/passes.py``; ``()``: unoptimised)."""
+    chosen = tuple(passes)
+    unknown = sorted(set(chosen) - set(PASSES))
+    if unknown:
+        raise ValueError(f"unknown FIND passes {unknown}; the passes are {PASSES}")
+    return _FindLowering(command, parameters, settings, chosen).build()

@@ -50,21 +50,22 @@ and the state they share from ``context`` (docs/architecture.md, "The WHERE lowe
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ..config import Settings
 from ..cypher import clauses
-from ..cypher.builder import Fragment, Internal, Part, Statement, Var, frag, join
+from ..cypher.builder import Fragment, Part, Statement, Var, frag, join
 from ..errors import INVALID_SYNTAX, RESOURCE_EXHAUSTED, KipError
 from ..syntax import ast
 from ..syntax.regex_guard import regex_calls
 from . import adopted as adopted_cy
-from . import paths
+from . import passes, paths
 from .adopted_match import strategy
-from .context import ELEMENT, PREDICATE, Binding, Grounding, LoweringContext, node_key, unbound
+from .context import ELEMENT, PREDICATE, Binding, Grounding, LoweringContext, node_key, unbound, var_mentions
 from .filters import Filters
+from .form import Distinct, Where, step_line
 
 
 @dataclass
@@ -75,10 +76,6 @@ class Pattern:
     bindings: dict[str, Binding]
     grounding: Grounding
     lowerer: Lowerer
-    #: Set by ``distinct``: whether it appended a ``WITH`` (ORDER BY may follow directly),
-    #: and whether it could leave the DISTINCT out.
-    projected: bool = False
-    elided: bool = False
 
     # ---------------------------------------------------------------- variables
     @property
@@ -128,40 +125,29 @@ class Pattern:
         return self.lowerer.filters.condition(expr, self.bindings, used_in)
 
     # ---------------------------------------------------------------- clauses
-    def distinct(self, names: Iterable[str], *, used_in: str = "FIND") -> None:
-        """Append ``WITH DISTINCT …`` keeping only ``names`` (their identities): one row per
-        distinct solution over those variables. Predicate variables are materialized as strings.
-
-        In a lean pattern (``lower_where(…, used=…)``) the DISTINCT is left out when the
-        pattern provably yields one row per distinct solution over ``names`` (``Keys``):
-        then nothing is appended when every kept variable is a plain Cypher variable
-        (``self.projected`` stays False), else a plain ``WITH`` materializes predicates."""
+    def dedup(self, names: Iterable[str], *, used_in: str = "FIND") -> Distinct:
+        """The ``Distinct`` keeping only ``names`` (their identities): one row per distinct
+        solution over those variables; predicate variables are materialized as strings. The
+        bindings become those of the kept variables. ``Distinct.unique`` records whether the
+        row keys (``Keys``) prove the rows distinct already (the elision pass reads it)."""
         names = list(dict.fromkeys(names))
-        items = []
+        items: list = []
         kept: dict[str, Binding] = {}
         for name in names:
             binding = self.require(name, used_in=used_in)
             var = Var(name)
-            if binding.is_variable and binding.ref == var:
-                items.append(var)
-            else:
-                items.append(frag(binding.ref, " AS ", var))
+            items.append(var if binding.is_variable and binding.ref == var else frag(binding.ref, " AS ", var))
             kept[name] = Binding(name, binding.kind, var, binding.nullable, True, binding.adopted)
-        if not items:
-            # Nothing projected: keep one row per solution existence.
-            self.lines.append(frag("WITH DISTINCT true AS ", Internal("any")))
-            self.projected = True
-        elif self.ctx.lean and self.ctx.keys.unique(node_key(n) for n in names):
-            self.elided = True
-            if all(isinstance(item, Var) for item in items):
-                self.projected = False
-            else:
-                self.lines.append(frag("WITH ", join(", ", items)))
-                self.projected = True
-        else:
-            self.lines.append(frag("WITH DISTINCT ", join(", ", items)))
-            self.projected = True
         self.bindings = kept
+        return Distinct(tuple(items), bool(items) and self.ctx.keys.unique(node_key(n) for n in names))
+
+    def distinct(self, names: Iterable[str], *, used_in: str = "FIND") -> None:
+        """Append the ``dedup`` of ``names`` to the lines; in a lean pattern
+        (``lower_where(…, used=…)``) elided when the keys allow (``passes.elide``)."""
+        step = self.dedup(names, used_in=used_in)
+        kept = passes.elide(step, ordered=False) if self.ctx.lean else step
+        if kept is not None:
+            self.lines.append(step_line(kept))
 
     def statement(self) -> Statement:
         stmt = Statement()
@@ -237,68 +223,30 @@ def lower_where(where: Iterable[ast.WhereItem], parameters: Mapping[str, Any], s
     expressions, the target of a KML statement). Giving it opts in to the *lean*
     lowering, which yields the same solutions with less work:
 
-    - a subject/object variable of a reified proposition clause that occurs nowhere else
-      (not in the WHERE, not in ``used``) is not expanded: every proposition node has
-      exactly one subject and one object, so the expansion cannot change the rows;
+    - the lean pass (``passes.lean``): a subject/object variable of a reified proposition
+      clause that occurs nowhere else (not in the WHERE, not in ``used``) is not expanded:
+      every proposition node has exactly one subject and one object, so the expansion cannot
+      change the rows;
     - ``Pattern.distinct`` leaves the DISTINCT out when the rows are provably distinct
-      already (see ``Keys``).
+      already (``Keys``, ``passes.elide``). FIND takes ``Pattern.dedup`` instead and elides
+      with its own pass (``passes.elide_distinct``).
     """
-    items = tuple(where)
-    check_size(items)
-    lean = used is not None
-    dont_care: frozenset[str] = frozenset()
-    if lean:
-        counts: dict[str, int] = {}
-        for item in items:
-            _count_vars(item, counts)
-        outside = set(used or ())
-        dont_care = frozenset(n for n, c in counts.items() if c == 1 and n not in outside)
-    ctx = LoweringContext(parameters, settings, lean=lean, dont_care=dont_care)
-    ctx.regex_budget = settings.max_regex_steps / max(1, regex_calls(items))  # all its REGEX share one budget per row
+    form = Where(tuple(where))
+    check_size(form.items)
+    if used is not None:
+        form = passes.lean(form, used)
+    ctx = LoweringContext(parameters, settings, lean=used is not None, dont_care=form.unread)
+    ctx.regex_budget = settings.max_regex_steps / max(1, regex_calls(form.items))  # all its REGEX share one budget per row
     lowerer = Lowerer(ctx)
-    lines, bindings = lowerer.group(items, {}, required=True, top=True)
+    lines, bindings = lowerer.group(form.items, {}, required=True, top=True)
     return Pattern(lines, bindings, ctx.grounding, lowerer)
 
 
 # ----------------------------------------------------------------------------- lowering
-def var_mentions(item: Any) -> Iterator[str]:
-    """Every mention of a variable name in an item (nested blocks and expressions included)."""
-    if isinstance(item, ast.Var):
-        yield item.name
-    elif isinstance(item, ast.DotPath):
-        yield item.var
-    elif isinstance(item, (ast.ConceptClause, ast.PropositionClause)):
-        if item.var:
-            yield item.var
-        if isinstance(item, ast.PropositionClause):
-            for part in (item.subject, item.predicate, item.object):
-                if part is not None:
-                    yield from var_mentions(part)
-    elif isinstance(item, ast.Filter):
-        yield from var_mentions(item.expr)
-    elif isinstance(item, (ast.NotBlock, ast.OptionalBlock, ast.UnionBlock)):
-        for sub in item.items:
-            yield from var_mentions(sub)
-    elif isinstance(item, (ast.Comparison, ast.BoolOp)):
-        yield from var_mentions(item.left)
-        yield from var_mentions(item.right)
-    elif isinstance(item, ast.NotExpr):
-        yield from var_mentions(item.operand)
-    elif isinstance(item, ast.FuncCall):
-        for arg in item.args:
-            yield from var_mentions(arg)
-
-
 def _where_vars(item: Any, out: set[str]) -> set[str]:
     """Every variable name mentioned anywhere in an item (including nested blocks)."""
     out.update(var_mentions(item))
     return out
-
-
-def _count_vars(item: Any, counts: dict[str, int]) -> None:
-    """How often each variable name is written anywhere in an item (nested blocks included)."""
-    for name in var_mentions(item):
-        counts[name] = counts.get(name, 0) + 1
 
 
 def bound_by(item: Any, out: set[str]) -> set[str]:

@@ -22,7 +22,8 @@ from typing import Any
 from ..syntax import ast
 from ..syntax.printer import to_kip
 from ..syntax.values import Deferred, resolve
-from .pattern import bound_by, var_mentions
+from .context import var_mentions
+from .pattern import bound_by
 
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")
 _OFFSET_TIME = re.compile(r"\d{4}-\d\d-\d\d[Tt ]\d\d:\d\d(?::\d\d(?:\.\d+)?)?[+-]\d\d:?\d\d")
