@@ -130,34 +130,28 @@ class _Io(NamedTuple):
     args: tuple[Any, ...] = ()
 
 
-def _advance(steps: Generator[Any, Any, Any], reply: Any, failure: BaseException | None) -> tuple[bool, Any]:
-    """Send ``reply`` (or throw ``failure``) into ``steps``: (finished, its next request or its result)."""
-    try:
-        return False, (steps.throw(failure) if failure is not None else steps.send(reply))
-    except StopIteration as stop:
-        return True, stop.value
-
-
 class _Stepping:
-    """Steps a generator of ``_Io`` calls: iterating gives each call, ``call`` / ``call_async``
-    make it and hand its result (or its exception) back in; ``result`` is what the generator returned."""
+    """Steps a generator (a program, an operation of the core, a generator of ``_Io`` calls):
+    iterating gives each request it yields; ``reply`` (or ``failure``) set meanwhile goes back in
+    — ``call`` / ``call_async`` make an ``_Io`` call and set it —; ``result`` is what it returned."""
 
     __slots__ = ("steps", "reply", "failure", "result")
 
-    def __init__(self, steps: Generator[_Io, Any, Any]) -> None:
+    def __init__(self, steps: Generator[Any, Any, Any]) -> None:
         self.steps = steps
         self.reply: Any = None
         self.failure: BaseException | None = None
         self.result: Any = None
 
-    def __iter__(self) -> Iterator[_Io]:
+    def __iter__(self) -> Iterator[Any]:
         while True:
-            done, io = _advance(self.steps, self.reply, self.failure)
-            if done:
-                self.result = io
+            try:
+                request = self.steps.throw(self.failure) if self.failure is not None else self.steps.send(self.reply)
+            except StopIteration as stop:
+                self.result = stop.value
                 return
             self.reply, self.failure = None, None
-            yield io
+            yield request
 
     def call(self, io: _Io) -> None:
         try:
@@ -192,28 +186,24 @@ async def _drive_async(steps: Generator[_Io, Any, Any]) -> Any:
 def _steps(program: Program, tx: Any, ctx: Context, trace: _Trace) -> Generator[_Io, Any, dict]:
     """Step ``program`` to its response inside the open transaction ``tx``."""
     budget = _Budget(ctx.settings)
-    reply: Any = None
-    failure: BaseException | None = None
-    while True:
-        done, request = _advance(program, reply, failure)
-        if done:
-            return request
-        reply, failure = None, None
+    stepping = _Stepping(program)
+    for request in stepping:
         ctx.check_deadline()
         if isinstance(request, Run):
             with tracing.statement(ctx.span, request.statement.label):
                 rows = yield _Io(_fetch, _fetch_async, (tx, *_prepare(request, ctx.settings, trace), _Rows(budget, request.extra_rows)))
-                reply = _reply(request, rows.taken())
+                stepping.reply = _reply(request, rows.taken())
         elif isinstance(request, Explain):
-            reply = yield _Io(_plan, _plan_async, (tx, *_prepare(request, ctx.settings, trace)))
+            stepping.reply = yield _Io(_plan, _plan_async, (tx, *_prepare(request, ctx.settings, trace)))
         elif isinstance(request, Embed):
             # A model failure is the program's to handle (the embedding refresh logs it and goes on).
             try:
-                reply = yield _Io(_embed, _embed_async, (_embedder(ctx), list(request.texts)))
+                stepping.reply = yield _Io(_embed, _embed_async, (_embedder(ctx), list(request.texts)))
             except Exception as exc:  # noqa: BLE001
-                failure = exc
+                stepping.failure = exc
         else:
             raise _unknown(request)
+    return stepping.result
 
 
 def drive_sync(program: Program, tx: Any, ctx: Context, trace: _Trace | None = None) -> dict:
@@ -233,17 +223,6 @@ class _Budget:
         self.bytes = settings.max_result_bytes
         self.used = 0
 
-    def take(self, rows: list[dict[str, Any]], record: Any, extra: int) -> KipError | None:
-        """Add ``record`` to ``rows``; the KIP_4002 to raise (after consuming the result) past a cap."""
-        row = dict(record)
-        rows.append(row)
-        self.used += row_bytes(row)
-        if self.used > self.bytes:
-            return too_many_bytes(self.bytes)
-        if len(rows) > self.rows + extra:
-            return too_many_rows(self.rows)
-        return None
-
 
 class _Rows:
     """One statement's rows as its records stream in (the drivers feed them; ``take`` says when to stop)."""
@@ -257,7 +236,14 @@ class _Rows:
 
     def take(self, record: Any) -> bool:
         """Keep ``record``; False once past a cap: the driver consumes the rest of the result and stops."""
-        self.refusal = self.budget.take(self.rows, record, self.extra)
+        row = dict(record)
+        self.rows.append(row)
+        budget = self.budget
+        budget.used += row_bytes(row)
+        if budget.used > budget.bytes:
+            self.refusal = too_many_bytes(budget.bytes)
+        elif len(self.rows) > budget.rows + self.extra:
+            self.refusal = too_many_rows(budget.rows)
         return self.refusal is None
 
     def taken(self) -> list[dict[str, Any]]:
@@ -446,28 +432,24 @@ def _operating(operation: Generator[Any, Any, Any], session: Callable[[str], Any
     """Drive an operation of the nexus core: each ``Transact`` in a session of ``session(access)``,
     through the face's circuit ``breaker``, ``Offload`` (the request's CPU work) in a worker thread
     under asyncio; returns its result (a ``KipError`` it raises propagates)."""
-    reply: Any = None
-    failure: KipError | None = None
-    while True:
-        done, request = _advance(operation, reply, failure)
-        if done:
-            return request
-        reply, failure = None, None
+    stepping = _Stepping(operation)
+    for request in stepping:
         try:
             if isinstance(request, Transact):
-                reply = yield _Io(_transact, _transact_async, (session, request, breaker))
+                stepping.reply = yield _Io(_transact, _transact_async, (session, request, breaker))
             elif isinstance(request, Offload):
-                reply = yield _Io(_call, asyncio.to_thread, (request.work,))
+                stepping.reply = yield _Io(_call, asyncio.to_thread, (request.work,))
             elif isinstance(request, AwaitEmbeddings):
-                reply = yield _Io(refresher.wait, refresher.wait, (request.timeout,))
+                stepping.reply = yield _Io(refresher.wait, refresher.wait, (request.timeout,))
             elif isinstance(request, Refresh):
                 refresher.submit(request.ctx)
             else:
                 raise _unknown(request)
         except KipError as exc:
-            failure = exc
+            stepping.failure = exc
         except Exception as exc:  # noqa: BLE001 - never a traceback to the caller
-            failure = _internal(exc)
+            stepping.failure = _internal(exc)
+    return stepping.result
 
 
 def operate_sync(operation: Generator[Any, Any, Any], session: Callable[[str], Any], refresher: Any, breaker: Breaker | None = None) -> Any:
