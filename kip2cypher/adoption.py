@@ -97,6 +97,10 @@ class AdoptedPredicate:
         return dict(self.attributes).get(key)
 
 
+#: An adopted type or predicate.
+Adopted = AdoptedType | AdoptedPredicate
+
+
 @dataclass(frozen=True)
 class Adoption:
     """A validated mapping: what KIP reads of the team's graph, and the options."""

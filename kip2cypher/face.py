@@ -25,14 +25,15 @@ from . import connection
 from .adoption import Adoption
 from .config import Settings, lookup
 from .connection import AuthLike, DriverOptions
+from .cypher import migration
+from .domain import embeddings
+from .domain.embeddings import CHUNK
 from .execution.batch import Outcome
 from .execution.breaker import Breaker
 from .execution.calls import Call
 from .execution.core import Core
 from .execution.programs.namespaces import NamespaceInfo
 from .execution.requests import Context
-from .lower import embeddings, migration
-from .lower.embeddings import CHUNK
 from .lower.plan import Plan
 from .responses import CommandResponse, KipResponse
 from .version import __version__

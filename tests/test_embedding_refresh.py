@@ -20,10 +20,10 @@ import kip2cypher
 from kip2cypher import embedding
 from kip2cypher.config import Settings
 from kip2cypher.cypher import storage
+from kip2cypher.domain.embeddings import statements
 from kip2cypher.execution.programs.admin import rows as _rows_of
 from kip2cypher.execution.programs.embeddings import refresh_touched
 from kip2cypher.execution.requests import Context, Embed, Run
-from kip2cypher.lower.embeddings import statements
 
 NAUSEA = '{type: "Symptom", name: "Nausea"}'
 

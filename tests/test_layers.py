@@ -109,35 +109,6 @@ def test_no_import_cycle_between_modules():
     assert not cycles, "import cycles: " + "; ".join(" → ".join(c) for c in cycles)
 
 
-#: Run-time names programs still take from ``lower/`` (statement catalogues and helpers that
-#: should travel on their plans or move to ``cypher/`` / ``domain/``). The list may only shrink:
-#: a program that needs a statement gets it from its plan.
-NOT_YET_ON_PLANS = {
-    ("execution.programs.admin", "lower", "migration"),
-    ("execution.programs.adopt", "lower", "adopted"),
-    ("execution.programs.bulk", "lower.update", "CHECK_VALUES"),
-    ("execution.programs.bulk", "lower.update", "instance_schemas"),
-    ("execution.programs.describe", "lower.describe", "DESCRIBE_DEFAULT_LIMIT"),
-    ("execution.programs.describe", "lower.export", "EXPORT_DEFAULT_LIMIT"),
-    ("execution.programs.describe", "lower.export", "EXPORT_MAX_LIMIT"),
-    ("execution.programs.describe", "lower.search", "search_capabilities"),
-    ("execution.programs.embeddings", "lower", "adopted_vectors"),
-    ("execution.programs.embeddings", "lower.adopted", "Adopted"),
-    ("execution.programs.embeddings", "lower.embeddings", "CHUNK"),
-    ("execution.programs.embeddings", "lower.embeddings", "KINDS"),
-    ("execution.programs.embeddings", "lower.embeddings", "statements"),
-    ("execution.programs.find", "lower", "adopted"),
-    ("execution.programs.find", "lower.find", "key_check"),
-    ("execution.programs.grounding", "lower.grounding", "Names"),
-    ("execution.programs.grounding", "lower.grounding", "Offsets"),
-    ("execution.programs.grounding", "lower.grounding", "grounding_check"),
-    ("execution.programs.grounding", "lower.grounding", "defined_names"),
-    ("execution.programs.merge", "lower.merge", "ALIASES"),
-    ("execution.programs.merge", "lower.merge", "statements"),
-    ("execution.programs.upsert", "lower", "adopted"),
-}
-
-
 def lower_names(module: str, path: Path) -> set[tuple[str, str]]:
     """``(lower module, name)`` for every name ``module`` imports from ``lower/``."""
     package = module.split(".")[:-1] if path.name != "__init__.py" else module.split(".")
@@ -163,16 +134,10 @@ def is_plan_type(target: str, name: str) -> bool:
 
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("execution.programs")))
 def test_programs_import_only_plan_types_from_lower(module):
-    """A plan carries every statement its program runs: a program takes nothing else from lower/."""
-    taken = {(target, name) for target, name in lower_names(module, MODULES[module]) if not is_plan_type(target, name)}
-    new = sorted(taken - {(t, n) for m, t, n in NOT_YET_ON_PLANS if m == module})
-    assert not new, f"{module} imports {new} from lower/; put the statement on its plan (or in cypher/ / domain/)"
-
-
-def test_the_list_of_programs_not_yet_on_plans_only_shrinks():
-    """Every entry of NOT_YET_ON_PLANS is still true: one that was fixed leaves the list."""
-    stale = sorted(entry for entry in NOT_YET_ON_PLANS if entry[1:] not in lower_names(entry[0], MODULES[entry[0]]))
-    assert not stale, f"no longer imported, remove from NOT_YET_ON_PLANS: {stale}"
+    """A plan carries every statement its program runs: a program takes nothing else from lower/
+    (rules and statements shared by the lowering and the programs live in domain/ or cypher/)."""
+    taken = sorted((target, name) for target, name in lower_names(module, MODULES[module]) if not is_plan_type(target, name))
+    assert not taken, f"{module} imports {taken} from lower/; put the statement on its plan (or in cypher/ / domain/)"
 
 
 #: A call that runs a statement on the neo4j driver.

@@ -29,10 +29,9 @@ from meta_data import TopicEmbedder
 from kip2cypher.async_nexus import AsyncNexus
 from kip2cypher.cli.app import main
 from kip2cypher.config import Settings
-from kip2cypher.cypher import catalog, storage
+from kip2cypher.cypher import catalog, migration, storage
 from kip2cypher.cypher.builder import quote
 from kip2cypher.errors import KipError
-from kip2cypher.lower import migration
 from kip2cypher.nexus import Nexus
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "layout1"

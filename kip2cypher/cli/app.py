@@ -817,7 +817,7 @@ def migrate_cmd(dry_run: bool, batch: int | None, fmt: str, conn: Connect) -> No
 
     Runs in batches and can be re-run after an interruption (it changes only what is still in the
     old layout); a nexus written by a newer kip2cypher is refused."""
-    from ..lower import migration
+    from ..cypher import migration
     from .demo import where
 
     with conn.open() as nexus:

@@ -30,6 +30,8 @@ LOCK = "_kip_lock"
 VERSION = storage.meta_key(storage.VERSION_KEY)
 UPDATED_AT = storage.meta_key(storage.UPDATED_AT_KEY)
 MERGED_FROM = storage.meta_key(storage.MERGED_FROM_KEY)
+#: The attribute MERGE CONCEPT fills with the union of both concepts' aliases and the source's name.
+ALIASES = storage.attr_key("aliases")
 CORE_DIRECTIVES = storage.attr_key("core_directives")
 
 NOW = "now"  # runtime parameter: the command's timestamp (``Context.now``)

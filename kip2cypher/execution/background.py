@@ -16,7 +16,7 @@ Consistency rule (docs/meta.md): keyword SEARCH never depends on it; a semantic 
 SEARCH through a nexus first waits until every write that nexus committed before the SEARCH
 started is embedded (``Settings.embedding_wait_s``; past it, it answers from the vectors that
 exist and says so in ``warnings``). A vector is only written if its element still has the
-version whose text was embedded (``lower.embeddings.statements(…).write``), so a slow refresh never
+version whose text was embedded (``domain.embeddings.statements(…).write``), so a slow refresh never
 overwrites the vector of a newer text. Writes of other processes are embedded by their own
 nexus; ``sync_embeddings`` back-fills anything a stopped process left behind.
 
@@ -37,7 +37,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from .. import metrics
-from ..lower.embeddings import KINDS, statements
+from ..domain.embeddings import KINDS, statements
 from .programs.embeddings import refresh_touched
 from .requests import Context, Embed, Run
 

@@ -21,10 +21,12 @@ from typing import Any
 from .. import embedding, errors, metrics, profiles
 from ..adoption import AdoptedType, Adoption
 from ..config import Settings
+from ..cypher import migration, storage
+from ..domain import embeddings
+from ..domain.embeddings import CHUNK
 from ..errors import KipError
-from ..lower import embeddings, migration
+from ..lower import adopted_vectors
 from ..lower.compile import compile_plan, issued, statements
-from ..lower.embeddings import CHUNK
 from ..lower.plan import Plan
 from ..version import __version__
 from . import programs
@@ -227,22 +229,24 @@ class Core:
         page = max(batch, min(READ_PAGE, self.settings.max_result_rows))
         for what in (*chosen.types, *chosen.predicates):
             is_type = isinstance(what, AdoptedType)
+            page_statement, write = adopted_vectors.refresh(storage.names(self.settings.namespace), what, chosen)
             counts, last, seen = {"type" if is_type else "predicate": what.name, "embedded": 0}, "", 0
             while True:
                 ctx = Context(self.settings, now(), embedder=model)
-                found = yield Transact("READ", lambda: refresh_program.adopted_page(what, chosen, last, page, ctx), ctx)
+                found = yield Transact("READ", lambda: refresh_program.adopted_page(page_statement, last, page), ctx)
                 if not found:
                     break
                 last = found[-1]["element"]
                 seen += len(found)
                 todo = refresh_program.stale_adopted(what, found, model.name, force)
                 for i in range(0, len(todo), batch):
-                    counts["embedded"] += yield Transact("WRITE", lambda: refresh_program.refresh_adopted(what, chosen, todo[i : i + batch], ctx), ctx)
+                    counts["embedded"] += yield Transact("WRITE", lambda: refresh_program.refresh_adopted(what, write, todo[i : i + batch], ctx), ctx)
             counts["nodes" if is_type else "relationships"] = seen
             report["types" if is_type else "predicates"].append(counts)
+        prunes = adopted_vectors.pruning(storage.names(self.settings.namespace), chosen)
         while True:
             ctx = Context(self.settings, now())
-            dropped = yield Transact("WRITE", lambda: refresh_program.prune_adopted(chosen, batch, ctx), ctx)
+            dropped = yield Transact("WRITE", lambda: refresh_program.prune_adopted(prunes, batch), ctx)
             report["dropped"] += dropped
             if dropped < batch:
                 break

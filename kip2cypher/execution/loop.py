@@ -18,6 +18,12 @@ The operations of the nexus core (``core.Core``) are driven here too (``operate_
 session of the face, ``Offload`` is the request's CPU work (in a worker thread under asyncio),
 ``AwaitEmbeddings`` / ``Refresh`` go to the face's background refresher.
 
+Both loops share one logic: sans-IO generators (``_steps``: a program in a transaction,
+``_retrying``: the retries under the breaker, ``_transacting``: a program retried, ``_operating``:
+an operation of the core) yield each I/O call as an ``_Io`` (its synchronous and its awaitable
+form); ``_drive`` makes the call, ``_drive_async`` awaits it, and either hands the result (or the
+exception) back. Nothing but those calls is written twice.
+
 This module is the only code that runs a statement on the neo4j driver
 (``tests/test_layers.py`` checks it).
 """
@@ -30,7 +36,7 @@ import math
 import random
 import time
 from collections.abc import Callable, Generator, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import neo4j
 
@@ -112,33 +118,97 @@ def _unknown(request: Any) -> KipError:
     return KipError(errors.INTERNAL_ERROR, f"Internal error: a program yielded {type(request).__name__}.", "This is an engine bug; report it.")
 
 
-# ---------------------------------------------------------------------------- synchronous
-def drive_sync(program: Program, tx: Any, ctx: Context, trace: _Trace | None = None) -> dict:
-    """Step ``program`` to its response inside the open transaction ``tx``."""
-    trace = trace or _Trace()
-    budget = _Budget(ctx.settings)
-    reply: Any = None
-    failure: BaseException | None = None
-    while True:
+# ---------------------------------------------------------------------------- one logic, two drivers
+class _Io(NamedTuple):
+    """An I/O call a step of the loop's logic asks for: ``sync(*args)`` in the synchronous driver,
+    ``await aio(*args)`` in the asyncio one. Everything else the loop does — stepping the program,
+    budgets, deadlines, retries, the breaker, traces, metrics — is written once, in generators that
+    yield these (``_steps``, ``_retrying``, ``_transacting``, ``_operating``)."""
+
+    sync: Callable[..., Any]
+    aio: Callable[..., Any]
+    args: tuple[Any, ...] = ()
+
+
+class _Stepping:
+    """Steps a generator (a program, an operation of the core, a generator of ``_Io`` calls):
+    iterating gives each request it yields; ``reply`` (or ``failure``) set meanwhile goes back in
+    — ``call`` / ``call_async`` make an ``_Io`` call and set it —; ``result`` is what it returned."""
+
+    __slots__ = ("steps", "reply", "failure", "result")
+
+    def __init__(self, steps: Generator[Any, Any, Any]) -> None:
+        self.steps = steps
+        self.reply: Any = None
+        self.failure: BaseException | None = None
+        self.result: Any = None
+
+    def __iter__(self) -> Iterator[Any]:
+        while True:
+            try:
+                request = self.steps.throw(self.failure) if self.failure is not None else self.steps.send(self.reply)
+            except StopIteration as stop:
+                self.result = stop.value
+                return
+            self.reply, self.failure = None, None
+            yield request
+
+    def call(self, io: _Io) -> None:
         try:
-            request = program.throw(failure) if failure is not None else program.send(reply)
-        except StopIteration as stop:
-            return stop.value
-        failure = None
+            self.reply = io.sync(*io.args)
+        except BaseException as exc:  # noqa: BLE001 - thrown in: the logic decides what it handles
+            self.failure = exc
+
+    async def call_async(self, io: _Io) -> None:
+        try:
+            self.reply = await io.aio(*io.args)
+        except BaseException as exc:  # noqa: BLE001
+            self.failure = exc
+
+
+def _drive(steps: Generator[_Io, Any, Any]) -> Any:
+    """Make each I/O call of ``steps`` at once."""
+    stepping = _Stepping(steps)
+    for io in stepping:
+        stepping.call(io)
+    return stepping.result
+
+
+async def _drive_async(steps: Generator[_Io, Any, Any]) -> Any:
+    """Await each I/O call of ``steps``."""
+    stepping = _Stepping(steps)
+    for io in stepping:
+        await stepping.call_async(io)
+    return stepping.result
+
+
+# ---------------------------------------------------------------------------- a program in a transaction
+def _steps(program: Program, tx: Any, ctx: Context, trace: _Trace) -> Generator[_Io, Any, dict]:
+    """Step ``program`` to its response inside the open transaction ``tx``."""
+    budget = _Budget(ctx.settings)
+    stepping = _Stepping(program)
+    for request in stepping:
         ctx.check_deadline()
         if isinstance(request, Run):
             with tracing.statement(ctx.span, request.statement.label):
-                reply = _reply(request, _rows_sync(tx.run(*_prepare(request, ctx.settings, trace)), budget, request.extra_rows))
+                rows = yield _Io(_fetch, _fetch_async, (tx, *_prepare(request, ctx.settings, trace), _Rows(budget, request.extra_rows)))
+                stepping.reply = _reply(request, rows.taken())
         elif isinstance(request, Explain):
-            reply = tx.run(*_prepare(request, ctx.settings, trace)).consume().plan
+            stepping.reply = yield _Io(_plan, _plan_async, (tx, *_prepare(request, ctx.settings, trace)))
         elif isinstance(request, Embed):
             # A model failure is the program's to handle (the embedding refresh logs it and goes on).
             try:
-                reply = _embedder(ctx).embed(list(request.texts))
+                stepping.reply = yield _Io(_embed, _embed_async, (_embedder(ctx), list(request.texts)))
             except Exception as exc:  # noqa: BLE001
-                failure = exc
+                stepping.failure = exc
         else:
             raise _unknown(request)
+    return stepping.result
+
+
+def drive_sync(program: Program, tx: Any, ctx: Context, trace: _Trace | None = None) -> dict:
+    """Step ``program`` to its response inside the open transaction ``tx`` (the bench drives plans with it)."""
+    return _drive(_steps(program, tx, ctx, trace or _Trace()))
 
 
 class _Budget:
@@ -153,26 +223,67 @@ class _Budget:
         self.bytes = settings.max_result_bytes
         self.used = 0
 
-    def take(self, rows: list[dict[str, Any]], record: Any, extra: int) -> KipError | None:
-        """Add ``record`` to ``rows``; the KIP_4002 to raise (after consuming the result) past a cap."""
+
+class _Rows:
+    """One statement's rows as its records stream in (the drivers feed them; ``take`` says when to stop)."""
+
+    __slots__ = ("budget", "extra", "rows", "refusal")
+
+    def __init__(self, budget: _Budget, extra: int) -> None:
+        self.budget, self.extra = budget, extra
+        self.rows: list[dict[str, Any]] = []
+        self.refusal: KipError | None = None
+
+    def take(self, record: Any) -> bool:
+        """Keep ``record``; False once past a cap: the driver consumes the rest of the result and stops."""
         row = dict(record)
-        rows.append(row)
-        self.used += row_bytes(row)
-        if self.used > self.bytes:
-            return too_many_bytes(self.bytes)
-        if len(rows) > self.rows + extra:
-            return too_many_rows(self.rows)
-        return None
+        self.rows.append(row)
+        budget = self.budget
+        budget.used += row_bytes(row)
+        if budget.used > budget.bytes:
+            self.refusal = too_many_bytes(budget.bytes)
+        elif len(self.rows) > budget.rows + self.extra:
+            self.refusal = too_many_rows(budget.rows)
+        return self.refusal is None
+
+    def taken(self) -> list[dict[str, Any]]:
+        """The rows, or the KIP_4002 of a cap they passed."""
+        if self.refusal is not None:
+            raise self.refusal
+        return self.rows
 
 
-def _rows_sync(result: Any, budget: _Budget, extra: int) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = []
-    for record in result:
-        refusal = budget.take(rows, record, extra)
-        if refusal is not None:
-            result.consume()
-            raise refusal
+def _fetch(tx: Any, text: str, params: dict[str, Any], rows: _Rows) -> _Rows:
+    result = tx.run(text, params)
+    if not all(map(rows.take, result)):
+        result.consume()
     return rows
+
+
+async def _fetch_async(tx: Any, text: str, params: dict[str, Any], rows: _Rows) -> _Rows:
+    result = await tx.run(text, params)
+    async for record in result:
+        if not rows.take(record):
+            await result.consume()
+            break
+    return rows
+
+
+def _plan(tx: Any, text: str, params: dict[str, Any]) -> Any:
+    return tx.run(text, params).consume().plan
+
+
+async def _plan_async(tx: Any, text: str, params: dict[str, Any]) -> Any:
+    return (await (await tx.run(text, params)).consume()).plan
+
+
+def _embed(embedder: Any, texts: list[str]) -> Any:
+    return embedder.embed(texts)
+
+
+async def _embed_async(embedder: Any, texts: list[str]) -> Any:
+    """In a worker thread: model inference never blocks the event loop."""
+    return await asyncio.to_thread(embedder.embed, texts)
 
 
 def _reply(request: Run, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -199,6 +310,16 @@ class _AutoCommit:
         return self.session.run(self.query(text), parameters)
 
 
+class _AsyncAutoCommit(_AutoCommit):
+    """``_AutoCommit`` on an ``AsyncSession``."""
+
+    __slots__ = ()
+
+    async def run(self, text: str, parameters: dict[str, Any]) -> Any:  # type: ignore[override]
+        return await self.session.run(self.query(text), parameters)
+
+
+# ---------------------------------------------------------------------------- retries
 def retry_delays(max_retry_s: float, uniform: Callable[[float, float], float] | None = None) -> Iterator[float]:
     """The pauses before each retry of a read (the driver's policy for managed transactions:
     1 s doubling, ±20 % jitter) until ``max_retry_s`` would be exceeded. Each pause is cut to
@@ -216,7 +337,7 @@ def retry_delays(max_retry_s: float, uniform: Callable[[float, float], float] | 
         yield pause
 
 
-def retrying(attempt: Callable[[], Any], max_retry_s: float, breaker: Breaker | None = None, access: str = "READ") -> Any:
+def _retrying(attempt: Callable[[], Any], max_retry_s: float, breaker: Breaker | None, access: str) -> Generator[_Io, Any, Any]:
     """``attempt()`` (one whole transaction), again after each retryable driver error (cluster
     fail-over, a server briefly unavailable) while ``retry_delays`` allows and the circuit breaker
     (``breaker.Breaker``, shared by every transaction on the driver) stays closed: once Neo4j is
@@ -225,124 +346,62 @@ def retrying(attempt: Callable[[], Any], max_retry_s: float, breaker: Breaker | 
     with (breaker or Breaker()).attempts(retry_delays(max_retry_s), access) as attempts:
         while True:
             try:
-                result = attempt()
+                result = yield _Io(attempt, attempt)
             except DRIVER_ERRORS as exc:
                 pause = attempts.failed(exc)
             else:
                 attempts.succeeded()
                 return result
-            time.sleep(pause)
+            yield _Io(time.sleep, asyncio.sleep, (pause,))
             attempts.resume()
 
 
-def run_sync(session: Any, access: str, start: Callable[[], Program], ctx: Context, metadata: dict[str, Any], breaker: Breaker | None = None) -> dict:
-    """Run the program ``start()`` builds in ``session``: a WRITE program in one managed
-    transaction, a READ or ADMIN program as auto-commit statements (``_AutoCommit``); either
-    retried by ``retrying`` (the face opens its sessions without the driver's own retries)."""
-    trace = _Trace()
+def retrying(attempt: Callable[[], Any], max_retry_s: float, breaker: Breaker | None = None, access: str = "READ") -> Any:
+    """``_retrying`` of a synchronous ``attempt()``."""
+    return _drive(_retrying(attempt, max_retry_s, breaker, access))
 
-    @neo4j.unit_of_work(timeout=ctx.timeout(), metadata=metadata)
-    def work(tx: Any) -> dict:
-        return drive_sync(start(), tx, ctx, trace)
 
+async def retrying_async(attempt: Callable[[], Any], max_retry_s: float, breaker: Breaker | None = None, access: str = "READ") -> Any:
+    """``_retrying`` of an awaitable ``attempt()``."""
+    return await _drive_async(_retrying(attempt, max_retry_s, breaker, access))
+
+
+# ---------------------------------------------------------------------------- a program, retried
+def _attempt(
+    session: Any, access: str, start: Callable[[], Program], ctx: Context, metadata: dict[str, Any], trace: _Trace, asynchronous: bool
+) -> Callable[[], Any]:
+    """One whole attempt at the program ``start()`` builds in ``session``: a WRITE program in one
+    managed transaction, a READ or ADMIN program as auto-commit statements (``_AutoCommit``)."""
+    drive = _drive_async if asynchronous else _drive
     if access in AUTO_COMMIT:
-        attempt = lambda: drive_sync(start(), _AutoCommit(session, ctx, metadata), ctx, trace)  # noqa: E731
-    else:
-        attempt = lambda: session.execute_write(work)  # noqa: E731
+        statements = (_AsyncAutoCommit if asynchronous else _AutoCommit)(session, ctx, metadata)
+        return lambda: drive(_steps(start(), statements, ctx, trace))
+    work = neo4j.unit_of_work(timeout=ctx.timeout(), metadata=metadata)(lambda tx: drive(_steps(start(), tx, ctx, trace)))
+    return lambda: session.execute_write(work)
+
+
+def _transacting(attempt: Callable[[], Any], ctx: Context, trace: _Trace, access: str, breaker: Breaker | None) -> Generator[_Io, Any, dict]:
+    """The attempts, retried by ``_retrying`` (the face opens its sessions without the driver's
+    own retries); a driver exception that ends them is mapped to a KIP error."""
     try:
-        return retrying(attempt, ctx.settings.max_retry_s, breaker, access)
+        return (yield from _retrying(attempt, ctx.settings.max_retry_s, breaker, access))
     except DRIVER_ERRORS as exc:
         raise _failure(exc, ctx, trace, access) from None
 
 
-# ---------------------------------------------------------------------------- asyncio
-async def drive_async(program: Program, tx: Any, ctx: Context, trace: _Trace) -> dict:
-    """``drive_sync`` for an ``AsyncManagedTransaction``."""
-    budget = _Budget(ctx.settings)
-    reply: Any = None
-    failure: BaseException | None = None
-    while True:
-        try:
-            request = program.throw(failure) if failure is not None else program.send(reply)
-        except StopIteration as stop:
-            return stop.value
-        failure = None
-        ctx.check_deadline()
-        if isinstance(request, Run):
-            with tracing.statement(ctx.span, request.statement.label):
-                reply = _reply(request, await _rows_async(await tx.run(*_prepare(request, ctx.settings, trace)), budget, request.extra_rows))
-        elif isinstance(request, Explain):
-            reply = (await (await tx.run(*_prepare(request, ctx.settings, trace))).consume()).plan
-        elif isinstance(request, Embed):
-            try:
-                reply = await asyncio.to_thread(_embedder(ctx).embed, list(request.texts))
-            except Exception as exc:  # noqa: BLE001
-                failure = exc
-        else:
-            raise _unknown(request)
-
-
-async def _rows_async(result: Any, budget: _Budget, extra: int) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = []
-    async for record in result:
-        refusal = budget.take(rows, record, extra)
-        if refusal is not None:
-            await result.consume()
-            raise refusal
-    return rows
-
-
-class _AsyncAutoCommit(_AutoCommit):
-    """``_AutoCommit`` on an ``AsyncSession``."""
-
-    __slots__ = ()
-
-    async def run(self, text: str, parameters: dict[str, Any]) -> Any:  # type: ignore[override]
-        return await self.session.run(self.query(text), parameters)
-
-
-async def retrying_async(attempt: Callable[[], Any], max_retry_s: float, breaker: Breaker | None = None, access: str = "READ") -> Any:
-    """``retrying`` for an awaitable ``attempt()``."""
-    with (breaker or Breaker()).attempts(retry_delays(max_retry_s), access) as attempts:
-        while True:
-            try:
-                result = await attempt()
-            except DRIVER_ERRORS as exc:
-                pause = attempts.failed(exc)
-            else:
-                attempts.succeeded()
-                return result
-            await asyncio.sleep(pause)
-            attempts.resume()
+def run_sync(session: Any, access: str, start: Callable[[], Program], ctx: Context, metadata: dict[str, Any], breaker: Breaker | None = None) -> dict:
+    """Run the program ``start()`` builds in ``session`` (``_attempt``), retried (``_transacting``)."""
+    trace = _Trace()
+    return _drive(_transacting(_attempt(session, access, start, ctx, metadata, trace, False), ctx, trace, access, breaker))
 
 
 async def run_async(session: Any, access: str, start: Callable[[], Program], ctx: Context, metadata: dict[str, Any], breaker: Breaker | None = None) -> dict:
     """``run_sync`` for an ``AsyncSession``."""
     trace = _Trace()
-
-    @neo4j.unit_of_work(timeout=ctx.timeout(), metadata=metadata)
-    async def work(tx: Any) -> dict:
-        return await drive_async(start(), tx, ctx, trace)
-
-    if access in AUTO_COMMIT:
-        attempt = lambda: drive_async(start(), _AsyncAutoCommit(session, ctx, metadata), ctx, trace)  # noqa: E731
-    else:
-        attempt = lambda: session.execute_write(work)  # noqa: E731
-    try:
-        return await retrying_async(attempt, ctx.settings.max_retry_s, breaker, access)
-    except DRIVER_ERRORS as exc:
-        raise _failure(exc, ctx, trace, access) from None
+    return await _drive_async(_transacting(_attempt(session, access, start, ctx, metadata, trace, True), ctx, trace, access, breaker))
 
 
 # ---------------------------------------------------------------------------- the nexus core's operations
-def _advance(operation: Generator[Any, Any, Any], reply: Any, failure: KipError | None) -> tuple[bool, Any]:
-    """Send ``reply`` (or throw ``failure``) into ``operation``: (finished, its next request or its result)."""
-    try:
-        return False, (operation.throw(failure) if failure is not None else operation.send(reply))
-    except StopIteration as stop:
-        return True, stop.value
-
-
 def _internal(exc: BaseException) -> KipError:
     """A failure no KIP error describes: an engine bug, logged with its traceback."""
     log.error("execution failure: %r", exc, exc_info=True)
@@ -355,65 +414,54 @@ def _metadata(request: Transact) -> dict[str, Any]:
     return dict(request.metadata or {"app": settings.app_name, "version": __version__, "namespace": settings.namespace})
 
 
-def operate_sync(operation: Generator[Any, Any, Any], session: Callable[[str], Any], refresher: Any, breaker: Breaker | None = None) -> Any:
+def _transact(session: Callable[[str], Any], request: Transact, breaker: Breaker | None) -> dict:
+    with session(request.access) as opened:
+        return run_sync(opened, request.access, request.start, request.ctx, _metadata(request), breaker)
+
+
+async def _transact_async(session: Callable[[str], Any], request: Transact, breaker: Breaker | None) -> dict:
+    async with await session(request.access) as opened:
+        return await run_async(opened, request.access, request.start, request.ctx, _metadata(request), breaker)
+
+
+def _call(work: Callable[[], Any]) -> Any:
+    return work()
+
+
+def _operating(operation: Generator[Any, Any, Any], session: Callable[[str], Any], refresher: Any, breaker: Breaker | None) -> Generator[_Io, Any, Any]:
     """Drive an operation of the nexus core: each ``Transact`` in a session of ``session(access)``,
-    through the face's circuit ``breaker``; returns its result (a ``KipError`` it raises propagates)."""
-    reply: Any = None
-    failure: KipError | None = None
-    while True:
-        done, request = _advance(operation, reply, failure)
-        if done:
-            return request
-        reply, failure = None, None
+    through the face's circuit ``breaker``, ``Offload`` (the request's CPU work) in a worker thread
+    under asyncio; returns its result (a ``KipError`` it raises propagates)."""
+    stepping = _Stepping(operation)
+    for request in stepping:
         try:
             if isinstance(request, Transact):
-                with session(request.access) as opened:
-                    reply = run_sync(opened, request.access, request.start, request.ctx, _metadata(request), breaker)
+                stepping.reply = yield _Io(_transact, _transact_async, (session, request, breaker))
             elif isinstance(request, Offload):
-                reply = request.work()
+                stepping.reply = yield _Io(_call, asyncio.to_thread, (request.work,))
             elif isinstance(request, AwaitEmbeddings):
-                reply = refresher.wait(request.timeout)
+                stepping.reply = yield _Io(refresher.wait, refresher.wait, (request.timeout,))
             elif isinstance(request, Refresh):
                 refresher.submit(request.ctx)
             else:
                 raise _unknown(request)
         except KipError as exc:
-            failure = exc
+            stepping.failure = exc
         except Exception as exc:  # noqa: BLE001 - never a traceback to the caller
-            failure = _internal(exc)
+            stepping.failure = _internal(exc)
+    return stepping.result
+
+
+def operate_sync(operation: Generator[Any, Any, Any], session: Callable[[str], Any], refresher: Any, breaker: Breaker | None = None) -> Any:
+    """``_operating``, synchronously."""
+    return _drive(_operating(operation, session, refresher, breaker))
 
 
 async def operate_async(operation: Generator[Any, Any, Any], session: Callable[[str], Any], refresher: Any, breaker: Breaker | None = None) -> Any:
-    """``operate_sync`` under asyncio: ``Offload`` runs in a worker thread (once per request). An
-    operation whose caller stops waiting (the MCP server's request timeout cancels the call) is
-    closed at once: its ``finally`` blocks — the call's metrics — run now, not when it is collected."""
+    """``_operating`` under asyncio. An operation whose caller stops waiting (the MCP server's
+    request timeout cancels the call) is closed at once: its ``finally`` blocks — the call's
+    metrics — run now, not when it is collected."""
     try:
-        return await _operate_async(operation, session, refresher, breaker)
+        return await _drive_async(_operating(operation, session, refresher, breaker))
     finally:
         operation.close()
-
-
-async def _operate_async(operation: Generator[Any, Any, Any], session: Callable[[str], Any], refresher: Any, breaker: Breaker | None) -> Any:
-    reply: Any = None
-    failure: KipError | None = None
-    while True:
-        done, request = _advance(operation, reply, failure)
-        if done:
-            return request
-        reply, failure = None, None
-        try:
-            if isinstance(request, Transact):
-                async with await session(request.access) as opened:
-                    reply = await run_async(opened, request.access, request.start, request.ctx, _metadata(request), breaker)
-            elif isinstance(request, Offload):
-                reply = await asyncio.to_thread(request.work)
-            elif isinstance(request, AwaitEmbeddings):
-                reply = await refresher.wait(request.timeout)
-            elif isinstance(request, Refresh):
-                refresher.submit(request.ctx)
-            else:
-                raise _unknown(request)
-        except KipError as exc:
-            failure = exc
-        except Exception as exc:  # noqa: BLE001
-            failure = _internal(exc)

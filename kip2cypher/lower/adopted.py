@@ -11,51 +11,15 @@ clause and the ``id`` of a result agree.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Union
 
 from .. import adoption as adopt
-from ..adoption import AdoptedPredicate, AdoptedType
-from ..cypher import storage
-from ..cypher.builder import Fragment, Ident, Internal, Param, Part, Statement, frag, join, literal
-from ..errors import DUPLICATE_EXISTS, IMMUTABLE_TARGET, INVALID_SYNTAX, NOT_FOUND, KipError, closest
+from ..adoption import Adopted, AdoptedPredicate, AdoptedType
+from ..cypher.adopted import carried_statement as carried_statement  # FIND reads it through here
+from ..cypher.adopted import node
+from ..cypher.builder import Fragment, Ident, Param, Part, Statement, frag, join, literal
+from ..domain.adopted import LOOKUP_MAX
+from ..errors import IMMUTABLE_TARGET, INVALID_SYNTAX, KipError
 from .adopted_values import display
-
-Adopted = Union[AdoptedType, AdoptedPredicate]
-
-
-def not_engine(ref: Part) -> Fragment:
-    """``ref`` is one of the team's nodes, not one of KIP's (it carries no engine label): what a
-    memory proposition's endpoint relationship reaches when it links an adopted concept. A node
-    of an adopted type needs no such test: memory concepts carry their type's label in KIP's
-    label space (``kip:Drug``), never a team label (docs/storage-model.md, "Label space")."""
-    label = Internal("label")
-    tests = [frag(label, " = ", literal(stem), " OR ", label, " STARTS WITH ", literal(stem + "__")) for stem in storage.RESERVED_LABEL_STEMS]
-    return frag("none(", label, " IN labels(", ref, ") WHERE ", join(" OR ", tests), ")")
-
-
-def node(ref: Part, t: AdoptedType, name: Part | None = None, id_value: str | None = None) -> Fragment:
-    """``(ref:`Label` {`name_prop`: $name} WHERE …)``: a node of adopted type ``t`` (``name``: the
-    name's parameter)."""
-    out = frag("(", ref, ":", Ident(t.label))
-    if name is not None:
-        out.add(" {", Ident(t.name_property), ": ", name, "}")
-    if id_value is not None:
-        out.add(" WHERE ", id_test(ref, t, id_value))
-    out.add(")")
-    return out
-
-
-def id_test(ref: Part, t: AdoptedType, value: str) -> Fragment:
-    """``ref`` has the adopted id ``A:<Type>:<value>``: ``@<elementId>`` or the ``key`` value (a
-    string, or an integer written in decimal)."""
-    tests: list[Fragment] = []
-    if value.startswith(adopt.ELEMENT_MARK):
-        tests.append(frag("elementId(", ref, ") = ", Param(value[len(adopt.ELEMENT_MARK) :])))
-    if t.key is not None:
-        tests.append(frag(ref, ".", Ident(t.key), " IN ", Param(adopt.key_candidates(value))))
-    if not tests:
-        return frag("false")
-    return tests[0] if len(tests) == 1 else frag("(", join(" OR ", tests), ")")
 
 
 def concept_id(ref: Part, t: AdoptedType) -> Fragment:
@@ -184,11 +148,6 @@ def link_refused(t: AdoptedType, offset: int | None = None) -> KipError:
     return error
 
 
-#: How many nodes an adopted endpoint lookup reads: one is the answer, two prove an ambiguity,
-#: and a third lets the error show that there are more.
-LOOKUP_MAX = 3
-
-
 def lookup_statement(refs: Sequence[tuple[AdoptedType, str | None, str | None]]) -> Statement:
     """The nodes of adopted endpoints ``(type, name, id value)`` (link_memory): per ref ``i``, the
     element ids and adopted ids of at most ``LOOKUP_MAX`` matching nodes. The UPSERT links a ref
@@ -204,77 +163,6 @@ def lookup_statement(refs: Sequence[tuple[AdoptedType, str | None, str | None]])
             stmt.line("RETURN ", str(i), " AS i, [n IN found | elementId(n)] AS elements, [n IN found | ", concept_id(n, t), "] AS ids")
     stmt.line("RETURN i, elements, ids")
     return stmt
-
-
-#: How many of an adopted type's nodes (or a predicate's relationships) show which properties the
-#: team's graph uses (the did-you-mean of an unmapped attribute in ``warnings``).
-PROPERTY_SAMPLE = 1000
-
-
-def carried_statement(targets: Sequence[Adopted], sample: int | None = PROPERTY_SAMPLE) -> Statement:
-    """Per target ``i``: the property keys carried by up to ``sample`` (None: all) of its team's
-    nodes (a type) or relationships (a predicate of that relationship type) — the names an
-    unmapped attribute key was likely meant to be."""
-    n = frag("n")
-    stmt = Statement()
-    with stmt.block("CALL ()"):
-        for i, what in enumerate(targets):
-            if i:
-                stmt.line("UNION ALL")
-            stmt.line("MATCH ", node(n, what) if isinstance(what, AdoptedType) else frag("()-[", n, ":", Ident(what.rel_type), "]->()"))
-            if sample is not None:
-                stmt.line("WITH n LIMIT ", str(sample))
-            stmt.line("UNWIND keys(n) AS k")
-            stmt.line("RETURN ", str(i), " AS i, collect(DISTINCT k) AS keys")
-    stmt.line("RETURN i, keys")
-    return stmt
-
-
-def unmapped_warning(var: str, key: str, what: Adopted, carried: Sequence[str]) -> str:
-    """The ``warnings`` entry for ``?var.attributes.key`` of an adopted element whose mapping does
-    not expose ``key`` (it reads as null): the mapped attribute or the team's property it most
-    likely meant (``carried``: properties its nodes or relationships have)."""
-    mapped = [k for k, _ in what.attributes]
-    kind = f"type {what.name} (label {what.label})" if isinstance(what, AdoptedType) else f"predicate {what.name} (relationship type {what.rel_type})"
-    table = f"[{'types' if isinstance(what, AdoptedType) else 'predicates'}.{what.name}]"
-    head = f'?{var}: attribute "{key}" is not mapped for the adopted {kind}, so it reads as null'
-    guess = closest(key, mapped)
-    if guess is not None:
-        return f'{head}; did you mean "{guess}"?'
-    exposed = {prop for _, prop in what.attributes}
-    unexposed = sorted(p for p in carried if p not in exposed)
-    guess = key if key in unexposed else closest(key, unexposed)
-    if guess is not None:
-        return (
-            f'{head}; did you mean "{guess}"? The team\'s elements carry a property "{guess}" the mapping does not expose: '
-            f"add it to the attributes of {table} and run `kip2cypher adopt` again to read it."
-        )
-    return f"{head}; its attributes are {', '.join(mapped)}." if mapped else f"{head}; the mapping exposes no attribute of it."
-
-
-def endpoint_missing(label: str, offset: int | None = None) -> KipError:
-    """KIP_3002: an adopted endpoint that matches no node of the team's graph."""
-    return KipError(
-        NOT_FOUND,
-        f"Concept {label} does not exist in the team's graph.",
-        'Adopted concepts are the team\'s own nodes: FIND or SEARCH it to get its exact name or its "A:…" id; KIP cannot create it.',
-        offset=offset,
-    )
-
-
-def endpoint_ambiguous(label: str, type_name: str, ids: Sequence[str], elements: Sequence[str], offset: int | None = None) -> KipError:
-    """KIP_3003: an adopted endpoint that matches several nodes (names — and even ``key`` values —
-    need not be unique in the team's graph): linking one of them would be arbitrary. The ids
-    shown tell them apart (the elementId form where two share a key value)."""
-    distinct = [i if ids.count(i) == 1 else adopt.id_prefix(type_name) + adopt.ELEMENT_MARK + e for i, e in zip(ids, elements)]
-    more = " and more" if len(ids) >= LOOKUP_MAX else ""
-    shown = ", ".join(f'"{i}"' for i in distinct[: LOOKUP_MAX - 1])
-    return KipError(
-        DUPLICATE_EXISTS,
-        f"Concept {label} matches several nodes of the team's graph ({shown}{more}): linking one of them would be arbitrary.",
-        'Name the one you mean by its adopted id, e.g. {id: "' + distinct[0] + '"} (FIND the candidates with their ids first).',
-        offset=offset,
-    )
 
 
 def unsupported(what: str, offset: int | None = None) -> KipError:

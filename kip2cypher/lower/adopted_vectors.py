@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import functools
 
-from ..adoption import AdoptedPredicate, AdoptedType, Adoption
+from ..adoption import Adopted, AdoptedPredicate, AdoptedType, Adoption
 from ..cypher import storage
 from ..cypher.builder import Fragment, Ident, Internal, Param, Part, Statement, frag, join, literal
 from . import adopted
@@ -156,6 +156,14 @@ def write(label: str) -> Compiled:
     return Compiled.of(stmt, "write adopted vectors")
 
 
+def refresh(names: storage.Names, what: Adopted, adoption: Adoption) -> tuple[Compiled, Compiled]:
+    """For an adopted type or predicate: the statement paging through its elements (``nodes`` /
+    ``relationships``) and the one writing their shadows' vectors (``write``)."""
+    if isinstance(what, AdoptedType):
+        return nodes(names, what), write(names.adopted_vector)
+    return relationships(names, what, adoption), write(names.adopted_relationship_vector)
+
+
 def _current(ref: Part, s: Part, adoption: Adoption, build) -> Fragment:
     """``CASE`` over the shadow's type: ``build(t)`` when the node ``ref`` is still a concept of
     that type (it has the label: no KIP node carries a team label), else null."""
@@ -209,6 +217,11 @@ def prune_relationships(names: storage.Names, adoption: Adoption) -> Compiled:
         frag("coalesce(", _current_relationship(r, s, adoption, lambda p: frag("true")), ", false) = false"),
         "relationships",
     )
+
+
+def pruning(names: storage.Names, adoption: Adoption) -> tuple[Compiled, Compiled]:
+    """The node shadows' ``prune``, then the relationship shadows'."""
+    return prune(names, adoption), prune_relationships(names, adoption)
 
 
 def _nearest(index: str, with_type: str | None, find: str, hit: Fragment, what: str) -> Compiled:

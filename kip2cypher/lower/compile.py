@@ -17,12 +17,13 @@ from typing import Any
 from .. import errors
 from ..caching import TextCache, text_cache
 from ..config import Settings
+from ..domain import embeddings
 from ..syntax import ast
 from ..syntax.parser import CACHEABLE_CHARS, MAX_INPUT_BYTES, check_size, parse
 from ..syntax.placeholders import check_quoted_placeholders
 from ..syntax.script import sniff_kind
 from ..syntax.values import Deferring, parameters_size
-from . import delete, describe, embeddings, export, find, merge, search, surprises, templates, update, upsert
+from . import delete, describe, export, find, merge, search, surprises, templates, update, upsert
 from .plan import Compiled, Plan
 
 LOWERINGS: dict[type, Callable[[Any, dict[str, Any], Settings], Plan]] = {

@@ -15,13 +15,12 @@ from .. import cursor
 from ..config import Settings
 from ..cypher import storage
 from ..cypher.builder import Ident, Param, Statement
+from ..domain.capabilities import DESCRIBE_DEFAULT_LIMIT
 from ..syntax import ast
 from ..syntax.values import resolve, resolve_int, resolve_str
 from . import grounding
 from .plan import Compiled, Plan
 
-#: Page size of DESCRIBE CONCEPT TYPES / PROPOSITION TYPES without LIMIT (next_cursor beyond).
-DESCRIBE_DEFAULT_LIMIT = 1000
 #: Key concepts and key predicates listed per domain in DESCRIBE PRIMER.
 PRIMER_KEY_CONCEPTS = 10
 PRIMER_KEY_PROPOSITIONS = 10

@@ -26,6 +26,7 @@ from ..adoption import AdoptedType, Adoption
 from ..config import Settings
 from ..cypher import storage
 from ..cypher.builder import Fragment, Ident, Internal, Param, Statement, frag, join
+from ..domain.capabilities import EXPORT_DEFAULT_LIMIT, EXPORT_MAX_LIMIT
 from ..errors import KipError
 from ..syntax import ast
 from ..syntax.values import resolve, resolve_int
@@ -33,10 +34,6 @@ from . import adopted, grounding
 from .context import NODE_KINDS
 from .pattern import Pattern, lower_where
 from .plan import Compiled, Plan
-
-#: Elements per page when EXPORT has no LIMIT (next_cursor beyond), and the largest LIMIT accepted.
-EXPORT_DEFAULT_LIMIT = 1000
-EXPORT_MAX_LIMIT = 5000
 
 
 @dataclass(frozen=True)

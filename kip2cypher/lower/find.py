@@ -89,9 +89,14 @@ class FindPlan(Plan):
     #: recomputes it for new values (``lower.templates``).
     fingerprint_parts: tuple[Any, ...] = field(default=(), compare=False, repr=False)
 
+    @property
+    def key_check(self) -> Compiled:
+        """The statement that checks ``key_checks`` (run only when the answer is empty)."""
+        return key_check(self.names)
+
     def steps(self) -> tuple[Compiled, ...]:
         checks = (grounding.check_statement(self.grounding, self.names), grounding.defined_names(self.names)) if self.grounding else ()
-        keys = (key_check(self.names),) if self.key_checks else ()
+        keys = (self.key_check,) if self.key_checks else ()
         unmapped = (self.unmapped_check,) if self.unmapped_check is not None else ()
         # the grounding check runs only for a dry run (which EXPLAINs the query instead of running it)
         return (self.query, *checks, *keys, *unmapped)

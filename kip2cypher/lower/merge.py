@@ -47,8 +47,6 @@ from .delete import delete_propositions
 from .plan import Compiled, Plan
 from .upsert_statements import vocabulary_name
 
-ALIASES = storage.attr_key("aliases")
-
 S, T, NOW, FILL, PAIRS, DEAD, TYPE, ENTRY = (Param(None, name) for name in ("s", "t", writes.NOW, "fill", "pairs", "dead", "type", "entry"))
 
 
@@ -210,9 +208,14 @@ class MergePlan(Plan):
     source_at: int | None  # where the command text names ?source / ?target (positions of their errors)
     target_at: int | None
 
+    @property
+    def statements(self) -> MergeStatements:
+        """The command-independent statements the program runs after the bind query."""
+        return statements(self.names)
+
     def steps(self) -> tuple[Compiled, ...]:
         checks = (grounding.check_statement(self.grounding_all, self.names), grounding.defined_names(self.names)) if self.grounding_all else ()
-        s = statements(self.names)
+        s = self.statements
         replay = (s.already_merged,) if self.source_identity is not None else ()
         return (self.bind, *checks, *replay, s.lock, s.fill, s.repoint, s.delete)
 

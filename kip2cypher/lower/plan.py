@@ -8,49 +8,18 @@ each plan kind lives in ``kip2cypher.execution.programs`` and is driven by the e
 
 Every plan class is a frozen dataclass deriving from ``Plan`` and lists its statements in
 program order through ``steps()`` — what ``kip2cypher compile`` prints and what the golden
-tests EXPLAIN on Neo4j.
+tests EXPLAIN on Neo4j. ``Compiled`` lives in ``cypher.compiled`` (statement catalogues below
+the lowering build them too); it is a plan type, imported from here alike.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
-from types import MappingProxyType
-from typing import Any
+from dataclasses import dataclass, field
 
 from ..cypher import storage
-from ..cypher.builder import Statement
+from ..cypher.compiled import EMPTY as EMPTY
+from ..cypher.compiled import Compiled
 from ..syntax import ast
-
-EMPTY: Mapping[str, Any] = MappingProxyType({})
-
-
-@dataclass(frozen=True)
-class Compiled:
-    """One Cypher statement: text, the parameters known at compile time, and ``label``: the step of
-    the program that issues it.
-
-    Parameters supplied only at run time (rows of a wave, a page cursor …) are absent or
-    ``None`` here and given by the program with each run. ``runtime``: the placeholders a
-    keeping compile left for the embedding code to bind (``$name``; never executed here).
-    ``collected``: the statement returns its rows as one list in one record (column
-    ``rows``, see ``cypher.builder.return_collected``); the executor hands the program that list.
-    """
-
-    text: str
-    params: Mapping[str, Any]
-    label: str = ""
-    runtime: tuple[str, ...] = ()
-    collected: bool = False
-
-    @classmethod
-    def of(cls, statement: Statement, label: str = "", *, collected: bool = False) -> Compiled:
-        text, params, runtime = statement.build_with_runtime()
-        return cls(text, MappingProxyType(params), label, runtime, collected)
-
-    def with_params(self, **params: Any) -> Compiled:
-        """The same statement with more compile-time parameters bound."""
-        return replace(self, params=MappingProxyType({**self.params, **params}))
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from ..cypher import (
     storage,
 )
 from ..cypher.builder import Fragment, Ident, Internal, Param, Statement, frag, join, literal
+from ..domain.capabilities import MODES, SEARCH_DEFAULT_LIMIT, SEARCH_MAX_LIMIT
 from ..errors import KipError
 from ..syntax import ast
 from ..syntax.values import describe, resolve, resolve_int, resolve_str
@@ -37,34 +38,9 @@ from ..text import MAX_QUERY_WORD_CHARS, is_cjk, query_words, words
 from . import adopted, adopted_vectors, grounding
 from .plan import Compiled, Plan
 
-#: Results returned when SEARCH has no LIMIT, and the largest LIMIT accepted (KIP_4002 beyond).
-SEARCH_DEFAULT_LIMIT = 10
-SEARCH_MAX_LIMIT = 1000
 #: Candidates re-scored per LIMIT hit, and at least (see ``candidate_pool``).
 POOL_FACTOR = 2
 POOL_MIN = 20
-MODES = ("keyword", "semantic", "hybrid")
-
-
-def search_capabilities(embedder: Any, unavailable_reason: str) -> dict[str, Any]:
-    """The live SEARCH capability, as advertised by DESCRIBE PRIMER (``embedder``: the one in force, or None)."""
-    out: dict[str, Any] = {
-        "modes": list(MODES) if embedder else ["keyword"],
-        "default_mode": "hybrid" if embedder else "keyword",
-        "semantic": embedder is not None,
-        "grounding_fields": {
-            "concept": ["name"] + [f"attributes.{k}" for k in storage.GROUNDING_ATTRIBUTES],
-            "proposition": ["predicate", "$PropositionType description"] + [f"attributes.{k}" for k in storage.GROUNDING_ATTRIBUTES],
-        },
-        "default_limit": SEARCH_DEFAULT_LIMIT,
-        "max_limit": SEARCH_MAX_LIMIT,
-        "score": "metadata._score in [0, 1]; keyword: lexical match quality, semantic: cosine similarity, hybrid: score-weighted reciprocal rank fusion",
-    }
-    if embedder is not None:
-        out["embedder"] = {"name": embedder.name, "dimensions": embedder.dimensions}
-    else:
-        out["semantic_unavailable_reason"] = unavailable_reason + "; semantic and hybrid run as keyword"
-    return out
 
 
 # ------------------------------------------------------------------ the Lucene query

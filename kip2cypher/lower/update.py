@@ -101,9 +101,19 @@ class BulkPlan(Plan):
     #: (Appendix 4 lists KIP_3002 for DELETE, not UPDATE; docs/interop.md A11).
     named_missing_is_empty: bool = False
 
+    @property
+    def checks_values(self) -> bool:
+        """Strict UPDATE: the values written must fit the instance_schema (else: no required attribute removed)."""
+        return self.schema_rule == CHECK_VALUES
+
+    @property
+    def schemas_read(self) -> Compiled:
+        """The statement that reads the instance_schemas ``schema_rule`` checks against."""
+        return instance_schemas(self.names)
+
     def steps(self) -> tuple[Compiled, ...]:
         checks = (grounding.check_statement(self.grounding_all, self.names), grounding.defined_names(self.names)) if self.grounding_all else ()
-        schemas = (instance_schemas(self.names),) if self.schema_rule else ()
+        schemas = (self.schemas_read,) if self.schema_rule else ()
         return (self.write, self.probe, *schemas, *checks)
 
 

@@ -14,8 +14,7 @@ from collections.abc import Generator
 from typing import Any
 
 from ... import profiles
-from ...cypher import catalog, storage
-from ...lower import migration
+from ...cypher import catalog, migration, storage
 from ...lower.plan import EMPTY, Compiled
 from ..requests import Context, Explain, Run
 

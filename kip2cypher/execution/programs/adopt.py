@@ -20,10 +20,10 @@ from typing import Any
 from ... import adoption as adopt
 from ... import errors
 from ...adoption import AdoptedPredicate, AdoptedType, Adoption
+from ...cypher import adopted as team
 from ...cypher import catalog, storage
 from ...cypher.builder import Ident, Statement, frag
 from ...errors import KipError
-from ...lower import adopted as adopted_cy
 from ...lower.plan import EMPTY, Compiled
 from ..requests import Context
 from .admin import nexus_node, one, rows
@@ -82,7 +82,7 @@ def _fixed(text: str, label: str) -> Compiled:
 def _count_type(t: AdoptedType) -> Compiled:
     n = frag("n")
     stmt = Statement()
-    stmt.line("MATCH ", adopted_cy.node(n, t))
+    stmt.line("MATCH ", team.node(n, t))
     stmt.line("RETURN count(n) AS nodes, count(n.", Ident(t.name_property), ") AS named")
     return Compiled.of(stmt, "count an adopted type's nodes")
 
@@ -92,11 +92,11 @@ def _count_predicate(p: AdoptedPredicate, adoption: Adoption) -> Compiled:
     stmt.line("MATCH ()-[r:", Ident(p.rel_type), "]->() WITH count(r) AS all_of_type")
     stmt.line(
         "OPTIONAL MATCH ",
-        adopted_cy.node(frag("s"), adoption.type(p.subject)),
+        team.node(frag("s"), adoption.type(p.subject)),
         "-[r:",
         Ident(p.rel_type),
         "]->",
-        adopted_cy.node(frag("o"), adoption.type(p.object)),
+        team.node(frag("o"), adoption.type(p.object)),
     )
     stmt.line("RETURN all_of_type, count(r) AS relationships")
     return Compiled.of(stmt, "count an adopted predicate's relationships")
@@ -164,7 +164,7 @@ def name_warnings(adoption: Adoption, surveyed: dict[str, Any]) -> Program:
     present = [what for what in entries if counts[what.name]]
     carried: dict[str, list[str]] = {}
     if present:
-        found = yield from rows(Compiled.of(adopted_cy.carried_statement(present, sample=None), "the properties the adopted elements carry"))
+        found = yield from rows(Compiled.of(team.carried_statement(present, sample=None), "the properties the adopted elements carry"))
         carried = {present[row["i"]].name: row["keys"] for row in found}
     out = []
     for what in entries:
@@ -226,7 +226,7 @@ def link_counts(names: storage.Names) -> Program:
     ``dangling``, those that lost an endpoint because the team deleted the node they linked."""
     n = frag("n")
     stmt = Statement()
-    stmt.line("OPTIONAL MATCH (p:", names.proposition, ")-[:", names.subject_rel, "|", names.object_rel, "]->(n) WHERE ", adopted_cy.not_engine(n))
+    stmt.line("OPTIONAL MATCH (p:", names.proposition, ")-[:", names.subject_rel, "|", names.object_rel, "]->(n) WHERE ", team.not_engine(n))
     stmt.line("WITH count(DISTINCT p) AS linked")
     stmt.line(
         "OPTIONAL MATCH (d:", names.proposition, ") WHERE NOT EXISTS { (d)-[:", names.subject_rel, "]->() } OR NOT EXISTS { (d)-[:", names.object_rel, "]->() }"

@@ -12,7 +12,7 @@ from ...cypher import storage
 from ...domain import rules
 from ...domain.writes import NOW
 from ...errors import KipError
-from ...lower.update import CHECK_VALUES, BulkPlan, instance_schemas
+from ...lower.update import BulkPlan
 from ..requests import Context, Run
 from . import find, grounding
 
@@ -81,10 +81,10 @@ def refuse_big_integers(found: list[list[str]]) -> None:
 def check_schema(plan: BulkPlan, found: list[list[Any]]) -> Generator[Any, Any, None]:
     """Strict mode: the matched concepts' instance_schemas, read once per type, then checked."""
     types = sorted({type_ for type_, _ in found})
-    rows = yield Run(instance_schemas(plan.names), {"types": types})
+    rows = yield Run(plan.schemas_read, {"types": types})
     schemas = {r["name"]: storage.safe_decode(r["schema"]) for r in rows}
     for type_, data in sorted(found, key=lambda f: f[0]):
-        if plan.schema_rule == CHECK_VALUES:
+        if plan.checks_values:
             rules.check_value_types(type_, schemas.get(type_), {**plan.written, **{k: v for k, v in data.items() if v is not None}}, plan.key_at)
         else:
             rules.check_required_kept(type_, schemas.get(type_), data, plan.keyword, plan.key_at)

@@ -8,10 +8,9 @@ from typing import Any
 from ... import cursor, embedding, errors, profiles
 from ...config import Settings
 from ...cypher import storage
+from ...domain.capabilities import DESCRIBE_DEFAULT_LIMIT, EXPORT_DEFAULT_LIMIT, EXPORT_MAX_LIMIT, search_capabilities
 from ...errors import KipError
-from ...lower.describe import DESCRIBE_DEFAULT_LIMIT, DomainsPlan, PrimerPlan, TypeDefinitionPlan, TypeListPlan
-from ...lower.export import EXPORT_DEFAULT_LIMIT, EXPORT_MAX_LIMIT
-from ...lower.search import search_capabilities
+from ...lower.describe import DomainsPlan, PrimerPlan, TypeDefinitionPlan, TypeListPlan
 from ...syntax import ast
 from ...version import __version__
 from ..requests import Context, Run

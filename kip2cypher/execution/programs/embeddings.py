@@ -13,11 +13,9 @@ from collections.abc import Generator
 from typing import Any
 
 from ... import embedding
-from ...adoption import AdoptedType, Adoption
+from ...adoption import Adopted, AdoptedType
 from ...cypher import storage
-from ...lower import adopted_vectors
-from ...lower.adopted import Adopted
-from ...lower.embeddings import CHUNK, KINDS, statements
+from ...domain.embeddings import CHUNK, KINDS, statements
 from ...lower.plan import Compiled
 from ..requests import Context, Embed, Run
 
@@ -72,14 +70,6 @@ def refresh(kind: str, ids: list[str], force: bool, ctx: Context) -> Generator[A
     return len(payload)
 
 
-def _adopted(what: Adopted, adoption: Adoption, names: storage.Names) -> tuple[Compiled, str]:
-    """For an adopted type or predicate: the statement paging through its elements and the label
-    of their shadow nodes."""
-    if isinstance(what, AdoptedType):
-        return adopted_vectors.nodes(names, what), names.adopted_vector
-    return adopted_vectors.relationships(names, what, adoption), names.adopted_relationship_vector
-
-
 def _text(what: Adopted, row: dict[str, Any]) -> str:
     """The grounding text of one ``adopted_page`` row of ``what``."""
     if isinstance(what, AdoptedType):
@@ -87,10 +77,10 @@ def _text(what: Adopted, row: dict[str, Any]) -> str:
     return embedding.adopted_relationship_text(what.name, *row["texts"])
 
 
-def adopted_page(what: Adopted, adoption: Adoption, last: str, chunk: int, ctx: Context) -> Generator[Any, Any, list[dict[str, Any]]]:
-    """The next ``chunk`` nodes (that have text) or relationships of the adopted type or predicate
-    ``what`` after elementId ``last``, with their shadow's hash (``lower.adopted_vectors``)."""
-    rows = yield Run(_adopted(what, adoption, ctx.names)[0], {"last": last, "chunk": chunk})
+def adopted_page(page: Compiled, last: str, chunk: int) -> Generator[Any, Any, list[dict[str, Any]]]:
+    """The next ``chunk`` nodes (that have text) or relationships of an adopted type or predicate
+    after elementId ``last``, with their shadow's hash (``page``: ``lower.adopted_vectors.refresh``)."""
+    rows = yield Run(page, {"last": last, "chunk": chunk})
     return rows
 
 
@@ -106,20 +96,21 @@ def stale_adopted(what: Adopted, rows: list[dict[str, Any]], model: str, force: 
     return todo
 
 
-def refresh_adopted(what: Adopted, adoption: Adoption, todo: list[tuple[str, str, str]], ctx: Context) -> Generator[Any, Any, int]:
+def refresh_adopted(what: Adopted, write: Compiled, todo: list[tuple[str, str, str]], ctx: Context) -> Generator[Any, Any, int]:
     """Embed ``todo`` (``stale_adopted``) in one model batch and write the vectors on their
-    shadow nodes (docs/adopt.md, "Semantic SEARCH"); returns how many."""
+    shadow nodes with ``write`` (docs/adopt.md, "Semantic SEARCH"); returns how many."""
     vectors = yield Embed(tuple(text for _, text, _ in todo))
     payload = [{"type": what.name, "element": e, "vector": [float(x) for x in v], "hash": h} for (e, _, h), v in zip(todo, vectors)]
-    yield Run(adopted_vectors.write(_adopted(what, adoption, ctx.names)[1]), {"rows": payload, "model": ctx.embedder.name})
+    yield Run(write, {"rows": payload, "model": ctx.embedder.name})
     return len(payload)
 
 
-def prune_adopted(adoption: Adoption, chunk: int, ctx: Context) -> Generator[Any, Any, int]:
+def prune_adopted(prunes: tuple[Compiled, ...], chunk: int) -> Generator[Any, Any, int]:
     """Delete up to ``chunk`` node shadows, then up to ``chunk`` relationship shadows, whose
-    element is gone or no longer matches the mapping; returns how many."""
+    element is gone or no longer matches the mapping (``prunes``: ``lower.adopted_vectors.pruning``);
+    returns how many."""
     dropped = 0
-    for statement in (adopted_vectors.prune(ctx.names, adoption), adopted_vectors.prune_relationships(ctx.names, adoption)):
+    for statement in prunes:
         rows = yield Run(statement, {"chunk": chunk})
         dropped += rows[0]["dropped"]
     return dropped

@@ -7,9 +7,9 @@ from typing import Any
 
 from ... import cursor
 from ...cypher import storage
+from ...domain import adopted
 from ...errors import closest, too_many_rows
-from ...lower import adopted
-from ...lower.find import FindPlan, key_check
+from ...lower.find import FindPlan
 from ..requests import Context, Explain, Run
 from ..results import DECODERS
 from . import grounding
@@ -70,7 +70,7 @@ def missing_keys(plan: FindPlan) -> Generator[Any, Any, list[str]]:
     """For an empty answer: the attribute/metadata keys it read that no element of that type
     carries (a likely misspelling), each with the nearest key the elements do carry."""
     checks = [{"i": i, "concept": c, "name": name, "key": key} for i, (c, name, key, _) in enumerate(plan.key_checks)]
-    rows = yield Run(key_check(plan.names), {"checks": checks})
+    rows = yield Run(plan.key_check, {"checks": checks})
     warnings = []
     for row in sorted(rows, key=lambda r: r["i"]):
         concept, name, key, var = plan.key_checks[row["i"]]

@@ -6,9 +6,9 @@ from collections.abc import Generator, Iterable
 from typing import Any
 
 from ...cypher import storage
+from ...domain.grounding import Names, Offsets, grounding_check
+from ...domain.grounding import defined_names as defined_names_statement
 from ...errors import TYPE_MISMATCH, KipError, did_you_mean
-from ...lower.grounding import Names, Offsets, grounding_check
-from ...lower.grounding import defined_names as defined_names_statement
 from ..requests import Run
 
 

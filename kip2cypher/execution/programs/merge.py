@@ -16,7 +16,7 @@ from ... import errors
 from ...cypher import storage
 from ...domain import rules, writes
 from ...errors import KipError
-from ...lower.merge import ALIASES, MergePlan, statements
+from ...lower.merge import MergePlan
 from ..requests import Context, Run
 from . import grounding
 from .write_status import not_found
@@ -31,7 +31,7 @@ def merge(plan: MergePlan, ctx: Context) -> Generator[Any, Any, dict]:
     if bound is None:
         return _response(True, 0, 0, 0)
     s, t = bound
-    run = statements(plan.names)
+    run = plan.statements
     rows = yield Run(run.lock, {"s": s["id"], "t": t["id"]})
     if not rows:
         raise not_found(f"{_label(s)} or {_label(t)} was removed concurrently; nothing was merged.")
@@ -99,7 +99,7 @@ def _already_merged_hint(plan: MergePlan) -> Program:
         return ""
     type_, name = plan.source_identity
     entry = f"{type_}:{name}"
-    found = yield Run(statements(plan.names).already_merged, {"type": type_, "entry": entry})
+    found = yield Run(plan.statements.already_merged, {"type": type_, "entry": entry})
     if not found:
         return ""
     return (
@@ -116,11 +116,11 @@ def _fill(s: dict, t: dict, sp: dict[str, Any], tp: dict[str, Any]) -> tuple[dic
     fill: dict[str, Any] = {}
     filled = 0
     for key, value in sp.items():
-        if key.startswith(storage.ATTR_PREFIX) and key != ALIASES and key not in tp:
+        if key.startswith(storage.ATTR_PREFIX) and key != writes.ALIASES and key not in tp:
             fill[key] = value
             filled += 1
-    fill[ALIASES] = _union(tp, sp, ALIASES, s["name"], exclude=(t["name"],))
-    if _decode_list(fill[ALIASES]) != _decode_list(tp.get(ALIASES)):
+    fill[writes.ALIASES] = _union(tp, sp, writes.ALIASES, s["name"], exclude=(t["name"],))
+    if _decode_list(fill[writes.ALIASES]) != _decode_list(tp.get(writes.ALIASES)):
         filled += 1
     fill[writes.MERGED_FROM] = _union(tp, sp, writes.MERGED_FROM, f"{s['type']}:{s['name']}")
     return fill, filled

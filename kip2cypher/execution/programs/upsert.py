@@ -22,9 +22,8 @@ from typing import Any, NamedTuple
 
 from ...cypher import storage
 from ...cypher.builder import COLLECTED
-from ...domain import rules, writes
+from ...domain import adopted, rules, writes
 from ...errors import KipError
-from ...lower import adopted as adopted_cy
 from ...lower.upsert_plan import (
     AdoptedConcept,
     ConceptBlockRef,
@@ -212,9 +211,9 @@ class _Upsert:
             if len(row["elements"]) == 1:
                 self.ids[ref], self.elements[ref] = row["ids"][0], row["elements"][0]
             elif not row["elements"]:
-                refused[ref] = adopted_cy.endpoint_missing(plan.describe(ref), at)
+                refused[ref] = adopted.endpoint_missing(plan.describe(ref), at)
             else:
-                refused[ref] = adopted_cy.endpoint_ambiguous(plan.describe(ref), ref.type, row["ids"], row["elements"], at)
+                refused[ref] = adopted.endpoint_ambiguous(plan.describe(ref), ref.type, row["ids"], row["elements"], at)
         return refused
 
     def missing(self, ref: Outside) -> KipError:

@@ -29,11 +29,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..cypher import catalog, storage
-from ..cypher.builder import Ident, Param, Statement
 from ..errors import INTERNAL_ERROR, KipError
 from ..version import __version__
-from .plan import EMPTY, Compiled
+from . import catalog, storage
+from .builder import Ident, Param, Statement
+from .compiled import EMPTY, Compiled
 
 LEGACY_LAYOUT = catalog.LEGACY_LAYOUT
 #: Elements changed per inner transaction by default (``kip2cypher migrate --batch``).

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 from ..cypher import storage
 from ..cypher.builder import Ident, Param, Statement
-from ..domain.writes import lock
-from .plan import Compiled
+from ..cypher.compiled import Compiled
+from .writes import lock
 
 KINDS = ("concept", "proposition")
 
