@@ -303,19 +303,35 @@ def test_valid_capsule_failed_with_kip_4001_because_of_embedding_time(neo4j_serv
     the KML write transaction and counted against query_timeout_s — a valid capsule (an EXPORT
     page of 5,000 concepts) failed deterministically with KIP_4001. The refresh now runs after
     the commit, each statement in a short transaction of its own (issue 16), so the write
-    answers whatever the embedding costs, and every element gets its vector afterwards."""
+    answers whatever the embedding costs, and every element gets its vector afterwards.
+
+    Checked by order, not by a clock (issue 30: a 2 s query timeout failed this on a busy
+    machine): the real default model, wrapped so that each time it is asked for vectors it first
+    counts, from a session of its own, the capsule's concepts a reader can already see — all of
+    them every time, so no inference ran before the write committed."""
     from kip2cypher import embedding
 
-    settings = Settings(query_timeout_s=2)
-    assert isinstance(embedding.resolve(settings), embedding.MiniLMEmbedder)  # the default embedder, for real
+    model = embedding.resolve(Settings())
+    assert isinstance(model, embedding.MiniLMEmbedder)  # the default embedder, for real
+    seen: list[int] = []
+
+    class Witness:
+        name, dimensions = model.name, model.dimensions
+
+        def embed(self, texts):
+            count = "MATCH (n:KipConcept {type: 'Domain'}) WHERE n.name STARTS WITH 'emb-' RETURN count(n) AS c"
+            seen.append(graph.driver.execute_query(count, database_=graph.database).records[0]["c"])
+            return model.embed(texts)
+
     blocks = " ".join(
         f'CONCEPT ?c{i} {{ {{type: "Domain", name: "emb-{i}"}} SET ATTRIBUTES {{ description: "domain number {i} of a large capsule" }} }}' for i in range(1500)
     )
-    with _nexus(neo4j_server, query_timeout_s=2) as nx:
-        nx.settings = nx.settings.replace(embedder=None)  # the process default: MiniLM
+    with _nexus(neo4j_server) as nx:
+        nx.settings = nx.settings.replace(embedder=Witness())
         result = ok(nx.execute_kip(f"UPSERT {{ {blocks} }}"))
         assert len(result["upsert_concept_nodes"]) == 1500
         assert nx.wait_for_embeddings(600)
+    assert seen and set(seen) == {1500}, seen
     missing = graph.driver.execute_query(
         "MATCH (n:KipConcept {type: 'Domain'}) WHERE n.name STARTS WITH 'emb-' AND n.kip_embedding IS NULL RETURN count(n) AS c", database_=graph.database
     ).records[0]["c"]
