@@ -289,20 +289,24 @@ def test_transactions_carry_app_version_and_kind_metadata(neo4j_server, fake):
     from kip2cypher import __version__
 
     fake[kql_text("slow")] = cypher_plan("KQL", "READ", SLOW)
-    with nexus_with(neo4j_server, query_timeout_s=3) as nx:
-        seen = []
+    # The watcher looks until it sees the transaction or the request has ended — not for a fixed
+    # time: on a busy machine its first SHOW TRANSACTIONS alone took longer than a fixed window.
+    with nexus_with(neo4j_server, query_timeout_s=5) as nx:
+        seen, ended = [], threading.Event()
 
         def watch():
-            deadline = time.monotonic() + 2.5
-            while time.monotonic() < deadline and not seen:
+            while not (seen or ended.is_set()):
                 rows = nx.driver.execute_query("SHOW TRANSACTIONS YIELD metaData, currentQuery", database_=nx.database).records
                 seen.extend(r["metaData"] for r in rows if "range(1, 3000000000)" in (r["currentQuery"] or ""))
                 time.sleep(0.05)
 
         watcher = threading.Thread(target=watch)
         watcher.start()
-        response = nx.execute_kip_readonly(kql_text("slow"))
-        watcher.join()
+        try:
+            response = nx.execute_kip_readonly(kql_text("slow"))
+        finally:
+            ended.set()
+            watcher.join()
     assert response["error"]["code"] == "KIP_4001"
     assert seen, "the slow transaction was never seen by SHOW TRANSACTIONS"
     request_id = seen[0].pop("request_id")  # the request's id (tests/test_transaction_metadata.py ties it to the access line)
