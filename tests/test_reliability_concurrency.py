@@ -116,6 +116,38 @@ def orphans(nx) -> list[dict[str, Any]]:
 
 
 # ------------------------------------------------------------------ lost updates
+def _blocked(cx, marker: str) -> bool:
+    """Whether a transaction running a statement that contains ``marker`` waits for a lock."""
+    rows = cx.driver.execute_query("SHOW TRANSACTIONS YIELD currentQuery, status RETURN currentQuery, status", database_=cx.database).records
+    return any(marker in (r["currentQuery"] or "") and str(r["status"]).startswith("Blocked") for r in rows)
+
+
+def test_update_computes_from_the_value_committed_before_its_lock_not_the_one_its_filter_read(cx):
+    """UPDATE runs its per-element step in the pipeline of the match: the FILTER reads ``n`` before
+    the element's lock, the increment must read it again after. A writer holds the element while
+    the UPDATE starts and then commits ``n = 100``: the UPDATE waits for it and writes 101."""
+    ok(cx.execute_kip('UPSERT { CONCEPT ?c { {type: "Counter", name: "filtered"} SET ATTRIBUTES { n: 0 } } }'))
+    update = 'UPDATE ?c SET ATTRIBUTES { n: ADD(?c.attributes.n, 1) } WHERE { ?c {type: "Counter"} FILTER(?c.attributes.n >= 0) FILTER(?c.name == "filtered") }'
+    answers: list[dict[str, Any]] = []
+    with cx.driver.session(database=cx.database) as session:
+        holder = session.begin_transaction()
+        holder.run("MATCH (c:KipConcept {type: 'Counter', name: 'filtered'}) SET c.`attr.n` = 100").consume()
+        thread = threading.Thread(target=lambda: answers.append(cx.execute_kip(update)))
+        thread.start()
+        for _ in range(600):  # until the UPDATE waits for the holder's lock
+            if _blocked(cx, "AS _prot"):
+                break
+            threading.Event().wait(0.05)
+        else:
+            holder.rollback()
+            thread.join()
+            pytest.fail("the UPDATE never waited for the element's lock")
+        holder.commit()
+        thread.join(timeout=60)
+    assert ok(answers[0]) == {"updated": 1, "matched": 1}
+    assert ok(cx.execute_kip('FIND(?c.attributes.n) WHERE { ?c {type: "Counter", name: "filtered"} }')) == [101]
+
+
 def test_expect_version_increments_lose_nothing(cx, retry_log):
     """8 threads × 50 guarded read-modify-write increments of one counter."""
     ok(cx.execute_kip('UPSERT { CONCEPT ?c { {type: "Counter", name: "shared"} SET ATTRIBUTES { counter: 0 } } }'))

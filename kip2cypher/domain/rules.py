@@ -65,6 +65,13 @@ def actor_pairs() -> Param:
     return Param([list(p) for p in ACTORS], P_ACTORS)
 
 
+def protectable_type(type_: str, *, actors: bool) -> bool:
+    """Whether a concept of type ``type_`` can be a protected target (with ``actors``: or a
+    $self / $system whose core_directives are written): a bulk write whose WHERE pins its target
+    to any other type needs no protection test per element."""
+    return any(t == type_ for t, _ in PROTECTED_CONCEPTS + (ACTORS if actors else ()))
+
+
 def cy_protected_concept(type_expr: Any, name_expr: Any) -> Fragment:
     """Cypher: true when (type, name) is a fully protected concept."""
     return frag("[", type_expr, ", ", name_expr, "] IN ", protected_pairs())

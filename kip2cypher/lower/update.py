@@ -5,14 +5,19 @@ All three are one Cypher statement on top of the shared WHERE lowering
 (``lower/pattern.py``)::
 
     <WHERE lines>
-    WITH DISTINCT t [WITH t LIMIT $limit]
-    WITH collect(t) AS _ts                      -- the matched set
-    WITH _ts, [x IN _ts WHERE <protected>] AS _bad
-    CALL (_ts, _bad) {                          -- writes only when nothing protected matched
-      … UNWIND _ts AS t
-      CALL (t) { lock t; read its keys; compute; write if changed }
-    }
-    RETURN size(_ts) AS matched, updated …, _bad
+    [WITH DISTINCT x] [WITH x LIMIT $limit]
+    WITH x AS t, <protected> AS _prot           -- false when the WHERE pins an unprotectable type
+    SET t._kip_lock = true REMOVE t._kip_lock   -- the element's write lock
+    WITH t, _prot, {k: t[$p], …} AS _cur …      -- its keys, read after the lock; compute, compare
+    FOREACH (… changed AND NOT _prot | SET …)   -- write
+    WITH count(t) AS matched, <counts>, collect(<label of a protected t>) AS _bad
+    RETURN matched, …, _bad
+
+One pipeline from the match to the counts: no subquery per element and no collected list, so
+the write reads its element from the match itself and Neo4j plans it without the Eager
+barriers a list of nodes needs (docs/performance.md, round 7). All or nothing: a protected
+element is never written, and when one matched the program refuses the command (KIP_3004) and
+the transaction rolls back whatever the others wrote.
 
 Update expressions (ADD/MUL/CLAMP/COALESCE) become Cypher expressions over the
 element's own properties, read after its write lock, so concurrent bulk
@@ -147,6 +152,13 @@ class Targets:
         if limit is not None:
             self.stmt.line("WITH ", self.var, " LIMIT ", Param(resolve_int(limit, parameters, "LIMIT"), "kip_limit"))
 
+    def per_element(self, protected: Part) -> Statement:
+        """One row per target, named ``t``, with ``_prot``: whether it is protected (``protected``,
+        a test on the target's variable, or ``false``). Returns a copy of the statement so far: the
+        start of the read-only dry-run probe, which the caller completes like the write."""
+        self.stmt.line("WITH ", self.var, " AS t, ", protected, " AS _prot")
+        return Statement().extend(self.stmt)
+
     def collect_guarded(self, matched: str, protected: Fragment) -> Statement:
         """Collect the targets into the list ``matched`` and the labels of the protected ones
         (``protected``: a test on ``x``) into ``_bad``. Returns a copy of the statement so far:
@@ -224,9 +236,11 @@ def bad_element(x: Any, names: storage.Names, *, core_directives: bool, kind: st
 
 def current(t: Any, keys: list[str]) -> Fragment:
     """Cypher: the stored values of ``keys`` on ``t`` (a map; a missing key is null) — read
-    after ``t``'s lock. A map projection reads only these properties (``properties(t)`` reads
-    every one of them)."""
-    return frag(t, " {", join(", ", [frag(".", Ident(k)) for k in dict.fromkeys(keys)]), "}")
+    after ``t``'s lock, each by a key the planner cannot see (``t[$p]``): a static read may be
+    answered from a value the match cached before the lock (a FILTER on the same key), which a
+    concurrent writer may have changed since. Only these properties are read (``properties(t)``
+    reads every one of them)."""
+    return frag("{", join(", ", [frag(Ident(k), ": ", t, "[", Param(k), "]") for k in dict.fromkeys(keys)]), "}")
 
 
 def element_label(x: Any, names: storage.Names) -> Fragment:
@@ -242,20 +256,67 @@ def lock(x: Part) -> Fragment:
 
 
 @contextmanager
-def each_element(stmt: Statement, returns: Part, totals: Part, *, write: bool) -> Iterator[Statement]:
-    """The per-element step of UPDATE and DELETE ATTRIBUTES / METADATA: the lines written inside
-    run once per element ``t`` of ``_ts`` — under its write lock when ``write`` (the dry-run
-    probe reads only) — and only when nothing protected matched; each returns ``returns``,
-    aggregated into ``totals``."""
-    with stmt.block("CALL (_ts, _bad)"):
-        stmt.line("WITH _ts WHERE size(_bad) = 0")
-        stmt.line("UNWIND _ts AS t")
-        with stmt.block("CALL (t)"):
-            if write:
-                stmt.line(lock("t"))
-            yield stmt
-            stmt.line("RETURN ", returns)
-        stmt.line("RETURN ", totals)
+def each_element(stmt: Statement, names: storage.Names, returns: Part, totals: Part, *, write: bool) -> Iterator[Statement]:
+    """The per-element step of UPDATE and DELETE ATTRIBUTES / METADATA (after ``Targets.per_element``):
+    the lines written inside run once per element ``t`` — after its write lock when ``write`` (the
+    dry-run probe reads only) —, carry ``t`` and ``_prot`` and write nothing when ``_prot``;
+    ``returns`` (per element) are aggregated into ``totals``, with ``matched`` and ``_bad`` (the
+    labels of the protected elements: the program refuses the command, KIP_3004, and the
+    transaction rolls back)."""
+    if write:
+        stmt.line(lock("t"))
+    yield stmt
+    stmt.line("WITH t, _prot, ", returns)
+    stmt.line("WITH count(t) AS matched, ", totals, ", collect(CASE WHEN _prot THEN ", element_label("t", names), " END) AS _bad")
+
+
+#: The guard of a per-element write: the element changes and is not protected.
+WRITES = "FOREACH (_ IN CASE WHEN changed AND NOT _prot THEN [1] ELSE [] END | "
+
+
+def protection(targets: Targets, where: tuple[ast.WhereItem, ...], target: str, parameters: Mapping[str, Any], *, actors: bool) -> Part:
+    """Cypher: whether the bulk write's element ``t`` is protected (``bad_element`` on the target's
+    variable), or ``false`` when the WHERE itself rules it out — its top level pins ``?target`` to
+    a concept type no protected concept has, or to a proposition whose predicate is not
+    belongs_to_domain: a single named predicate, or a predicate variable with
+    ``FILTER(?p != "belongs_to_domain")``. Saves a read of every element (its labels or predicate)."""
+    for item in where:
+        if isinstance(item, ast.ConceptClause) and item.var == target and item.type is not None:
+            type_ = resolve(item.type, dict(parameters))
+            if isinstance(type_, str) and not rules.protectable_type(type_, actors=actors):
+                return "false"
+        if isinstance(item, ast.PropositionClause) and item.var == target and _not_btd(item.predicate, where, parameters):
+            return "false"
+    return bad_element(targets.var, targets.names, core_directives=actors, kind=targets.kind)
+
+
+def _not_btd(predicate: Any, where: tuple[ast.WhereItem, ...], parameters: Mapping[str, Any]) -> bool:
+    """The proposition clause's ``predicate`` can never be belongs_to_domain (see ``protection``)."""
+    if isinstance(predicate, ast.PredicatePattern):
+        if predicate.quantifier is not None or len(predicate.names) != 1:
+            return False
+        name = predicate.names[0]
+        name = resolve(name, dict(parameters)) if isinstance(name, ast.Placeholder) else name
+        return isinstance(name, str) and name != storage.BELONGS_TO_DOMAIN
+    if isinstance(predicate, ast.Var):
+        excluded = (ast.Var(predicate.name), ast.Literal(storage.BELONGS_TO_DOMAIN))
+        return any(
+            isinstance(item, ast.Filter)
+            and isinstance(item.expr, ast.Comparison)
+            and item.expr.op == "!="
+            and tuple(_bare(o) for o in (item.expr.left, item.expr.right)) in (excluded, excluded[::-1])
+            for item in where
+        )
+    return False
+
+
+def _bare(operand: Any) -> Any:
+    """A FILTER operand without its position (to compare it with a made-up one)."""
+    if isinstance(operand, ast.Var):
+        return ast.Var(operand.name)
+    if isinstance(operand, ast.Literal):
+        return ast.Literal(operand.value)
+    return None
 
 
 def strict_rows(enabled: bool, row: Part, names: storage.Names) -> tuple[Part, str]:
@@ -425,20 +486,20 @@ def _update_element(stmt: Statement, sets: list[_Assignment], reads: list[str], 
     cur = Internal("cur")
     keys = [a.key for a in sets]
     computed = [a for a in sets if a.computed]
-    stmt.line("WITH t, ", current("t", [*keys, *reads, writes.VERSION]), " AS ", cur)
+    stmt.line("WITH t, _prot, ", current("t", [*keys, *reads, writes.VERSION]), " AS ", cur)
     if computed:
-        stmt.line("WITH t, ", cur, ", {", join(", ", [frag(Ident(a.key), ": ", a.value) for a in computed]), "} AS _raw")
+        stmt.line("WITH t, _prot, ", cur, ", {", join(", ", [frag(Ident(a.key), ": ", a.value) for a in computed]), "} AS _raw")
     # A result that is not a finite number (±Infinity, NaN) is never stored: null skips the key.
     new = [
         frag(Ident(a.key), ": ", frag("CASE WHEN abs(_raw.", Ident(a.key), ") <= ", MAX_DOUBLE, " THEN _raw.", Ident(a.key), " END") if a.computed else a.value)
         for a in sets
     ]
     carried = ", _raw" if computed else ""
-    stmt.line("WITH t, ", cur, carried, ", {", join(", ", new), "} AS _new")
+    stmt.line("WITH t, _prot, ", cur, carried, ", {", join(", ", new), "} AS _new")
     skipped = "size([k IN keys(_raw) WHERE _raw[k] IS NOT NULL AND _new[k] IS NULL])" if computed else "0"
     big = frag("[k IN ", Param(sorted(set(reads)), "kip_reads"), " WHERE ", cur, "[k] =~ ", BIG_INTEGER, "]") if reads else "[]"
     stmt.line(
-        "WITH t, ",
+        "WITH t, _prot, ",
         cur,
         ", _new, ",
         skipped,
@@ -452,12 +513,10 @@ def _update_element(stmt: Statement, sets: list[_Assignment], reads: list[str], 
         "[k] <> _new[k])) AS changed",
     )
     if write:
-        with stmt.block("CALL (t, ", cur, ", _new, changed)"):
-            stmt.line("WITH * WHERE changed")
-            assigned = [frag("t.", Ident(k), " = coalesce(_new.", Ident(k), ", ", cur, ".", Ident(k), ")") for k in keys]
-            assigned.append(frag("t.", Ident(writes.VERSION), " = coalesce(", cur, ".", Ident(writes.VERSION), ", 0) + 1"))
-            assigned.append(frag("t.", Ident(writes.UPDATED_AT), " = ", Param(None, writes.NOW)))
-            stmt.line("SET ", join(", ", assigned))
+        assigned = [frag("t.", Ident(k), " = coalesce(_new.", Ident(k), ", ", cur, ".", Ident(k), ")") for k in keys]
+        assigned.append(frag("t.", Ident(writes.VERSION), " = coalesce(", cur, ".", Ident(writes.VERSION), ", 0) + 1"))
+        assigned.append(frag("t.", Ident(writes.UPDATED_AT), " = ", Param(None, writes.NOW)))
+        stmt.line(WRITES, "SET ", join(", ", assigned), ")")
 
 
 def _assignments(command: ast.Update, expr: Expr) -> tuple[list[_Assignment], dict[str, Any], dict[str, int]]:
@@ -519,11 +578,11 @@ def lower_update(command: ast.Update, parameters: dict[str, Any], settings: Sett
         strict_total,
     )
 
-    probe = targets.collect_guarded("_ts", bad_element("x", targets.names, core_directives=touches_cd, kind=targets.kind))
+    probe = targets.per_element(protection(targets, command.where, command.target, parameters, actors=touches_cd))
     for stmt, write in ((targets.stmt, True), (probe, False)):
-        with each_element(stmt, returns, totals, write=write):
+        with each_element(stmt, targets.names, returns, totals, write=write):
             _update_element(stmt, sets, expr.reads, write=write)
-        stmt.line("RETURN size(_ts) AS matched, updated, skipped, held, big, ", strict_column, ", _bad")
+        stmt.line("RETURN matched, updated, skipped, held, big, ", strict_column, ", _bad")
     return targets.plan(
         "UPDATE",
         "compute and write per element",
@@ -549,7 +608,7 @@ def _lower_delete_keys(command, parameters: dict[str, Any], settings: Settings, 
     touches_cd = not metadata and writes.CORE_DIRECTIVES in keys
     strict = settings.strict_schema and not metadata
     targets = Targets(command.where, command.target, parameters, settings, keyword, context.NODE_KINDS)
-    probe = targets.collect_guarded("_ts", bad_element("x", targets.names, core_directives=touches_cd, kind=targets.kind))
+    probe = targets.per_element(protection(targets, command.where, command.target, parameters, actors=touches_cd))
     # strict mode: which of the listed attributes each matched concept holds (and would lose)
     held = frag("[t.type, [k IN ", Param(list(command.keys), "kip_names"), " WHERE _cur[", Param(prefix, "kip_prefix"), " + k] IS NOT NULL]]")
     strict_total, strict_column = strict_rows(strict, held, targets.names)
@@ -558,24 +617,26 @@ def _lower_delete_keys(command, parameters: dict[str, Any], settings: Settings, 
         strict_total,
     )
     for stmt, write in ((targets.stmt, True), (probe, False)):
-        with each_element(stmt, frag("changed, t:", targets.names.concept, " AS is_concept", ", _cur" if strict else ""), totals, write=write):
-            stmt.line("WITH t, ", current("t", [*keys, writes.VERSION]), " AS _cur")
-            stmt.line("WITH t, _cur, any(k IN ", Param(keys, "kip_keys"), " WHERE _cur[k] IS NOT NULL) AS changed")
+        returns = frag("changed, t:", targets.names.concept, " AS is_concept", ", _cur" if strict else "")
+        with each_element(stmt, targets.names, returns, totals, write=write):
+            stmt.line("WITH t, _prot, ", current("t", [*keys, writes.VERSION]), " AS _cur")
+            stmt.line("WITH t, _prot, _cur, any(k IN ", Param(keys, "kip_keys"), " WHERE _cur[k] IS NOT NULL) AS changed")
             if write:
-                with stmt.block("CALL (t, _cur, changed)"):
-                    stmt.line("WITH * WHERE changed")
-                    stmt.line("REMOVE ", join(", ", [frag("t.", Ident(k)) for k in keys]))
-                    stmt.line(
-                        "SET t.",
-                        Ident(writes.VERSION),
-                        " = coalesce(_cur.",
-                        Ident(writes.VERSION),
-                        ", 0) + 1, t.",
-                        Ident(writes.UPDATED_AT),
-                        " = ",
-                        Param(None, writes.NOW),
-                    )
-        stmt.line("RETURN size(_ts) AS matched, concepts, propositions, ", strict_column, ", _bad")
+                stmt.line(
+                    WRITES,
+                    "REMOVE ",
+                    join(", ", [frag("t.", Ident(k)) for k in keys]),
+                    " SET t.",
+                    Ident(writes.VERSION),
+                    " = coalesce(_cur.",
+                    Ident(writes.VERSION),
+                    ", 0) + 1, t.",
+                    Ident(writes.UPDATED_AT),
+                    " = ",
+                    Param(None, writes.NOW),
+                    ")",
+                )
+        stmt.line("RETURN matched, concepts, propositions, ", strict_column, ", _bad")
     spans = command.key_spans or (command.span,) * len(command.keys)
     return targets.plan(
         keyword,
