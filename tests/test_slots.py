@@ -51,8 +51,9 @@ def test_no_slot_left_says_why():
 
 
 # ------------------------------------------------------------------ the slots themselves, on spare ports
-#: Slots 33–36 (ports 7720–7723): away from the slots the runs of other checkouts take (1–8).
-SPARE = "33-36"
+#: Slots 240–247 (ports 7927–7934): away from the slots the runs of other checkouts take (1–8).
+#: Another process may still listen on one of them: the tests assert nothing of the other ports.
+SPARE = "240-247"
 
 
 def _slots(tmp_path, version: str = VERSION) -> Slots:
@@ -63,20 +64,21 @@ def _slots(tmp_path, version: str = VERSION) -> Slots:
 
 def test_slot_numbers_come_from_kip2cypher_test_slots(monkeypatch):
     monkeypatch.setenv("KIP2CYPHER_TEST_SLOTS", SPARE)
-    assert slot_numbers() == range(33, 37) and slot_numbers("1-8") == range(1, 9)
+    assert slot_numbers() == range(240, 248) and slot_numbers("1-8") == range(1, 9)
     with pytest.raises(ValueError, match="first-last"):
         slot_numbers("7720")
 
 
 def test_someone_elses_server_on_a_slot_port_is_left_alone_and_the_next_slot_taken(tmp_path):
     slots = _slots(tmp_path)
+    first = slots.numbers[0]
     with socket.socket() as other:  # not a server of this suite: nothing started it from a slot's data directory
-        other.bind(("127.0.0.1", slots.config(33).port))
+        other.bind(("127.0.0.1", slots.config(first).port))
         other.listen()
         slot, handle, skipped = slots.claim()
         handle.close()
-        assert (slot, skipped) == (34, [33])
-        assert localneo4j._bolt_listening(slots.config(33).port)  # still answering: never stopped
+        assert slot > first and skipped[0] == first
+        assert localneo4j._bolt_listening(slots.config(first).port)  # still answering: never stopped
 
 
 def test_a_run_of_one_neo4j_version_called_the_slot_server_another_version_left_foreign(tmp_path, neo4j_server):
@@ -93,7 +95,7 @@ def test_a_run_of_one_neo4j_version_called_the_slot_server_another_version_left_
         assert localneo4j.serving_port(earlier.config(slot)) == earlier.config(slot).port
         handle.close()  # the earlier run ends; its server stays up for reuse
         slot_now, handle, skipped = _slots(tmp_path).claim()
-        assert (slot_now, skipped) == (slot, [])
+        assert slot_now == slot and slot not in skipped
         assert not localneo4j._pid_alive(pid) and not localneo4j._bolt_listening(earlier.config(slot).port)
     finally:
         handle.close()
