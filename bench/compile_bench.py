@@ -30,7 +30,7 @@ def entries() -> list[Any]:
     return parser_fixtures.valid()
 
 
-def _clear() -> None:
+def clear_caches() -> None:
     _compile_cached.cache_clear()
     _templates.clear()
     kparser.clear_cache()
@@ -41,18 +41,18 @@ def run(repeat_cold: int = 15, repeat_cached: int = 400, settings: Any = None) -
     skipped = []
     for entry in entries():
         try:
-            _clear()
+            clear_caches()
             compile_plan(entry.text, None, settings)
         except KipError as exc:
             skipped.append({"name": entry.name, "code": exc.code})
             continue
         parse_samples, cold_samples, cached_samples = [], [], []
         for _ in range(repeat_cold):
-            _clear()
+            clear_caches()
             t0 = time.perf_counter()
             kparser.parse(entry.text)
             parse_samples.append(time.perf_counter() - t0)
-            _clear()
+            clear_caches()
             t0 = time.perf_counter()
             compile_plan(entry.text, None, settings)
             cold_samples.append(time.perf_counter() - t0)
@@ -121,7 +121,7 @@ def templates_run(repeat: int = 200, settings: Any = None) -> dict[str, Any]:
     for entry in entries():
         if entry.name.startswith("extra:") or _fresh(entry.text, 0) is None:
             continue
-        _clear()
+        clear_caches()
         try:
             compile_plan(entry.text, None, settings)
             compile_plan(_fresh(entry.text, 0), None, settings)
@@ -153,7 +153,7 @@ def agent_stream(operations: int = 2000, settings: Any = None) -> dict[str, Any]
     from .graph import MemoryGraph
 
     texts = stream(MemoryGraph(10_000), operations)
-    _clear()
+    clear_caches()
     before = cache_stats()
     samples = []
     for text in texts:

@@ -34,8 +34,6 @@ _SLOT_LOCKS: list = []
 ALLOW_WIPE = os.environ.get("KIP2CYPHER_TEST_ALLOW_WIPE") == "1"
 #: Label of the node the suite leaves in a NEO4J_URI database at the end of a run (tests wipe it).
 MARKER_LABEL = "Kip2cypherTestSuite"
-#: File in a launcher slot's data directory: this server belongs to the test suite.
-SLOT_MARKER = ".kip2cypher-test-slot"
 
 
 @dataclass
@@ -67,77 +65,26 @@ def _from_env() -> Neo4jServer | None:
     return Neo4jServer(uri, auth, os.environ.get("NEO4J_DATABASE"), version or "?", "NEO4J_URI")
 
 
-_SLOTS = range(1, 9)  # concurrent pytest sessions on one machine each get their own server
-
-
-def _slot_config(slot: int):
-    """Slot i: a private server on port 7687 + i with its own data directory (per Neo4j version)."""
-    from private_neo4j import VERSION
-
-    from kip2cypher import localneo4j
-
-    base = localneo4j.LocalConfig.from_env(version=VERSION)
-    return localneo4j.LocalConfig(
-        port=base.port + slot,
-        home=base.home.parent / f"{base.home.name}-slot{slot}",
-        heap="1g",
-        page_cache_mb=256,
-        tx_timeout_s=base.tx_timeout_s,
-        version=base.version,
-    )
-
-
-def _claim_slot():
-    """Lock a slot so concurrent pytest sessions never wipe each other's data, skipping a slot
-    whose port a server not started from its data directory answers (``private_neo4j.choose_slot``).
-
-    Slot i is a private server on port 7687 + i with its own data directory, kept running for
-    reuse. The default local server (port 7687, default data home) is never a slot: it is the
-    one `kip2cypher neo4j start` and `mcp --start-local` use, so it may hold someone's memory.
-    """
-    import fcntl
-
-    from private_neo4j import choose_slot
-
-    from kip2cypher import localneo4j
-
-    lock_dir = localneo4j._cache_root() / "test-slots"
-    lock_dir.mkdir(parents=True, exist_ok=True)
-
-    def lock(slot: int):
-        handle = open(lock_dir / f"slot-{slot}.lock", "w")
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            handle.close()
-            return None
-        return handle
-
-    def foreign(slot: int) -> bool:
-        # The slot's server of another Neo4j version counts as foreign too: its pid file is in
-        # that version's data directory, and the run takes the next slot.
-        cfg = _slot_config(slot)
-        return localneo4j._bolt_listening(cfg.port) and localneo4j._read_pid(cfg) is None
-
-    slot, handle, _ = choose_slot(_SLOTS, lock, foreign)
-    return slot, handle
-
-
 def _from_launcher() -> tuple[Neo4jServer | None, str]:
+    """A slot server of its own (``private_neo4j.Slots``): locked so concurrent pytest sessions never
+    wipe each other's data, skipping a slot whose port someone else's server answers, stopping a
+    stale one this suite left there (another Neo4j version's). The default local server (port 7687,
+    default data home) is never a slot: `kip2cypher neo4j start` and `mcp --start-local` use it,
+    so it may hold someone's memory."""
+    from private_neo4j import Slots
+
     from kip2cypher import localneo4j
 
-    slot, handle = _claim_slot()
+    slots = Slots.from_env()
+    slot, handle, _ = slots.claim()
     _SLOT_LOCKS.append(handle)
-    cfg = _slot_config(slot)
     try:
-        # require_own: a port that answers without being this slot's server is someone else's.
-        version = localneo4j.start(cfg, require_own=True)
+        version = slots.start(slot)
     except localneo4j.LocalNeo4jError as exc:
         return None, str(exc)
-    (cfg.home / SLOT_MARKER).write_text("This Neo4j data directory belongs to the kip2cypher test suite, which wipes it.\n")
-    language = _set_cypher_language(cfg.uri)
+    language = _set_cypher_language(slots.config(slot).uri)
     # Slots stay up for the next session.
-    return Neo4jServer(cfg.uri, None, None, version + language, f"local launcher (slot {slot})", own=True), ""
+    return Neo4jServer(slots.config(slot).uri, None, None, version + language, f"local launcher (slot {slot})", own=True), ""
 
 
 #: KIP2CYPHER_TEST_CYPHER_VERSION: the default Cypher language of the slot's database, on a server

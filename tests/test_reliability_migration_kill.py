@@ -2,12 +2,12 @@
 migrate --batch B`` SIGKILLed at every batch boundary in turn, then resumed.
 
 Deterministic boundaries, no hook in the product: the migration's inner transactions run in the
-order of a label scan, so the test holds a write lock on the first element of batch k+1 (the
-concept it would relabel, or the nexus node the last step marks) in a transaction of its own;
-once the graph shows k batches committed, no more can commit. (The retype's batches are not
-covered: Neo4j takes a deleted relationship's lock at commit, and a lock held there did not stop
-the batch; tests/test_migration.py kills a migration at a random point.) Then the CLI process is SIGKILLed, its orphaned statement terminated
-(what the server does when it notices the dead client), the lock released.
+order of a label scan, so the test holds a write lock on an element batch k+1 must change — the first
+concept it would relabel, a layout-1 relationship it would retype (deleted by that batch, its ends
+untouched by the batches before: ``retype_lock``), or the nexus node the last step marks —
+in a transaction of its own; once the graph shows k batches committed, no more can commit. Then
+the CLI process is SIGKILLed, its orphaned statement terminated (what the server does when it
+notices the dead client), the lock released.
 
 At each boundary: the dry run counts exactly what is left; every namespace not yet marked answers
 the migration error (KIP_4003) and every marked one answers what layout 1 answered — never a wrong
@@ -54,6 +54,15 @@ ORPHANS = (
     "RETURN collect(transactionId) AS ids"
 )
 LOCK_NODE = "MATCH (n) WHERE elementId(n) = $element SET n._attack_lock = true RETURN count(n) AS c"
+LOCK_REL = "MATCH ()-[r]->() WHERE elementId(r) = $element SET r._attack_lock = true RETURN count(r) AS c"
+#: How the retype batch waits for the test's relationship lock: in its statement ("Blocked by: …")
+#: or in its commit ("Closing"), where Neo4j locks a deleted relationship's chain.
+WAITING = "SHOW TRANSACTIONS YIELD status WHERE status STARTS WITH 'Blocked' OR status = 'Closing' RETURN collect(status) AS statuses"
+#: Per proposition of a namespace (by element id): its layout-1 relationship, the one the retype replaces.
+LEGACY = (
+    "MATCH (p:`PROPOSITION`)-[:`SUBJECT`]->(s), (p)-[:`OBJECT`]->(o), (s)-[r]->(o) "
+    "WHERE r[$link] = p.id AND NOT type(r) STARTS WITH $prefix RETURN elementId(p) AS p, elementId(r) AS r, elementId(s) AS s, elementId(o) AS o"
+)
 
 
 @pytest.fixture()
@@ -69,17 +78,37 @@ def scan(driver, label: str) -> list[str]:
     return [r["e"] for r in driver.execute_query(f"MATCH (n:`{label}`) RETURN elementId(n) AS e").records]
 
 
+def legacy_links(driver, names: storage.Names) -> dict[str, tuple[str, str, str]]:
+    """Proposition element id → (its layout-1 relationship, that relationship's two ends), by element id."""
+    query = LEGACY.replace("PROPOSITION", names.proposition).replace("SUBJECT", names.subject_rel).replace("OBJECT", names.object_rel)
+    return {r["p"]: (r["r"], r["s"], r["o"]) for r in driver.execute_query(query, link=names.link_id, prefix=names.predicate_prefix).records}
+
+
+def retype_lock(propositions: list[str], links: dict[str, tuple[str, str, str]], k: int, batch: int) -> str:
+    """The relationship to lock so that retype batch ``k`` cannot commit while the batches before it
+    can: one the batch deletes whose two ends no earlier batch touches. (A relationship an earlier
+    batch's subject or object also holds is not one: creating or deleting a relationship locks its
+    neighbours in each end's relationship chain — the first try locked the first row's and held
+    batch 0 instead of batch 1.)"""
+    touched = {end for p in propositions[: k * batch] if p in links for end in links[p][1:]}
+    free = [links[p][0] for p in propositions[k * batch : (k + 1) * batch] if p in links and not touched & set(links[p][1:])]
+    assert free, f"every relationship of retype batch {k} shares an end with an earlier batch: no deterministic boundary"
+    return free[0]
+
+
 def boundaries(driver, batch: int) -> list[dict[str, Any]]:
     """Every batch boundary of a migration of the fixture, in the order the migration reaches them:
-    per namespace (sorted), the start of each relabel batch and the mark (after the retype)."""
+    per namespace (sorted), the start of each relabel batch, of each retype batch (``done``: the
+    relationships the batches before it retype, ``next``: the ones it retypes), and the mark."""
     out = []
     for ns in sorted(NAMESPACES):
         names = storage.names(ns)
         concepts = scan(driver, names.concept)
         out += [{"ns": ns, "step": "relabel", "k": k, "lock": (LOCK_NODE, concepts[k * batch])} for k in range(-(-len(concepts) // batch))]
-        # No retype boundary: a retype batch takes its relationship locks when it commits, and a lock
-        # held by this test did not hold it there (the batch committed): its boundaries are not
-        # reachable deterministically this way (test_migration.py kills one at a random point).
+        propositions, links = scan(driver, names.proposition), legacy_links(driver, names)
+        for k in range(-(-len(propositions) // batch)):
+            done, this = (sum(1 for p in rows if p in links) for rows in (propositions[: k * batch], propositions[k * batch : (k + 1) * batch]))
+            out.append({"ns": ns, "step": "retype", "k": k, "lock": (LOCK_REL, retype_lock(propositions, links, k, batch)), "done": done, "next": this})
         nexus = driver.execute_query(f"MATCH (n:{storage.NEXUS} {{namespace: $ns}}) RETURN elementId(n) AS e", ns=ns).records[0]["e"]
         out.append({"ns": ns, "step": "mark", "k": 0, "lock": (LOCK_NODE, nexus)})
     return out
@@ -96,10 +125,12 @@ def progress(driver, counts: dict[str, tuple[int, int]]) -> dict[str, tuple[int 
     return out
 
 
-def kill_at(old, boundary: dict, batch: int, expected: dict) -> None:
+def kill_at(old, boundary: dict, batch: int, expected: dict) -> bool:
     """Run the CLI migration until the graph shows exactly the batches before ``boundary``
-    committed (the lock keeps the next one from committing); SIGKILL it; end its statement;
-    release the lock."""
+    committed (the lock keeps the next one from committing) — at a retype boundary, until the next
+    batch waits for the lock —; SIGKILL it; end its statement; release the lock. Whether the next
+    batch was waiting in its commit (``after_kill``)."""
+    waiting: list[str] = []
     statement, element = boundary["lock"]
     with old.driver.session(database=old.database) as session:
         lock = session.begin_transaction()
@@ -110,6 +141,8 @@ def kill_at(old, boundary: dict, batch: int, expected: dict) -> None:
         try:
             while process.poll() is None and progress(old.driver, COUNTS) != expected:
                 pass
+            while boundary["step"] == "retype" and process.poll() is None and not (waiting := old.driver.execute_query(WAITING).records[0]["statuses"]):
+                pass  # until the next batch waits for the lock
             assert process.poll() is None, f"the migration ended without reaching {boundary['ns']!r} {boundary['step']} {boundary['k']}"
             os.kill(process.pid, signal.SIGKILL)
         finally:
@@ -120,6 +153,7 @@ def kill_at(old, boundary: dict, batch: int, expected: dict) -> None:
         lock.rollback()
     while old.driver.execute_query(ORPHANS).records[0]["ids"]:
         pass
+    return "Closing" in waiting
 
 
 def expected_left(boundary: dict, counts: dict[str, tuple[int, int]], batch: int) -> dict[str, tuple[int | None, int, int]]:
@@ -135,9 +169,23 @@ def expected_left(boundary: dict, counts: dict[str, tuple[int, int]], batch: int
             left[ns] = (1, concepts, links)
         elif boundary["step"] == "relabel":
             left[ns] = (1, concepts - boundary["k"] * batch, links)
+        elif boundary["step"] == "retype":
+            left[ns] = (1, 0, links - boundary["done"])
         else:
             left[ns] = (1, 0, 0)
     return left
+
+
+def after_kill(boundary: dict, expected: dict[str, tuple[int | None, int, int]], committing: bool) -> dict[str, tuple[int | None, int, int]]:
+    """What is left once the killed client's statement is ended and the lock released. A retype
+    batch meets the lock in its statement (creating a relationship locks its neighbours in each
+    end's relationship chain) or in its commit (deleting one locks them there): ended with its
+    client in the first case; in the second the commit under way is not interrupted and the batch
+    completes — exactly one more batch, never part of one."""
+    if not committing:
+        return expected
+    layout, concepts, links = expected[boundary["ns"]]
+    return {**expected, boundary["ns"]: (layout, concepts, links - boundary["next"])}
 
 
 def pending(old) -> dict[str, tuple[int | None, int, int]]:
@@ -154,7 +202,9 @@ def _boundary_ids(batch: int) -> list[tuple[str, str, int]]:
     sizes = Counter(label for node in GRAPH["nodes"] for label in node["labels"])
     out = []
     for ns in sorted(NAMESPACES):
-        out += [(ns, "relabel", k) for k in range(-(-sizes[storage.names(ns).concept] // batch))]
+        names = storage.names(ns)
+        out += [(ns, "relabel", k) for k in range(-(-sizes[names.concept] // batch))]
+        out += [(ns, "retype", k) for k in range(-(-sizes[names.proposition] // batch))]
         out.append((ns, "mark", 0))
     return out
 
@@ -168,8 +218,11 @@ def test_a_migration_killed_at_a_batch_boundary_resumes_to_the_same_graph(old, b
     COUNTS.update(counts)
     boundary = next(p for p in boundaries(old.driver, batch) if (p["ns"], p["step"], p["k"]) == (ns, step, k))
     expected = expected_left(boundary, counts, batch)
-    kill_at(old, boundary, batch, expected)
-    assert pending(old) == expected  # exactly the batches before the boundary committed
+    committing = kill_at(old, boundary, batch, expected)
+    if step == "retype":
+        print(f"\n[reliability] retype boundary {ns or 'default'}/{k}: the waiting batch {'committed' if committing else 'was ended with its client'}")
+    expected = after_kill(boundary, expected, committing)
+    assert pending(old) == expected  # exactly the batches before the boundary committed (at a retype boundary: and the one committing)
     for name in NAMESPACES:
         query, answer = next(iter(ANSWERS[name]["queries"].items()))
         got = old.in_namespace(name).execute_kip_readonly(query)

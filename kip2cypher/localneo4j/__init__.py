@@ -280,6 +280,23 @@ def _read_pid(cfg: LocalConfig) -> int | None:
     return pid if _pid_alive(pid) else None
 
 
+def serving_port(cfg: LocalConfig) -> int | None:
+    """The Bolt port of the live server this launcher started from ``cfg.home`` (its pid file names
+    a live process whose command line is ``… Launcher <home> <port> …``), None when there is none —
+    how a caller tells a server of its own from someone else's on a port (a reused pid is not it)."""
+    pid = _read_pid(cfg)
+    if pid is None:
+        return None
+    try:
+        args = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+    except OSError:
+        return None
+    at = args.index("Launcher") if "Launcher" in args else len(args)
+    if len(args) < at + 3 or Path(args[at + 1]).resolve() != cfg.home.resolve() or not args[at + 2].isdigit():
+        return None
+    return int(args[at + 2])
+
+
 def _bolt_listening(port: int) -> bool:
     with socket.socket() as sock:
         sock.settimeout(0.5)
