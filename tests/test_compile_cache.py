@@ -24,10 +24,25 @@ def test_compile_cache_does_not_hold_large_parameter_payloads():
     assert compiler._compile_cached.cache_info().currsize == before
 
 
-def test_parse_cache_does_not_hold_large_texts():
+def _large_capsule(name: str) -> str:
     items = ", ".join(f'k{i}: "{"v" * 60}"' for i in range(1200))
-    text = 'UPSERT { CONCEPT ?d { {type: "Drug", name: "Big"} SET ATTRIBUTES { ' + items + " } } }"
+    text = 'UPSERT { CONCEPT ?d { {type: "Drug", name: "' + name + '"} SET ATTRIBUTES { ' + items + " } } }"
     assert len(text) > parser.CACHEABLE_CHARS
+    return text
+
+
+def test_parse_cache_does_not_hold_large_texts_seen_once():
+    # Distinct large texts (literal capsules) are never repeated: caching each would evict the small commands.
     before = parser._parse_single.cache_info().currsize
-    assert parser.parse(text) == parser.parse(text)
+    for name in ("Big one", "Big two", "Big three"):
+        parser.parse(_large_capsule(name))
     assert parser._parse_single.cache_info().currsize == before
+
+
+def test_parse_cache_holds_a_large_text_that_comes_again():
+    # An application streaming one parameterized capsule text sends it with every batch: parsed once.
+    text = _large_capsule("Big again")
+    first = parser.parse(text)
+    second = parser.parse(text)
+    assert second == first
+    assert parser.parse(text) is second

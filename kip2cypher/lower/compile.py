@@ -202,8 +202,10 @@ def compile_plan(
     if not isinstance(text, str):
         parse(text)  # reports the non-string command (KIP_1001)
     if len(text) + len(params_json) > CACHEABLE_CHARS:
-        # A large capsule or parameter payload is rarely repeated: caching it would only hold memory.
-        return _compile_shaped(text, params_json, settings, keep_placeholders)
+        # A large capsule or parameter payload is rarely repeated: caching it (or a template, keyed
+        # by both) would only hold memory — and the shape pass costs ≈ 10 ms per 100 KB of text.
+        _stats["cold"] += 1
+        return _compile(text, params_json, settings, keep_placeholders)
     return _compile_cached(text, params_json, settings, keep_placeholders)
 
 

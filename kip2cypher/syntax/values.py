@@ -152,6 +152,11 @@ def resolve(value: ast.Value, params: Mapping[str, Any] | None = None, *, deferr
     With ``Deferring`` params an unbound placeholder is a ``Deferred`` when ``deferrable`` (a whole
     value the caller renders as a run-time parameter), else the ``shapes_statement`` error naming
     ``role``. A placeholder inside a list or object is never deferrable."""
+    kind = type(value)  # a bound placeholder and a literal first (a capsule resolves one per value)
+    if kind is ast.Placeholder and type(params) is dict and value.name in params:
+        return params[value.name]
+    if kind is ast.Literal:
+        return value.value
     if isinstance(value, ast.Literal):
         return value.value
     if isinstance(value, ast.ListLit):
