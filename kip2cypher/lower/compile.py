@@ -45,12 +45,13 @@ LOWERINGS: dict[type, Callable[[Any, dict[str, Any], Settings], Plan]] = {
 }
 
 
-def lower(command: ast.Command, parameters: dict[str, Any] | None = None, settings: Settings | None = None) -> Plan:
+def lower(command: ast.Command, parameters: dict[str, Any] | None = None, settings: Settings | None = None, **facts: Any) -> Plan:
     """Lower a parsed command to a plan, binding the request's parameters (``Deferring`` ones
-    keep unbound placeholders as run-time Cypher parameters, ``syntax.values``)."""
+    keep unbound placeholders as run-time Cypher parameters, ``syntax.values``). ``facts``: more
+    fields of the plan (``command_text``, ``namespace``), set in the same copy."""
     bound = Deferring(parameters) if isinstance(parameters, Deferring) else dict(parameters or {})
     plan = LOWERINGS[type(command)](command, bound, settings or _default_settings())
-    return dataclasses.replace(plan, command_kind=ast.command_kind(command), warnings=surprises.warnings(command, bound))
+    return dataclasses.replace(plan, command_kind=ast.command_kind(command), warnings=surprises.warnings(command, bound), **facts)
 
 
 @lru_cache(maxsize=1)
@@ -86,7 +87,7 @@ def _compile(text: str, params_json: str, settings: Settings, keep_placeholders:
     command = _parse(text, settings)
     try:
         check_quoted_placeholders(command, text, parameters)
-        plan = lower(command, parameters, settings)
+        return lower(command, parameters, settings, command_text=text, namespace=settings.namespace)
     except errors.KipError as exc:
         # The command parsed: its kind travels with the error, so the batch rules never parse it again.
         exc.command_kind = ast.command_kind(command)
@@ -100,7 +101,6 @@ def _compile(text: str, params_json: str, settings: Settings, keep_placeholders:
             "The command repeats or nests a construct more often than the compiler can lower.",
             'Split it into smaller commands (a batch), or say repeated alternatives once: a predicate alternative "a" | "b", IN(…, [...]), ||.',
         ) from None
-    return dataclasses.replace(plan, command_text=text, namespace=settings.namespace)
 
 
 #: Plan templates by (shape, parameters, settings): ``_SEEN`` after a shape's first command, its
@@ -166,6 +166,9 @@ def _template(plan: Plan, found: templates.Shape, params_json: str, settings: Se
     return templates.build(plan, found.slots, variant, slots)
 
 
+#: ``json.dumps(parameters, sort_keys=True, ensure_ascii=False)``, the encoder built once.
+_KEY_ENCODER = json.JSONEncoder(sort_keys=True, ensure_ascii=False)
+
 #: Compiled plans by (text, parameters, settings), bounded by the characters of text and
 #: parameters (a plan costs ≈ 45 bytes per character with its AST: ≈ 45 MB at the bound).
 _compile_cached = text_cache(1 << 20, 2048)(_compile_shaped)
@@ -198,7 +201,7 @@ def compile_plan(
     if not parameters_checked and parameters:
         parameters_size([parameters], settings.max_parameter_bytes, settings.max_nesting_depth)
     # No parameters (most agent commands): the key without a JSON encoder (≈ 5 µs a call).
-    params_json = json.dumps(parameters, sort_keys=True, ensure_ascii=False) if parameters else "{}"
+    params_json = _KEY_ENCODER.encode(parameters) if parameters else "{}"
     if not isinstance(text, str):
         parse(text)  # reports the non-string command (KIP_1001)
     if len(text) + len(params_json) > CACHEABLE_CHARS:
