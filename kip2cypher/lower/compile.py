@@ -83,7 +83,12 @@ def classify(text: str, settings: Settings | None = None) -> tuple[str | None, e
 
 
 def _compile(text: str, params_json: str, settings: Settings, keep_placeholders: bool = False) -> Plan:
-    parameters = Deferring(json.loads(params_json)) if keep_placeholders else json.loads(params_json)
+    return _compile_bound(text, json.loads(params_json), settings, keep_placeholders)
+
+
+def _compile_bound(text: str, parameters: dict[str, Any], settings: Settings, keep_placeholders: bool = False) -> Plan:
+    """``_compile`` with the parameters already read back from their JSON (a copy of the request's)."""
+    parameters = Deferring(parameters) if keep_placeholders else parameters
     command = _parse(text, settings)
     try:
         check_quoted_placeholders(command, text, parameters)
@@ -200,6 +205,11 @@ def compile_plan(
     # nesting), within the size bound: checked before they are copied.
     if not parameters_checked and parameters:
         parameters_size([parameters], settings.max_parameter_bytes, settings.max_nesting_depth)
+    if isinstance(text, str) and len(text) > CACHEABLE_CHARS:
+        # A large capsule is rarely repeated: neither cached nor templated (below), so it needs no
+        # key — its parameters are copied as their JSON reads back, without writing the JSON.
+        _stats["cold"] += 1
+        return _compile_bound(text, _json_copy(parameters or {}), settings, keep_placeholders)
     # No parameters (most agent commands): the key without a JSON encoder (≈ 5 µs a call).
     params_json = _KEY_ENCODER.encode(parameters) if parameters else "{}"
     if not isinstance(text, str):
@@ -210,6 +220,27 @@ def compile_plan(
         _stats["cold"] += 1
         return _compile(text, params_json, settings, keep_placeholders)
     return _compile_cached(text, params_json, settings, keep_placeholders)
+
+
+#: Exact types a JSON round trip gives back equal and of the same type (ints: within 64 bits).
+_FLAT = (str, int, float, bool, type(None))
+
+
+def _json_copy(parameters: dict[str, Any]) -> dict[str, Any]:
+    """``json.loads(json.dumps(parameters, sort_keys=True, ensure_ascii=False))``, the copy a compile
+    binds — without the JSON text when every value is a scalar or a list of scalars (a bulk
+    capsule's parameters: ≈ 15 % of its compile); anything else takes the JSON round trip."""
+    copied = {}
+    for key in sorted(parameters) if all(type(key) is str for key in parameters) else ():
+        value = parameters[key]
+        items = value if type(value) is list or type(value) is tuple else (value,)
+        if not all(type(item) in _FLAT and (type(item) is not int or item.bit_length() <= 64) for item in items):
+            break
+        copied[key] = list(value) if items is value else value
+    else:
+        if len(copied) == len(parameters):
+            return copied
+    return json.loads(_KEY_ENCODER.encode(parameters))
 
 
 def issued(plan: Plan) -> tuple[Compiled, ...]:
