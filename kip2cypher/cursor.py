@@ -32,10 +32,14 @@ from .errors import INVALID_SYNTAX, KipError
 _VERSION = "k1"
 
 
+#: What ``json.dumps(parts, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=repr)``
+#: builds for each call (a plan template's fill recomputes a FIND's fingerprint: built once).
+_ENCODER = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=repr)
+
+
 def fingerprint(*parts: Any) -> str:
     """A stable digest of whatever identifies a query (JSON-serializable parts)."""
-    blob = json.dumps(parts, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=repr)
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+    return hashlib.sha256(_ENCODER.encode(parts).encode("utf-8")).hexdigest()
 
 
 def _b64(data: bytes) -> str:

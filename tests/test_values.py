@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from kip2cypher.errors import INVALID_SYNTAX, KipError
-from kip2cypher.syntax import ast
+from kip2cypher.syntax import ast, values
 from kip2cypher.syntax.parser import parse
 from kip2cypher.syntax.placeholders import check_quoted_placeholders, placeholders
 from kip2cypher.syntax.values import (
@@ -108,3 +110,39 @@ def test_quoted_placeholder_check_without_parameters_is_a_no_op():
     text = 'FIND(?x) WHERE { ?x {name: ":name"} }'
     check_quoted_placeholders(parse(text), text, None)
     check_quoted_placeholders(parse(text), text, {})
+
+
+_SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**80), max_value=2**80),
+    st.floats(),  # NaN and ±Infinity included: refused
+    st.text(max_size=8) | st.sampled_from(["\ud800", "a\udfff", "é"]),
+)
+_JSON = st.recursive(
+    _SCALARS, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4) | st.just("\udc00"), inner, max_size=4), max_leaves=30
+)
+
+
+def _walked(sets: list, max_bytes: int, max_depth: int):
+    try:
+        return values.parameters_size(sets, max_bytes, max_depth)
+    except KipError as exc:
+        return (exc.code, exc.message, exc.hint)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.dictionaries(st.text(max_size=4), _JSON, max_size=5), min_size=1, max_size=3), st.integers(8, 400), st.integers(0, 4))
+def test_parameters_size_fast_path_answers_what_the_walk_answers(sets, max_bytes, max_depth):
+    # The fast path (valid parameters, exact types) must give the walk's size; anything it declines
+    # goes to the walk, whose first error (code, message naming the parameter) is the answer.
+    fast = values._size_of_valid(sets, max_bytes, max_depth)
+    answer = _walked(sets, max_bytes, max_depth)
+    if fast is not None:
+        assert answer == fast
+    original = values._size_of_valid
+    try:
+        values._size_of_valid = lambda *args: None  # the walk alone
+        assert _walked(sets, max_bytes, max_depth) == answer
+    finally:
+        values._size_of_valid = original

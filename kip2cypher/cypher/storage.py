@@ -173,10 +173,22 @@ GROUNDING_ATTRIBUTES = ("aliases", "description", "content_summary", "summary", 
 JSON_MARKER = "\u001eKIPJSON\u001e"
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+_SCALARS = (str, float, int, bool)
 
 
 def _native(value: Any) -> bool:
     """True when Neo4j stores the value as is and returns it unchanged."""
+    kind = type(value)  # the JSON scalars first, by exact type (a capsule encodes one per value)
+    if kind is str:
+        return not value.startswith(JSON_MARKER)
+    if kind is float or kind is bool:
+        return True
+    if kind is int:
+        return INT64_MIN <= value <= INT64_MAX
+    if kind is list and value:
+        first = type(value[0])
+        if first in _SCALARS and all(type(v) is first for v in value):
+            return first is float or first is bool or all(_native(v) for v in value)
     if isinstance(value, bool) or isinstance(value, float):
         return True
     if isinstance(value, int):
@@ -198,6 +210,11 @@ def encode(value: Any) -> Any:
     """A JSON value → what is stored in a Neo4j property (native when possible)."""
     if _native(value):
         return value
+    return _json_text(value)
+
+
+def _json_text(value: Any) -> str:
+    """A value Neo4j cannot hold natively, as the marker and its JSON text."""
     return JSON_MARKER + json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
@@ -235,8 +252,8 @@ def node_projection(var: Part) -> Fragment:
 
 
 def encode_map(values: dict[str, Any], prefix: str) -> dict[str, Any]:
-    """A KIP attributes/metadata object → the property map to ``SET n += $map``."""
-    return {prefix + key: encode(value) for key, value in values.items()}
+    """A KIP attributes/metadata object → the property map to ``SET n += $map`` (``encode``, inlined)."""
+    return {prefix + key: value if _native(value) else _json_text(value) for key, value in values.items()}
 
 
 def safe_decode(value: Any) -> Any:

@@ -19,7 +19,9 @@ docs/kml.md explains each rule and every choice the spec leaves open.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
+from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from types import MappingProxyType
 from typing import Any
 
@@ -133,8 +135,11 @@ def label(type_: str | None, name: str | None) -> str:
 
 
 def _q(value: Any) -> str:
-    import json
-
+    """``value`` as JSON text (``json.dumps(value, ensure_ascii=False)``); a string through the
+    encoder's own C function, which is what ``dumps`` calls for one (without building an encoder:
+    a capsule labels every SET PROPOSITIONS entry)."""
+    if isinstance(value, str):
+        return encode_basestring(value)
     return json.dumps(value, ensure_ascii=False)
 
 

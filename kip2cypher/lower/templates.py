@@ -190,10 +190,16 @@ def _mask(text: str, literals: list[re.Match]) -> tuple[bool, ...]:
 
 def _literal(text: str, m: re.Match, kind: str | None, token: str) -> Slot | None:
     """The decoded value of a literal token (the parser's own functions: same checks, same
-    errors), or ``None`` for any other token. A literal that does not decode raises."""
+    errors), or ``None`` for any other token. A literal that does not decode raises. The
+    commonest tokens — an ASCII string without escapes, a short integer — are read directly:
+    what the parser's functions decode them to, without building an AST node (every hit pays this)."""
     if kind == "s":
+        if token.isascii() and "\\" not in token:
+            return Slot(m.start(), m.end(), token[1:-1])
         return Slot(m.start(), m.end(), string_literal(text, token, m.start(), m.end()).value)
     if kind == "n":
+        if len(token) < 19 and token.isdigit():
+            return Slot(m.start(), m.end(), int(token))
         return Slot(m.start(), m.end(), number_literal(text, token, m.start(), m.end()).value)
     if token in _LITERAL_WORDS:
         return Slot(m.start(), m.end(), token == "true")

@@ -94,12 +94,19 @@ def _metadata(obj: ast.ObjectLit | None, params: dict[str, Any], where: str) -> 
 def _encoded(attrs: dict[str, Any], inherited: dict[str, Any], own: dict[str, Any]) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
     """Metadata precedence (outer ⊂ inner, key by key): the encoded property map with the inherited
     metadata under the element's own, and the map with its own metadata only (the same map when
-    nothing is inherited; attributes are encoded once for both)."""
+    nothing is inherited; attributes are encoded once for both). ``inherited`` comes encoded
+    (``_meta_codes``): an UPSERT's metadata is encoded once, not once per block and entry."""
     encoded = storage.encode_map(attrs, storage.ATTR_PREFIX)
-    mine = MappingProxyType({**encoded, **storage.encode_map(own, storage.META_PREFIX)})
+    own_codes = storage.encode_map(own, storage.META_PREFIX)
+    mine = MappingProxyType({**encoded, **own_codes})
     if not inherited:
         return mine, mine
-    return MappingProxyType({**encoded, **storage.encode_map({**inherited, **own}, storage.META_PREFIX)}), mine
+    return MappingProxyType({**encoded, **inherited, **own_codes}), mine
+
+
+def _meta_codes(meta: dict[str, Any]) -> dict[str, Any]:
+    """Metadata as stored properties (encoding is per key: the codes of ``{**a, **b}`` are ``{**codes(a), **codes(b)}``)."""
+    return storage.encode_map(meta, storage.META_PREFIX)
 
 
 class Analyzer:
@@ -131,7 +138,7 @@ class Analyzer:
     def run(self, capsule: ast.Capsule, strict: bool) -> UpsertPlan:
         for upsert in capsule.upserts:
             self.handles = {}
-            outer = _metadata(upsert.metadata, self.params, "UPSERT … WITH METADATA")
+            outer = _meta_codes(_metadata(upsert.metadata, self.params, "UPSERT … WITH METADATA"))
             for block in upsert.blocks:
                 self.seq += 1
                 if isinstance(block, ast.ConceptBlock):
@@ -157,6 +164,7 @@ class Analyzer:
 
     # -------------------------------------------------------------- blocks
     def concept_block(self, block: ast.ConceptBlock, outer: dict[str, Any]) -> None:
+        """``outer``: the UPSERT's metadata, encoded (``_meta_codes``)."""
         ident = block.identity
         own_meta = _metadata(block.metadata, self.params, "a CONCEPT block's WITH METADATA")
         attrs = _object(block.set_attributes, self.params)
@@ -189,12 +197,12 @@ class Analyzer:
         self.concepts.append(row)
         here = ConceptBlockRef(pos)
         self.order.append(here)
-        meta = {**outer, **own_meta}
+        meta = {**outer, **_meta_codes(own_meta)} if own_meta else outer
         for entry in block.set_propositions or ():
             self.seq += 1
             named_at = entry.predicate.span.start if isinstance(entry.predicate, ast.Placeholder) else entry.span.start
             predicate = resolve_predicate(entry.predicate, self.params, named_at)
-            entry_meta = _metadata(entry.metadata, self.params, f'the WITH METADATA of ("{predicate}", …)')
+            entry_meta = _metadata(entry.metadata, self.params, f'the WITH METADATA of ("{predicate}", …)') if entry.metadata is not None else {}
             target = self.ref(entry.target)
             self.require_predicate(predicate, named_at)
             label = f"({row.label}, {rules._q(predicate)}, …)"

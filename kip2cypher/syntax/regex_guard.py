@@ -25,6 +25,7 @@ the very start or end of an alternative only needs its minimum (``.*foo.*`` → 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, fields, is_dataclass, replace
 from typing import Any, Union
 
@@ -97,13 +98,23 @@ def compile_search(pattern: str, budget: float) -> SearchRegex:
 
 
 def regex_calls(node: Any) -> int:
-    """How many REGEX calls a (part of a) command holds: they share one step budget per row."""
-    if isinstance(node, tuple):
-        return sum(regex_calls(item) for item in node)
-    if not is_dataclass(node) or isinstance(node, ast.Span):
-        return 0
-    own = int(isinstance(node, ast.FuncCall) and node.name == "REGEX")
-    return own + sum(regex_calls(getattr(node, f.name)) for f in fields(node))
+    """How many REGEX calls a (part of a) command holds: they share one step budget per row.
+    (One walk per WHERE on every cold compile: iterative, each class's field names read once.)"""
+    count = 0
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, tuple):
+            stack.extend(item)
+        elif is_dataclass(item) and not isinstance(item, ast.Span):
+            count += isinstance(item, ast.FuncCall) and item.name == "REGEX"
+            stack.extend(getattr(item, name) for name in _field_names(type(item)))
+    return count
+
+
+@functools.cache
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in fields(cls))
 
 
 def reach_error(message: str) -> KipError | None:

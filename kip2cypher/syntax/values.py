@@ -40,6 +40,10 @@ def parameters_size(sets: Iterable[Mapping[str, Any]], max_bytes: int, max_depth
     naming the parameter). Integers beyond 64 bits are values (stored exactly as JSON text);
     where a command computes with them or compares them the lowering refuses them.
     """
+    sets = list(sets)
+    valid = _size_of_valid(sets, max_bytes, max_depth)
+    if valid is not None:
+        return valid
     total = 0
     # (value, depth, where): ``where`` links back to the parent, so a path is spelled only for an error.
     stack: list[tuple[Any, int, Any]] = [(params, 0, None) for params in sets]
@@ -80,6 +84,51 @@ def parameters_size(sets: Iterable[Mapping[str, Any]], max_bytes: int, max_depth
                 f"The request's parameters exceed the limit of {max_bytes} bytes (counted per command that uses them).",
                 "Send fewer or smaller values per request (split a batch, or a big import into several capsules).",
             )
+    return total
+
+
+def _size_of_valid(sets: list[Mapping[str, Any]], max_bytes: int, max_depth: int) -> int | None:
+    """``parameters_size`` of parameters that pass every check, or ``None``: then the walk above
+    finds the first problem, in its order, and names its parameter. The same checks and sizes
+    without tracking where a value is, scalars tested in their container's loop by exact type
+    (a 500-block capsule's parameters: ≈ 3× faster); anything unusual (a subclass) takes the walk."""
+    total = 0
+    stack: list[tuple[Any, int]] = [(params, 0) for params in sets]
+    while stack:
+        container, depth = stack.pop()
+        if depth > max_depth:
+            return None
+        kind = type(container)
+        if kind is dict:
+            for key in container:
+                if type(key) is not str or (not key.isascii() and _SURROGATE.search(key)):
+                    return None
+                total += len(key)
+            items: Iterable[Any] = container.values()
+        elif kind is list or kind is tuple:
+            items = container
+        else:
+            return None
+        for value in items:
+            kind = type(value)
+            if kind is str:
+                total += len(value)
+                if not value.isascii() and _SURROGATE.search(value):
+                    return None
+            elif kind is int:
+                total += max(_SCALAR_BYTES, value.bit_length() // 8)
+            elif kind is float:
+                total += _SCALAR_BYTES
+                if not math.isfinite(value):
+                    return None
+            elif kind is bool or value is None:
+                total += 1
+            elif kind is dict or kind is list or kind is tuple:
+                stack.append((value, depth + 1))
+            else:
+                return None
+            if total > max_bytes:
+                return None
     return total
 
 
@@ -152,6 +201,11 @@ def resolve(value: ast.Value, params: Mapping[str, Any] | None = None, *, deferr
     With ``Deferring`` params an unbound placeholder is a ``Deferred`` when ``deferrable`` (a whole
     value the caller renders as a run-time parameter), else the ``shapes_statement`` error naming
     ``role``. A placeholder inside a list or object is never deferrable."""
+    kind = type(value)  # a bound placeholder and a literal first (a capsule resolves one per value)
+    if kind is ast.Placeholder and type(params) is dict and value.name in params:
+        return params[value.name]
+    if kind is ast.Literal:
+        return value.value
     if isinstance(value, ast.Literal):
         return value.value
     if isinstance(value, ast.ListLit):
