@@ -12,7 +12,6 @@ Shape of the generated query (docs/kql.md has every rule)::
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,10 +23,11 @@ from ..errors import INVALID_SYNTAX, KipError
 from ..syntax import ast
 from ..syntax.values import resolve, resolve_int
 from . import adopted, adopted_values, filters, grounding
-from .context import CONCEPT, PREDICATE, PROPOSITION, Binding
+from .context import CONCEPT, ELEMENT, PREDICATE, PROPOSITION, Binding
+from .grounding import key_check
 from .pattern import Pattern, lower_where
 from .plan import Compiled, Plan
-from .update import named_target
+from .update import NamedElements, named_elements, named_target
 
 AGG = {"COUNT": "count", "SUM": "sum", "AVG": "avg", "MIN": "min", "MAX": "max"}
 
@@ -66,46 +66,37 @@ class FindPlan(Plan):
     grounding: grounding.Names
     grounding_at: grounding.Offsets = ()
     #: Attribute/metadata keys read of elements of a known type: (concept?, type or predicate,
-    #: stored key, variable) — checked only when the answer is empty (``key_check``).
-    key_checks: tuple[tuple[bool, str, str, str], ...] = ()
+    #: stored key, variable, a number FILTER compares it with or None) — checked only when the
+    #: answer is empty (``key_check``).
+    key_checks: tuple[tuple[bool, str, str, str, Any], ...] = ()
     #: Said with every answer (``warnings``): how the query read adopted data (docs/adopt.md).
     notes: tuple[str, ...] = ()
     #: The WHERE is one clause naming its element exactly (``update.named_target``): an empty
     #: answer means it does not exist — said in ``warnings`` (docs/interop.md A11).
     named: str = ""
+    #: The elements a WHERE of more clauses names exactly (``update.named_elements``): an empty
+    #: answer checks which exist (``key_check``) and says which do not (docs/interop.md A11).
+    named_all: NamedElements = ()
     #: Attribute keys read of adopted elements that the mapping does not expose (variable, key,
     #: adopted type or predicate): always null, so said with every answer, with the properties
     #: the team's elements carry (``unmapped_check``) for the did-you-mean.
     unmapped: tuple[tuple[str, str, Any], ...] = ()
     unmapped_check: Compiled | None = None
+    #: docs/interop.md A5: FIND reads a field of an endpoint variable that only one kind of
+    #: element has — (hidden column, variable, the kind without the field, the fields read, the
+    #: fields that kind has). The column is a label test returned with each row (true: the row
+    #: bound the other kind, the value is null); the program counts them for ``warnings``.
+    other_kind: tuple[tuple[str, str, str, tuple[str, ...], tuple[str, ...]], ...] = ()
     #: What ``fingerprint`` digests (``cursor.fingerprint(*fingerprint_parts)``): a plan template
     #: recomputes it for new values (``lower.templates``).
     fingerprint_parts: tuple[Any, ...] = field(default=(), compare=False, repr=False)
 
     def steps(self) -> tuple[Compiled, ...]:
         checks = (grounding.check_statement(self.grounding, self.names), grounding.defined_names(self.names)) if self.grounding else ()
-        keys = (key_check(self.names),) if self.key_checks else ()
+        keys = (key_check(self.names),) if self.key_checks or self.named_all else ()
         unmapped = (self.unmapped_check,) if self.unmapped_check is not None else ()
         # the grounding check runs only for a dry run (which EXPLAINs the query instead of running it)
         return (self.query, *checks, *keys, *unmapped)
-
-
-@functools.lru_cache(maxsize=64)
-def key_check(names: storage.Names = storage.DEFAULT) -> Compiled:
-    """Per (type or predicate, key): does any element carry the key, and which keys do a few
-    carry. Checks attribute/metadata keys an empty FIND read against what elements carry."""
-    stmt = Statement()
-    stmt.line("UNWIND ", Param(None, "checks"), " AS c")
-    with stmt.block("CALL (c)"):
-        stmt.line("MATCH (n:", names.concept, " {type: c.name}) WHERE c.concept")
-        stmt.line("RETURN n")
-        stmt.line("UNION ALL")
-        stmt.line("MATCH (n:", names.proposition, " {predicate: c.name}) WHERE NOT c.concept")
-        stmt.line("RETURN n")
-    stmt.line("WITH c, collect(n) AS elements")
-    stmt.line("RETURN c.i AS i, any(n IN elements WHERE n[c.key] IS NOT NULL) AS present,")
-    stmt.line("       reduce(ks = [], n IN elements[..100] | ks + [k IN keys(n) WHERE NOT k IN ks]) AS keys")
-    return Compiled.of(stmt, "keys carried by elements of the type (only for an empty answer)")
 
 
 class _Column:
@@ -197,16 +188,40 @@ class _FindLowering:
                 return column.index
         return None
 
-    def key_checks(self) -> tuple[tuple[bool, str, str, str], ...]:
+    def key_checks(self) -> tuple[tuple[bool, str, str, str, Any], ...]:
         """The keys FILTER, ORDER BY and FIND read of variables whose type or predicate is known
-        (engine metadata such as ``_version`` is always there and is not checked)."""
+        (engine metadata such as ``_version`` is always there and is not checked), each with the
+        number FILTER compares it with, if any (docs/interop.md A3)."""
         ctx = self.pattern.ctx
         out = []
         for (var, key), _ in ctx.key_uses.items():
             if var in ctx.var_kinds and not key.startswith(storage.META_PREFIX + "_"):
                 concept, name = ctx.var_kinds[var]
-                out.append((concept, name, key, var))
+                out.append((concept, name, key, var, ctx.numbers.get((var, key))))
         return tuple(out)
+
+    def other_kind(self) -> list[tuple[Fragment, tuple[str, str, str, tuple[str, ...], tuple[str, ...]]]]:
+        """docs/interop.md A5: for each endpoint variable FIND reads a concept-only field of
+        (``type``, ``name``) or a proposition-only one (``subject`` …), the label test that says
+        a row bound it to the other kind — whose value is null there — and its plan entry."""
+        asked: dict[tuple[str, str], list[str]] = {}
+        for column in self.columns:
+            expr = column.expr
+            if not isinstance(expr, ast.DotPath) or expr.path[0] in filters.MAP_FIELDS or expr.path[0] == "id":
+                continue
+            binding = self.pattern.bindings[expr.var]
+            if binding.kind != ELEMENT or binding.adopted is not None:
+                continue
+            lacking = PROPOSITION if expr.path[0] in filters.FIELDS[CONCEPT] else CONCEPT
+            asked.setdefault((expr.var, lacking), []).append(expr.path[0])
+        names = self.pattern.ctx.names
+        out = []
+        for index, ((var, lacking), fields) in enumerate(asked.items()):
+            label = names.proposition if lacking == PROPOSITION else names.concept
+            column = Internal(f"kind{index}")
+            test = frag(self.pattern.bindings[var].ref, ":", label, " AS ", column)
+            out.append((test, (column.render(), var, lacking, tuple(dict.fromkeys(fields)), filters.FIELDS[lacking])))
+        return out
 
     # ------------------------------------------------------------------ expressions
     def projected_vars(self) -> list[str]:
@@ -436,6 +451,8 @@ class _FindLowering:
             if order and not projected and not pattern.projected:
                 # DISTINCT was left out and nothing was projected: ORDER BY needs a WITH.
                 core.append(frag("WITH ", join(", ", [bindings[n].ref for n in self.key_vars()])))
+        other_kind = [] if self.aggregating else self.other_kind()
+        returning += [test for test, _ in other_kind]
         if order:
             core.append(frag("ORDER BY ", join(", ", order)))
         return_line = frag("RETURN ", join(", ", returning))
@@ -488,6 +505,8 @@ class _FindLowering:
             key_checks=self.key_checks(),
             notes=tuple(dict.fromkeys(pattern.ctx.notes)),
             named=named_target(self.command.where, getattr(self.command.where[0], "var", None) or "") if self.command.where else "",
+            named_all=named_elements(self.command.where, self.parameters, self.settings.adoption),
+            other_kind=tuple(entry for _, entry in other_kind),
             unmapped=unmapped,
             unmapped_check=Compiled.of(adopted.carried_statement([what for _, _, what in unmapped]), "properties of adopted elements") if unmapped else None,
         )

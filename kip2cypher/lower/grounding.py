@@ -14,6 +14,7 @@ import functools
 
 from ..cypher import storage
 from ..cypher.builder import Fragment, Internal, Param, Part, Statement, frag
+from ..syntax.values import JSON_NUMBER
 from .context import Grounding
 from .plan import Compiled
 
@@ -44,6 +45,37 @@ def defined_names(names: storage.Names = storage.DEFAULT) -> Compiled:
     stmt.line("MATCH (d:", names.concept, " {type: ", Param(None, "meta"), "})")
     stmt.line("RETURN d.name AS name ORDER BY name")
     return Compiled.of(stmt, "defined names (did-you-mean)")
+
+
+@functools.lru_cache(maxsize=64)
+def key_check(names: storage.Names = storage.DEFAULT) -> Compiled:
+    """What the data holds, read once and only when a FIND answered nothing or an UPDATE matched
+    nothing — why the pattern may have missed:
+
+    - per ``$checks`` item (a type or predicate, a stored key the command reads): does any element
+      carry the key, which keys do a few carry (a misspelt key), and, when FILTER compares the key
+      with a number (``number``), one value held as text that reads as a JSON number — which never
+      matches a number here, and does on the reference engine (docs/interop.md A3);
+    - per ``$named`` item (an element the WHERE names exactly): does it exist (A11)."""
+    stmt = Statement()
+    stmt.line("UNWIND ", Param(None, "checks"), " AS c")
+    with stmt.block("CALL (c)"):
+        stmt.line("MATCH (n:", names.concept, " {type: c.name}) WHERE c.concept")
+        stmt.line("RETURN n")
+        stmt.line("UNION ALL")
+        stmt.line("MATCH (n:", names.proposition, " {predicate: c.name}) WHERE NOT c.concept")
+        stmt.line("RETURN n")
+    stmt.line("WITH c, collect(n) AS elements")
+    stmt.line("RETURN false AS named, c.i AS i, any(n IN elements WHERE n[c.key] IS NOT NULL) AS present,")
+    stmt.line("       reduce(ks = [], n IN elements[..100] | ks + [k IN keys(n) WHERE NOT k IN ks]) AS keys,")
+    number = Param(JSON_NUMBER, "kip_number")
+    stmt.line("       CASE WHEN c.number THEN head([n IN elements WHERE n[c.key] IS :: STRING AND n[c.key] =~ ", number, " | n[c.key]]) END AS text")
+    stmt.line("UNION ALL")
+    stmt.line("UNWIND ", Param(None, "named"), " AS e")
+    stmt.line("RETURN true AS named, e.i AS i, CASE WHEN e.id IS NULL THEN EXISTS { MATCH (:", names.concept, " {type: e.type, name: e.name}) }")
+    stmt.line("       WHEN e.concept THEN EXISTS { MATCH (:", names.concept, " {id: e.id}) }")
+    stmt.line("       ELSE EXISTS { MATCH (:", names.proposition, " {id: e.id}) } END AS present, null AS keys, null AS text")
+    return Compiled.of(stmt, "keys carried by elements of the type, named elements that exist (only for an empty answer)")
 
 
 def names(grounding: Grounding, required_only: bool | None = None) -> Names:
