@@ -426,3 +426,31 @@ def test_membership_link_of_a_user_type_in_core_schema_can_be_deleted(fresh):
     protected = 'DELETE PROPOSITIONS ?l WHERE { ?l ({type: "$ConceptType", name: "Domain"}, "belongs_to_domain", {type: "Domain", name: "CoreSchema"}) }'
     refused = fresh.execute_kip(protected)
     assert set(refused) == {"error"} and refused["error"]["code"] == "KIP_3004"
+
+
+# ----------------------------------------------------------------------------- A3 on adopted data
+@pytest.fixture()
+def gauges(neo4j_server):
+    """A team's graph adopted as the type Gauge: one level held as text, one as a number."""
+    from conftest import wipe
+
+    from kip2cypher import adoption
+    from kip2cypher.nexus import Nexus
+
+    with Nexus(neo4j_server.uri, auth=neo4j_server.auth, database=neo4j_server.database) as nx:
+        wipe(nx.driver, nx.database)
+        nx.driver.execute_query("CREATE (:Gauge {name: 'g1', level: '3.0'}), (:Gauge {name: 'g2', level: 3})", database_=nx.database)
+        nx.ensure_schema()
+        nx.bootstrap()
+        nx.adopt(adoption.parse('[types.Gauge]\nlabel = "Gauge"\nattributes = ["level"]\n'))
+        yield nx
+        wipe(nx.driver, nx.database)
+
+
+def test_numeric_text_of_adopted_data_draws_no_signal(gauges):
+    # A3, adopted data (docs/adopt.md): the reference engine cannot read a team's graph, so there is
+    # no answer of it to differ from; the team's values compare as Neo4j types them, and the
+    # empty-answer check reads memory types only: no entry.
+    r = gauges.execute_kip('FIND(?g.name) WHERE { ?g {type: "Gauge"} FILTER(?g.attributes.level == 3 && ?g.name == "g1") }')
+    assert r == {"result": []}
+    assert gauges.execute_kip('FIND(?g.name) WHERE { ?g {type: "Gauge"} FILTER(?g.attributes.level == 3) }') == {"result": ["g2"]}
