@@ -214,12 +214,13 @@ class _FindLowering:
                 continue
             lacking = PROPOSITION if expr.path[0] in filters.FIELDS[CONCEPT] else CONCEPT
             asked.setdefault((expr.var, lacking), []).append(expr.path[0])
-        names = self.pattern.ctx.names
+        proposition = self.pattern.ctx.names.proposition
         out = []
         for index, ((var, lacking), fields) in enumerate(asked.items()):
-            label = names.proposition if lacking == PROPOSITION else names.concept
             column = Internal(f"kind{index}")
-            test = frag(self.pattern.bindings[var].ref, ":", label, " AS ", column)
+            # not a proposition: a concept of memory, or of the team's graph (``link_memory``)
+            is_lacking = frag(self.pattern.bindings[var].ref, ":", proposition)
+            test = frag(is_lacking if lacking == PROPOSITION else frag("NOT ", is_lacking), " AS ", column)
             out.append((test, (column.render(), var, lacking, tuple(dict.fromkeys(fields)), filters.FIELDS[lacking])))
         return out
 
