@@ -205,6 +205,7 @@ class _FindLowering:
         (``type``, ``name``) or a proposition-only one (``subject`` …), the label test that says
         a row bound it to the other kind — whose value is null there — and its plan entry."""
         asked: dict[tuple[str, str], list[str]] = {}
+        first: dict[tuple[str, str], ast.DotPath] = {}
         for column in self.columns:
             expr = column.expr
             if not isinstance(expr, ast.DotPath) or expr.path[0] in filters.MAP_FIELDS or expr.path[0] == "id":
@@ -214,13 +215,16 @@ class _FindLowering:
                 continue
             lacking = PROPOSITION if expr.path[0] in filters.FIELDS[CONCEPT] else CONCEPT
             asked.setdefault((expr.var, lacking), []).append(expr.path[0])
+            first.setdefault((expr.var, lacking), expr)
         proposition = self.pattern.ctx.names.proposition
         out = []
         for index, ((var, lacking), fields) in enumerate(asked.items()):
             column = Internal(f"kind{index}")
             # not a proposition: a concept of memory, or of the team's graph (``link_memory``)
             is_lacking = frag(self.pattern.bindings[var].ref, ":", proposition)
-            test = frag(is_lacking if lacking == PROPOSITION else frag("NOT ", is_lacking), " AS ", column)
+            # the label is read only where the value is null (the value itself is the column's, cached)
+            null = frag(self.pattern.value(first[(var, lacking)]), " IS NULL AND ")
+            test = frag(null, is_lacking if lacking == PROPOSITION else frag("NOT ", is_lacking), " AS ", column)
             out.append((test, (column.render(), var, lacking, tuple(dict.fromkeys(fields)), filters.FIELDS[lacking])))
         return out
 
