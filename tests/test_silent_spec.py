@@ -123,6 +123,27 @@ def test_numeric_string_never_matches_a_number(tasks):
     assert names(tasks, '?t.attributes.score == "3.0"') == {"result": ["A"], "warnings": [warning]}
 
 
+def numeric_text(var: str, key: str, text: str, number: str, owner: str = "Task elements") -> str:
+    """The ``warnings`` entry of an empty answer whose FILTER compares numeric text with a number (A3)."""
+    return (
+        f'?{var}: attribute "{key}" is held as text ("{text}") on {owner}; FILTER compares it with the number {number}, and text never'
+        f' matches a number (the reference engine compares a numeric string with a number as numbers) — compare with "{text}" or store numbers'
+    )
+
+
+def test_numeric_text_compared_with_a_number_is_said_when_the_answer_is_empty(tasks):
+    # A3: A holds score "3.0" (text); the reference matches A in each of these, kip2cypher answers
+    # nothing — and the empty-answer key check finds the text and says so (one read, only then).
+    warning = numeric_text("t", "score", "3.0", "3")
+    assert names(tasks, '?t.attributes.score == 3 && ?t.name == "A"') == {"result": [], "warnings": [warning]}
+    assert names(tasks, 'IN(?t.attributes.score, [3, 4]) && ?t.name == "A"') == {"result": [], "warnings": [warning]}
+    r = tasks.execute_kip('FIND(?t.name) WHERE { ?t {type: "Task", name: "A"} FILTER(?t.attributes.score >= :n) }', parameters={"n": 2.5})
+    assert r == {"result": [], "warnings": [numeric_text("t", "score", "3.0", "2.5")]}
+    # compared with text, or a key no element holds as numeric text: nothing to say
+    assert names(tasks, '?t.attributes.status == "gone"') == {"result": []}
+    assert names(tasks, "?t.attributes.flag == 1") == {"result": []}
+
+
 def test_numeric_strings_compare_as_text(tasks):
     # A4: "10" < "3" as text (the reference compares them as numbers: B would not match, A not either).
     warning = (
@@ -152,9 +173,25 @@ def test_order_by_mixed_strings_is_text_order(tasks):
 
 
 # ----------------------------------------------------------------------------- A5
+def other_kind(fields: str, count: str, var: str, kind: str, lacks: str, has: str) -> str:
+    """The ``warnings`` entry of FIND rows whose endpoint variable is bound to the other kind (A5)."""
+    return (
+        f"FIND {fields}: {count} ?{var} to a {kind}, which has no {lacks} (a {kind} has {has}), so the value is null there;"
+        " the reference engine refuses the command (KIP_1001)"
+    )
+
+
 def test_name_of_a_proposition_endpoint_is_null(tasks):
-    # A5: ?o is the link (A blocks B); the reference answers KIP_1001 for the whole query.
-    assert tasks.execute_kip('FIND(?s.name, ?o.name, ?o.type) WHERE { (?s, "stated", ?o) }') == {"result": [["Ann"], [None], [None]]}
+    # A5: ?o is the link (A blocks B); the reference answers KIP_1001 for the whole query. The
+    # answer keeps null and says how many rows bound the other kind (a label test per row).
+    r = tasks.execute_kip('FIND(?s.name, ?o.name, ?o.type) WHERE { (?s, "stated", ?o) }')
+    has = "id, subject, predicate, object, attributes and metadata"
+    assert r == {"result": [["Ann"], [None], [None]], "warnings": [other_kind("?o.name, ?o.type", "1 row bound", "o", "proposition", "name or type", has)]}
+    r = tasks.execute_kip('FIND(?o.subject, ?o.name) WHERE { (?a, "blocks", ?o) }')
+    has = "id, type, name, attributes and metadata"
+    assert r == {"result": [[None], ["B"]], "warnings": [other_kind("?o.subject", "1 row bound", "o", "concept", "subject", has)]}
+    # every row binds the kind that has the field: nothing to say
+    assert tasks.execute_kip('FIND(?o.name) WHERE { (?a, "blocks", ?o) }') == {"result": ["B"]}
 
 
 def test_concept_field_of_a_link_variable_is_refused(tasks):
@@ -231,6 +268,20 @@ def test_find_of_a_missing_named_element_is_empty(tasks):
     assert tasks.execute_kip('FIND(?t.name) WHERE { ?t {type: "Task"} FILTER(?t.name == "Nope") }') == {"result": []}
 
 
+def test_missing_named_elements_of_a_larger_where_are_said_when_the_answer_is_empty(tasks):
+    # A11 with more clauses: an empty answer runs one read (the key check's) of which elements the
+    # WHERE names exactly exist; the reference answers KIP_3002 for the first missing one.
+    absent = "The {} does not exist (the reference engine answers KIP_3002 for an element named exactly that does not exist)"
+    r = tasks.execute_kip('FIND(?x.name) WHERE { ?d {type: "Task", name: "Nope"} (?d, "blocks", ?x) }')
+    assert r == {"result": [], "warnings": [absent.format('concept {type: "Task", name: "Nope"}')]}
+    r = tasks.execute_kip('FIND(?p.name) WHERE { ({type: "Person", name: "Bob"}, "stated", ?l) ?l (id: "P:gone") (?p, "stated", ?l) }')
+    assert r == {"result": [], "warnings": [absent.format('concept {type: "Person", name: "Bob"}'), absent.format('proposition (id: "P:gone")')]}
+    # both exist, the pattern just matches nothing; or the named element sits in a NOT: no entry
+    assert tasks.execute_kip('FIND(?x.name) WHERE { ?d {type: "Task", name: "B"} (?d, "blocks", ?x) }') == {"result": []}
+    r = tasks.execute_kip('FIND(?t.name) WHERE { ?t {type: "Task", name: "C"} (?t, "blocks", ?x) NOT { ?q {type: "Task", name: "Nope"} } }')
+    assert r == {"result": []}
+
+
 # ----------------------------------------------------------------------------- B1, B2
 def test_path_between_two_free_variables_is_answered(tasks):
     # B1: the reference refuses a multi-hop pattern between two unbound variables (KIP_1001).
@@ -283,6 +334,24 @@ def test_update_of_a_missing_named_element_matches_nothing(fresh):
     r = fresh.execute_kip('UPDATE ?t SET ATTRIBUTES { reviewed: true } WHERE { ?t {type: "Task", name: "Nope"} }')
     absent = 'The concept {type: "Task", name: "Nope"} does not exist (the reference engine answers KIP_3002 for an element named exactly that does not exist)'
     assert r == {"result": {"updated": 0, "matched": 0}, "warnings": [absent]}
+
+
+def test_update_of_a_missing_named_element_of_a_larger_where_matches_nothing(fresh):
+    # A11 with more clauses: the named element is checked only because nothing matched (dry runs alike).
+    update = 'UPDATE ?x SET ATTRIBUTES { seen: true } WHERE { ?d {type: "Task", name: "Nope"} (?d, "blocks", ?x) }'
+    absent = 'The concept {type: "Task", name: "Nope"} does not exist (the reference engine answers KIP_3002 for an element named exactly that does not exist)'
+    assert fresh.execute_kip(update, dry_run=True) == {"result": {"updated": 0, "matched": 0}, "warnings": [absent]}
+    assert fresh.execute_kip(update) == {"result": {"updated": 0, "matched": 0}, "warnings": [absent]}
+    r = fresh.execute_kip('UPDATE ?x SET ATTRIBUTES { seen: true } WHERE { ?d {type: "Task", name: "A"} (?d, "blocks", ?x) }')
+    assert r == {"result": {"updated": 1, "matched": 1}}
+
+
+def test_not_equal_warns_even_when_every_element_carries_the_key(fresh):
+    # A1: the entry says what the reading is; knowing that no element lacks the key would need a
+    # read of every element of the type on a non-empty answer (docs/interop.md A1).
+    ok(fresh.execute_kip('UPDATE ?t SET ATTRIBUTES { status: "new" } WHERE { ?t {type: "Task", name: "C"} }'))
+    condition = '?t.attributes.status != "done"'
+    assert names(fresh, condition) == {"result": ["B", "C"], "warnings": [missing(condition, "?t.attributes.status")]}
 
 
 def test_merge_attributes_filled_counts_keys_and_a_changed_alias_list(fresh):
@@ -357,3 +426,31 @@ def test_membership_link_of_a_user_type_in_core_schema_can_be_deleted(fresh):
     protected = 'DELETE PROPOSITIONS ?l WHERE { ?l ({type: "$ConceptType", name: "Domain"}, "belongs_to_domain", {type: "Domain", name: "CoreSchema"}) }'
     refused = fresh.execute_kip(protected)
     assert set(refused) == {"error"} and refused["error"]["code"] == "KIP_3004"
+
+
+# ----------------------------------------------------------------------------- A3 on adopted data
+@pytest.fixture()
+def gauges(neo4j_server):
+    """A team's graph adopted as the type Gauge: one level held as text, one as a number."""
+    from conftest import wipe
+
+    from kip2cypher import adoption
+    from kip2cypher.nexus import Nexus
+
+    with Nexus(neo4j_server.uri, auth=neo4j_server.auth, database=neo4j_server.database) as nx:
+        wipe(nx.driver, nx.database)
+        nx.driver.execute_query("CREATE (:Gauge {name: 'g1', level: '3.0'}), (:Gauge {name: 'g2', level: 3})", database_=nx.database)
+        nx.ensure_schema()
+        nx.bootstrap()
+        nx.adopt(adoption.parse('[types.Gauge]\nlabel = "Gauge"\nattributes = ["level"]\n'))
+        yield nx
+        wipe(nx.driver, nx.database)
+
+
+def test_numeric_text_of_adopted_data_draws_no_signal(gauges):
+    # A3, adopted data (docs/adopt.md): the reference engine cannot read a team's graph, so there is
+    # no answer of it to differ from; the team's values compare as Neo4j types them, and the
+    # empty-answer check reads memory types only: no entry.
+    r = gauges.execute_kip('FIND(?g.name) WHERE { ?g {type: "Gauge"} FILTER(?g.attributes.level == 3 && ?g.name == "g1") }')
+    assert r == {"result": []}
+    assert gauges.execute_kip('FIND(?g.name) WHERE { ?g {type: "Gauge"} FILTER(?g.attributes.level == 3) }') == {"result": ["g2"]}

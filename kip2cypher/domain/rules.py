@@ -134,6 +134,14 @@ def label(type_: str | None, name: str | None) -> str:
     return f"{{type: {_q(type_)}, name: {_q(name)}}}"
 
 
+def named_element(concept: bool, id_: str | None, type_: str | None = None, name: str | None = None) -> str:
+    """An element named exactly — by id, a complete ``{type, name}`` or ``(id: …)`` — as messages
+    show it; the values already written out (JSON text, or a ``:placeholder``)."""
+    if id_ is not None:
+        return f"concept {{id: {id_}}}" if concept else f"proposition (id: {id_})"
+    return f"concept {{type: {type_}, name: {name}}}"
+
+
 def _q(value: Any) -> str:
     """``value`` as JSON text (``json.dumps(value, ensure_ascii=False)``); a string through the
     encoder's own C function, which is what ``dumps`` calls for one (without building an encoder:

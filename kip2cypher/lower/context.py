@@ -160,6 +160,9 @@ class LoweringContext:
         self.regex_budget = settings.max_regex_steps
         #: attribute/metadata keys the command reads: (variable, stored key) → first text offset
         self.key_uses: dict[tuple[str, str], int] = {}
+        #: (variable, stored key) → a number FILTER compares it with (``==``, ``<`` …, ``IN``): an
+        #: empty answer checks whether the elements hold it as numeric text (docs/interop.md A3)
+        self.numbers: dict[tuple[str, str], int | float] = {}
         #: (variable, attribute key) read of an adopted element whose mapping does not expose the key
         self.unmapped: dict[tuple[str, str], Any] = {}
         #: what a variable's elements are known to be: (True, concept type) / (False, predicate)

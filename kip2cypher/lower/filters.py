@@ -86,6 +86,17 @@ class Filters:
         """True for ?x.attributes.k / ?x.metadata.k: values that may be stored as JSON text."""
         return isinstance(expr, ast.DotPath) and expr.path[0] in MAP_FIELDS and len(expr.path) == 2
 
+    def note_number(self, path: Any, other: Any) -> None:
+        """docs/interop.md A3: a stored value compared with a number (or IN a list holding one) —
+        text that reads as a number never matches it here, so an empty answer checks for such
+        text (``lower.grounding.key_check``)."""
+        if not self.is_stored(path) or not isinstance(other, (ast.Literal, ast.Placeholder, ast.ListLit)):
+            return
+        value = self.ctx.value_of(other)
+        number = next((v for v in (value if isinstance(value, list) else [value]) if isinstance(v, (int, float)) and not isinstance(v, bool)), None)
+        if number is not None:
+            self.ctx.numbers.setdefault((path.var, MAP_FIELDS[path.path[0]] + path.path[1]), number)
+
     def is_null_literal(self, expr: Any) -> bool:
         return isinstance(expr, (ast.Literal, ast.Placeholder)) and self.ctx.value_of(expr) is None
 
@@ -158,6 +169,8 @@ class Filters:
                         call = ast.FuncCall("IS_NULL" if expr.op == "==" else "IS_NOT_NULL", (this,))
                         return self.function(call, scope, used_in)
                     return frag("null")  # an order comparison with null is unknown
+            self.note_number(expr.left, expr.right)
+            self.note_number(expr.right, expr.left)
             left = self.operand(expr.left, scope, used_in, guard=self.needs_guard(expr.op, expr.right))
             right = self.operand(expr.right, scope, used_in, guard=self.needs_guard(_FLIP[expr.op], expr.left))
             return adopted_values.checked(self, expr.op, (expr.left, expr.right), (left, right), frag(left, _CMP[expr.op], right), scope, used_in)
@@ -231,6 +244,7 @@ class Filters:
                     f"IN needs a list as its second argument, got {describe(self.ctx.value_of(args[1]))}.",
                     'Write IN(?x, ["a", "b"]) or bind the placeholder to an array.',
                 )
+            self.note_number(args[0], args[1])
             value, items = self.operand(args[0], scope, used_in, guard=not literal_list), self.operand(args[1], scope, used_in)
             return adopted_values.checked(self, "IN", args, (value, items), frag(value, " IN ", items), scope, used_in)
         if name in _STRING_FUNCS:

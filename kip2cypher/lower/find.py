@@ -16,7 +16,6 @@ then applies the optimisation passes of ``lower/passes.py`` in order (``lower_fi
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,12 +28,13 @@ from ..errors import INVALID_SYNTAX, KipError
 from ..syntax import ast
 from ..syntax.values import resolve, resolve_int
 from . import adopted, adopted_values, filters, grounding, passes
-from .context import CONCEPT, PREDICATE, PROPOSITION, Binding
+from .context import CONCEPT, ELEMENT, PREDICATE, PROPOSITION, Binding
 from .form import Column, FindForm, Group, Read, Step, With, lines
+from .grounding import key_check
 from .passes import PASSES
 from .pattern import Pattern, lower_where
 from .plan import Compiled, Plan
-from .update import named_target
+from .update import NamedElements, named_elements, named_target
 
 AGG = {"COUNT": "count", "SUM": "sum", "AVG": "avg", "MIN": "min", "MAX": "max"}
 
@@ -73,18 +73,27 @@ class FindPlan(Plan):
     grounding: grounding.Names
     grounding_at: grounding.Offsets = ()
     #: Attribute/metadata keys read of elements of a known type: (concept?, type or predicate,
-    #: stored key, variable) — checked only when the answer is empty (``key_check``).
-    key_checks: tuple[tuple[bool, str, str, str], ...] = ()
+    #: stored key, variable, a number FILTER compares it with or None) — checked only when the
+    #: answer is empty (``key_check``).
+    key_checks: tuple[tuple[bool, str, str, str, Any], ...] = ()
     #: Said with every answer (``warnings``): how the query read adopted data (docs/adopt.md).
     notes: tuple[str, ...] = ()
     #: The WHERE is one clause naming its element exactly (``update.named_target``): an empty
     #: answer means it does not exist — said in ``warnings`` (docs/interop.md A11).
     named: str = ""
+    #: The elements a WHERE of more clauses names exactly (``update.named_elements``): an empty
+    #: answer checks which exist (``key_check``) and says which do not (docs/interop.md A11).
+    named_all: NamedElements = ()
     #: Attribute keys read of adopted elements that the mapping does not expose (variable, key,
     #: adopted type or predicate): always null, so said with every answer, with the properties
     #: the team's elements carry (``unmapped_check``) for the did-you-mean.
     unmapped: tuple[tuple[str, str, Any], ...] = ()
     unmapped_check: Compiled | None = None
+    #: docs/interop.md A5: FIND reads a field of an endpoint variable that only one kind of
+    #: element has — (hidden column, variable, the kind without the field, the fields read, the
+    #: fields that kind has). The column is a label test returned with each row (true: the row
+    #: bound the other kind, the value is null); the program counts them for ``warnings``.
+    other_kind: tuple[tuple[str, str, str, tuple[str, ...], tuple[str, ...]], ...] = ()
     #: What ``fingerprint`` digests (``cursor.fingerprint(*fingerprint_parts)``): a plan template
     #: recomputes it for new values (``lower.templates``).
     fingerprint_parts: tuple[Any, ...] = field(default=(), compare=False, repr=False)
@@ -96,28 +105,10 @@ class FindPlan(Plan):
 
     def steps(self) -> tuple[Compiled, ...]:
         checks = (grounding.check_statement(self.grounding, self.names), grounding.defined_names(self.names)) if self.grounding else ()
-        keys = (self.key_check,) if self.key_checks else ()
+        keys = (self.key_check,) if self.key_checks or self.named_all else ()
         unmapped = (self.unmapped_check,) if self.unmapped_check is not None else ()
         # the grounding check runs only for a dry run (which EXPLAINs the query instead of running it)
         return (self.query, *checks, *keys, *unmapped)
-
-
-@functools.lru_cache(maxsize=64)
-def key_check(names: storage.Names = storage.DEFAULT) -> Compiled:
-    """Per (type or predicate, key): does any element carry the key, and which keys do a few
-    carry. Checks attribute/metadata keys an empty FIND read against what elements carry."""
-    stmt = Statement()
-    stmt.line("UNWIND ", Param(None, "checks"), " AS c")
-    with stmt.block("CALL (c)"):
-        stmt.line("MATCH (n:", names.concept, " {type: c.name}) WHERE c.concept")
-        stmt.line("RETURN n")
-        stmt.line("UNION ALL")
-        stmt.line("MATCH (n:", names.proposition, " {predicate: c.name}) WHERE NOT c.concept")
-        stmt.line("RETURN n")
-    stmt.line("WITH c, collect(n) AS elements")
-    stmt.line("RETURN c.i AS i, any(n IN elements WHERE n[c.key] IS NOT NULL) AS present,")
-    stmt.line("       reduce(ks = [], n IN elements[..100] | ks + [k IN keys(n) WHERE NOT k IN ks]) AS keys")
-    return Compiled.of(stmt, "keys carried by elements of the type (only for an empty answer)")
 
 
 class _Column:
@@ -209,16 +200,45 @@ class _FindLowering:
                 return column.index
         return None
 
-    def key_checks(self) -> tuple[tuple[bool, str, str, str], ...]:
+    def key_checks(self) -> tuple[tuple[bool, str, str, str, Any], ...]:
         """The keys FILTER, ORDER BY and FIND read of variables whose type or predicate is known
-        (engine metadata such as ``_version`` is always there and is not checked)."""
+        (engine metadata such as ``_version`` is always there and is not checked), each with the
+        number FILTER compares it with, if any (docs/interop.md A3)."""
         ctx = self.pattern.ctx
         out = []
         for (var, key), _ in ctx.key_uses.items():
             if var in ctx.var_kinds and not key.startswith(storage.META_PREFIX + "_"):
                 concept, name = ctx.var_kinds[var]
-                out.append((concept, name, key, var))
+                out.append((concept, name, key, var, ctx.numbers.get((var, key))))
         return tuple(out)
+
+    def other_kind(self) -> list[tuple[Fragment, tuple[str, str, str, tuple[str, ...], tuple[str, ...]]]]:
+        """docs/interop.md A5: for each endpoint variable FIND reads a concept-only field of
+        (``type``, ``name``) or a proposition-only one (``subject`` …), the label test that says
+        a row bound it to the other kind — whose value is null there — and its plan entry."""
+        asked: dict[tuple[str, str], list[str]] = {}
+        first: dict[tuple[str, str], ast.DotPath] = {}
+        for column in self.columns:
+            expr = column.expr
+            if not isinstance(expr, ast.DotPath) or expr.path[0] in filters.MAP_FIELDS or expr.path[0] == "id":
+                continue
+            binding = self.pattern.bindings[expr.var]
+            if binding.kind != ELEMENT or binding.adopted is not None:
+                continue
+            lacking = PROPOSITION if expr.path[0] in filters.FIELDS[CONCEPT] else CONCEPT
+            asked.setdefault((expr.var, lacking), []).append(expr.path[0])
+            first.setdefault((expr.var, lacking), expr)
+        proposition = self.pattern.ctx.names.proposition
+        out = []
+        for index, ((var, lacking), fields) in enumerate(asked.items()):
+            column = Internal(f"kind{index}")
+            # not a proposition: a concept of memory, or of the team's graph (``link_memory``)
+            is_lacking = frag(self.pattern.bindings[var].ref, ":", proposition)
+            # the label is read only where the value is null (the value itself is the column's, cached)
+            null = frag(self.pattern.value(first[(var, lacking)]), " IS NULL AND ")
+            test = frag(null, is_lacking if lacking == PROPOSITION else frag("NOT ", is_lacking), " AS ", column)
+            out.append((test, (column.render(), var, lacking, tuple(dict.fromkeys(fields)), filters.FIELDS[lacking])))
+        return out
 
     # ------------------------------------------------------------------ expressions
     def projected_vars(self) -> list[str]:
@@ -431,7 +451,9 @@ class _FindLowering:
         form = passes.apply(self.form(), self.passes)
         names = grounding.names(pattern.grounding)
         core = lines(form)
-        returning = list(form.returning)
+        # docs/interop.md A5: hidden columns after the answer's own (``other_kind``)
+        other_kind = [] if self.aggregating else self.other_kind()
+        returning = [*form.returning, *(test for test, _ in other_kind)]
         return_line = frag("RETURN ", join(", ", returning))
         unmapped = tuple((var, key, what) for (var, key), what in pattern.ctx.unmapped.items())
 
@@ -482,6 +504,8 @@ class _FindLowering:
             key_checks=self.key_checks(),
             notes=tuple(dict.fromkeys(pattern.ctx.notes)),
             named=named_target(self.command.where, getattr(self.command.where[0], "var", None) or "") if self.command.where else "",
+            named_all=named_elements(self.command.where, self.parameters, self.settings.adoption),
+            other_kind=tuple(entry for _, entry in other_kind),
             unmapped=unmapped,
             unmapped_check=Compiled.of(adopted.carried_statement([what for _, _, what in unmapped]), "properties of adopted elements") if unmapped else None,
         )

@@ -21,11 +21,11 @@ from typing import Any
 
 from ..syntax import ast
 from ..syntax.printer import to_kip
-from ..syntax.values import Deferred, resolve
+from ..syntax.values import JSON_NUMBER, Deferred, resolve
 from .context import var_mentions
 from .pattern import bound_by
 
-_NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")
+_NUMBER = re.compile(JSON_NUMBER)
 _OFFSET_TIME = re.compile(r"\d{4}-\d\d-\d\d[Tt ]\d\d:\d\d(?::\d\d(?:\.\d+)?)?[+-]\d\d:?\d\d")
 _SHOWN = 120  # characters of a NOT block quoted in its warning
 

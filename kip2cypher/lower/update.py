@@ -44,6 +44,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import adoption as adoption_ids
 from .. import errors
 from ..config import Settings
 from ..cypher import storage
@@ -51,7 +52,7 @@ from ..cypher.builder import Fragment, Ident, Internal, Param, Part, Statement, 
 from ..domain import rules, writes
 from ..errors import KipError
 from ..syntax import ast
-from ..syntax.values import describe, resolve, resolve_int
+from ..syntax.values import Deferred, describe, resolve, resolve_int
 from . import context, filters, grounding
 from . import pattern as pat
 from .plan import Compiled, Plan
@@ -67,6 +68,10 @@ CHECK_REQUIRED = "required"  # DELETE ATTRIBUTES: no required attribute is remov
 
 
 # ====================================================================== the plan
+#: Elements a WHERE names exactly: (concept?, id, type, name), the values as the command gives them.
+NamedElements = tuple[tuple[bool, Any, Any, Any], ...]
+
+
 @dataclass(frozen=True)
 class BulkPlan(Plan):
     """A bulk KML mutation (UPDATE, DELETE ATTRIBUTES / METADATA / PROPOSITIONS / CONCEPT): one
@@ -105,6 +110,11 @@ class BulkPlan(Plan):
     #: UPDATE: such a target that matched nothing is zero counts and a ``warnings`` entry
     #: (Appendix 4 lists KIP_3002 for DELETE, not UPDATE; docs/interop.md A11).
     named_missing_is_empty: bool = False
+    #: UPDATE whose WHERE of more clauses names elements exactly (``named_elements``): when
+    #: nothing matched, ``named_check`` (``grounding.key_check``) reads which do not exist, each
+    #: said in ``warnings`` (docs/interop.md A11).
+    named_all: NamedElements = ()
+    named_check: Compiled | None = None
 
     @property
     def checks_values(self) -> bool:
@@ -119,7 +129,8 @@ class BulkPlan(Plan):
     def steps(self) -> tuple[Compiled, ...]:
         checks = (grounding.check_statement(self.grounding_all, self.names), grounding.defined_names(self.names)) if self.grounding_all else ()
         schemas = (self.schemas_read,) if self.schema_rule else ()
-        return (self.write, self.probe, *schemas, *checks)
+        named = (self.named_check,) if self.named_check is not None else ()
+        return (self.write, self.probe, *schemas, *checks, *named)
 
 
 @functools.lru_cache(maxsize=64)
@@ -189,14 +200,50 @@ def named_target(where: tuple[ast.WhereItem, ...], target: str) -> str:
     a type alone) may simply match nothing, which stays zero counts (docs/kml.md)."""
     if len(where) != 1 or getattr(where[0], "var", None) != target:
         return ""
-    clause = where[0]
+    exact = _exactly(where[0])
+    return rules.named_element(exact[0], *(None if v is None else _shown(v) for v in exact[1:])) if exact else ""
+
+
+def named_elements(where: tuple[ast.WhereItem, ...], parameters: Mapping[str, Any], adoption: Any) -> NamedElements:
+    """The elements a WHERE of more than one clause names exactly (``_exactly``), in its clauses
+    and their endpoints — not inside FILTER, NOT, OPTIONAL or UNION, where a missing element need
+    not empty the answer. Each must exist for the pattern to match, so an empty answer checks
+    which do not (docs/interop.md A11; one clause is ``named_target``'s, no read needed). Memory
+    elements only: an adopted type or id names the team's graph (docs/adopt.md); a placeholder
+    kept for run time is left out."""
+    if len(where) < 2:
+        return ()
+    found = []
+    stack = list(reversed(where))
+    while stack:
+        clause = stack.pop()
+        if isinstance(clause, ast.PropositionClause) and clause.id is None:
+            stack += [clause.object, clause.subject]
+        exact = _exactly(clause)
+        values = [None if v is None else resolve(v, parameters, deferrable=True) for v in exact[1:]] if exact else []
+        if not exact or any(isinstance(v, Deferred) for v in values) or _adopted(adoption, *values):
+            continue
+        found.append((exact[0], *values))
+    return tuple(dict.fromkeys(found))
+
+
+def _exactly(clause: Any) -> tuple[bool, ast.Value | None, ast.Value | None, ast.Value | None] | None:
+    """How a clause names its element exactly — ``{id}``, a complete ``{type, name}``, ``(id: …)``:
+    (concept?, id, type, name) — or None."""
     if isinstance(clause, ast.ConceptClause) and clause.id is not None:
-        return f"concept {{id: {_shown(clause.id)}}}"
+        return (True, clause.id, None, None)
     if isinstance(clause, ast.ConceptClause) and clause.type is not None and clause.name is not None:
-        return f"concept {{type: {_shown(clause.type)}, name: {_shown(clause.name)}}}"
+        return (True, None, clause.type, clause.name)
     if isinstance(clause, ast.PropositionClause) and clause.id is not None:
-        return f"proposition (id: {_shown(clause.id)})"
-    return ""
+        return (False, clause.id, None, None)
+    return None
+
+
+def _adopted(adoption: Any, id_: Any, type_: Any, _name: Any) -> bool:
+    """An element of the team's graph: an adopted type, or an adopted id (``A:…``)."""
+    if adoption is None:
+        return False
+    return (isinstance(type_, str) and adoption.type(type_) is not None) or adoption_ids.split_id(id_) is not None
 
 
 def _shown(value: ast.Value) -> str:
@@ -559,6 +606,7 @@ def lower_update(command: ast.Update, parameters: dict[str, Any], settings: Sett
     touches_cd = any(a.key == writes.CORE_DIRECTIVES for a in sets)
     strict = settings.strict_schema and bool(key_at)  # only attributes have an instance_schema
     targets = Targets(command.where, command.target, parameters, settings, "UPDATE", context.NODE_KINDS, command.limit)
+    named_all = named_elements(command.where, parameters, settings.adoption)
     # strict mode: the computed attribute values of each matched concept (plain ones are in the plan)
     results = frag(
         "{",
@@ -592,6 +640,8 @@ def lower_update(command: ast.Update, parameters: dict[str, Any], settings: Sett
         held=True,
         named=named_target(command.where, command.target),
         named_missing_is_empty=True,
+        named_all=named_all,
+        named_check=grounding.key_check(targets.names) if named_all else None,
         schema_rule=CHECK_VALUES if strict else "",
         written=written,
         key_at=key_at,

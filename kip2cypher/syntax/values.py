@@ -22,6 +22,9 @@ from typing import Any
 from ..errors import INVALID_IDENTIFIER, INVALID_SYNTAX, RESOURCE_EXHAUSTED, KipError
 from . import ast
 
+#: The text of a JSON number (RFC 8259), ASCII digits only: the form the reference engine reads a
+#: string as a number in (docs/interop.md A3, A4); a Java regex too (``lower.grounding.key_check``).
+JSON_NUMBER = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
 _SURROGATE = re.compile("[\ud800-\udfff]")
 #: 2^63 - 1: no count (LIMIT, …) reaches it.
 _LARGEST_COUNT = 2**63 - 1

@@ -34,6 +34,8 @@ def bulk(plan: BulkPlan, ctx: Context) -> Generator[Any, Any, dict]:
         if not plan.named_missing_is_empty:
             raise missing_target(plan)
         warnings.append(find.absent(plan.named))
+    if plan.named_check is not None and row["matched"] == 0:
+        warnings += yield from find.why_empty(plan.named_check, (), plan.named_all)
     result = {key: row[column] for key, column in plan.result}
     result.update({key: row[column] for key, column in plan.reported if row[column]})
     if plan.held and row["held"]:

@@ -7,7 +7,7 @@ from typing import Any
 
 from ... import cursor
 from ...cypher import storage
-from ...domain import adopted
+from ...domain import adopted, rules
 from ...errors import closest, too_many_rows
 from ...lower.find import FindPlan
 from ..requests import Context, Explain, Run
@@ -30,7 +30,7 @@ def find(plan: FindPlan, ctx: Context) -> Generator[Any, Any, dict]:
         if undefined:
             yield from grounding.fail(plan.names, plan.grounding, undefined[0], plan.grounding_at)
         rows = [row for row in rows if row["_undefined"] is None]
-    warnings = (yield from missing_keys(plan)) if not rows and plan.key_checks else []
+    warnings = (yield from why_empty(plan.key_check, plan.key_checks, plan.named_all)) if not rows and (plan.key_checks or plan.named_all) else []
     if not rows and plan.named:
         warnings.append(absent(plan.named))
     if len(rows) > cap + (1 if plan.limit is not None and plan.limit <= cap else 0):
@@ -39,6 +39,7 @@ def find(plan: FindPlan, ctx: Context) -> Generator[Any, Any, dict]:
     more = limit is not None and len(rows) > limit
     if more:
         rows = rows[:limit]
+    warnings += other_kind(plan, rows)
     data = [[DECODERS[decoder](row[name]) for row in rows] for name, decoder in plan.columns]
     result: Any = [column[0] if column else None for column in data] if plan.aggregates_only else data
     response: dict[str, Any] = {"result": result[0] if len(plan.columns) == 1 else result}
@@ -58,6 +59,23 @@ def absent(named: str) -> str:
     return f"The {named} does not exist (the reference engine answers KIP_3002 for an element named exactly that does not exist)"
 
 
+def other_kind(plan: FindPlan, rows: list[dict]) -> list[str]:
+    """docs/interop.md A5: the rows of the answer whose endpoint variable is bound to the kind of
+    element that lacks the field FIND reads (null there; the reference engine refuses the command)."""
+    warnings = []
+    for column, var, kind, asked, has in plan.other_kind:
+        count = sum(1 for row in rows if row[column])
+        if count:
+            rows_were = "1 row bound" if count == 1 else f"{count} rows bound"
+            fields = " or ".join(asked)
+            warnings.append(
+                f"FIND {', '.join(f'?{var}.{f}' for f in asked)}: {rows_were} ?{var} to a {kind}, which has no {fields}"
+                f" (a {kind} has {', '.join(has[:-1])} and {has[-1]}), so the value is null there;"
+                " the reference engine refuses the command (KIP_1001)"
+            )
+    return warnings
+
+
 def unmapped_keys(plan: FindPlan) -> Generator[Any, Any, list[str]]:
     """The attribute keys read of adopted elements that their mapping does not expose, each with
     the mapped attribute or the team's property it most likely meant (docs/adopt.md)."""
@@ -66,23 +84,44 @@ def unmapped_keys(plan: FindPlan) -> Generator[Any, Any, list[str]]:
     return [adopted.unmapped_warning(var, key, what, carried.get(i, [])) for i, (var, key, what) in enumerate(plan.unmapped)]
 
 
-def missing_keys(plan: FindPlan) -> Generator[Any, Any, list[str]]:
-    """For an empty answer: the attribute/metadata keys it read that no element of that type
-    carries (a likely misspelling), each with the nearest key the elements do carry."""
-    checks = [{"i": i, "concept": c, "name": name, "key": key} for i, (c, name, key, _) in enumerate(plan.key_checks)]
-    rows = yield Run(plan.key_check, {"checks": checks})
+def why_empty(statement: Any, key_checks: tuple, named: tuple) -> Generator[Any, Any, list[str]]:
+    """For an empty answer, one read (``key_check``) of why the pattern may have missed: the
+    attribute/metadata keys it read that no element of that type carries (a likely misspelling,
+    with the nearest key the elements do carry), keys FILTER compares with a number that elements
+    hold as numeric text (docs/interop.md A3), elements the WHERE names exactly that do not exist (A11)."""
+    checks = [{"i": i, "concept": c, "name": name, "key": key, "number": number is not None} for i, (c, name, key, _, number) in enumerate(key_checks)]
+    elements = [{"i": i, "concept": c, "id": id_, "type": type_, "name": name} for i, (c, id_, type_, name) in enumerate(named)]
+    rows = yield Run(statement, {"checks": checks, "named": elements})
     warnings = []
-    for row in sorted(rows, key=lambda r: r["i"]):
-        concept, name, key, var = plan.key_checks[row["i"]]
-        if row["present"] or not row["keys"]:  # carried by some element, or no element at all
-            continue
-        prefix = storage.ATTR_PREFIX if key.startswith(storage.ATTR_PREFIX) else storage.META_PREFIX
-        what = "attribute" if prefix == storage.ATTR_PREFIX else "metadata key"
-        carried = sorted(k[len(prefix) :] for k in row["keys"] if k.startswith(prefix) and not k.startswith(storage.META_PREFIX + "_"))
-        owner = f"{name}" if concept else f'"{name}" proposition'
-        guess = closest(key[len(prefix) :], carried)
-        warnings.append(
-            f'?{var}: {what} "{key[len(prefix) :]}" is not present on any {owner}'
-            + (f'; did you mean "{guess}"?' if guess else (f"; its {what}s include {', '.join(carried[:8])}." if carried else "."))
-        )
+    for row in sorted(rows, key=lambda r: (r["named"], r["i"])):
+        if row["named"]:
+            if not row["present"]:
+                concept, *values = named[row["i"]]
+                warnings.append(absent(rules.named_element(concept, *(None if v is None else rules._q(v) for v in values))))
+        else:
+            warnings += _key_warnings(key_checks[row["i"]], row)
     return warnings
+
+
+def _key_warnings(check: tuple, row: dict) -> list[str]:
+    """The warnings of one key an empty answer read: not carried by any element of its type, or
+    held as numeric text where FILTER compares it with a number."""
+    concept, name, key, var, number = check
+    prefix = storage.ATTR_PREFIX if key.startswith(storage.ATTR_PREFIX) else storage.META_PREFIX
+    what = "attribute" if prefix == storage.ATTR_PREFIX else "metadata key"
+    if row["text"] is not None:
+        owner = f"{name} elements" if concept else f'"{name}" propositions'
+        return [
+            f'?{var}: {what} "{key[len(prefix) :]}" is held as text ({rules._q(row["text"])}) on {owner}; FILTER compares it with the number'
+            f" {rules._q(number)}, and text never matches a number (the reference engine compares a numeric string with a number as numbers)"
+            f" — compare with {rules._q(row['text'])} or store numbers"
+        ]
+    if row["present"] or not row["keys"]:  # carried by some element, or no element at all
+        return []
+    carried = sorted(k[len(prefix) :] for k in row["keys"] if k.startswith(prefix) and not k.startswith(storage.META_PREFIX + "_"))
+    owner = f"{name}" if concept else f'"{name}" proposition'
+    guess = closest(key[len(prefix) :], carried)
+    return [
+        f'?{var}: {what} "{key[len(prefix) :]}" is not present on any {owner}'
+        + (f'; did you mean "{guess}"?' if guess else (f"; its {what}s include {', '.join(carried[:8])}." if carried else "."))
+    ]
