@@ -21,7 +21,8 @@ from ..cypher.builder import Fragment, Ident, Statement, frag
 from ..domain import rules
 from ..syntax import ast
 from . import context
-from .update import BulkPlan, Targets, lock, named_target
+from .named import named_target
+from .update import BulkPlan, Targets, lock
 
 
 def dependents(roots: str, names: storage.Names) -> Fragment:

@@ -31,10 +31,10 @@ from . import adopted, adopted_values, filters, grounding, passes
 from .context import CONCEPT, ELEMENT, PREDICATE, PROPOSITION, Binding
 from .form import Column, FindForm, Group, Read, Step, With, lines
 from .grounding import key_check
+from .named import NamedElements, named_elements, named_target
 from .passes import PASSES
 from .pattern import Pattern, lower_where
 from .plan import Compiled, Plan
-from .update import NamedElements, named_elements, named_target
 
 AGG = {"COUNT": "count", "SUM": "sum", "AVG": "avg", "MIN": "min", "MAX": "max"}
 
@@ -78,10 +78,10 @@ class FindPlan(Plan):
     key_checks: tuple[tuple[bool, str, str, str, Any], ...] = ()
     #: Said with every answer (``warnings``): how the query read adopted data (docs/adopt.md).
     notes: tuple[str, ...] = ()
-    #: The WHERE is one clause naming its element exactly (``update.named_target``): an empty
+    #: The WHERE is one clause naming its element exactly (``named.named_target``): an empty
     #: answer means it does not exist — said in ``warnings`` (docs/interop.md A11).
     named: str = ""
-    #: The elements a WHERE of more clauses names exactly (``update.named_elements``): an empty
+    #: The elements a WHERE of more clauses names exactly (``named.named_elements``): an empty
     #: answer checks which exist (``key_check``) and says which do not (docs/interop.md A11).
     named_all: NamedElements = ()
     #: Attribute keys read of adopted elements that the mapping does not expose (variable, key,

@@ -44,7 +44,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import adoption as adoption_ids
 from .. import errors
 from ..config import Settings
 from ..cypher import storage
@@ -52,12 +51,13 @@ from ..cypher.builder import Fragment, Ident, Internal, Param, Part, Statement, 
 from ..domain import rules, writes
 from ..errors import KipError
 from ..syntax import ast
-from ..syntax.values import Deferred, describe, resolve, resolve_int
-from . import context, filters, grounding
+from ..syntax.values import resolve, resolve_int
+from . import context, grounding
 from . import pattern as pat
+from .named import NamedElements, named_elements, named_target
 from .plan import Compiled, Plan
+from .update_values import Expr
 
-NUMERIC = " IS :: INTEGER | FLOAT"
 #: The largest finite double: ``abs(x) <= MAX_DOUBLE`` is false for ±Infinity and NaN.
 MAX_DOUBLE = "1.7976931348623157E308"
 #: A stored integer beyond 64 bits: exact JSON text behind the marker, which Neo4j cannot compute with.
@@ -68,8 +68,6 @@ CHECK_REQUIRED = "required"  # DELETE ATTRIBUTES: no required attribute is remov
 
 
 # ====================================================================== the plan
-#: Elements a WHERE names exactly: (concept?, id, type, name), the values as the command gives them.
-NamedElements = tuple[tuple[bool, Any, Any, Any], ...]
 
 
 @dataclass(frozen=True)
@@ -191,64 +189,6 @@ class Targets:
             grounding_at=self.grounding_at,
             **checks,
         )
-
-
-def named_target(where: tuple[ast.WhereItem, ...], target: str) -> str:
-    """How a DELETE's WHERE names its target exactly — its only clause binds ``target`` by id or by a
-    complete ``{type, name}`` — else "". Spec Appendix 4: KIP_3002 "does not exist (for DELETE, …)":
-    such a target that matches nothing does not exist. Any other pattern (a FILTER, another clause,
-    a type alone) may simply match nothing, which stays zero counts (docs/kml.md)."""
-    if len(where) != 1 or getattr(where[0], "var", None) != target:
-        return ""
-    exact = _exactly(where[0])
-    return rules.named_element(exact[0], *(None if v is None else _shown(v) for v in exact[1:])) if exact else ""
-
-
-def named_elements(where: tuple[ast.WhereItem, ...], parameters: Mapping[str, Any], adoption: Any) -> NamedElements:
-    """The elements a WHERE of more than one clause names exactly (``_exactly``), in its clauses
-    and their endpoints — not inside FILTER, NOT, OPTIONAL or UNION, where a missing element need
-    not empty the answer. Each must exist for the pattern to match, so an empty answer checks
-    which do not (docs/interop.md A11; one clause is ``named_target``'s, no read needed). Memory
-    elements only: an adopted type or id names the team's graph (docs/adopt.md); a placeholder
-    kept for run time is left out."""
-    if len(where) < 2:
-        return ()
-    found = []
-    stack = list(reversed(where))
-    while stack:
-        clause = stack.pop()
-        if isinstance(clause, ast.PropositionClause) and clause.id is None:
-            stack += [clause.object, clause.subject]
-        exact = _exactly(clause)
-        values = [None if v is None else resolve(v, parameters, deferrable=True) for v in exact[1:]] if exact else []
-        if not exact or any(isinstance(v, Deferred) for v in values) or _adopted(adoption, *values):
-            continue
-        found.append((exact[0], *values))
-    return tuple(dict.fromkeys(found))
-
-
-def _exactly(clause: Any) -> tuple[bool, ast.Value | None, ast.Value | None, ast.Value | None] | None:
-    """How a clause names its element exactly — ``{id}``, a complete ``{type, name}``, ``(id: …)``:
-    (concept?, id, type, name) — or None."""
-    if isinstance(clause, ast.ConceptClause) and clause.id is not None:
-        return (True, clause.id, None, None)
-    if isinstance(clause, ast.ConceptClause) and clause.type is not None and clause.name is not None:
-        return (True, None, clause.type, clause.name)
-    if isinstance(clause, ast.PropositionClause) and clause.id is not None:
-        return (False, clause.id, None, None)
-    return None
-
-
-def _adopted(adoption: Any, id_: Any, type_: Any, _name: Any) -> bool:
-    """An element of the team's graph: an adopted type, or an adopted id (``A:…``)."""
-    if adoption is None:
-        return False
-    return (isinstance(type_, str) and adoption.type(type_) is not None) or adoption_ids.split_id(id_) is not None
-
-
-def _shown(value: ast.Value) -> str:
-    """A value as the command wrote it: a literal as JSON, a placeholder as ``:name``."""
-    return f":{value.name}" if isinstance(value, ast.Placeholder) else rules._q(getattr(value, "value", None))
 
 
 def bad_element(x: Any, names: storage.Names, *, core_directives: bool, kind: str = context.ELEMENT) -> Fragment:
@@ -373,151 +313,6 @@ def strict_rows(enabled: bool, row: Part, names: storage.Names) -> tuple[Part, s
     if not enabled:
         return "", "[] AS strict"
     return frag(", collect(DISTINCT CASE WHEN t:", names.concept, " THEN ", row, " END) AS strict"), "strict"
-
-
-# ====================================================================== UPDATE expressions
-class Expr:
-    """Lowers one UPDATE value position into a Cypher expression over ``cur`` (the element's properties)."""
-
-    def __init__(self, target: str, parameters: dict[str, Any]) -> None:
-        self.target = target
-        self.parameters = parameters
-        #: the stored keys the expressions read (``cur.<key>``)
-        self.reads: list[str] = []
-        self._fresh = 0
-
-    @staticmethod
-    def computes(value: Any) -> bool:
-        """Whether a value position is an update expression (else a plain JSON value)."""
-        return isinstance(value, (ast.DotPath, ast.UpdateCall))
-
-    def path(self, value: ast.DotPath) -> Fragment:
-        if value.var != self.target:
-            raise KipError(
-                errors.REFERENCE_ERROR,
-                f"An update expression can only read ?{self.target} itself, not ?{value.var}.",
-                f"Each element's new value must come from its own state: use ?{self.target}.attributes.… / ?{self.target}.metadata.….",
-                offset=value.span.start,
-            )
-        if len(value.path) != 2 or value.path[0] not in ("attributes", "metadata"):
-            raise KipError(
-                errors.INVALID_SYNTAX,
-                f"?{value.var}.{'.'.join(value.path)} is not a numeric operand.",
-                f"Update expressions read ?{self.target}.attributes.<key> or ?{self.target}.metadata.<key>.",
-                offset=value.span.start,
-            )
-        prefix = storage.ATTR_PREFIX if value.path[0] == "attributes" else storage.META_PREFIX
-        self.reads.append(prefix + value.path[1])
-        return frag(Internal("cur"), ".", Ident(prefix + value.path[1]))
-
-    def numeric(self, value: Any) -> Fragment:
-        """A number-or-null expression (null when the operand is null or not a number)."""
-        if isinstance(value, ast.DotPath):
-            raw = self.path(value)
-            return frag("CASE WHEN ", raw, NUMERIC, " THEN ", raw, " END")
-        if isinstance(value, ast.UpdateCall):
-            return self.call(value)
-        v = resolve(value, self.parameters)
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise KipError(
-                errors.INVALID_VALUE_TYPE,
-                f"Update expression operands must be numbers, got {describe(v)}.",
-                "Use number literals, :placeholders bound to numbers, ?target.… paths or nested ADD/MUL/CLAMP/COALESCE.",
-                offset=value.span.start,
-            )
-        return frag(Param(v))
-
-    def check_interval(self, call: ast.UpdateCall) -> None:
-        """CLAMP(x, lo, hi) with bounds known now and lo > hi asks nothing answerable: KIP_1001.
-        Bounds known only when it runs skip the key instead, as a null result does
-        (docs/interop.md A12; the reference engine yields null there too)."""
-        lo, hi = call.args[1:]
-        if isinstance(lo, (ast.Literal, ast.Placeholder)) and isinstance(hi, (ast.Literal, ast.Placeholder)):
-            low, high = resolve(lo, self.parameters), resolve(hi, self.parameters)
-            numbers = all(isinstance(b, (int, float)) and not isinstance(b, bool) for b in (low, high))
-            if numbers and low > high:
-                raise KipError(
-                    errors.INVALID_SYNTAX,
-                    f"CLAMP(x, lo, hi) needs lo ≤ hi, got lo = {low} and hi = {high}: no value lies in that interval.",
-                    f"Swap the bounds: CLAMP(x, {high}, {low}).",
-                    offset=call.span.start,
-                )
-
-    def call(self, call: ast.UpdateCall) -> Fragment:
-        f = call.func
-        if f == "ADD":
-            return frag("(", self.numeric(call.args[0]), " + ", self.numeric(call.args[1]), ")")
-        if f == "MUL":
-            return frag("(", self.numeric(call.args[0]), " * ", self.numeric(call.args[1]), ")")
-        if f == "CLAMP":
-            # The operands are bound once (a one-item list comprehension): each may be a nested
-            # expression, which writing it out in every branch would repeat.
-            self.check_interval(call)
-            v = Internal(f"v{self._fresh}")
-            self._fresh += 1
-            x, lo, hi = (self.numeric(a) for a in call.args)
-            return frag(
-                "[",
-                v,
-                " IN [[",
-                x,
-                ", ",
-                lo,
-                ", ",
-                hi,
-                "]] | CASE WHEN ",
-                v,
-                "[0] IS NULL OR ",
-                v,
-                "[1] IS NULL OR ",
-                v,
-                "[2] IS NULL OR ",
-                v,
-                "[1] > ",
-                v,
-                "[2] THEN null WHEN ",
-                v,
-                "[0] < ",
-                v,
-                "[1] THEN ",
-                v,
-                "[1] WHEN ",
-                v,
-                "[0] > ",
-                v,
-                "[2] THEN ",
-                v,
-                "[2] ELSE ",
-                v,
-                "[0] END][0]",
-            )
-        if f == "COALESCE":
-            first, default = call.args
-            d = self.numeric(default)
-            if isinstance(first, ast.DotPath):
-                raw = self.path(first)
-                return frag(
-                    "CASE WHEN ",
-                    raw,
-                    " IS NULL OR ",
-                    raw,
-                    " = ",
-                    filters.JSON_NULL_LITERAL,
-                    " THEN ",
-                    d,
-                    " WHEN ",
-                    raw,
-                    NUMERIC,
-                    " THEN ",
-                    raw,
-                    " END",
-                )
-            return frag("coalesce(", self.numeric(first), ", ", d, ")")
-        raise KipError(errors.INVALID_SYNTAX, f"Unknown update function {f}.", "Use ADD, MUL, CLAMP or COALESCE.")
-
-    def plain(self, value: Any) -> Fragment:
-        """A plain JSON value, stored as is (encoded)."""
-        return frag(Param(storage.encode(resolve(value, self.parameters))))
 
 
 # ====================================================================== UPDATE
