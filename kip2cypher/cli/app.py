@@ -865,7 +865,8 @@ def adopt_cmd(mapping: str, dry_run: bool, create_index: bool, embed: bool, fmt:
     """Let KIP read the team's own graph: register the labels and relationship types a TOML
     mapping names as read-only concept types and predicates of the namespace (docs/adopt.md).
     Idempotent; writes nothing of the team's nodes or relationships."""
-    from .. import adopting, adoption
+    from .. import adoption
+    from . import adopt_report
     from .demo import where
 
     chosen = adoption.load(mapping)
@@ -877,7 +878,7 @@ def adopt_cmd(mapping: str, dry_run: bool, create_index: bool, embed: bool, fmt:
     if fmt == "json":
         click.echo(dump(report))
         return
-    for line in adopting.report_lines(report) + (adopting.embed_lines(report["vectors"]) if "vectors" in report else []):
+    for line in adopt_report.report_lines(report) + (adopt_report.embed_lines(report["vectors"]) if "vectors" in report else []):
         click.echo(line)
 
 

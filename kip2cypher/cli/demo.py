@@ -169,7 +169,8 @@ def run_demo(nexus, echo: Callable[[str], None], *, yes: bool = False) -> None:
 def run_adopted(nexus, echo: Callable[[str], None]) -> None:
     """A small example team graph next to the memory, adopted and queried (docs/adopt.md). Never
     written into a database holding somebody else's data, whatever --yes says."""
-    from .. import adopting, adoption
+    from .. import adoption
+    from . import adopt_report
 
     echo("\n== Adopting a team's own graph (docs/adopt.md): KIP reads it, never changes it")
     if foreign_nodes(nexus):
@@ -178,7 +179,7 @@ def run_adopted(nexus, echo: Callable[[str], None]) -> None:
     echo(catalog.DEMO_TEAM_GRAPH.strip())
     nexus.write_demo_team_graph()
     echo(f"-- mapping (kip2cypher adopt mapping.toml){DEMO_MAPPING.rstrip()}")
-    for line in adopting.report_lines(nexus.adopt(adoption.parse(DEMO_MAPPING, "the demo mapping"), create_index=True)):
+    for line in adopt_report.report_lines(nexus.adopt(adoption.parse(DEMO_MAPPING, "the demo mapping"), create_index=True)):
         echo("-- " + line)
     for command in DEMO_ADOPTED_QUERIES:
         echo(f"\n== KIP\n{command}")
