@@ -81,12 +81,27 @@ def test_someone_elses_server_on_a_slot_port_is_left_alone_and_the_next_slot_tak
         assert localneo4j._bolt_listening(slots.config(first).port)  # still answering: never stopped
 
 
+def _runs_here(version: str) -> bool:
+    """Whether a Java this version of Neo4j needs is on this machine (2026.x needs Java 21: the
+    neo4j2026 extra, which .ci/run installs for the compatibility tier only)."""
+    try:
+        localneo4j.find_java(localneo4j.required_java(version))
+    except localneo4j.LocalNeo4jError:
+        return False
+    return True
+
+
+@pytest.mark.compat
 def test_a_run_of_one_neo4j_version_called_the_slot_server_another_version_left_foreign(tmp_path, neo4j_server):
     """A run of 5.26 found the slot servers an earlier 2026.08 run left up (as slots are) and
     took them for someone else's: "all local Neo4j test slots are busy". Under the slot's lock
     (no live run uses it) a server this suite started from a marked slot data directory on the
     slot's port is its own: it is stopped and the slot taken."""
     other = "2026.08.1" if VERSION.startswith("5.") else "5.26.30"
+    if not _runs_here(other):
+        # The README's test command installs no Java 21; the compatibility tier of .ci/run runs
+        # this test on 2026.x, with 5.26 as the other version (a regression: it failed there).
+        pytest.skip(f"Neo4j {other} needs a newer Java than this machine has: run in the compatibility tier (docs/neo4j-versions.md)")
     earlier = _slots(tmp_path, other)
     slot, handle, _ = earlier.claim()
     try:
