@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -56,15 +57,20 @@ def settings(**values) -> Settings:
     return Settings(embedder=TopicEmbedder(), **values)
 
 
-def load_layout1(driver) -> None:
-    """The fixture graph in an empty database, with the schema objects the old build made."""
+def load_layout1(driver, seed: int | None = None) -> None:
+    """The fixture graph in an empty database, with the schema objects the old build made; with a
+    ``seed``, its nodes are created in that shuffled order (which node takes which id, so the order
+    of a label scan, changes; the graph does not)."""
+    nodes = list(GRAPH["nodes"])
+    if seed is not None:
+        random.Random(seed).shuffle(nodes)
     wipe(driver)
     for namespace in NAMESPACES:
         for ddl in catalog.schema(storage.names(namespace)):
             driver.execute_query(ddl)
     for ddl in catalog.adopted_vector_ddl(storage.names("alpha")):
         driver.execute_query(ddl)
-    moved = driver.execute_query(LOAD_NODES, rows=GRAPH["nodes"]).records
+    moved = driver.execute_query(LOAD_NODES, rows=nodes).records
     moved += driver.execute_query(LOAD_RELS, rows=GRAPH["relationships"]).records
     driver.execute_query(REPOINT, moved=[dict(r) for r in moved])
     driver.execute_query("MATCH (n) REMOVE n._fixture_key")
