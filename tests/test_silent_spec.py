@@ -173,10 +173,10 @@ def test_order_by_mixed_strings_is_text_order(tasks):
 
 
 # ----------------------------------------------------------------------------- A5
-def other_kind(fields: str, count: str, var: str, kind: str, lacks: str, has: str) -> str:
+def other_kind(fields: str, count: str, var: str, kind: str, lacks: str, has: str, where: str = "FIND") -> str:
     """The ``warnings`` entry of FIND rows whose endpoint variable is bound to the other kind (A5)."""
     return (
-        f"FIND {fields}: {count} ?{var} to a {kind}, which has no {lacks} (a {kind} has {has}), so the value is null there;"
+        f"{where} {fields}: {count} ?{var} to a {kind}, which has no {lacks} (a {kind} has {has}), so the value is null there;"
         " the reference engine refuses the command (KIP_1001)"
     )
 
@@ -192,6 +192,63 @@ def test_name_of_a_proposition_endpoint_is_null(tasks):
     assert r == {"result": [[None], ["B"]], "warnings": [other_kind("?o.subject", "1 row bound", "o", "concept", "subject", has)]}
     # every row binds the kind that has the field: nothing to say
     assert tasks.execute_kip('FIND(?o.name) WHERE { (?a, "blocks", ?o) }') == {"result": ["B"]}
+
+
+def may_bind(fields: str, where: str, var: str, kind: str, lacks: str) -> str:
+    """The compile-time ``warnings`` entry of a read no answer row shows — FILTER, ORDER BY, an
+    aggregate, KML — of a field the other kind of element lacks, on an endpoint variable (A5)."""
+    has = {"proposition": "id, subject, predicate, object, attributes and metadata", "concept": "id, type, name, attributes and metadata"}[kind]
+    pin = f'pin it with a concept clause, e.g. ?{var} {{type: "…"}}'
+    if kind == "concept":
+        pin = f"bind it with a proposition clause, e.g. ?{var} (?a, ?p, ?b)"
+    return (
+        f"{fields} (in {where}): ?{var} is an endpoint of a proposition clause and may bind a {kind}, which has no {lacks} (a {kind} has {has});"
+        " for such a solution the value is null here — a FILTER comparison with it is not true, ORDER BY sorts it as null, an aggregate"
+        f" skips it — while the reference engine refuses the command (KIP_1001). To read only {'concepts' if kind == 'proposition' else 'propositions'}, {pin}"
+    )
+
+
+def test_filter_on_the_name_of_a_proposition_endpoint_dropped_the_row_without_a_warning(tasks):
+    # A5 in a FILTER: A blocks B, and Ann stated that link; ?o.name is null for the link, the
+    # comparison unknown, Ann's row dropped — the reference refuses the command. No answer row
+    # shows it, so the entry comes from the command alone ("may"), negated test or plain.
+    warning = may_bind("?o.name", "FILTER", "o", "proposition", "name")
+    ours = 'IN(?p, ["blocks", "stated"])'
+    r = tasks.execute_kip(f'FIND(?s.name) WHERE {{ (?s, ?p, ?o) FILTER({ours} && ?o.name != "X") }}')
+    assert r == {"result": ["A"], "warnings": [warning]}
+    r = tasks.execute_kip(f'FIND(?s.name) WHERE {{ (?s, ?p, ?o) FILTER({ours} && !(?o.name == "X")) }}')
+    assert r == {"result": ["A"], "warnings": [warning]}
+    # the FIND shows ?o.name too — but not the rows the FILTER dropped: said from the command
+    r = tasks.execute_kip('FIND(?o.name) WHERE { (?s, "stated", ?o) FILTER(?o.name != "X") }')
+    assert r == {"result": [], "warnings": [warning]}
+    # pinned by a concept clause, ?o binds only concepts: nothing to say
+    r = tasks.execute_kip('FIND(?s.name) WHERE { ?o {type: "Task"} (?s, ?p, ?o) FILTER(?o.name != "X") }')
+    assert r == {"result": ["A"]}
+
+
+def test_order_by_and_aggregate_of_a_proposition_endpoint_field_said_nothing(tasks):
+    # A5 in ORDER BY (a key FIND does not show) and in an aggregate: the link's null name sorts
+    # as null / is skipped by COUNT; the reference refuses both commands. The rows are in the
+    # answer (a collapsed solution, a group): a hidden column says exactly how many bound a link.
+    has = "id, subject, predicate, object, attributes and metadata"
+    r = tasks.execute_kip('FIND(?s.name) WHERE { (?s, "stated", ?o) } ORDER BY ?o.name')
+    assert r == {"result": ["Ann"], "warnings": [other_kind("?o.name", "1 row bound", "o", "proposition", "name", has, "ORDER BY")]}
+    r = tasks.execute_kip('FIND(COUNT(?o.name), COUNT(?o)) WHERE { (?s, "stated", ?o) }')
+    assert r == {"result": [0, 1], "warnings": [other_kind("?o.name", "1 row bound", "o", "proposition", "name", has)]}
+    r = tasks.execute_kip('FIND(?o.type, COUNT(?s)) WHERE { (?s, ?p, ?o) FILTER(IN(?p, ["blocks", "stated"])) } ORDER BY ?o.type')
+    assert r == {"result": [["Task", None], [1, 1]], "warnings": [other_kind("?o.type", "1 row bound", "o", "proposition", "type", has)]}
+    # no row binds a link: nothing to say
+    assert tasks.execute_kip('FIND(?a.name) WHERE { (?a, "blocks", ?o) } ORDER BY ?o.name') == {"result": ["A"]}
+    # a key FIND shows is said once, by the FIND column
+    r = tasks.execute_kip('FIND(?o.name) WHERE { (?s, "stated", ?o) } ORDER BY ?o.name')
+    assert r == {"result": [None], "warnings": [other_kind("?o.name", "1 row bound", "o", "proposition", "name", has)]}
+
+
+def test_kml_filter_on_a_proposition_field_of_a_concept_endpoint_is_said(tasks):
+    # A5 in a KML WHERE: ?o.subject of the object of `blocks` (a concept, B): the dry run
+    # matches nothing — the reference refuses the command — and the answer says why it may.
+    r = tasks.execute_kip('DELETE PROPOSITIONS ?l WHERE { ?l (?a, "blocks", ?o) FILTER(?o.subject == "x") }', dry_run=True)
+    assert r["warnings"] == [may_bind("?o.subject", "FILTER", "o", "concept", "subject")]
 
 
 def test_concept_field_of_a_link_variable_is_refused(tasks):

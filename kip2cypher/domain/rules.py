@@ -131,7 +131,7 @@ def immutable(what: str, detail: str = "", offset: int | None = None) -> KipErro
 
 
 def label(type_: str | None, name: str | None) -> str:
-    return f"{{type: {_q(type_)}, name: {_q(name)}}}"
+    return f"{{type: {quoted(type_)}, name: {quoted(name)}}}"
 
 
 def named_element(concept: bool, id_: str | None, type_: str | None = None, name: str | None = None) -> str:
@@ -142,7 +142,7 @@ def named_element(concept: bool, id_: str | None, type_: str | None = None, name
     return f"concept {{type: {type_}, name: {name}}}"
 
 
-def _q(value: Any) -> str:
+def quoted(value: Any) -> str:
     """``value`` as JSON text (``json.dumps(value, ensure_ascii=False)``); a string through the
     encoder's own C function, which is what ``dumps`` calls for one (without building an encoder:
     a capsule labels every SET PROPOSITIONS entry)."""

@@ -52,7 +52,8 @@ def lower(command: ast.Command, parameters: dict[str, Any] | None = None, settin
     fields of the plan (``command_text``, ``namespace``), set in the same copy."""
     bound = Deferring(parameters) if isinstance(parameters, Deferring) else dict(parameters or {})
     plan = LOWERINGS[type(command)](command, bound, settings or _default_settings())
-    return dataclasses.replace(plan, command_kind=ast.command_kind(command), warnings=surprises.warnings(command, bound), **facts)
+    warnings = tuple(dict.fromkeys((*surprises.warnings(command, bound), *plan.warnings)))  # the lowering's own: A5 (``surprises.other_kind``)
+    return dataclasses.replace(plan, command_kind=ast.command_kind(command), warnings=warnings, **facts)
 
 
 @lru_cache(maxsize=1)

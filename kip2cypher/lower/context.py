@@ -163,6 +163,9 @@ class LoweringContext:
         #: (variable, stored key) → a number FILTER compares it with (``==``, ``<`` …, ``IN``): an
         #: empty answer checks whether the elements hold it as numeric text (docs/interop.md A3)
         self.numbers: dict[tuple[str, str], int | float] = {}
+        #: (endpoint variable, concept-only or proposition-only field) read of a variable that may
+        #: bind either kind → where it is read (``FILTER``, ``FIND`` …, in order): docs/interop.md A5
+        self.other_kind_reads: dict[tuple[str, str], dict[str, None]] = {}
         #: (variable, attribute key) read of an adopted element whose mapping does not expose the key
         self.unmapped: dict[tuple[str, str], Any] = {}
         #: what a variable's elements are known to be: (True, concept type) / (False, predicate)

@@ -30,7 +30,7 @@ from ..domain.capabilities import EXPORT_DEFAULT_LIMIT, EXPORT_MAX_LIMIT
 from ..errors import KipError
 from ..syntax import ast
 from ..syntax.values import resolve, resolve_int
-from . import adopted, grounding
+from . import adopted, grounding, surprises
 from .context import NODE_KINDS
 from .pattern import Pattern, lower_where
 from .plan import Compiled, Plan
@@ -229,4 +229,5 @@ def lower_export(command: ast.Export, parameters: dict[str, Any], settings: Sett
         grounding_all=grounding.names(pattern.grounding),
         grounding_optional=grounding.names(pattern.grounding, required_only=False),
         grounding_at=grounding.offsets(pattern.grounding),
+        warnings=surprises.other_kind(pattern.ctx.other_kind_reads),
     )

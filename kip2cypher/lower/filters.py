@@ -21,7 +21,7 @@ from ..syntax.regex_guard import compile_search
 from ..syntax.values import Deferred, describe, resolve
 from . import adopted as adopted_cy
 from . import adopted_values
-from .context import CONCEPT, PREDICATE, PROPOSITION, Binding, LoweringContext
+from .context import CONCEPT, ELEMENT, PREDICATE, PROPOSITION, Binding, LoweringContext
 
 SCALAR_FIELDS = ("id", "type", "name", "subject", "predicate", "object")
 #: The dot-path fields of each kind of element (§3.2); the other kind's fields never have a value.
@@ -29,6 +29,8 @@ FIELDS = {
     CONCEPT: ("id", "type", "name", "attributes", "metadata"),
     PROPOSITION: ("id", "subject", "predicate", "object", "attributes", "metadata"),
 }
+#: The fields only one kind has: on an endpoint variable that may bind either, null for the other (A5).
+KIND_FIELDS = frozenset(FIELDS[CONCEPT]).symmetric_difference(FIELDS[PROPOSITION])
 MAP_FIELDS = {"attributes": storage.ATTR_PREFIX, "metadata": storage.META_PREFIX}
 
 #: Stored values that are JSON text (objects, mixed lists, explicit null …) start with this.
@@ -69,6 +71,8 @@ class Filters:
                 + f", ?{expr.var}.attributes.<key> and ?{expr.var}.metadata.<key>.",
                 offset=expr.span.start,
             )
+        if binding.kind == ELEMENT and binding.adopted is None and expr.path[0] in KIND_FIELDS:
+            self.ctx.other_kind_reads.setdefault((expr.var, expr.path[0]), {})[used_in] = None  # docs/interop.md A5: ``surprises.other_kind``
         if binding.adopted is not None:
             if expr.path[0] == "attributes" and len(expr.path) == 2 and binding.adopted.property_of(expr.path[1]) is None:
                 self.ctx.unmapped.setdefault((expr.var, expr.path[1]), binding.adopted)  # always null: said in ``warnings``

@@ -27,7 +27,7 @@ from ..cypher.builder import Fragment, Internal, Param, Part, Statement, Var, fr
 from ..errors import INVALID_SYNTAX, KipError
 from ..syntax import ast
 from ..syntax.values import resolve, resolve_int
-from . import adopted, adopted_values, filters, grounding, passes
+from . import adopted, adopted_values, filters, grounding, passes, surprises
 from .context import CONCEPT, ELEMENT, PREDICATE, PROPOSITION, Binding
 from .form import Column, FindForm, Group, Read, Step, With, lines
 from .grounding import key_check
@@ -89,11 +89,12 @@ class FindPlan(Plan):
     #: the team's elements carry (``unmapped_check``) for the did-you-mean.
     unmapped: tuple[tuple[str, str, Any], ...] = ()
     unmapped_check: Compiled | None = None
-    #: docs/interop.md A5: FIND reads a field of an endpoint variable that only one kind of
-    #: element has — (hidden column, variable, the kind without the field, the fields read, the
-    #: fields that kind has). The column is a label test returned with each row (true: the row
-    #: bound the other kind, the value is null); the program counts them for ``warnings``.
-    other_kind: tuple[tuple[str, str, str, tuple[str, ...], tuple[str, ...]], ...] = ()
+    #: docs/interop.md A5: FIND or ORDER BY reads a field of an endpoint variable that only one
+    #: kind of element has — (hidden column, variable, the kind without the field, the fields
+    #: read, the fields that kind has, the clause). The column is a label test returned with each
+    #: row (true: the row — a collapsed solution, a group — bound the other kind, the value is
+    #: null); the program counts them for ``warnings``.
+    other_kind: tuple[tuple[str, str, str, tuple[str, ...], tuple[str, ...], str], ...] = ()
     #: What ``fingerprint`` digests (``cursor.fingerprint(*fingerprint_parts)``): a plan template
     #: recomputes it for new values (``lower.templates``).
     fingerprint_parts: tuple[Any, ...] = field(default=(), compare=False, repr=False)
@@ -154,6 +155,8 @@ class _FindLowering:
         self.hidden_groups: list[str] = []
         #: Stored values a guard names twice, one object per value (the read-once pass's input).
         self.reads: dict[ast.DotPath, Read] = {}
+        #: docs/interop.md A5: the hidden columns that say a row bound the other kind (``kind_columns``).
+        self.other_kind: list[tuple[str, str, str, tuple[str, ...], tuple[str, ...], str]] = []
 
     # ------------------------------------------------------------------ checks
     def check(self) -> None:
@@ -212,32 +215,37 @@ class _FindLowering:
                 out.append((concept, name, key, var, ctx.numbers.get((var, key))))
         return tuple(out)
 
-    def other_kind(self) -> list[tuple[Fragment, tuple[str, str, str, tuple[str, ...], tuple[str, ...]]]]:
-        """docs/interop.md A5: for each endpoint variable FIND reads a concept-only field of
-        (``type``, ``name``) or a proposition-only one (``subject`` …), the label test that says
-        a row bound it to the other kind — whose value is null there — and its plan entry."""
-        asked: dict[tuple[str, str], list[str]] = {}
-        first: dict[tuple[str, str], ast.DotPath] = {}
-        for column in self.columns:
-            expr = column.expr
-            if not isinstance(expr, ast.DotPath) or expr.path[0] in filters.MAP_FIELDS or expr.path[0] == "id":
+    def kind_reads(self, exprs: Iterable[ast.Projection]) -> dict[tuple[str, str], list[str]]:
+        """docs/interop.md A5: (endpoint variable, the kind without the field) → the fields read
+        among ``exprs`` (aggregate arguments included) that only the other kind has, of a
+        variable that may bind either kind."""
+        out: dict[tuple[str, str], list[str]] = {}
+        for expr in exprs:
+            path = expr.arg if isinstance(expr, ast.Aggregate) else expr
+            if not isinstance(path, ast.DotPath) or path.path[0] not in filters.KIND_FIELDS:
                 continue
-            binding = self.pattern.bindings[expr.var]
+            binding = self.pattern.bindings[path.var]
             if binding.kind != ELEMENT or binding.adopted is not None:
                 continue
-            lacking = PROPOSITION if expr.path[0] in filters.FIELDS[CONCEPT] else CONCEPT
-            asked.setdefault((expr.var, lacking), []).append(expr.path[0])
-            first.setdefault((expr.var, lacking), expr)
-        proposition = self.pattern.ctx.names.proposition
+            lacking = PROPOSITION if path.path[0] in filters.FIELDS[CONCEPT] else CONCEPT
+            out.setdefault((path.var, lacking), []).append(path.path[0])
+        return out
+
+    def kind_columns(self, exprs: Iterable[ast.Projection], where: str) -> list[tuple[Internal, Fragment, str]]:
+        """The hidden columns of ``kind_reads`` — each a label test that says a row bound the
+        variable to the kind without the field (``o.name IS NULL AND o:KipProposition``; ``… AND
+        NOT o:KipProposition`` for the proposition fields: a concept of memory, or of the team's
+        graph under ``link_memory``) — recorded in ``self.other_kind`` for the plan (``where``:
+        the clause that reads them, for the warning)."""
         out = []
-        for index, ((var, lacking), fields) in enumerate(asked.items()):
-            column = Internal(f"kind{index}")
-            # not a proposition: a concept of memory, or of the team's graph (``link_memory``)
-            is_lacking = frag(self.pattern.bindings[var].ref, ":", proposition)
-            # the label is read only where the value is null (the value itself is the column's, cached)
-            null = frag(self.pattern.value(first[(var, lacking)]), " IS NULL AND ")
-            test = frag(null, is_lacking if lacking == PROPOSITION else frag("NOT ", is_lacking), " AS ", column)
-            out.append((test, (column.render(), var, lacking, tuple(dict.fromkeys(fields)), filters.FIELDS[lacking])))
+        for (var, lacking), fields in self.kind_reads(exprs).items():
+            column = Internal(f"kind{len(self.other_kind)}")
+            ref = self.pattern.bindings[var].ref
+            is_lacking = frag(ref, ":", self.pattern.ctx.names.proposition)
+            # the label is read only where the value is null (the value itself is read anyway, cached)
+            null = frag(ref, "." + fields[0], " IS NULL AND ")
+            out.append((column, frag(null, is_lacking if lacking == PROPOSITION else frag("NOT ", is_lacking)), var))
+            self.other_kind.append((column.render(), var, lacking, tuple(dict.fromkeys(fields)), filters.FIELDS[lacking], where))
         return out
 
     # ------------------------------------------------------------------ expressions
@@ -364,8 +372,18 @@ class _FindLowering:
             Column(c.var, self.aggregate(c.expr) if c.aggregate else self.projection(c.expr), c.index, c.expr.func if c.aggregate else None)
             for c in self.columns
         )
+        # docs/interop.md A5: whether some solution of the group bound the other kind (``MAX`` combines partials)
+        hidden = tuple(
+            Column(column, frag("max(", test, ")"), len(self.columns) + i, "MAX", per_owner=var == owner)
+            for i, (column, test, var) in enumerate(self.kind_tests())
+        )
         carried = tuple(bindings[name].ref for name in reversed(dict.fromkeys(self.hidden_groups)))
-        return Group(carried, columns, bindings[owner].ref if owner is not None else None)
+        return Group(carried, columns + hidden, bindings[owner].ref if owner is not None else None)
+
+    def kind_tests(self) -> list[tuple[Internal, Fragment, str]]:
+        """``kind_columns`` of what FIND shows and of the ORDER BY keys it does not (docs/interop.md A5)."""
+        shown = [c.expr for c in self.columns]
+        return [*self.kind_columns(shown, "FIND"), *self.kind_columns([k.expr for k in self.command.order_by if k.expr not in shown], "ORDER BY")]
 
     def form(self) -> FindForm:
         """The FIND between its WHERE and its RETURN, unoptimised (``lower/form.py``)."""
@@ -388,7 +406,8 @@ class _FindLowering:
                 order.append(value)
 
         if self.aggregating:
-            steps.append(self.group())
+            group = self.group()
+            steps.append(group)
             for key in self.command.order_by:
                 index = self._find_index(key.expr)
                 if index is None:  # a path of an identity-grouped variable, carried along
@@ -407,6 +426,7 @@ class _FindLowering:
                 elif not (isinstance(column.expr, ast.DotPath) and len(column.expr.path) == 1 and column.expr.path[0] in filters.MAP_FIELDS):
                     order.append(frag(column.var))
             returning = [frag(self.shown(c, c.var), " AS ", c.var) if c.decode == ADOPTED_VALUE else c.var for c in self.columns]
+            returning += [column.var for column in group.columns[len(self.columns) :]]  # A5: after the answer's own
         elif self.hidden_sort_vars():
             # §3.3: solutions collapse on FIND's variables before ORDER BY. A sort key on a
             # variable FIND does not keep is read per collapsed solution as a representative:
@@ -422,9 +442,12 @@ class _FindLowering:
                 alias = Internal(f"k{index}")
                 items.append(frag("max(" if key.descending else "min(", value, ") AS ", alias))
                 sort(frag(alias), key.descending)
+            hidden = self.kind_tests()  # per collapsed solution: whether one of its rows bound the other kind (A5)
+            items += [frag("max(", test, ") AS ", column) for column, test, _ in hidden]
             steps.append(With(tuple(items)))
             order.extend(frag(bindings[n].ref) for n in kept)  # identity tie-break: a total order
             returning = [frag(self.shown(c, self.projection(c.expr)), " AS ", c.var) for c in self.columns]
+            returning += [column for column, _, _ in hidden]
         else:
             projected: list[Fragment] = []
             for key in self.command.order_by:
@@ -444,6 +467,7 @@ class _FindLowering:
                 # elementId(…) built a string per row (≈ 10 % of a 20k-row top-k at 100k).
                 order.append(frag(bindings[name].ref))
             returning = [frag(self.shown(c, self.projection(c.expr)), " AS ", c.var) for c in self.columns]
+            returning += [frag(test, " AS ", column) for column, test, _ in self.kind_tests()]  # A5: after the answer's own
         return FindForm(tuple(pattern.lines), distinct, tuple(steps), tuple(order), tuple(returning), tuple(self.reads.values()))
 
     def build(self) -> FindPlan:
@@ -451,9 +475,7 @@ class _FindLowering:
         form = passes.apply(self.form(), self.passes)
         names = grounding.names(pattern.grounding)
         core = lines(form)
-        # docs/interop.md A5: hidden columns after the answer's own (``other_kind``)
-        other_kind = [] if self.aggregating else self.other_kind()
-        returning = [*form.returning, *(test for test, _ in other_kind)]
+        returning = list(form.returning)
         return_line = frag("RETURN ", join(", ", returning))
         unmapped = tuple((var, key, what) for (var, key), what in pattern.ctx.unmapped.items())
 
@@ -505,7 +527,8 @@ class _FindLowering:
             notes=tuple(dict.fromkeys(pattern.ctx.notes)),
             named=named_target(self.command.where, getattr(self.command.where[0], "var", None) or "") if self.command.where else "",
             named_all=named_elements(self.command.where, self.parameters, self.settings.adoption),
-            other_kind=tuple(entry for _, entry in other_kind),
+            other_kind=tuple(self.other_kind),
+            warnings=surprises.other_kind(pattern.ctx.other_kind_reads, said=("FIND", "ORDER BY")),
             unmapped=unmapped,
             unmapped_check=Compiled.of(adopted.carried_statement([what for _, _, what in unmapped]), "properties of adopted elements") if unmapped else None,
         )

@@ -55,6 +55,9 @@ class Column:
     value: Fragment
     index: int
     func: str | None = None
+    #: An aggregate of the group's ``owner`` alone (the A5 label test of a grouping key): the
+    #: pre-grouping pass computes it once per owner, in its second phase, not once per row.
+    per_owner: bool = False
 
 
 @dataclass(frozen=True)

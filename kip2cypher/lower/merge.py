@@ -41,7 +41,7 @@ from ..domain import rules, writes
 from ..errors import KipError
 from ..syntax import ast
 from ..syntax.values import resolve
-from . import context, grounding
+from . import context, grounding, surprises
 from . import pattern as pat
 from .delete import delete_propositions
 from .plan import Compiled, Plan
@@ -249,4 +249,5 @@ def lower_merge(command: ast.MergeConcept, parameters: dict[str, Any], settings:
         grounding_at=grounding.offsets(pattern.grounding),
         source_at=command.source_span.start if command.source_span.end else None,
         target_at=command.target_span.start if command.target_span.end else None,
+        warnings=surprises.other_kind(pattern.ctx.other_kind_reads),
     )

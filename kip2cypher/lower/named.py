@@ -71,4 +71,4 @@ def _adopted(adoption: Any, id_: Any, type_: Any, _name: Any) -> bool:
 
 def _shown(value: ast.Value) -> str:
     """A value as the command wrote it: a literal as JSON, a placeholder as ``:name``."""
-    return f":{value.name}" if isinstance(value, ast.Placeholder) else rules._q(getattr(value, "value", None))
+    return f":{value.name}" if isinstance(value, ast.Placeholder) else rules.quoted(getattr(value, "value", None))

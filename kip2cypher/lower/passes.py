@@ -73,7 +73,7 @@ def pre_group(form: FindForm) -> FindForm:
         partial = [frag(step.owner)]
         items = list(step.carried)
         for column in step.columns:
-            if column.func is None:
+            if column.func is None or column.per_owner:
                 items.append(frag(column.value, " AS ", column.var))
                 continue
             part = Internal(f"g{column.index}")

@@ -11,18 +11,24 @@ statements do not change, the program appends them to the answer (``execution.pr
 - A4: a string that reads as a number or as a date-time with an offset, compared as text;
 - A6: ``COUNT`` of an attribute or metadata value, which leaves out the solutions without it;
 - A7: a NOT that shares a variable with its block only through clauses written after it.
+
+A5 (a concept-only field of an endpoint variable that may bind a proposition, or the reverse)
+is found while the WHERE is lowered, where the variables' kinds are known: ``other_kind`` words
+what the lowering recorded (``LoweringContext.other_kind_reads``) for the reads no row of the
+answer can show — FILTER, ORDER BY, aggregates, KML — each lowering puts them in its plan.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from typing import Any
 
 from ..syntax import ast
 from ..syntax.printer import to_kip
 from ..syntax.values import JSON_NUMBER, Deferred, resolve
-from .context import var_mentions
+from .context import CONCEPT, PROPOSITION, var_mentions
+from .filters import FIELDS
 from .pattern import bound_by
 
 _NUMBER = re.compile(JSON_NUMBER)
@@ -186,3 +192,35 @@ def _late_not(block: ast.NotBlock, bound: set[str], later: set[str]) -> Iterator
         f" reference engine reads clauses in order and would not see {names} in this NOT;"
         f" write the NOT after the clauses that bind {names} to read the same on both"
     )
+
+
+# ----------------------------------------------------------------------------- A5
+def other_kind(reads: Mapping[tuple[str, str], Iterable[str]], said: Collection[str] = ()) -> tuple[str, ...]:
+    """A5: per endpoint variable and kind, the fields it is read for that the other kind lacks,
+    and where — except in the clauses ``said`` at run time (FIND's columns and ORDER BY keys:
+    a hidden column per row says it exactly, ``lower.find``). Where the variable binds the other
+    kind the value is null here, and the reference engine refuses the command; whether any
+    solution does is not known without matching the pattern again — a FILTER drops the row —
+    so the entry says "may"."""
+    fields: dict[tuple[str, str], list[str]] = {}
+    where: dict[tuple[str, str], dict[str, None]] = {}
+    for (var, field), used in reads.items():
+        unsaid = [u for u in used if u not in said]
+        if unsaid:
+            lacking = PROPOSITION if field in FIELDS[CONCEPT] else CONCEPT
+            fields.setdefault((var, lacking), []).append(field)
+            where.setdefault((var, lacking), {}).update(dict.fromkeys(unsaid))
+    out = []
+    for (var, lacking), asked in fields.items():
+        has = FIELDS[lacking]
+        if lacking == PROPOSITION:
+            only, pin = "concepts", f'pin it with a concept clause, e.g. ?{var} {{type: "…"}}'
+        else:
+            only, pin = "propositions", f"bind it with a proposition clause, e.g. ?{var} (?a, ?p, ?b)"
+        out.append(
+            f"{', '.join(f'?{var}.{f}' for f in asked)} (in {' and '.join(where[(var, lacking)])}): ?{var} is an endpoint of a proposition clause"
+            f" and may bind a {lacking}, which has no {' or '.join(asked)} (a {lacking} has {', '.join(has[:-1])} and {has[-1]});"
+            " for such a solution the value is null here — a FILTER comparison with it is not true, ORDER BY sorts it as null, an aggregate"
+            f" skips it — while the reference engine refuses the command (KIP_1001). To read only {only}, {pin}"
+        )
+    return tuple(out)

@@ -52,7 +52,7 @@ from ..domain import rules, writes
 from ..errors import KipError
 from ..syntax import ast
 from ..syntax.values import resolve, resolve_int
-from . import context, grounding
+from . import context, grounding, surprises
 from . import pattern as pat
 from .named import NamedElements, named_elements, named_target
 from .plan import Compiled, Plan
@@ -109,10 +109,15 @@ class BulkPlan(Plan):
     #: (Appendix 4 lists KIP_3002 for DELETE, not UPDATE; docs/interop.md A11).
     named_missing_is_empty: bool = False
     #: UPDATE whose WHERE of more clauses names elements exactly (``named_elements``): when
-    #: nothing matched, ``named_check`` (``grounding.key_check``) reads which do not exist, each
-    #: said in ``warnings`` (docs/interop.md A11).
+    #: nothing matched, ``named_check`` reads which do not exist, each said in ``warnings``
+    #: (docs/interop.md A11).
     named_all: NamedElements = ()
-    named_check: Compiled | None = None
+
+    @property
+    def named_check(self) -> Compiled | None:
+        """The statement that reads which of ``named_all`` do not exist (``grounding.key_check``,
+        as ``FindPlan.key_check``; run only when nothing matched)."""
+        return grounding.key_check(self.names) if self.named_all else None
 
     @property
     def checks_values(self) -> bool:
@@ -187,6 +192,7 @@ class Targets:
             grounding_all=self.grounding_all,
             grounding_optional=self.grounding_optional,
             grounding_at=self.grounding_at,
+            warnings=surprises.other_kind(self.pattern.ctx.other_kind_reads),
             **checks,
         )
 
@@ -436,7 +442,6 @@ def lower_update(command: ast.Update, parameters: dict[str, Any], settings: Sett
         named=named_target(command.where, command.target),
         named_missing_is_empty=True,
         named_all=named_all,
-        named_check=grounding.key_check(targets.names) if named_all else None,
         schema_rule=CHECK_VALUES if strict else "",
         written=written,
         key_at=key_at,

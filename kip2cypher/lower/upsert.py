@@ -205,7 +205,7 @@ class Analyzer:
             entry_meta = _metadata(entry.metadata, self.params, f'the WITH METADATA of ("{predicate}", …)') if entry.metadata is not None else {}
             target = self.ref(entry.target)
             self.require_predicate(predicate, named_at)
-            label = f"({row.label}, {rules._q(predicate)}, …)"
+            label = f"({row.label}, {rules.quoted(predicate)}, …)"
             self.add_prop(here, predicate, target, None, _encoded({}, meta, {**own_meta, **entry_meta}), None, label, entry.span.start)
         if block.handle is not None:
             # Bound once the block (including its SET PROPOSITIONS) has executed (§4.1 define before use).
@@ -221,13 +221,13 @@ class Analyzer:
             pid = resolve_str(ident.id, self.params, "A proposition `id`")
             self.refuse_adopted(at, element_id=pid)
             self.targets.append(Target(self.seq, PropositionById(pid), at))
-            pos = self.add_prop(None, None, None, pid, payload, expect, f"(id: {rules._q(pid)})", at)
+            pos = self.add_prop(None, None, None, pid, payload, expect, f"(id: {rules.quoted(pid)})", at)
         else:
             predicate = self.predicate_name(ident.predicate)
             subject = self.ref(ident.subject)
             obj = self.ref(ident.object)
             self.require_predicate(predicate, _named_at(ident.predicate))
-            pos = self.add_prop(subject, predicate, obj, None, payload, expect, f"(…, {rules._q(predicate)}, …)", at)
+            pos = self.add_prop(subject, predicate, obj, None, payload, expect, f"(…, {rules.quoted(predicate)}, …)", at)
         here = PropositionRowRef(pos)
         self.order.append(here)
         if block.handle is not None:
@@ -418,7 +418,7 @@ def _refuse_unnameable(type_: str, name: str, at: int) -> None:
         kind, style = ("concept type", "UpperCamelCase, e.g. Drug") if type_ == storage.CONCEPT_TYPE else ("predicate", "snake_case, e.g. treats")
         raise KipError(
             errors.INVALID_IDENTIFIER,
-            f"The {kind} name {rules._q(name)} {why}; it cannot be defined.",
+            f"The {kind} name {rules.quoted(name)} {why}; it cannot be defined.",
             f"Type and predicate names are identifiers (spec §2.8.1): they match [a-zA-Z_][a-zA-Z0-9_]*, a {kind} in {style}.",
             offset=at,
         )
@@ -433,7 +433,7 @@ def _refuse_engine_name(type_: str, name: str) -> None:
         kind = "concept type" if type_ == storage.CONCEPT_TYPE else "predicate"
         raise KipError(
             errors.IMMUTABLE_TARGET,
-            f"The {kind} name {rules._q(name)} is reserved: the engine uses it as a Neo4j "
+            f"The {kind} name {rules.quoted(name)} is reserved: the engine uses it as a Neo4j "
             f"{'label' if kind == 'concept type' else 'relationship type'} of its own storage model.",
             f"Choose another name; {', '.join(storage.RESERVED_LABEL_STEMS + storage.RESERVED_REL_STEMS)} (and those names with a __namespace suffix) are "
             "engine-reserved.",
@@ -441,9 +441,9 @@ def _refuse_engine_name(type_: str, name: str) -> None:
     if type_ == storage.PROPOSITION_TYPE and storage.PREDICATE_SEPARATOR in name:
         raise KipError(
             errors.INVALID_IDENTIFIER,
-            f"The predicate name {rules._q(name)} contains {storage.PREDICATE_SEPARATOR!r}, which the engine reserves: it separates a namespace from a "
+            f"The predicate name {rules.quoted(name)} contains {storage.PREDICATE_SEPARATOR!r}, which the engine reserves: it separates a namespace from a "
             "predicate in the relationship types of namespaced nexuses.",
-            f"Use another separator, e.g. {rules._q(name.replace(storage.PREDICATE_SEPARATOR, '_'))} (snake_case predicates are the convention).",
+            f"Use another separator, e.g. {rules.quoted(name.replace(storage.PREDICATE_SEPARATOR, '_'))} (snake_case predicates are the convention).",
         )
 
 

@@ -134,7 +134,7 @@ class ConceptRow:
     @property
     def label(self) -> str:
         """The block's identity as the command wrote it, for error messages (built only for one)."""
-        return f"{{id: {rules._q(self.id)}}}" if self.id is not None else rules.label(self.type, self.name)
+        return f"{{id: {rules.quoted(self.id)}}}" if self.id is not None else rules.label(self.type, self.name)
 
     def payload(self) -> dict[str, Any]:
         """The row the concept write (and the dry-run probe) receives; ``sup`` (only when there
@@ -260,12 +260,12 @@ class UpsertPlan(Plan):
         if isinstance(ref, ConceptByName):
             return rules.label(ref.type, ref.name)
         if isinstance(ref, ConceptById):
-            return f"{{id: {rules._q(ref.id)}}}"
+            return f"{{id: {rules.quoted(ref.id)}}}"
         if isinstance(ref, PropositionById):
-            return f"(id: {rules._q(ref.id)})"
+            return f"(id: {rules.quoted(ref.id)})"
         if isinstance(ref, AdoptedConcept):
-            return rules.label(ref.type, ref.name) if ref.name is not None else f"{{id: {rules._q(adopt.id_prefix(ref.type) + ref.value)}}}"
-        return f"({self.describe(ref.subject)}, {rules._q(ref.predicate)}, {self.describe(ref.object)})"
+            return rules.label(ref.type, ref.name) if ref.name is not None else f"{{id: {rules.quoted(adopt.id_prefix(ref.type) + ref.value)}}}"
+        return f"({self.describe(ref.subject)}, {rules.quoted(ref.predicate)}, {self.describe(ref.object)})"
 
 
 # ====================================================================== analysis

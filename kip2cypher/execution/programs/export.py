@@ -197,7 +197,7 @@ class _Capsule:
         )
 
     def proposition(self, props: dict[str, Any]) -> None:
-        attributes, metadata = exportable(props, f"(id: {rules._q(props['id'])})")
+        attributes, metadata = exportable(props, f"(id: {rules.quoted(props['id'])})")
         identity = ast.PropositionClause(
             subject=self.ref(props["subject"]),
             predicate=ast.PredicatePattern((props["predicate"],)),

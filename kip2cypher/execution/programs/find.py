@@ -60,16 +60,17 @@ def absent(named: str) -> str:
 
 
 def other_kind(plan: FindPlan, rows: list[dict]) -> list[str]:
-    """docs/interop.md A5: the rows of the answer whose endpoint variable is bound to the kind of
-    element that lacks the field FIND reads (null there; the reference engine refuses the command)."""
+    """docs/interop.md A5: the rows of the answer (collapsed solutions, groups) whose endpoint
+    variable is bound to the kind of element that lacks the field FIND or ORDER BY reads (null
+    there; the reference engine refuses the command)."""
     warnings = []
-    for column, var, kind, asked, has in plan.other_kind:
+    for column, var, kind, asked, has, where in plan.other_kind:
         count = sum(1 for row in rows if row[column])
         if count:
             rows_were = "1 row bound" if count == 1 else f"{count} rows bound"
             fields = " or ".join(asked)
             warnings.append(
-                f"FIND {', '.join(f'?{var}.{f}' for f in asked)}: {rows_were} ?{var} to a {kind}, which has no {fields}"
+                f"{where} {', '.join(f'?{var}.{f}' for f in asked)}: {rows_were} ?{var} to a {kind}, which has no {fields}"
                 f" (a {kind} has {', '.join(has[:-1])} and {has[-1]}), so the value is null there;"
                 " the reference engine refuses the command (KIP_1001)"
             )
@@ -97,7 +98,7 @@ def why_empty(statement: Any, key_checks: tuple, named: tuple) -> Generator[Any,
         if row["named"]:
             if not row["present"]:
                 concept, *values = named[row["i"]]
-                warnings.append(absent(rules.named_element(concept, *(None if v is None else rules._q(v) for v in values))))
+                warnings.append(absent(rules.named_element(concept, *(None if v is None else rules.quoted(v) for v in values))))
         else:
             warnings += _key_warnings(key_checks[row["i"]], row)
     return warnings
@@ -112,9 +113,9 @@ def _key_warnings(check: tuple, row: dict) -> list[str]:
     if row["text"] is not None:
         owner = f"{name} elements" if concept else f'"{name}" propositions'
         return [
-            f'?{var}: {what} "{key[len(prefix) :]}" is held as text ({rules._q(row["text"])}) on {owner}; FILTER compares it with the number'
-            f" {rules._q(number)}, and text never matches a number (the reference engine compares a numeric string with a number as numbers)"
-            f" — compare with {rules._q(row['text'])} or store numbers"
+            f'?{var}: {what} "{key[len(prefix) :]}" is held as text ({rules.quoted(row["text"])}) on {owner}; FILTER compares it with the number'
+            f" {rules.quoted(number)}, and text never matches a number (the reference engine compares a numeric string with a number as numbers)"
+            f" — compare with {rules.quoted(row['text'])} or store numbers"
         ]
     if row["present"] or not row["keys"]:  # carried by some element, or no element at all
         return []

@@ -223,14 +223,14 @@ class _Upsert:
             return not_found(
                 f"Concept {rules.label(ref.type, ref.name)} does not exist.",
                 "Create it first (a CONCEPT block earlier in the capsule or an earlier UPSERT), or find the right name with SEARCH CONCEPT "
-                f"{rules._q(ref.name)} WITH TYPE {rules._q(ref.type)}.",
+                f"{rules.quoted(ref.name)} WITH TYPE {rules.quoted(ref.type)}.",
                 at,
             )
         if isinstance(ref, ConceptById):
             return _no_concept_with_id(ref.id, at)
         if isinstance(ref, PropositionById):
             return not_found(
-                f"No proposition has id {rules._q(ref.id)}.", "FIND the proposition to get its current id; (id: …) only matches, it never creates.", at
+                f"No proposition has id {rules.quoted(ref.id)}.", "FIND the proposition to get its current id; (id: …) only matches, it never creates.", at
             )
         return not_found(
             f"The proposition {self.plan.describe(ref)} does not exist.",
@@ -383,5 +383,7 @@ class _References(NamedTuple):
 
 def _no_concept_with_id(cid: str | None, at: int | None) -> KipError:
     return not_found(
-        f"No concept has id {rules._q(cid)}.", "Ids are opaque: FIND or SEARCH the concept to get its current id; {id: …} only matches, it never creates.", at
+        f"No concept has id {rules.quoted(cid)}.",
+        "Ids are opaque: FIND or SEARCH the concept to get its current id; {id: …} only matches, it never creates.",
+        at,
     )
