@@ -117,11 +117,13 @@ def apply_tail(stmt: Statement, names: storage.Names, *, concept: bool, attr_key
         guards = concept_guards("CASE WHEN row.id IS NULL THEN row.type ELSE n.type END", "CASE WHEN row.id IS NULL THEN row.name ELSE n.name END")
     else:
         guards = frag("CASE WHEN row.btd THEN coalesce(", rules.cy_protected_link("n", names), ", false) ELSE false END AS prot, false AS actor")
-    _guarded_write(stmt, carry, guards, carry, concept=concept)
+    # what the answer reads of ``row`` and ``n`` is read before the write (see merged_concept_tail)
+    keep = carry + ", row.i AS i, n.id AS id" + (", [n.type, n.name] AS tn" if attr_keys else "")
+    _guarded_write(stmt, carry, guards, keep, concept=concept)
     if attr_keys:
-        stmt.line("RETURN n.id AS id, status, v0 AS version, created, [n.type, n.name] AS tn, ", _attr_keys("n"), " AS attr_keys")
+        stmt.line("RETURN i, id, status, v0 AS version, created, tn, ", _attr_keys("n"), " AS attr_keys")
     else:
-        stmt.line("RETURN n.id AS id, status, v0 AS version, created")
+        stmt.line("RETURN i, id, status, v0 AS version, created")
 
 
 def merged_concept_tail(stmt: Statement, *, attr_keys: bool = False) -> list[tuple[str, Part]]:

@@ -85,7 +85,7 @@ def _match_or_create_lines(
         s.line("WITH row, n, ", writes.created_flag(), " AS created")
         writes.apply_tail(s, names, concept=concept, attr_keys=attr_keys)
     extra = ("tn", "attr_keys") if attr_keys else ()
-    s.line(return_collected(_columns("i", "id", "status", "version", "created", *extra, i="row.i")))
+    s.line(return_collected(_columns("i", "id", "status", "version", "created", *extra)))
 
 
 def _create_concept(s: Statement, names: storage.Names) -> None:
