@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kip2cypher.domain import writes
 from kip2cypher.execution import results
 
 SCHEMA = """
@@ -122,7 +123,8 @@ def snapshot(nexus) -> dict[str, Any]:
 
 
 def integrity(nexus) -> None:
-    """Storage-model invariants: every proposition has its two structural rels and one native rel."""
+    """Storage-model invariants: every proposition has its two structural rels and one native rel;
+    no element keeps the write lock's property (``domain.writes.LOCK``: set and removed by the statement)."""
     bad = nexus.driver.execute_query(
         """
         MATCH (p:KipProposition)
@@ -146,3 +148,5 @@ def integrity(nexus) -> None:
         database_=nexus.database,
     ).records
     assert not stray, [dict(r) for r in stray]
+    locked = nexus.driver.execute_query("MATCH (n) WHERE n[$lock] IS NOT NULL RETURN n.id AS id", lock=writes.LOCK, database_=nexus.database).records
+    assert not locked, [r["id"] for r in locked]

@@ -373,6 +373,31 @@ def test_id_forms_match_only(med):
     assert got["attributes"] == {"weight": 1} and got["metadata"]["confidence"] == 0.3 and got["metadata"]["_version"] == 2
 
 
+def test_one_concept_named_twice_in_a_capsule_is_written_block_by_block(med):
+    """Blocks naming one concept twice are not the one-pipeline write of distinct concepts
+    (``UpsertPlan.flat``): the second block sees the first's write, as in textual order."""
+    res = ok(
+        med.execute_kip("""
+        UPSERT {
+          CONCEPT ?a { {type: "Drug", name: "Twice"} SET ATTRIBUTES { n: 1, first: true } }
+          CONCEPT ?b { {type: "Drug", name: "Twice"} SET ATTRIBUTES { n: 2 } }
+          CONCEPT ?c { {type: "Drug", name: "Twice"} SET ATTRIBUTES { n: 2 } }
+        }""")
+    )
+    twice = concept(med, "Drug", "Twice")
+    assert res["upsert_concept_nodes"] == [twice["id"]] * 3
+    assert twice["attributes"] == {"n": 2, "first": True}
+    assert twice["metadata"]["_version"] == 2  # created, then changed once; the third block changes nothing
+    ok(
+        med.execute_kip(
+            'UPSERT { CONCEPT ?x { {id: :id} SET ATTRIBUTES { n: 3 } } CONCEPT ?y { {type: "Drug", name: "Twice"} SET ATTRIBUTES { n: 4 } } }',
+            parameters={"id": twice["id"]},
+        )
+    )
+    assert concept(med, "Drug", "Twice")["attributes"]["n"] == 4 and concept(med, "Drug", "Twice")["metadata"]["_version"] == 4
+    integrity(med)
+
+
 def test_several_upserts_in_one_command(med):
     res = ok(
         med.execute_kip("""
@@ -396,6 +421,7 @@ def test_versions_bump_only_on_change(med):
     ok(med.execute_kip(q, parameters={"x": 2, "c": 0.6}))
     a4 = concept(med, "Drug", "A")
     assert a4["metadata"]["_version"] == 3 and a4["metadata"]["_updated_at"] >= a1["metadata"]["_updated_at"]
+    integrity(med)  # the replays' lock left nothing behind
 
 
 def test_expect_version(med):
@@ -588,5 +614,5 @@ def test_capsule_is_batched_into_a_handful_of_statements(med, monkeypatch):
 
     upsert_statements = [label for label in labels if label.startswith("UPSERT")]
     statements = catalogue()
-    assert upsert_statements == [statements.checked_concepts.label, statements.propositions.label], labels
+    assert upsert_statements == [statements.checked_concepts_flat.label, statements.propositions.label], labels
     assert count(med, "MATCH (p:KipProposition {`meta.source`: 'batch'}) RETURN count(p)") == 399

@@ -122,30 +122,53 @@ def _blocked(cx, marker: str) -> bool:
     return any(marker in (r["currentQuery"] or "") and str(r["status"]).startswith("Blocked") for r in rows)
 
 
+def _while_held(cx, hold: str, parameters: dict[str, Any], command: Callable[[], dict[str, Any]], marker: str) -> dict[str, Any]:
+    """The answer of ``command``, started while a transaction that ran ``hold`` holds its element:
+    once the command's statement (one containing ``marker``) waits for that lock, the holder commits."""
+    answers: list[dict[str, Any]] = []
+    with cx.driver.session(database=cx.database) as session:
+        holder = session.begin_transaction()
+        holder.run(hold, parameters).consume()
+        thread = threading.Thread(target=lambda: answers.append(command()))
+        thread.start()
+        for _ in range(600):  # until the command waits for the holder's lock
+            if _blocked(cx, marker):
+                break
+            threading.Event().wait(0.05)
+        else:
+            holder.rollback()
+            thread.join()
+            pytest.fail("the command never waited for the element's lock")
+        holder.commit()
+        thread.join(timeout=60)
+    return answers[0]
+
+
 def test_update_computes_from_the_value_committed_before_its_lock_not_the_one_its_filter_read(cx):
     """UPDATE runs its per-element step in the pipeline of the match: the FILTER reads ``n`` before
     the element's lock, the increment must read it again after. A writer holds the element while
     the UPDATE starts and then commits ``n = 100``: the UPDATE waits for it and writes 101."""
     ok(cx.execute_kip('UPSERT { CONCEPT ?c { {type: "Counter", name: "filtered"} SET ATTRIBUTES { n: 0 } } }'))
     update = 'UPDATE ?c SET ATTRIBUTES { n: ADD(?c.attributes.n, 1) } WHERE { ?c {type: "Counter"} FILTER(?c.attributes.n >= 0) FILTER(?c.name == "filtered") }'
-    answers: list[dict[str, Any]] = []
-    with cx.driver.session(database=cx.database) as session:
-        holder = session.begin_transaction()
-        holder.run("MATCH (c:KipConcept {type: 'Counter', name: 'filtered'}) SET c.`attr.n` = 100").consume()
-        thread = threading.Thread(target=lambda: answers.append(cx.execute_kip(update)))
-        thread.start()
-        for _ in range(600):  # until the UPDATE waits for the holder's lock
-            if _blocked(cx, "AS _prot"):
-                break
-            threading.Event().wait(0.05)
-        else:
-            holder.rollback()
-            thread.join()
-            pytest.fail("the UPDATE never waited for the element's lock")
-        holder.commit()
-        thread.join(timeout=60)
-    assert ok(answers[0]) == {"updated": 1, "matched": 1}
+    hold = "MATCH (c:KipConcept {type: 'Counter', name: 'filtered'}) SET c.`attr.n` = 100"
+    assert ok(_while_held(cx, hold, {}, lambda: cx.execute_kip(update), "AS _prot")) == {"updated": 1, "matched": 1}
     assert ok(cx.execute_kip('FIND(?c.attributes.n) WHERE { ?c {type: "Counter", name: "filtered"} }')) == [101]
+
+
+def test_upsert_compares_and_bumps_from_the_state_committed_before_its_lock(cx):
+    """UPSERT of a concept that exists locks it in its MERGE (``ON MATCH SET``) and reads the
+    version and the stored values only after that lock. A writer holds the concept while the
+    UPSERT starts and then commits ``n`` and a version bump: an UPSERT writing the value the
+    writer committed changes nothing (the unchanged-element skip compares with it), one writing
+    another value bumps the writer's version, not the one before it."""
+    ok(cx.execute_kip('UPSERT { CONCEPT ?c { {type: "Counter", name: "held"} SET ATTRIBUTES { n: 0 } } }'))
+    write = 'UPSERT { CONCEPT ?c { {type: "Counter", name: "held"} SET ATTRIBUTES { n: :n } } }'
+    hold = "MATCH (c:KipConcept {type: 'Counter', name: 'held'}) SET c.`attr.n` = $n, c.`meta._version` = c.`meta._version` + 1"
+    read = 'FIND(?c.attributes.n, ?c.metadata._version) WHERE { ?c {type: "Counter", name: "held"} }'
+    for held, written, expected in ((5, 5, [5, 2]), (6, 7, [7, 4])):
+        ok(_while_held(cx, hold, {"n": held}, lambda: cx.execute_kip(write, parameters={"n": written}), "AS created"))
+        assert [value for (value,) in ok(cx.execute_kip_readonly(read))] == expected
+    integrity(cx)
 
 
 def test_expect_version_increments_lose_nothing(cx, retry_log):

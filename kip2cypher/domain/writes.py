@@ -111,28 +111,73 @@ def apply_tail(stmt: Statement, names: storage.Names, *, concept: bool, attr_key
     stmt.line("FOREACH (_ IN CASE WHEN n IS NOT NULL AND NOT created THEN [1] ELSE [] END | ", lock("n"), ")")
     # dynamic read after the lock: never a planner-cached value from before it
     stmt.line("WITH row, n, created, CASE WHEN created THEN 0 ELSE n[", Param(VERSION, P_VERSION_KEY), "] END AS v0")
+    carry = "row, n, created, v0"
     if concept:
         # a block named by (type, name) MERGEd on exactly those: no need to read them back
-        type_, name = "CASE WHEN row.id IS NULL THEN row.type ELSE n.type END", "CASE WHEN row.id IS NULL THEN row.name ELSE n.name END"
-        stmt.line(
-            "WITH row, n, created, v0, coalesce(",
-            rules.cy_protected_concept(type_, name),
-            ", false) AS prot, ",
-            "coalesce(",
-            rules.cy_actor(type_, name),
-            ", false) AS actor",
-        )
+        guards = concept_guards("CASE WHEN row.id IS NULL THEN row.type ELSE n.type END", "CASE WHEN row.id IS NULL THEN row.name ELSE n.name END")
     else:
-        stmt.line(
-            "WITH row, n, created, v0, CASE WHEN row.btd THEN coalesce(", rules.cy_protected_link("n", names), ", false) ELSE false END AS prot, false AS actor"
-        )
-    stmt.line("WITH row, n, created, v0, prot, actor, CASE WHEN prot AND NOT created THEN coalesce(row.own, row.props) ELSE row.props END AS props")
+        guards = frag("CASE WHEN row.btd THEN coalesce(", rules.cy_protected_link("n", names), ", false) ELSE false END AS prot, false AS actor")
+    # what the answer reads of ``row`` and ``n`` is read before the write (see merged_concept_tail)
+    keep = carry + ", row.i AS i, n.id AS id" + (", [n.type, n.name] AS tn" if attr_keys else "")
+    _guarded_write(stmt, carry, guards, keep, concept=concept)
+    if attr_keys:
+        stmt.line("RETURN i, id, status, v0 AS version, created, tn, ", _attr_keys("n"), " AS attr_keys")
+    else:
+        stmt.line("RETURN i, id, status, v0 AS version, created")
+
+
+def merged_concept_tail(stmt: Statement, *, attr_keys: bool = False) -> list[tuple[str, Part]]:
+    """``apply_tail`` in the pipeline of ``UNWIND $rows AS row MERGE (n {type: row.type, name:
+    row.name}) … ON MATCH SET <match_lock>`` — every row names a different concept by ``{type,
+    name}`` (``UpsertPlan.flat``), so no row reads what another writes and no per-row subquery
+    is needed. Returns the columns the statement collects (``return_collected``).
+
+    The MERGE has locked a matched element (``match_lock``), so the version is read once,
+    after the lock, and ``created`` derived from it (0 exists only inside the creating
+    transaction). What the write reads after the lock is read before the write, and ``row.*``
+    too (Neo4j cannot tell a row map from a node: a ``row.i`` read after the write costs an
+    ``Eager``); the lock is released after the write (docs/performance.md, "Round 8")."""
+    stmt.line("WITH row, n, n[", Param(VERSION, P_VERSION_KEY), "] AS v0, n.id AS id")
+    stmt.line("WITH row, n, v0, id, coalesce(v0 = 0, false) AS created")
+    carry = "row, n, v0, id, created"
+    keep = "row.i AS i, n, v0, id, created" + (", [row.type, row.name] AS tn" if attr_keys else "")
+    _guarded_write(stmt, carry, concept_guards("row.type", "row.name"), keep, concept=True)
+    stmt.line("FOREACH (_ IN CASE WHEN NOT created THEN [1] ELSE [] END | REMOVE n.", Ident(LOCK), ")")
+    columns: list[tuple[str, Part]] = [("i", "i"), ("id", "id"), ("status", "status"), ("version", "v0"), ("created", "created")]
+    return [*columns, ("tn", "tn"), ("attr_keys", _attr_keys("n"))] if attr_keys else columns
+
+
+def match_lock(var: str) -> Fragment:
+    """``ON MATCH SET var._kip_lock = true``: a MERGE's lock of the element it matched, taken
+    before anything of it is read; ``merged_concept_tail`` removes the property."""
+    return frag("ON MATCH SET ", var, ".", Ident(LOCK), " = true")
+
+
+def concept_guards(type_: str, name: str) -> Fragment:
+    """``… AS prot, … AS actor``: whether the concept ``type_`` / ``name`` is protected, or an actor
+    whose ``core_directives`` only an equal value may overwrite."""
+    return frag("coalesce(", rules.cy_protected_concept(type_, name), ", false) AS prot, coalesce(", rules.cy_actor(type_, name), ", false) AS actor")
+
+
+def _attr_keys(var: str) -> Fragment:
+    """The attribute keys ``var`` holds (strict mode's required-attribute check)."""
+    return frag("[k IN keys(", var, ") WHERE k STARTS WITH ", literal(storage.ATTR_PREFIX), "]")
+
+
+def _guarded_write(stmt: Statement, carry: str, guards: Fragment, keep: str, *, concept: bool) -> None:
+    """The checks and the write of both tails: ``carry`` (the variables bound so far: ``row``,
+    ``n``, ``created``, ``v0`` among them), ``guards`` (``… AS prot, … AS actor``), ``keep`` (what
+    the status line carries on); ends with ``status`` bound and the write done when it is 'ok'."""
+    stmt.line("WITH ", carry, ", ", guards)
+    stmt.line("WITH ", carry, ", prot, actor, CASE WHEN prot AND NOT created THEN coalesce(row.own, row.props) ELSE row.props END AS props")
     stmt.line(
-        "WITH row, n, created, v0, prot, actor, props, created OR (any(k IN keys(props) WHERE NOT coalesce(n[k] = props[k], false)) AND NOT ",
+        "WITH ",
+        carry,
+        ", prot, actor, props, created OR (any(k IN keys(props) WHERE NOT coalesce(n[k] = props[k], false)) AND NOT ",
         superseded("n"),
         ") AS changed",
     )
-    stmt.line("WITH row, n, created, v0, props, changed, CASE")
+    stmt.line("WITH ", keep, ", props, changed, CASE")
     stmt.line("  WHEN n IS NULL THEN 'missing'")
     stmt.line("  WHEN row.expect IS NOT NULL AND coalesce(CASE WHEN created THEN 0 ELSE v0 END, -1) <> row.expect THEN 'version'")
     stmt.line("  WHEN prot AND NOT created AND changed THEN 'protected'")
@@ -147,12 +192,3 @@ def apply_tail(stmt: Statement, names: storage.Names, *, concept: bool, attr_key
     stmt.line("  ELSE 'ok' END AS status")
     stmt.line("FOREACH (_ IN CASE WHEN status = 'ok' AND changed THEN [1] ELSE [] END |")
     stmt.line("  SET n += props, ", version_bump("n", "v0"), ")")
-    if attr_keys:
-        stmt.line(
-            "RETURN n.id AS id, status, v0 AS version, created, [n.type, n.name] AS tn, ",
-            "[k IN keys(n) WHERE k STARTS WITH ",
-            literal(storage.ATTR_PREFIX),
-            "] AS attr_keys",
-        )
-    else:
-        stmt.line("RETURN n.id AS id, status, v0 AS version, created")

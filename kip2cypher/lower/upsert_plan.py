@@ -239,7 +239,18 @@ class UpsertPlan(Plan):
         (``_checked_concept_statement``); None: two statements."""
         if not self.concepts or self.adopted_lookup is not None:
             return None
-        return self.statements.checked_concepts_strict if self.strict else self.statements.checked_concepts
+        s = self.statements
+        if self.flat:
+            return s.checked_concepts_flat_strict if self.strict else s.checked_concepts_flat
+        return s.checked_concepts_strict if self.strict else s.checked_concepts
+
+    @property
+    def flat(self) -> bool:
+        """Every CONCEPT block names a different concept by ``{type, name}``: no row reads what
+        another writes, so the concept write runs as one pipeline, not row by row. Derived from
+        the rows each time, never stored: a plan template's values may name other concepts."""
+        named = {(c.type, c.name) for c in self.concepts if c.id is None}
+        return len(named) == len(self.concepts)
 
     @property
     def proposition_write(self) -> Compiled:

@@ -85,7 +85,7 @@ def _match_or_create_lines(
         s.line("WITH row, n, ", writes.created_flag(), " AS created")
         writes.apply_tail(s, names, concept=concept, attr_keys=attr_keys)
     extra = ("tn", "attr_keys") if attr_keys else ()
-    s.line(return_collected(_columns("i", "id", "status", "version", "created", *extra, i="row.i")))
+    s.line(return_collected(_columns("i", "id", "status", "version", "created", *extra)))
 
 
 def _create_concept(s: Statement, names: storage.Names) -> None:
@@ -153,25 +153,42 @@ def _concept_statement(names: storage.Names, strict: bool) -> Compiled:
     return Compiled.of(s, "UPSERT: match-or-create all CONCEPT blocks" + (" (strict schema)" if strict else ""), collected=True)
 
 
-def _checked_concept_statement(names: storage.Names, strict: bool) -> Compiled:
+def _checked_concept_statement(names: storage.Names, strict: bool, *, flat: bool = False) -> Compiled:
     """The resolve lookup and the concept write in ONE statement (one round trip fewer), for a
     capsule whose concept rows need nothing the lookup finds (no adopted endpoints): ``refs``
     (the lookup's rows) is read before anything is written, and the write runs only when every
     reference listed in ``$required`` was found — any miss there is a KIP_2001/KIP_3002 the
     program raises (the transaction rolls back), so a misspelled type never even reaches the
     MERGE that would label a node. (A strict-mode schema read of a type this capsule defines
-    may find nothing: not required.)"""
+    may find nothing: not required.) The test is a column of its own (``ok``), read before the
+    write's subquery: inside it, Neo4j would plan an ``Eager`` over the unwound rows for it.
+
+    ``flat``: every row names a different concept by ``{type, name}`` (``UpsertPlan.flat``) —
+    one MERGE pipeline over the rows instead of a subquery per row (``_merge_concepts``)."""
     s = Statement()
     with s.block("CALL ()"):
         _resolve_lines(s, names, "refs")
-    with s.block("CALL (refs)"):
-        every_found = frag(
-            "CASE WHEN all(x IN refs WHERE x.id IS NOT NULL OR NOT (x.i IN ", Param(None, "required"), ")) THEN ", Param(None, "rows"), " ELSE [] END"
-        )
-        _match_or_create_lines(s, names, names.concept, "id", _create_concept, every_found, concept=True, attr_keys=strict)
+    s.line("WITH refs, all(x IN refs WHERE x.id IS NOT NULL OR NOT (x.i IN ", Param(None, "required"), ")) AS ok")
+    with s.block("CALL (ok)"):
+        rows = frag("CASE WHEN ok THEN ", Param(None, "rows"), " ELSE [] END")
+        if flat:
+            _merge_concepts(s, names, rows, strict)
+        else:
+            _match_or_create_lines(s, names, names.concept, "id", _create_concept, rows, concept=True, attr_keys=strict)
     s.line("RETURN refs, ", COLLECTED)
     label = "UPSERT: check types/predicates, look up outside targets and match-or-create all CONCEPT blocks"
-    return Compiled.of(s, label + (" (strict schema)" if strict else ""))
+    return Compiled.of(s, label + (", each a different {type, name}" if flat else "") + (" (strict schema)" if strict else ""))
+
+
+def _merge_concepts(s: Statement, names: storage.Names, rows: Part, strict: bool) -> None:
+    """Match-or-create concept rows that each name a different concept by ``{type, name}``, in
+    one pipeline: the MERGE locks what it matches (``writes.match_lock``), then
+    ``writes.merged_concept_tail``. A row never reads what another writes, so rows need not
+    run one by one (a per-row subquery plans more ``Eager`` operators and projections)."""
+    s.line("UNWIND ", rows, " AS row")
+    _create_concept(s, names)
+    s.line("  ", writes.match_lock("n"))
+    s.line(return_collected(writes.merged_concept_tail(s, attr_keys=strict)))
 
 
 def _proposition_statement(names: storage.Names, linked: bool = False) -> Compiled:
@@ -231,6 +248,9 @@ class UpsertStatements:
     #: ``resolve`` and ``concepts`` (``concepts_strict``) in one statement: one record ``{refs, rows}``.
     checked_concepts: Compiled
     checked_concepts_strict: Compiled
+    #: ``checked_concepts`` for rows that each name a different concept by ``{type, name}`` (``UpsertPlan.flat``).
+    checked_concepts_flat: Compiled
+    checked_concepts_flat_strict: Compiled
     #: dry_run: the checks of ``concepts`` without writing.
     probe: Compiled
     #: One wave of proposition rows.
@@ -247,6 +267,8 @@ def statements(names: storage.Names = storage.DEFAULT) -> UpsertStatements:
         concepts_strict=_concept_statement(names, True),
         checked_concepts=_checked_concept_statement(names, False),
         checked_concepts_strict=_checked_concept_statement(names, True),
+        checked_concepts_flat=_checked_concept_statement(names, False, flat=True),
+        checked_concepts_flat_strict=_checked_concept_statement(names, True, flat=True),
         probe=_concept_probe_statement(names),
         propositions=_proposition_statement(names),
         propositions_linked=_proposition_statement(names, linked=True),
