@@ -42,6 +42,21 @@ def fingerprint(*parts: Any) -> str:
     return hashlib.sha256(_ENCODER.encode(parts).encode("utf-8")).hexdigest()
 
 
+def fingerprint_head(*head: Any) -> Any:
+    """The digest of ``fingerprint(*head, *tail)`` up to its tail, for ``fingerprint_tail``: a plan
+    template's fill recomputes a FIND's fingerprint whose head (the query's text) is fixed, and the
+    text is most of what is encoded and hashed. A list's JSON is its items' JSON between ``[``
+    and ``]``, separated by ``,`` (the encoder's separator), so the digest is the same."""
+    return hashlib.sha256(("[" + "".join(_ENCODER.encode(part) + "," for part in head)).encode("utf-8"))
+
+
+def fingerprint_tail(head: Any, *tail: Any) -> str:
+    """``fingerprint(*head, *tail)`` from ``fingerprint_head(*head)``; ``tail`` is not empty."""
+    digest = head.copy()
+    digest.update((",".join(map(_ENCODER.encode, tail)) + "]").encode("utf-8"))
+    return digest.hexdigest()
+
+
 def _b64(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
 

@@ -23,7 +23,7 @@ from typing import Any
 from .. import cursor
 from ..config import Settings
 from ..cypher import storage
-from ..cypher.builder import Fragment, Internal, Param, Part, Statement, Var, frag, join
+from ..cypher.builder import Fragment, Head, Internal, Param, Part, Statement, Var, frag, join
 from ..errors import INVALID_SYNTAX, KipError
 from ..syntax import ast
 from ..syntax.values import resolve, resolve_int
@@ -479,10 +479,9 @@ class _FindLowering:
         return_line = frag("RETURN ", join(", ", returning))
         unmapped = tuple((var, key, what) for (var, key), what in pattern.ctx.unmapped.items())
 
-        fp_stmt = Statement()
-        for line in [*core, return_line]:
-            fp_stmt.line(line)
-        fp_text, fp_params = fp_stmt.build()
+        # The query and the text its fingerprint digests begin with the same lines: rendered once.
+        head = Head(core)
+        fp_text, fp_params = Statement(head).line(return_line).build()
         fingerprint_parts = ("FIND", fp_text, fp_params)
         fingerprint = cursor.fingerprint(*fingerprint_parts)
 
@@ -496,9 +495,7 @@ class _FindLowering:
             paging.append(frag("SKIP ", Param(offset, "skip")))
         if limit is not None:
             paging.append(frag("LIMIT ", Param(limit + 1, "limit")))
-        stmt = Statement()
-        for line in core:
-            stmt.line(line)
+        stmt = Statement(head)
         if paging:
             stmt.line(join(" ", paging))
         if names:

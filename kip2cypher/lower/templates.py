@@ -35,7 +35,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, NamedTuple
@@ -126,29 +125,34 @@ def shape(text: str) -> Shape | None:
     a cold compile answers it)."""
     if "CURSOR" in text:
         return None
-    pieces, literals, last = [], [], 0
+    pieces, kinds, spans, last = [], [], [], 0
     for m in _LITERAL.finditer(text):
-        if m.lastgroup is None:
+        kind = m.lastgroup
+        if kind is None:
             continue  # a comment
-        if m.lastgroup == "s" and m.group("close") is None:
+        if kind == "s" and m.group("close") is None:
             return None  # an unterminated string: the cold compile's error
-        pieces.append(text[last : m.start()])
-        literals.append(m)
-        last = m.end()
+        start, end = m.span()
+        pieces.append(text[last:start])
+        kinds.append(kind)
+        spans.append((start, end))
+        last = end
     pieces.append(text[last:])
-    skeleton = (tuple(pieces), tuple(m.lastgroup for m in literals))
+    skeleton = (tuple(pieces), tuple(kinds))
     mask = _masks.get(skeleton)
     if mask is None:
-        mask = _mask(text, literals)
+        mask = _mask(text, [start for start, _ in spans])
         _masks.put(skeleton, mask, len(text))
     slots, classes, keyed = [], [], []
-    for m, shapes_statement in zip(literals, mask):
-        slot = _literal(text, m, m.lastgroup, m.group())
-        cls = None if shapes_statement else value_class(slot.value)
+    for (start, end), kind, shapes_statement in zip(spans, kinds, mask):
+        token = text[start:end]
+        # A literal that shapes the statement is keyed verbatim, not decoded: a template exists
+        # only for a key whose text compiled, so the same token decodes as it did then.
+        cls = None if shapes_statement else value_class(value := _value(text, token, kind, start, end))
         if cls is None:
-            keyed.append(m.group())
+            keyed.append(token)
         else:
-            slots.append(slot)
+            slots.append(Slot(start, end, value))
             classes.append(cls)
     values = [s.value for s in slots]
     if keyed and any(isinstance(v, str) and f'"{v}"' in keyed for v in values):
@@ -157,8 +161,9 @@ def shape(text: str) -> Shape | None:
     return Shape(key, tuple(slots))
 
 
-def _mask(text: str, literals: list[re.Match]) -> tuple[bool, ...]:
-    """For each literal token, whether its position shapes the statement (by the tokens around it)."""
+def _mask(text: str, starts: list[int]) -> tuple[bool, ...]:
+    """For each literal token (by where it starts), whether its position shapes the statement (by
+    the tokens around it)."""
     keyed_at: dict[int, bool] = {}
     # The innermost open bracket and whether it holds no slots (REGEX arguments, a quantifier).
     stack: list[tuple[str, bool]] = []
@@ -183,27 +188,25 @@ def _mask(text: str, literals: list[re.Match]) -> tuple[bool, ...]:
             )
         prev2, prev = prev, (token if kind in "wo" else kind)
     # Both passes must see the same literals; if not, every literal is keyed (no slot).
-    if [m.start() for m in literals] != sorted(keyed_at):
-        return (True,) * len(literals)
-    return tuple(keyed_at[m.start()] for m in literals)
+    if starts != sorted(keyed_at):
+        return (True,) * len(starts)
+    return tuple(keyed_at[start] for start in starts)
 
 
-def _literal(text: str, m: re.Match, kind: str | None, token: str) -> Slot | None:
+def _value(text: str, token: str, kind: str, start: int, end: int) -> Any:
     """The decoded value of a literal token (the parser's own functions: same checks, same
-    errors), or ``None`` for any other token. A literal that does not decode raises. The
-    commonest tokens — an ASCII string without escapes, a short integer — are read directly:
-    what the parser's functions decode them to, without building an AST node (every hit pays this)."""
+    errors); a literal that does not decode raises. The commonest tokens — an ASCII string
+    without escapes, a short integer — are read directly: what the parser's functions decode
+    them to, without building an AST node (every hit pays this)."""
     if kind == "s":
         if token.isascii() and "\\" not in token:
-            return Slot(m.start(), m.end(), token[1:-1])
-        return Slot(m.start(), m.end(), string_literal(text, token, m.start(), m.end()).value)
+            return token[1:-1]
+        return string_literal(text, token, start, end).value
     if kind == "n":
         if len(token) < 19 and token.isdigit():
-            return Slot(m.start(), m.end(), int(token))
-        return Slot(m.start(), m.end(), number_literal(text, token, m.start(), m.end()).value)
-    if token in _LITERAL_WORDS:
-        return Slot(m.start(), m.end(), token == "true")
-    return None
+            return int(token)
+        return number_literal(text, token, start, end).value
+    return token == "true"
 
 
 def _equalities(values: list[Any]) -> tuple[int, ...]:
@@ -260,19 +263,23 @@ def _token_of(value: Any) -> str:
 
 
 # ------------------------------------------------------------------ templates
-@dataclass(frozen=True)
-class Hole:
-    """A leaf of a template: slot ``slot``'s value, or (``slot`` is None) an offset into the text."""
-
-    slot: int | None
+#: A hole of a template: slot ``i``'s value (an int ``i`` ≥ 0), or ``_OFFSET``: an offset into the text.
+_OFFSET = -1
+#: How ``_fill`` copies a node with holes below it (decided once, when the template is built).
+_OBJECT, _SLOTTED, _DICT, _PROXY, _SEQUENCE = range(5)
 
 
 @dataclass(frozen=True)
 class Template:
     plan: Any
-    holes: Mapping[Any, Any]  # nested {field / key / index: subtree or Hole}
+    #: ``(how, ((field / key / index, hole or node), …))`` from the plan's root: only the nodes on
+    #: the path to a hole, each with how it is copied (``_diff``).
+    holes: tuple
     ends: tuple[int, ...]  # where each slot's token ends in the template's text
     lengths: tuple[int, ...]
+    #: When a hole is in ``fingerprint_parts``: how many parts lead without one, and the digest
+    #: of those (``cursor.fingerprint_head``); ``None``: the fingerprint is the template's.
+    digest: tuple[int, Any] | None = None
 
 
 class _NotATemplate(Exception):
@@ -283,6 +290,8 @@ def build(plan: Any, slots: tuple[Slot, ...], variant: Any, variant_slots: tuple
     """The template of ``plan`` (lowered from the slots' values) checked against ``variant`` (the
     same shape lowered from ``variant_slots``, ``sentinel_text``), or ``None`` when they differ
     anywhere else."""
+    if not hasattr(plan, "__dict__"):
+        return None  # ``fill`` writes the root's derived fields into its own copy's ``__dict__``
     values = [s.value for s in slots]
     sentinels = [s.value for s in variant_slots]
     ends = tuple(s.end for s in slots)
@@ -291,44 +300,50 @@ def build(plan: Any, slots: tuple[Slot, ...], variant: Any, variant_slots: tuple
         holes = _diff(plan, variant, values, sentinels, ends, moves)
     except _NotATemplate:
         return None
-    template = Template(plan, holes or {}, ends, tuple(s.end - s.start for s in slots))
+    holes = holes or (_OBJECT, ())
+    template = Template(plan, holes, ends, tuple(s.end - s.start for s in slots), _digest(plan, holes))
     # Filled with the sentinels, the template must give back the variant (offsets moved, the
     # fingerprint recomputed from its parts) — compared field by field, fingerprint included.
     return template if fill(template, variant_slots, variant.command_text) == variant else None
 
 
 def _diff(a: Any, b: Any, values: list[Any], sentinels: list[Any], ends: tuple[int, ...], moves: tuple[int, ...]) -> Any:
+    """Where ``a`` and ``b`` differ: ``None`` (nowhere), a hole, or a node ``(how, entries)``."""
     if type(a) is not type(b):
         raise _NotATemplate
     if dataclasses.is_dataclass(a):
-        tree = {}
         derived = {"command_text", "fingerprint"} if getattr(a, "fingerprint_parts", ()) else {"command_text"}
-        for f in dataclasses.fields(a):
-            if f.name in derived:
-                continue
-            sub = _diff(getattr(a, f.name), getattr(b, f.name), values, sentinels, ends, moves)
-            if sub is not None:
-                tree[f.name] = sub
-        return tree or None
+        names = [f.name for f in dataclasses.fields(a) if f.name not in derived]
+        entries = tuple((k, sub) for k in names if (sub := _diff(getattr(a, k), getattr(b, k), values, sentinels, ends, moves)) is not None)
+        return (_OBJECT if hasattr(a, "__dict__") else _SLOTTED, entries) if entries else None
     if type(a) in (dict, MappingProxyType):  # the containers ``_fill`` rebuilds; anything else is a leaf
         if list(a) != list(b):
             raise _NotATemplate
-        tree = {k: sub for k in a if (sub := _diff(a[k], b[k], values, sentinels, ends, moves)) is not None}
-        return tree or None
+        entries = tuple((k, sub) for k in a if (sub := _diff(a[k], b[k], values, sentinels, ends, moves)) is not None)
+        return (_DICT if type(a) is dict else _PROXY, entries) if entries else None
     if type(a) in (tuple, list):
         if len(a) != len(b):
             raise _NotATemplate
-        tree = {i: sub for i, (x, y) in enumerate(zip(a, b)) if (sub := _diff(x, y, values, sentinels, ends, moves)) is not None}
-        return tree or None
+        entries = tuple((i, sub) for i, (x, y) in enumerate(zip(a, b)) if (sub := _diff(x, y, values, sentinels, ends, moves)) is not None)
+        return (_SEQUENCE, entries) if entries else None
     if a == b:
         return None
     slots = [i for i, (v, s) in enumerate(zip(values, sentinels)) if type(v) is type(a) and v == a and s == b]
     offset = type(a) is int and b == a + _moved(a, ends, moves)
     if len(slots) == 1 and not offset:
-        return Hole(slots[0])
+        return slots[0]
     if offset and not slots:
-        return Hole(None)
+        return _OFFSET
     raise _NotATemplate
+
+
+def _digest(plan: Any, holes: tuple) -> tuple[int, Any] | None:
+    """``Template.digest``: the parts of a FIND's fingerprint before its first hole, digested once."""
+    parts = dict(holes[1]).get("fingerprint_parts") if getattr(plan, "fingerprint_parts", ()) else None
+    if parts is None:
+        return None
+    fixed = min(index for index, _ in parts[1])
+    return fixed, cursor.fingerprint_head(*plan.fingerprint_parts[:fixed])
 
 
 def _moved(offset: int, ends: tuple[int, ...], moves: tuple[int, ...]) -> int:
@@ -347,34 +362,44 @@ def fill(template: Template, slots: tuple[Slot, ...], text: str) -> Any:
     for slot, length in zip(slots, template.lengths):
         total += (slot.end - slot.start) - length
         moves.append(total)
-    values = [s.value for s in slots]
-    plan = _fill(template.plan, template.holes, values, template.ends, tuple(moves))
-    if getattr(plan, "fingerprint_parts", ()):
-        plan = _replaced(plan, {"fingerprint": cursor.fingerprint(*plan.fingerprint_parts)})
-    return _replaced(plan, {"command_text": text})
+    plan = _fill(template.plan, template.holes, [s.value for s in slots], template.ends, tuple(moves))
+    # The root is always a new object of this fill (``_OBJECT``): its derived fields are written
+    # into it before anyone sees it — one copy of the plan, not one per field.
+    fields = plan.__dict__
+    if template.digest is not None:
+        fixed, head = template.digest
+        fields["fingerprint"] = cursor.fingerprint_tail(head, *fields["fingerprint_parts"][fixed:])
+    fields["command_text"] = text
+    return plan
 
 
-def _replaced(obj: Any, changes: dict[str, Any]) -> Any:
-    """A copy of a frozen dataclass with ``changes``: its fields as they are, without running
-    ``__init__`` again (``dataclasses.replace`` costs ≈ 10 µs per plan node)."""
-    if not hasattr(obj, "__dict__"):
-        return dataclasses.replace(obj, **changes)  # a slotted dataclass
-    copy = object.__new__(type(obj))
-    copy.__dict__.update(obj.__dict__, **changes)
-    return copy
+def _fill(obj: Any, node: tuple, values: list[Any], ends: tuple[int, ...], moves: tuple[int, ...]) -> Any:
+    """A copy of ``obj`` with the holes below ``node`` filled; what no hole is under is shared.
+    A frozen dataclass is copied through its ``__dict__``, without running ``__init__`` again
+    (``dataclasses.replace`` costs ≈ 10 µs per plan node)."""
+    how, entries = node
+    if how == _OBJECT:
+        copy = object.__new__(type(obj))
+        fields = copy.__dict__
+        fields.update(obj.__dict__)
+        for name, sub in entries:
+            fields[name] = _at(fields[name], sub, values, ends, moves)
+        return copy
+    if how == _SLOTTED:
+        return dataclasses.replace(obj, **{name: _at(getattr(obj, name), sub, values, ends, moves) for name, sub in entries})
+    if how == _SEQUENCE:
+        items = list(obj)
+        for i, sub in entries:
+            items[i] = _at(items[i], sub, values, ends, moves)
+        return type(obj)(items)
+    filled = dict(obj)
+    for key, sub in entries:
+        filled[key] = _at(filled[key], sub, values, ends, moves)
+    return filled if how == _DICT else MappingProxyType(filled)
 
 
-def _fill(obj: Any, tree: Any, values: list[Any], ends: tuple[int, ...], moves: tuple[int, ...]) -> Any:
-    if isinstance(tree, Hole):
-        return values[tree.slot] if tree.slot is not None else obj + _moved(obj, ends, moves)
-    if hasattr(type(obj), "__dataclass_fields__"):
-        return _replaced(obj, {k: _fill(getattr(obj, k), sub, values, ends, moves) for k, sub in tree.items()})
-    if type(obj) in (dict, MappingProxyType):
-        filled = dict(obj)
-        for k, sub in tree.items():
-            filled[k] = _fill(obj[k], sub, values, ends, moves)
-        return MappingProxyType(filled) if isinstance(obj, MappingProxyType) else filled
-    items = list(obj)
-    for i, sub in tree.items():
-        items[i] = _fill(obj[i], sub, values, ends, moves)
-    return type(obj)(items)
+def _at(old: Any, sub: Any, values: list[Any], ends: tuple[int, ...], moves: tuple[int, ...]) -> Any:
+    """What replaces ``old`` in a fill: a slot's value, an offset moved, or a node filled."""
+    if type(sub) is not int:
+        return _fill(old, sub, values, ends, moves)
+    return values[sub] if sub >= 0 else old + _moved(old, ends, moves)
