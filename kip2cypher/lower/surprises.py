@@ -38,8 +38,9 @@ _SHOWN = 120  # characters of a NOT block quoted in its warning
 
 def text_read_as_typed(value: str) -> bool:
     """Whether a string literal draws A4 (a number or an offset date-time written as text): its
-    warning depends on the value, so a plan template never stands for it (``lower.templates``)."""
-    return bool(_NUMBER.fullmatch(value) or _OFFSET_TIME.fullmatch(value))
+    warning depends on the value, so a plan template never stands for it (``lower.templates``).
+    Both begin with ``-`` or a decimal digit (``\\d`` is any Unicode one): other text is not matched twice."""
+    return (value[:1] == "-" or value[:1].isdecimal()) and bool(_NUMBER.fullmatch(value) or _OFFSET_TIME.fullmatch(value))
 
 
 def warnings(command: ast.Command, parameters: Mapping[str, Any]) -> tuple[str, ...]:
