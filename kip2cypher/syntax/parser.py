@@ -285,13 +285,12 @@ class _Builder(NodeVisitor):
         if type(node) is ScannedNode:
             return node.value
         name = node.expr.name
+        method = _VISITS.get(name)
         if name in _TOKENS:
-            method = getattr(self, "visit_" + name, None)
-            return method(node) if method else node
+            return method(self, node) if method else node
         children = [self.visit(child) for child in node.children]
-        method = getattr(self, "visit_" + name, None) if name else None
         if method is not None:
-            return method(node, children)
+            return method(self, node, children)
         if name and isinstance(node.expr, OneOf):
             return children[0]  # named alternatives pass their choice through
         return children
@@ -567,6 +566,10 @@ class _Builder(NodeVisitor):
     def visit_export(self, node, children):
         _, target, where, limit, cursor = children
         return ast.Export(target.name, where, _opt(limit), _opt(cursor), self.span(node))
+
+
+#: ``_Builder``'s ``visit_<rule>`` functions by rule name: looked up once, not by name per node.
+_VISITS = {attr.removeprefix("visit_"): getattr(_Builder, attr) for attr in dir(_Builder) if attr.startswith("visit_")}
 
 
 def _assignments(obj: ast.ObjectLit | None) -> ast.Assignments | None:

@@ -104,17 +104,27 @@ def regex_calls(node: Any) -> int:
     stack = [node]
     while stack:
         item = stack.pop()
-        if isinstance(item, tuple):
+        names = _children(type(item))
+        if names is _ITEMS:
             stack.extend(item)
-        elif is_dataclass(item) and not isinstance(item, ast.Span):
+        elif names:
             count += isinstance(item, ast.FuncCall) and item.name == "REGEX"
-            stack.extend(getattr(item, name) for name in _field_names(type(item)))
+            stack.extend(getattr(item, name) for name in names)
     return count
 
 
+_ITEMS = ("",)  # a tuple's children are its items
+
+
 @functools.cache
-def _field_names(cls: type) -> tuple[str, ...]:
-    return tuple(f.name for f in fields(cls))
+def _children(cls: type) -> tuple[str, ...]:
+    """What ``regex_calls`` walks into, by type (decided once per type, not per node): a tuple's
+    items (``_ITEMS``), an AST node's fields, nothing for a span or a leaf."""
+    if issubclass(cls, tuple):
+        return _ITEMS
+    if is_dataclass(cls) and not issubclass(cls, ast.Span):
+        return tuple(f.name for f in fields(cls))
+    return ()
 
 
 def reach_error(message: str) -> KipError | None:
