@@ -78,7 +78,7 @@ def text_cache(max_chars: int, max_entries: int) -> Callable[[Callable[..., Any]
             value = cache.get(args, _MISSING)
             if value is _MISSING:
                 value = function(*args)
-                cache.put(args, value, sum(len(a) for a in args if isinstance(a, str)))
+                cache.put(args, value, sum([len(a) for a in args if isinstance(a, str)]))
             return value
 
         cached.cache_clear = cache.clear  # type: ignore[attr-defined]

@@ -220,8 +220,11 @@ def _equalities(values: list[Any]) -> tuple[int, ...]:
 
 
 def _order(values: list[Any]) -> tuple[int, ...]:
-    """The rank of each number among the numbers (booleans and strings excluded)."""
+    """The rank of each number among the numbers (booleans and strings excluded); ``()`` for fewer
+    than two numbers, whose ranks the slots' classes already fix (most commands: no work)."""
     numbers = sorted({v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)})
+    if len(numbers) < 2:
+        return ()
     rank = {v: i for i, v in enumerate(numbers)}
     return tuple(rank.get(v, -1) if not isinstance(v, bool) else -1 for v in values)
 
