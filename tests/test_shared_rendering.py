@@ -1,14 +1,23 @@
-"""Work a compile shares instead of repeating gives what the repeated work gave (docs/performance.md,
-"Round 8 — compile"): statements after a rendered ``Head`` are the same lines rendered in one
-statement, and a fingerprint continued from its digested head is the whole fingerprint."""
+"""Work a compile shares or skips gives what the work gave (docs/performance.md, "Round 8 — compile"):
+statements after a rendered ``Head`` are the same lines rendered in one statement, a fingerprint
+continued from its digested head is the whole fingerprint, and ``replaced`` is
+``dataclasses.replace`` for the classes it copies."""
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
+import pkgutil
+
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import kip2cypher.lower
 from kip2cypher import cursor
 from kip2cypher.cypher.builder import Head, Ident, Param, RuntimeParam, Statement, Var, frag
+from kip2cypher.lower.compile import compile_plan
+from kip2cypher.lower.plan import replaced
 
 
 def _whole(*lines) -> tuple:
@@ -51,3 +60,26 @@ _JSON = st.recursive(
 @given(st.lists(_JSON, max_size=3), st.lists(_JSON, min_size=1, max_size=3))
 def test_a_fingerprint_continued_from_its_head_is_the_whole_fingerprint(head, tail):
     assert cursor.fingerprint_tail(cursor.fingerprint_head(*head), *tail) == cursor.fingerprint(*head, *tail)
+
+
+def _lowering_dataclasses() -> list[type]:
+    found = []
+    for info in pkgutil.iter_modules(kip2cypher.lower.__path__):
+        module = importlib.import_module(f"kip2cypher.lower.{info.name}")
+        found += [c for c in vars(module).values() if isinstance(c, type) and dataclasses.is_dataclass(c) and c.__module__ == module.__name__]
+    return found
+
+
+@pytest.mark.parametrize("cls", _lowering_dataclasses(), ids=lambda c: f"{c.__module__}.{c.__name__}")
+def test_replaced_copies_what_dataclasses_replace_would_build(cls):
+    """``replaced`` skips ``__init__``: right only while no lowering dataclass computes anything in
+    it — no ``__post_init__``, no ``init=False`` field (whose value ``replace`` would reset)."""
+    assert not hasattr(cls, "__post_init__")
+    assert all(f.init for f in dataclasses.fields(cls))
+
+
+@pytest.mark.parametrize("text", ['FIND(?d.name) WHERE { ?d {type: "Drug"} FILTER(?d.attributes.risk < 3) } LIMIT 2', "DESCRIBE PRIMER"])
+def test_replaced_equals_dataclasses_replace_on_a_plan(text):
+    plan = compile_plan(text)
+    mine, theirs = replaced(plan, warnings=("w",), command_text="t"), dataclasses.replace(plan, warnings=("w",), command_text="t")
+    assert type(mine) is type(theirs) and vars(mine) == vars(theirs) and mine == theirs

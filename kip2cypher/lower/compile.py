@@ -8,7 +8,6 @@ threads and requests.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Callable
 from functools import lru_cache
@@ -24,7 +23,7 @@ from ..syntax.placeholders import check_quoted_placeholders
 from ..syntax.script import sniff_kind
 from ..syntax.values import Deferring, parameters_size
 from . import delete, describe, export, find, merge, search, surprises, templates, update, upsert
-from .plan import Compiled, Plan
+from .plan import Compiled, Plan, replaced
 
 LOWERINGS: dict[type, Callable[[Any, dict[str, Any], Settings], Plan]] = {
     ast.Find: find.lower_find,
@@ -53,7 +52,7 @@ def lower(command: ast.Command, parameters: dict[str, Any] | None = None, settin
     bound = Deferring(parameters) if isinstance(parameters, Deferring) else dict(parameters or {})
     plan = LOWERINGS[type(command)](command, bound, settings or _default_settings())
     warnings = tuple(dict.fromkeys((*surprises.warnings(command, bound), *plan.warnings)))  # the lowering's own: A5 (``surprises.other_kind``)
-    return dataclasses.replace(plan, command_kind=ast.command_kind(command), warnings=warnings, **facts)
+    return replaced(plan, command_kind=ast.command_kind(command), warnings=warnings, **facts)
 
 
 @lru_cache(maxsize=1)
