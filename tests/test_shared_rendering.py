@@ -81,5 +81,5 @@ def test_replaced_copies_what_dataclasses_replace_would_build(cls):
 @pytest.mark.parametrize("text", ['FIND(?d.name) WHERE { ?d {type: "Drug"} FILTER(?d.attributes.risk < 3) } LIMIT 2', "DESCRIBE PRIMER"])
 def test_replaced_equals_dataclasses_replace_on_a_plan(text):
     plan = compile_plan(text)
-    mine, theirs = replaced(plan, warnings=("w",), command_text="t"), dataclasses.replace(plan, warnings=("w",), command_text="t")
+    mine, theirs = replaced(plan, {"warnings": ("w",), "command_text": "t"}), dataclasses.replace(plan, warnings=("w",), command_text="t")
     assert type(mine) is type(theirs) and vars(mine) == vars(theirs) and mine == theirs

@@ -52,7 +52,7 @@ def lower(command: ast.Command, parameters: dict[str, Any] | None = None, settin
     bound = Deferring(parameters) if isinstance(parameters, Deferring) else dict(parameters or {})
     plan = LOWERINGS[type(command)](command, bound, settings or _default_settings())
     warnings = tuple(dict.fromkeys((*surprises.warnings(command, bound), *plan.warnings)))  # the lowering's own: A5 (``surprises.other_kind``)
-    return replaced(plan, command_kind=ast.command_kind(command), warnings=warnings, **facts)
+    return replaced(plan, {"command_kind": ast.command_kind(command), "warnings": warnings, **facts})
 
 
 @lru_cache(maxsize=1)

@@ -41,7 +41,7 @@ def lean(where: Where, used: Iterable[str]) -> Where:
     after it) as ``unread``: the clause lowering does not expand a reified clause to them."""
     counts = mention_counts(where.items)
     outside = set(used)
-    return replaced(where, unread=frozenset(name for name, count in counts.items() if count == 1 and name not in outside))
+    return replaced(where, {"unread": frozenset(name for name, count in counts.items() if count == 1 and name not in outside)})
 
 
 def read_once(form: FindForm) -> FindForm:
@@ -51,15 +51,15 @@ def read_once(form: FindForm) -> FindForm:
     aliases = {id(read.value): read.alias for read in form.reads}
     bind = With(tuple(frag(read.value, " AS ", read.alias) for read in form.reads), star=True)
     steps = tuple(_substituted_step(step, aliases) for step in form.steps)
-    return replaced(form, steps=(bind, *steps), reads=())
+    return replaced(form, {"steps": (bind, *steps), "reads": ()})
 
 
 def _substituted_step(step: Step, aliases: dict[int, Internal]) -> Step:
     """``step`` with the values of ``aliases`` (by identity) replaced by their variables."""
     if isinstance(step, Group):
-        columns = tuple(replaced(column, value=substituted(column.value, aliases)) for column in step.columns)
-        return replaced(step, columns=columns)
-    return replaced(step, items=tuple(substituted(item, aliases) for item in step.items))
+        columns = tuple(replaced(column, {"value": substituted(column.value, aliases)}) for column in step.columns)
+        return replaced(step, {"columns": columns})
+    return replaced(step, {"items": tuple(substituted(item, aliases) for item in step.items)})
 
 
 def pre_group(form: FindForm) -> FindForm:
@@ -80,7 +80,7 @@ def pre_group(form: FindForm) -> FindForm:
             partial.append(frag(column.value, " AS ", part))
             items.append(frag(COMBINE[column.func], "(", part, ") AS ", column.var))
         steps += [With(tuple(partial)), With(tuple(items))]
-    return replaced(form, steps=tuple(steps))
+    return replaced(form, {"steps": tuple(steps)})
 
 
 def elide(distinct: Distinct, *, ordered: bool) -> Distinct | With | None:
@@ -98,7 +98,7 @@ def elide_distinct(form: FindForm) -> FindForm:
     """``elide`` on the form's DISTINCT (an ORDER BY right after it needs its ``WITH``)."""
     if not isinstance(form.distinct, Distinct):
         return form
-    return replaced(form, distinct=elide(form.distinct, ordered=bool(form.order) and not form.steps))
+    return replaced(form, {"distinct": elide(form.distinct, ordered=bool(form.order) and not form.steps)})
 
 
 #: The form passes by name, in the order the FIND lowering applies them (``lean`` runs on the

@@ -376,14 +376,15 @@ def fill(template: Template, slots: tuple[Slot, ...], text: str) -> Any:
     if template.digest is not None:
         fixed, head = template.digest
         changes["fingerprint"] = cursor.fingerprint_tail(head, *changes["fingerprint_parts"][fixed:])
-    return replaced(plan, command_text=text, **changes)
+    changes["command_text"] = text
+    return replaced(plan, changes)
 
 
 def _fill(obj: Any, node: tuple, values: list[Any], ends: tuple[int, ...], moves: tuple[int, ...]) -> Any:
     """A copy of ``obj`` with the holes below ``node`` filled; what no hole is under is shared."""
     how, entries = node
     if how == _OBJECT:
-        return replaced(obj, **{name: _at(getattr(obj, name), sub, values, ends, moves) for name, sub in entries})
+        return replaced(obj, {name: _at(getattr(obj, name), sub, values, ends, moves) for name, sub in entries})
     if how == _SLOTTED:
         return dataclasses.replace(obj, **{name: _at(getattr(obj, name), sub, values, ends, moves) for name, sub in entries})
     if how == _SEQUENCE:
