@@ -6,6 +6,7 @@ continued from its digested head is the whole fingerprint, and ``replaced`` is
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 import pkgutil
 
@@ -72,10 +73,13 @@ def _lowering_dataclasses() -> list[type]:
 
 @pytest.mark.parametrize("cls", _lowering_dataclasses(), ids=lambda c: f"{c.__module__}.{c.__name__}")
 def test_replaced_copies_what_dataclasses_replace_would_build(cls):
-    """``replaced`` skips ``__init__``: right only while no lowering dataclass computes anything in
-    it — no ``__post_init__``, no ``init=False`` field (whose value ``replace`` would reset)."""
+    """``replaced`` skips ``__init__`` and copies ``__dict__``: right only while no lowering
+    dataclass computes anything in it — no ``__post_init__``, no ``init=False`` field (whose value
+    ``replace`` would reset), no ``cached_property`` (its value, kept in ``__dict__``, would be
+    copied to an instance it may not fit)."""
     assert not hasattr(cls, "__post_init__")
     assert all(f.init for f in dataclasses.fields(cls))
+    assert not [name for klass in cls.__mro__ for name, v in vars(klass).items() if isinstance(v, functools.cached_property)]
 
 
 @pytest.mark.parametrize("text", ['FIND(?d.name) WHERE { ?d {type: "Drug"} FILTER(?d.attributes.risk < 3) } LIMIT 2', "DESCRIBE PRIMER"])
@@ -83,3 +87,9 @@ def test_replaced_equals_dataclasses_replace_on_a_plan(text):
     plan = compile_plan(text)
     mine, theirs = replaced(plan, {"warnings": ("w",), "command_text": "t"}), dataclasses.replace(plan, warnings=("w",), command_text="t")
     assert type(mine) is type(theirs) and vars(mine) == vars(theirs) and mine == theirs
+
+
+def test_replaced_refuses_a_name_that_is_not_a_field():
+    """``dataclasses.replace`` raises for a misspelled field; ``replaced`` copied it into ``__dict__`` silently."""
+    with pytest.raises(AssertionError, match="commnd_text"):
+        replaced(compile_plan("DESCRIBE PRIMER"), {"commnd_text": "t"})
