@@ -31,6 +31,21 @@ FIELDS = {
 }
 #: The fields only one kind has: on an endpoint variable that may bind either, null for the other (A5).
 KIND_FIELDS = frozenset(FIELDS[CONCEPT]).symmetric_difference(FIELDS[PROPOSITION])
+
+
+def kind_without(field: str) -> str:
+    """The kind of element that lacks ``field``, one of ``KIND_FIELDS`` (docs/interop.md A5)."""
+    return PROPOSITION if field in FIELDS[CONCEPT] else CONCEPT
+
+
+def lacking_kind(binding: Binding, field: str) -> str | None:
+    """docs/interop.md A5: the kind whose elements lack ``field`` when ``binding`` is an endpoint
+    variable of memory that may bind either kind (there the value is null for that kind); else None."""
+    if binding.kind != ELEMENT or binding.adopted is not None or field not in KIND_FIELDS:
+        return None
+    return kind_without(field)
+
+
 MAP_FIELDS = {"attributes": storage.ATTR_PREFIX, "metadata": storage.META_PREFIX}
 
 #: Stored values that are JSON text (objects, mixed lists, explicit null …) start with this.
@@ -71,7 +86,7 @@ class Filters:
                 + f", ?{expr.var}.attributes.<key> and ?{expr.var}.metadata.<key>.",
                 offset=expr.span.start,
             )
-        if binding.kind == ELEMENT and binding.adopted is None and expr.path[0] in KIND_FIELDS:
+        if lacking_kind(binding, expr.path[0]) is not None:
             self.ctx.other_kind_reads.setdefault((expr.var, expr.path[0]), {})[used_in] = None  # docs/interop.md A5: ``surprises.other_kind``
         if binding.adopted is not None:
             if expr.path[0] == "attributes" and len(expr.path) == 2 and binding.adopted.property_of(expr.path[1]) is None:

@@ -28,7 +28,7 @@ from ..errors import INVALID_SYNTAX, KipError
 from ..syntax import ast
 from ..syntax.values import resolve, resolve_int
 from . import adopted, adopted_values, filters, grounding, passes, surprises
-from .context import CONCEPT, ELEMENT, PREDICATE, PROPOSITION, Binding
+from .context import CONCEPT, PREDICATE, PROPOSITION, Binding
 from .form import Column, FindForm, Group, Read, Step, With, lines
 from .grounding import key_check
 from .named import NamedElements, named_elements, named_target
@@ -222,13 +222,9 @@ class _FindLowering:
         out: dict[tuple[str, str], list[str]] = {}
         for expr in exprs:
             path = expr.arg if isinstance(expr, ast.Aggregate) else expr
-            if not isinstance(path, ast.DotPath) or path.path[0] not in filters.KIND_FIELDS:
-                continue
-            binding = self.pattern.bindings[path.var]
-            if binding.kind != ELEMENT or binding.adopted is not None:
-                continue
-            lacking = PROPOSITION if path.path[0] in filters.FIELDS[CONCEPT] else CONCEPT
-            out.setdefault((path.var, lacking), []).append(path.path[0])
+            lacking = filters.lacking_kind(self.pattern.bindings[path.var], path.path[0]) if isinstance(path, ast.DotPath) else None
+            if lacking is not None:
+                out.setdefault((path.var, lacking), []).append(path.path[0])
         return out
 
     def kind_columns(self, exprs: Iterable[ast.Projection], where: str) -> list[tuple[Internal, Fragment, str]]:

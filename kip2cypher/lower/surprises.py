@@ -27,8 +27,8 @@ from typing import Any
 from ..syntax import ast
 from ..syntax.printer import to_kip
 from ..syntax.values import JSON_NUMBER, Deferred, resolve
-from .context import CONCEPT, PROPOSITION, var_mentions
-from .filters import FIELDS
+from .context import PROPOSITION, var_mentions
+from .filters import FIELDS, kind_without
 from .pattern import bound_by
 
 _NUMBER = re.compile(JSON_NUMBER)
@@ -208,7 +208,7 @@ def other_kind(reads: Mapping[tuple[str, str], Iterable[str]], said: Collection[
     for (var, field), used in reads.items():
         unsaid = [u for u in used if u not in said]
         if unsaid:
-            lacking = PROPOSITION if field in FIELDS[CONCEPT] else CONCEPT
+            lacking = kind_without(field)
             fields.setdefault((var, lacking), []).append(field)
             where.setdefault((var, lacking), {}).update(dict.fromkeys(unsaid))
     out = []
