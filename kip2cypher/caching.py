@@ -67,8 +67,9 @@ _MISSING = object()
 
 def text_cache(max_chars: int, max_entries: int) -> Callable[[Callable[..., Any]], Any]:
     """``lru_cache`` for a function of hashable arguments whose strings are caller text: an
-    entry counts the length of its string arguments. The wrapper has ``cache_clear`` and
-    ``cache_info`` (``currsize``, ``chars``, ``max_chars``)."""
+    entry counts the length of its string arguments. The wrapper has ``cache_clear``,
+    ``cache_info`` (``currsize``, ``chars``, ``max_chars``), ``cache_get`` and ``cache_put``
+    (an argument tuple)."""
 
     def decorate(function: Callable[..., Any]) -> Any:
         cache = TextCache(max_chars, max_entries)
@@ -81,6 +82,16 @@ def text_cache(max_chars: int, max_entries: int) -> Callable[[Callable[..., Any]
                 cache.put(args, value, sum([len(a) for a in args if isinstance(a, str)]))
             return value
 
+        def cache_get(args: tuple[Any, ...]) -> Any:
+            """The cached value for these arguments, or None: the caller decides whether to compute."""
+            return cache.get(args)
+
+        def cache_put(args: tuple[Any, ...], value: Any) -> None:
+            """Keep a value computed elsewhere (a large parse kept aside until its text came again)."""
+            cache.put(args, value, sum([len(a) for a in args if isinstance(a, str)]))
+
+        cached.cache_get = cache_get  # type: ignore[attr-defined]
+        cached.cache_put = cache_put  # type: ignore[attr-defined]
         cached.cache_clear = cache.clear  # type: ignore[attr-defined]
         cached.cache_info = cache.info  # type: ignore[attr-defined]
         return cached

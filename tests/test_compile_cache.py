@@ -47,9 +47,17 @@ def test_parse_cache_holds_a_large_text_that_comes_again():
     # An application streaming one parameterized capsule text sends it with every batch: parsed once.
     text = _large_capsule("Big again")
     first = parser.parse(text)
-    second = parser.parse(text)
-    assert second == first
-    assert parser.parse(text) is second
+    assert parser.parse(text) is first  # the second batch did not parse it again (it did until round 9)
+    assert parser._parse_single.cache_get((text, (parser.MAX_INPUT_BYTES, parser.MAX_NESTING_DEPTH))) is first
+    assert parser.parse(text) is first
+
+
+def test_large_texts_seen_once_are_kept_aside_only_up_to_their_bound():
+    # The first parse of a large text waits aside for its second sighting — at most RECENT_LARGE of them.
+    texts = [_large_capsule(f"Aside {i}") for i in range(parser.RECENT_LARGE + 2)]
+    for text in texts:
+        parser.parse(text)
+    assert parser._LARGE_RECENT.info().currsize == parser.RECENT_LARGE
 
 
 @pytest.mark.parametrize(
