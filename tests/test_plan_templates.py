@@ -18,6 +18,7 @@ from golden_harness import GOLDEN_DIR, split_cases
 from kip2cypher.errors import KipError
 from kip2cypher.lower import compile as compiler
 from kip2cypher.lower import templates
+from kip2cypher.lower.upsert_plan import PropositionRowRef
 from kip2cypher.syntax import parser
 
 EVENT = (
@@ -131,6 +132,40 @@ def test_agent_commands_are_templated():
         _prime(text, _varied(text, 0), {})
         assert isinstance(_template_of(text, {}), templates.Template)
         _same(compiler.compile_plan(_varied(text, 1)), cold)
+
+
+CAPSULE = (
+    "UPSERT {\n"
+    '  CONCEPT ?d { {type: "Domain", name: "Social"} }\n'
+    '  CONCEPT ?a { {type: "Person", name: "Ann 1"} SET ATTRIBUTES { city: "Oslo", age: 31 } SET PROPOSITIONS { ("belongs_to_domain", ?d) } }\n'
+    '  CONCEPT ?b { {type: "Person", name: "Bob 1"} SET ATTRIBUTES { city: "Oslo", age: 31 } SET PROPOSITIONS { ("belongs_to_domain", ?d) } }\n'
+    '  PROPOSITION ?k { (?a, "knows", ?b) } WITH METADATA { confidence: 0.8 }\n'
+    "}"
+)
+
+
+def test_a_capsule_repeating_a_value_and_naming_concepts_in_set_propositions_was_never_templated():
+    """An agent's capsule writes one value in several blocks (a city, a confidence) and links its
+    concepts with SET PROPOSITIONS. Both kept the shape from being templated (a leaf equal to
+    several slots; a row label built from the concept's name): every capsule compiled cold."""
+    variant = CAPSULE.replace("Ann 1", "Ann 2").replace("Bob 1", "Bob 2").replace("Oslo", "Rome").replace("31", "44").replace("0.8", "0.6")
+    later = CAPSULE.replace("Ann 1", "Cy 3").replace("Bob 1", "Di 3").replace("Oslo", "Pisa").replace("31", "52").replace("0.8", "0.7")
+    cold = _cold(later, {})
+    _prime(CAPSULE, variant, {})
+    assert isinstance(_template_of(CAPSULE, {}), templates.Template)
+    before = compiler.cache_stats()["template"]
+    _same(_warm(later, {}), cold)
+    assert compiler.cache_stats()["template"] == before + 1
+    # the two cities differ now: another key (equalities are part of it), the cold answer
+    apart = later.replace('"Pisa", age', '"Lyon", age', 1)
+    _same(_warm(apart, {}), _cold(apart, {}))
+
+
+def test_a_set_propositions_row_is_described_from_its_endpoints():
+    plan = compiler.compile_plan(CAPSULE)
+    rows = {plan.describe(PropositionRowRef(row.pos)) for row in plan.propositions}
+    assert '({type: "Person", name: "Ann 1"}, "belongs_to_domain", {type: "Domain", name: "Social"})' in rows
+    assert '({type: "Person", name: "Ann 1"}, "knows", {type: "Person", name: "Bob 1"})' in rows
 
 
 def test_the_spec_examples_are_mostly_templated():

@@ -35,6 +35,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+from bisect import bisect_right
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, NamedTuple
@@ -338,7 +339,9 @@ def _diff(a: Any, b: Any, values: list[Any], sentinels: list[Any], ends: tuple[i
         return None
     slots = [i for i, (v, s) in enumerate(zip(values, sentinels)) if type(v) is type(a) and v == a and s == b]
     offset = type(a) is int and b == a + _moved(a, ends, moves)
-    if len(slots) == 1 and not offset:
+    if slots and not offset:
+        # Several slots hold this value: the key says they are equal (``_equalities``, by type and
+        # value) in every text of the shape, so any of them fills it — the first.
         return slots[0]
     if offset and not slots:
         return _OFFSET
@@ -355,13 +358,10 @@ def _digest(plan: Any, holes: tuple) -> tuple[int, Any] | None:
 
 
 def _moved(offset: int, ends: tuple[int, ...], moves: tuple[int, ...]) -> int:
-    """How far an offset of the template's text moves: the growth of every slot ending before it."""
-    total = 0
-    for end, move in zip(ends, moves):
-        if end > offset:
-            break
-        total = move
-    return total
+    """How far an offset of the template's text moves: the growth of every slot ending before it
+    (``moves`` is cumulative and ``ends`` ascending: the last slot ending at or before it says)."""
+    before = bisect_right(ends, offset)
+    return moves[before - 1] if before else 0
 
 
 def fill(template: Template, slots: tuple[Slot, ...], text: str) -> Any:

@@ -205,8 +205,7 @@ class Analyzer:
             entry_meta = _metadata(entry.metadata, self.params, f'the WITH METADATA of ("{predicate}", …)') if entry.metadata is not None else {}
             target = self.ref(entry.target)
             self.require_predicate(predicate, named_at)
-            label = f"({row.label}, {rules.quoted(predicate)}, …)"
-            self.add_prop(here, predicate, target, None, _encoded({}, meta, {**own_meta, **entry_meta}), None, label, entry.span.start)
+            self.add_prop(here, predicate, target, None, _encoded({}, meta, {**own_meta, **entry_meta}), None, entry.span.start)
         if block.handle is not None:
             # Bound once the block (including its SET PROPOSITIONS) has executed (§4.1 define before use).
             self.handles[block.handle] = here
@@ -221,13 +220,13 @@ class Analyzer:
             pid = resolve_str(ident.id, self.params, "A proposition `id`")
             self.refuse_adopted(at, element_id=pid)
             self.targets.append(Target(self.seq, PropositionById(pid), at))
-            pos = self.add_prop(None, None, None, pid, payload, expect, f"(id: {rules.quoted(pid)})", at)
+            pos = self.add_prop(None, None, None, pid, payload, expect, at)
         else:
             predicate = self.predicate_name(ident.predicate)
             subject = self.ref(ident.subject)
             obj = self.ref(ident.object)
             self.require_predicate(predicate, _named_at(ident.predicate))
-            pos = self.add_prop(subject, predicate, obj, None, payload, expect, f"(…, {rules.quoted(predicate)}, …)", at)
+            pos = self.add_prop(subject, predicate, obj, None, payload, expect, at)
         here = PropositionRowRef(pos)
         self.order.append(here)
         if block.handle is not None:
@@ -241,7 +240,6 @@ class Analyzer:
         pid: str | None,
         payload: tuple[Mapping[str, Any], Mapping[str, Any]],
         expect: int | None,
-        label: str,
         at: int,
     ) -> int:
         linked = next((r for r in (subject, obj) if isinstance(r, AdoptedConcept)), None)
@@ -249,7 +247,7 @@ class Analyzer:
             # domain membership is schema, and the mapping gives adopted types theirs (domain Adopted)
             raise adopted_cy.read_only(self.adoption.type(linked.type), "This UPSERT (domain membership)", at)
         pos = len(self.props)
-        self.props.append(PropositionRow(pos, subject, predicate, obj, pid, payload[0], payload[1], expect, label, at))
+        self.props.append(PropositionRow(pos, subject, predicate, obj, pid, payload[0], payload[1], expect, at))
         if pid is not None:
             self.by_pid.setdefault(pid, pos)
         else:

@@ -173,7 +173,6 @@ class PropositionRow:
     props: Mapping[str, Any]
     own: Mapping[str, Any]
     expect: int | None
-    label: str
     at: int  # where the block or entry stands in the command text (error positions)
 
 
@@ -267,7 +266,10 @@ class UpsertPlan(Plan):
         if isinstance(ref, ConceptBlockRef):
             return self.concepts[ref.pos].label
         if isinstance(ref, PropositionRowRef):
-            return self.propositions[ref.pos].label
+            # Described from its endpoints, not stored as text: a plan holds no text built from a
+            # value (a plan template puts new values only where the old ones were, lower.templates).
+            row = self.propositions[ref.pos]
+            return self.describe(PropositionById(row.id) if row.id is not None else Structural(row.subject, row.predicate, row.object))
         if isinstance(ref, ConceptByName):
             return rules.label(ref.type, ref.name)
         if isinstance(ref, ConceptById):

@@ -340,7 +340,7 @@ class _Upsert:
 
     def label(self, row: PropositionRow) -> str:
         """A proposition row as the command wrote it (its endpoints resolved), for an error message."""
-        return row.label if row.id is not None else self.plan.describe(Structural(row.subject, row.predicate, row.object))
+        return self.plan.describe(PropositionRowRef(row.pos))
 
     def wave_row(self, row: PropositionRow) -> dict[str, Any]:
         """The proposition write's row; every endpoint must be known by now."""
