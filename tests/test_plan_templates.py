@@ -292,3 +292,21 @@ def test_an_unterminated_string_or_comment_was_rescanned_from_every_later_quote(
     comments = "/* " * 13_000
     assert [m.span() for m in templates._TOKEN.finditer(comments)] == [(0, len(comments))]
     assert [m.span() for m in templates._LITERAL.finditer(comments)] == [(0, len(comments))]
+
+
+def test_a_value_written_twice_is_templated():
+    """One value in several slots (the same source on two blocks, equal attributes) was never
+    templated: the plan's leaf matched more than one slot. The key keeps those slots equal, so
+    the template fills them from the first — and answers what a cold compile answers."""
+    text = (
+        'UPSERT { CONCEPT ?a { {type: "Person", name: "Ann"} SET ATTRIBUTES { mood: "calm", visits: 3, seen: "calm" } } '
+        'CONCEPT ?b { {type: "Person", name: "Bob"} SET ATTRIBUTES { mood: "calm", visits: 3 } } } WITH METADATA { source: "chat" }'
+    )
+    colds = [_cold(_varied(text, r), {}) for r in (1, 2)]
+    _prime(text, _varied(text, 0), {})
+    assert isinstance(_template_of(text, {}), templates.Template)
+    for r, cold in zip((1, 2), colds):
+        _same(_warm(_varied(text, r), {}), cold)
+    unequal = text.replace("visits: 3 }", "visits: 4 }")  # another equality pattern: another shape
+    assert templates.shape(unequal).key != templates.shape(text).key
+    _same(_warm(unequal, {}), _cold(unequal, {}))
