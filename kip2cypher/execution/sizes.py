@@ -66,4 +66,7 @@ def _other_bytes(value: Any) -> int:
 
 def row_bytes(row: dict[str, Any]) -> int:
     """The weight of one row: its values (column names are the plan's, not the data's)."""
-    return sum(value_bytes(value) for value in row.values())
+    total = 0
+    for value in row.values():  # a loop, not a generator: it runs once per row read
+        total += value_bytes(value)
+    return total
