@@ -79,9 +79,11 @@ class Settings(BaseSettings):
     #: length, bytes by theirs, scalars 8): past it KIP_4002 asks for LIMIT/CURSOR. With
     #: ``fetch_size`` it bounds what one command holds in memory (docs/limits.md).
     max_result_bytes: PositiveInt = 32 * 2**20
-    #: Records the driver pulls from Neo4j per round trip (its default is 1000): a batch is held
-    #: before the byte count sees it, so this bounds the overshoot past ``max_result_bytes``.
-    fetch_size: PositiveInt = 250
+    #: Records the driver pulls from Neo4j per round trip (the driver's own default): a batch is
+    #: held before the byte count sees it, so this bounds the overshoot past ``max_result_bytes``.
+    #: 250 cost a 5,000-row answer 15 round trips more than hand-written Cypher makes (≈ 20 ms
+    #: at 100k, docs/performance.md Round 9); lower it where single rows are huge.
+    fetch_size: PositiveInt = 1000
     #: Steps (an upper bound of Java's backtracking, priced at compile time) the REGEX of one
     #: command may take on one row; a pattern's reach — the longest value it may examine — follows
     #: from it (kip2cypher/syntax/regex_guard.py, KIP_4001 beyond). 5e7 ≈ 0.1 s of one worker.

@@ -134,6 +134,17 @@ def label(type_: str | None, name: str | None) -> str:
     return f"{{type: {quoted(type_)}, name: {quoted(name)}}}"
 
 
+#: An element a WHERE names exactly (``lower.named.named_target``), or ``()``: (concept?, id, type,
+#: name), each of the last three None or (placeholder?, its name or the literal's value).
+Named = tuple
+
+
+def shown_named(named: Named) -> str:
+    """``named`` as messages show it: a literal as JSON text, a placeholder as ``:name``."""
+    concept, *parts = named
+    return named_element(concept, *(None if p is None else f":{p[1]}" if p[0] else quoted(p[1]) for p in parts))
+
+
 def named_element(concept: bool, id_: str | None, type_: str | None = None, name: str | None = None) -> str:
     """An element named exactly — by id, a complete ``{type, name}`` or ``(id: …)`` — as messages
     show it; the values already written out (JSON text, or a ``:placeholder``)."""

@@ -24,6 +24,7 @@ from .. import cursor
 from ..config import Settings
 from ..cypher import storage
 from ..cypher.builder import Fragment, Head, Internal, Param, Part, Statement, Var, frag, join
+from ..domain import rules
 from ..errors import INVALID_SYNTAX, KipError
 from ..syntax import ast
 from ..syntax.values import resolve, resolve_int
@@ -80,7 +81,7 @@ class FindPlan(Plan):
     notes: tuple[str, ...] = ()
     #: The WHERE is one clause naming its element exactly (``named.named_target``): an empty
     #: answer means it does not exist — said in ``warnings`` (docs/interop.md A11).
-    named: str = ""
+    named: rules.Named = ()
     #: The elements a WHERE of more clauses names exactly (``named.named_elements``): an empty
     #: answer checks which exist (``key_check``) and says which do not (docs/interop.md A11).
     named_all: NamedElements = ()
@@ -518,7 +519,7 @@ class _FindLowering:
             grounding_at=grounding.offsets(pattern.grounding),
             key_checks=self.key_checks(),
             notes=tuple(dict.fromkeys(pattern.ctx.notes)),
-            named=named_target(self.command.where, getattr(self.command.where[0], "var", None) or "") if self.command.where else "",
+            named=named_target(self.command.where, getattr(self.command.where[0], "var", None) or "") if self.command.where else (),
             named_all=named_elements(self.command.where, self.parameters, self.settings.adoption),
             other_kind=tuple(self.other_kind),
             warnings=surprises.other_kind(pattern.ctx.other_kind_reads, said=("FIND", "ORDER BY")),

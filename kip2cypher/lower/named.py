@@ -16,15 +16,15 @@ from ..syntax.values import Deferred, resolve
 NamedElements = tuple[tuple[bool, Any, Any, Any], ...]
 
 
-def named_target(where: tuple[ast.WhereItem, ...], target: str) -> str:
+def named_target(where: tuple[ast.WhereItem, ...], target: str) -> rules.Named:
     """How a DELETE's WHERE names its target exactly — its only clause binds ``target`` by id or by a
     complete ``{type, name}`` — else "". Spec Appendix 4: KIP_3002 "does not exist (for DELETE, …)":
     such a target that matches nothing does not exist. Any other pattern (a FILTER, another clause,
     a type alone) may simply match nothing, which stays zero counts (docs/kml.md)."""
     if len(where) != 1 or getattr(where[0], "var", None) != target:
-        return ""
+        return ()
     exact = _exactly(where[0])
-    return rules.named_element(exact[0], *(None if v is None else _shown(v) for v in exact[1:])) if exact else ""
+    return (exact[0], *(None if v is None else _written(v) for v in exact[1:])) if exact else ()
 
 
 def named_elements(where: tuple[ast.WhereItem, ...], parameters: Mapping[str, Any], adoption: Any) -> NamedElements:
@@ -69,6 +69,7 @@ def _adopted(adoption: Any, id_: Any, type_: Any, _name: Any) -> bool:
     return (isinstance(type_, str) and adoption.type(type_) is not None) or adoption_ids.split_id(id_) is not None
 
 
-def _shown(value: ast.Value) -> str:
-    """A value as the command wrote it: a literal as JSON, a placeholder as ``:name``."""
-    return f":{value.name}" if isinstance(value, ast.Placeholder) else rules.quoted(getattr(value, "value", None))
+def _written(value: ast.Value) -> tuple[bool, Any]:
+    """A value as the command wrote it (``rules.Named``): a placeholder's name, or a literal's value
+    — the value itself, not its JSON text, so a plan template can put another in its place."""
+    return (True, value.name) if isinstance(value, ast.Placeholder) else (False, getattr(value, "value", None))

@@ -104,7 +104,7 @@ class BulkPlan(Plan):
     held: bool = False
     #: DELETE of a target the WHERE names exactly (``delete.named_target``): how it names it; that
     #: nothing matched then means it does not exist (KIP_3002), not an empty pattern.
-    named: str = ""
+    named: rules.Named = ()
     #: UPDATE: such a target that matched nothing is zero counts and a ``warnings`` entry
     #: (Appendix 4 lists KIP_3002 for DELETE, not UPDATE; docs/interop.md A11).
     named_missing_is_empty: bool = False

@@ -242,7 +242,7 @@ class Analyzer:
         expect: int | None,
         at: int,
     ) -> int:
-        linked = next((r for r in (subject, obj) if isinstance(r, AdoptedConcept)), None)
+        linked = subject if isinstance(subject, AdoptedConcept) else obj if isinstance(obj, AdoptedConcept) else None
         if linked is not None and predicate == storage.BELONGS_TO_DOMAIN:
             # domain membership is schema, and the mapping gives adopted types theirs (domain Adopted)
             raise adopted_cy.read_only(self.adoption.type(linked.type), "This UPSERT (domain membership)", at)
@@ -286,7 +286,7 @@ class Analyzer:
     def concept_ref(self, target: ast.ConceptClause) -> Ref:
         _no_variable(target.var, "CONCEPT")
         at = target.span.start
-        linked = self.adopted_endpoint(target, at)
+        linked = self.adopted_endpoint(target, at) if self.adoption is not None else None
         if linked is not None:
             self.targets.append(Target(self.seq, linked, at))
             return linked

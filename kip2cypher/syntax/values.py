@@ -214,7 +214,7 @@ def resolve(value: ast.Value, params: Mapping[str, Any] | None = None, *, deferr
     if isinstance(value, ast.ListLit):
         return [resolve(item, params, role=role) for item in value.items]
     if isinstance(value, ast.ObjectLit):
-        return {key: resolve(item, params, role=role) for key, item in value.entries}
+        return _resolved_entries(value.entries, params, role)
     if isinstance(value, ast.Placeholder):
         if isinstance(params, Deferring) and value.name not in params:
             if deferrable:
@@ -230,6 +230,22 @@ def resolve(value: ast.Value, params: Mapping[str, Any] | None = None, *, deferr
             )
         return params[value.name]
     raise KipError(INVALID_SYNTAX, f"{type(value).__name__} is not a JSON value here.")
+
+
+def _resolved_entries(entries: tuple, params: Mapping[str, Any] | None, role: str) -> dict[str, Any]:
+    """An object's entries resolved: a bound placeholder and a literal read inline (a bulk capsule
+    resolves one object per block), anything else through ``resolve``."""
+    bound = params if type(params) is dict else None
+    out = {}
+    for key, item in entries:
+        kind = type(item)
+        if kind is ast.Placeholder and bound is not None and item.name in bound:
+            out[key] = bound[item.name]
+        elif kind is ast.Literal:
+            out[key] = item.value
+        else:
+            out[key] = resolve(item, params, role=role)
+    return out
 
 
 def resolve_int(value: ast.Value, params: Mapping[str, Any] | None, what: str) -> int:
@@ -248,7 +264,13 @@ def resolve_int(value: ast.Value, params: Mapping[str, Any] | None, what: str) -
 
 def resolve_str(value: ast.Value, params: Mapping[str, Any] | None, what: str, role: str = "") -> str:
     """A string; ``role`` says what it becomes, for an unbound placeholder of a keeping compile."""
-    resolved = resolve(value, params, role=role or f"{what} is checked and used while the statement is built")
+    kind = type(value)  # a bound placeholder and a literal inline (a capsule names two per reference)
+    if kind is ast.Placeholder and type(params) is dict and value.name in params:
+        resolved = params[value.name]
+    elif kind is ast.Literal:
+        resolved = value.value
+    else:
+        resolved = resolve(value, params, role=role or f"{what} is checked and used while the statement is built")
     if not isinstance(resolved, str):
         raise KipError(
             INVALID_SYNTAX,

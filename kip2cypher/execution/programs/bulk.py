@@ -33,7 +33,7 @@ def bulk(plan: BulkPlan, ctx: Context) -> Generator[Any, Any, dict]:
     if plan.named and row["matched"] == 0:
         if not plan.named_missing_is_empty:
             raise missing_target(plan)
-        warnings.append(find.absent(plan.named))
+        warnings.append(find.absent(rules.shown_named(plan.named)))
     if plan.named_check is not None and row["matched"] == 0:
         warnings += yield from find.why_empty(plan.named_check, (), plan.named_all)
     result = {key: row[column] for key, column in plan.result}
@@ -61,7 +61,7 @@ def missing_target(plan: BulkPlan) -> KipError:
     """KIP_3002: the DELETE names its target exactly and it does not exist (nothing was changed)."""
     return KipError(
         errors.NOT_FOUND,
-        f"{plan.keyword}: the {plan.named} named by the WHERE does not exist; nothing was deleted.",
+        f"{plan.keyword}: the {rules.shown_named(plan.named)} named by the WHERE does not exist; nothing was deleted.",
         "Check the id or the exact type and name (case-sensitive) with FIND or SEARCH; if it was already deleted, there is nothing left to do.",
     )
 

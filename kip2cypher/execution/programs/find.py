@@ -32,7 +32,7 @@ def find(plan: FindPlan, ctx: Context) -> Generator[Any, Any, dict]:
         rows = [row for row in rows if row["_undefined"] is None]
     warnings = (yield from why_empty(plan.key_check, plan.key_checks, plan.named_all)) if not rows and (plan.key_checks or plan.named_all) else []
     if not rows and plan.named:
-        warnings.append(absent(plan.named))
+        warnings.append(absent(rules.shown_named(plan.named)))
     if len(rows) > cap + (1 if plan.limit is not None and plan.limit <= cap else 0):
         raise too_many_rows(cap)
     limit = plan.limit
