@@ -79,7 +79,7 @@ def text_cache(max_chars: int, max_entries: int) -> Callable[[Callable[..., Any]
             value = cache.get(args, _MISSING)
             if value is _MISSING:
                 value = function(*args)
-                cache.put(args, value, sum([len(a) for a in args if isinstance(a, str)]))
+                cache_put(args, value)
             return value
 
         def cache_get(args: tuple[Any, ...]) -> Any:

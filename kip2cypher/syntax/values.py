@@ -204,11 +204,9 @@ def resolve(value: ast.Value, params: Mapping[str, Any] | None = None, *, deferr
     With ``Deferring`` params an unbound placeholder is a ``Deferred`` when ``deferrable`` (a whole
     value the caller renders as a run-time parameter), else the ``shapes_statement`` error naming
     ``role``. A placeholder inside a list or object is never deferrable."""
-    kind = type(value)  # a bound placeholder and a literal first (a capsule resolves one per value)
-    if kind is ast.Placeholder and type(params) is dict and value.name in params:
-        return params[value.name]
-    if kind is ast.Literal:
-        return value.value
+    direct = _direct(value, params)
+    if direct is not _INDIRECT:
+        return direct
     if isinstance(value, ast.Literal):
         return value.value
     if isinstance(value, ast.ListLit):
@@ -232,19 +230,28 @@ def resolve(value: ast.Value, params: Mapping[str, Any] | None = None, *, deferr
     raise KipError(INVALID_SYNTAX, f"{type(value).__name__} is not a JSON value here.")
 
 
+#: ``_direct``'s answer for a value that needs ``resolve``'s whole walk.
+_INDIRECT = object()
+
+
+def _direct(value: ast.Value, params: Mapping[str, Any] | None) -> Any:
+    """The value of a bound placeholder or a literal — what a capsule resolves one of per value —
+    read without ``resolve``'s checks; ``_INDIRECT`` for anything else."""
+    kind = type(value)
+    if kind is ast.Placeholder and type(params) is dict and value.name in params:
+        return params[value.name]
+    if kind is ast.Literal:
+        return value.value
+    return _INDIRECT
+
+
 def _resolved_entries(entries: tuple, params: Mapping[str, Any] | None, role: str) -> dict[str, Any]:
-    """An object's entries resolved: a bound placeholder and a literal read inline (a bulk capsule
-    resolves one object per block), anything else through ``resolve``."""
-    bound = params if type(params) is dict else None
+    """An object's entries resolved: ``_direct`` first (a bulk capsule resolves one object per
+    block, without ``resolve``'s keyword call), anything else through ``resolve``."""
     out = {}
     for key, item in entries:
-        kind = type(item)
-        if kind is ast.Placeholder and bound is not None and item.name in bound:
-            out[key] = bound[item.name]
-        elif kind is ast.Literal:
-            out[key] = item.value
-        else:
-            out[key] = resolve(item, params, role=role)
+        direct = _direct(item, params)
+        out[key] = direct if direct is not _INDIRECT else resolve(item, params, role=role)
     return out
 
 
@@ -264,12 +271,8 @@ def resolve_int(value: ast.Value, params: Mapping[str, Any] | None, what: str) -
 
 def resolve_str(value: ast.Value, params: Mapping[str, Any] | None, what: str, role: str = "") -> str:
     """A string; ``role`` says what it becomes, for an unbound placeholder of a keeping compile."""
-    kind = type(value)  # a bound placeholder and a literal inline (a capsule names two per reference)
-    if kind is ast.Placeholder and type(params) is dict and value.name in params:
-        resolved = params[value.name]
-    elif kind is ast.Literal:
-        resolved = value.value
-    else:
+    resolved = _direct(value, params)  # a capsule names two per reference: no role text built for them
+    if resolved is _INDIRECT:
         resolved = resolve(value, params, role=role or f"{what} is checked and used while the statement is built")
     if not isinstance(resolved, str):
         raise KipError(
